@@ -1,0 +1,2 @@
+//! ridgeline
+pub fn x() {}
