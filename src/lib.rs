@@ -1,2 +1,12 @@
-//! ridgeline
-pub fn x() {}
+//! # ridgeline
+//! (crate guide written below)
+#![deny(missing_docs)]
+
+pub mod dtype;
+pub mod error;
+pub mod hardware;
+pub mod ops;
+pub mod roofline;
+pub mod units;
+
+pub use error::{Error, Result};

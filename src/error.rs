@@ -1,0 +1,156 @@
+//! One error type for the whole crate: every failure on user input is a value, never a panic.
+
+use thiserror::Error;
+
+/// Result alias used across ridgeline.
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// Everything that can go wrong on user input or data files.
+///
+/// Each variant names the field, file or flag at fault; unknown names carry the
+/// closest valid names so the CLI can print "did you mean ...".
+#[derive(Debug, Error, Clone, PartialEq)]
+pub enum Error {
+    /// A name (GPU id, model id, format, engine, ...) that is not known.
+    #[error("unknown {kind} '{name}'{}", did_you_mean(.suggestions))]
+    UnknownName {
+        /// What kind of name it was ("hardware id", "model id", "format", ...).
+        kind: &'static str,
+        /// The name as given.
+        name: String,
+        /// Up to three closest valid names, best first.
+        suggestions: Vec<String>,
+    },
+    /// A value outside its valid range (zero heads, negative sizes, NaN, ...).
+    #[error("invalid {field}: {message}")]
+    InvalidValue {
+        /// The field, key or flag at fault (e.g. `num_attention_heads`, `--batch`).
+        field: String,
+        /// What is wrong and what would be valid.
+        message: String,
+    },
+    /// A file or document that could not be parsed.
+    #[error("{source_name}: {message}")]
+    Parse {
+        /// The file path (or "built-in data/hardware/x.toml", or "<stdin>").
+        source_name: String,
+        /// The parser's message, including line/column or key where known.
+        message: String,
+    },
+    /// A file that could not be read.
+    #[error("cannot read {path}: {message}")]
+    Io {
+        /// The path that failed.
+        path: String,
+        /// The operating system's message.
+        message: String,
+    },
+    /// Options that are each valid but contradict each other (e.g. tp x pp x dp != gpus).
+    #[error("conflicting options: {0}")]
+    Conflict(String),
+}
+
+fn did_you_mean(suggestions: &[String]) -> String {
+    if suggestions.is_empty() {
+        String::new()
+    } else {
+        format!("; did you mean {}?", suggestions.join(", "))
+    }
+}
+
+impl Error {
+    /// Shorthand for [`Error::InvalidValue`].
+    pub fn invalid(field: impl Into<String>, message: impl Into<String>) -> Self {
+        Error::InvalidValue {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+
+    /// Builds [`Error::UnknownName`] with the three valid names closest to `name`.
+    pub fn unknown<'a>(
+        kind: &'static str,
+        name: &str,
+        valid: impl IntoIterator<Item = &'a str>,
+    ) -> Self {
+        Error::UnknownName {
+            kind,
+            name: name.to_string(),
+            suggestions: closest(name, valid, 3),
+        }
+    }
+}
+
+/// The `n` names in `valid` closest to `name` (case-insensitive edit distance; names that
+/// contain the query, or are contained in it, rank first).
+pub fn closest<'a>(name: &str, valid: impl IntoIterator<Item = &'a str>, n: usize) -> Vec<String> {
+    let query = name.to_ascii_lowercase();
+    let mut scored: Vec<(usize, String)> = valid
+        .into_iter()
+        .map(|v| {
+            let lower = v.to_ascii_lowercase();
+            let mut d = strsim::levenshtein(&query, &lower);
+            if !query.is_empty() && (lower.contains(&query) || query.contains(&lower)) {
+                d = d.min(1);
+            }
+            (d, v.to_string())
+        })
+        .collect();
+    scored.sort();
+    scored.dedup_by(|a, b| a.1 == b.1);
+    scored.into_iter().take(n).map(|(_, v)| v).collect()
+}
+
+/// Checks that `value` is finite and strictly positive; the error names `field`.
+pub fn require_positive(field: &str, value: f64) -> Result<f64> {
+    if value.is_finite() && value > 0.0 {
+        Ok(value)
+    } else {
+        Err(Error::invalid(
+            field,
+            format!("must be a finite number > 0, got {value}"),
+        ))
+    }
+}
+
+/// Checks that `value` is finite and >= 0; the error names `field`.
+pub fn require_non_negative(field: &str, value: f64) -> Result<f64> {
+    if value.is_finite() && value >= 0.0 {
+        Ok(value)
+    } else {
+        Err(Error::invalid(
+            field,
+            format!("must be a finite number >= 0, got {value}"),
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn closest_ranks_typos_first() {
+        let valid = ["h100-sxm", "h100-pcie", "h200-sxm", "a100-80gb-sxm", "l4"];
+        let s = closest("h100-sm", valid, 3);
+        assert_eq!(s[0], "h100-sxm");
+        assert_eq!(s.len(), 3);
+    }
+
+    #[test]
+    fn message_lists_suggestions() {
+        let e = Error::unknown("hardware id", "h10", ["h100-sxm", "l4"]);
+        let msg = e.to_string();
+        assert!(msg.starts_with("unknown hardware id 'h10'; did you mean h100-sxm"), "{msg}");
+    }
+
+    #[test]
+    fn positivity_rejects_nan_and_zero() {
+        assert!(require_positive("x", f64::NAN).is_err());
+        assert!(require_positive("x", 0.0).is_err());
+        assert!(require_positive("x", -1.0).is_err());
+        assert!(require_positive("x", f64::INFINITY).is_err());
+        assert_eq!(require_positive("x", 2.0), Ok(2.0));
+        assert_eq!(require_non_negative("x", 0.0), Ok(0.0));
+    }
+}

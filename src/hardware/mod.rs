@@ -1,0 +1,508 @@
+//! The hardware database: one device per `data/hardware/<id>.toml`, embedded in the
+//! binary, plus user files. Every number carries its source; peaks are dense.
+//!
+//! Memory, host link (PCIe) and scale-up link (NVLink, Infinity Fabric, ICI) are kept
+//! as separate ceilings so an op can be placed against any of them.
+
+use crate::dtype::ComputeDtype;
+use crate::error::{Error, Result};
+use crate::roofline::Ceilings;
+use serde::{Deserialize, Serialize};
+use std::sync::OnceLock;
+
+mod builtin {
+    include!(concat!(env!("OUT_DIR"), "/builtin_data.rs"));
+}
+
+pub(crate) use builtin::MODEL_FILES;
+
+/// Market segment of a device; engines derate by class (GeForce cards reach a larger
+/// fraction of their bandwidth than HBM parts in the same engine, for instance).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DeviceClass {
+    /// Data-centre GPUs with HBM or GDDR (A100, H100, L40S, MI300X, ...).
+    Datacenter,
+    /// Professional workstation cards (RTX A6000, RTX 6000 Ada).
+    Workstation,
+    /// GeForce consumer cards.
+    Consumer,
+    /// Apple silicon with unified memory.
+    Apple,
+    /// Google TPUs.
+    Tpu,
+    /// Intel Gaudi.
+    Gaudi,
+}
+
+/// Device memory.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Memory {
+    /// HBM3, GDDR6X, LPDDR5, ...
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Capacity in bytes (GB = 1e9).
+    pub capacity_bytes: f64,
+    /// Peak bandwidth in bytes/s.
+    pub bandwidth_bytes_per_s: f64,
+    /// Last-level on-chip cache in bytes, if published.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub l2_bytes: Option<f64>,
+    /// Where the numbers come from.
+    pub source: String,
+}
+
+/// Dense peak throughput per dtype in FLOP/s (`None`: not published).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Peaks {
+    /// FP64 (vector, or tensor where higher).
+    pub fp64: Option<f64>,
+    /// FP32 vector.
+    pub fp32: Option<f64>,
+    /// TF32 tensor.
+    pub tf32: Option<f64>,
+    /// FP16 tensor with fp32 accumulation.
+    pub fp16: Option<f64>,
+    /// BF16 tensor with fp32 accumulation.
+    pub bf16: Option<f64>,
+    /// FP8 tensor.
+    pub fp8: Option<f64>,
+    /// INT8 tensor (OP/s).
+    pub int8: Option<f64>,
+    /// INT4 tensor (OP/s).
+    pub int4: Option<f64>,
+    /// FP4 tensor.
+    pub fp4: Option<f64>,
+    /// FP16 tensor with fp16 accumulation (GeForce cards: 2x the fp32-accumulate rate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fp16_acc16: Option<f64>,
+    /// The datasheet printed sparse figures and they were halved.
+    #[serde(default)]
+    pub sparse_halved: bool,
+    /// Where the numbers come from.
+    #[serde(default)]
+    pub source: String,
+}
+
+impl Peaks {
+    /// The published dense peak for `dtype`.
+    pub fn get(&self, dtype: ComputeDtype) -> Option<f64> {
+        match dtype {
+            ComputeDtype::Fp64 => self.fp64,
+            ComputeDtype::Fp32 => self.fp32,
+            ComputeDtype::Tf32 => self.tf32,
+            ComputeDtype::Fp16 => self.fp16,
+            ComputeDtype::Bf16 => self.bf16,
+            ComputeDtype::Fp8 => self.fp8,
+            ComputeDtype::Int8 => self.int8,
+            ComputeDtype::Int4 => self.int4,
+            ComputeDtype::Fp4 => self.fp4,
+        }
+    }
+}
+
+/// An interconnect: host link (PCIe) or scale-up link (NVLink, ...).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Link {
+    /// e.g. "PCIe Gen5 x16", "NVLink 4 (18 links)".
+    #[serde(default)]
+    pub name: String,
+    /// Bandwidth per direction in bytes/s.
+    pub bytes_per_s_per_direction: f64,
+    /// Where the number comes from.
+    pub source: String,
+}
+
+/// A rental price.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Price {
+    /// US dollars per device-hour.
+    pub usd_per_hour: f64,
+    /// When the price was seen (YYYY-MM-DD).
+    pub date: String,
+    /// Where it was seen.
+    pub source: String,
+}
+
+/// One accelerator.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Hardware {
+    /// Lowercase hyphenated id (`h100-sxm`).
+    pub id: String,
+    /// Marketing name.
+    pub name: String,
+    /// NVIDIA, AMD, Google, Intel, Apple.
+    pub vendor: String,
+    /// Market segment.
+    pub class: DeviceClass,
+    /// Other names that resolve to this device.
+    #[serde(default)]
+    pub aliases: Vec<String>,
+    /// Year of release.
+    #[serde(default)]
+    pub release_year: Option<u32>,
+    /// Thermal design power, watts.
+    #[serde(default)]
+    pub tdp_w: Option<f64>,
+    /// Datasheets and whitepapers the numbers come from.
+    pub sources: Vec<String>,
+    /// Caveats.
+    #[serde(default)]
+    pub notes: String,
+    /// Devices per node for multi-node layouts (default 8).
+    #[serde(default)]
+    pub devices_per_node: Option<u32>,
+    /// Device memory.
+    pub memory: Memory,
+    /// Dense peaks.
+    pub peak_flops_per_s: Peaks,
+    /// Link to the host (PCIe), if any.
+    #[serde(default)]
+    pub host_link: Option<Link>,
+    /// Link between devices (NVLink, ...), if any.
+    #[serde(default)]
+    pub scaleup_link: Option<Link>,
+    /// Rental price, if known.
+    #[serde(default)]
+    pub price: Option<Price>,
+}
+
+impl Hardware {
+    /// Parses and validates one device from TOML text; `source_name` names the file in
+    /// errors.
+    pub fn from_toml(text: &str, source_name: &str) -> Result<Hardware> {
+        let hw: Hardware = toml::from_str(text).map_err(|e| Error::Parse {
+            source_name: source_name.to_string(),
+            message: e.to_string().trim().replace('\n', " "),
+        })?;
+        hw.validate().map_err(|e| Error::Parse {
+            source_name: source_name.to_string(),
+            message: e.to_string(),
+        })?;
+        Ok(hw)
+    }
+
+    fn validate(&self) -> Result<()> {
+        let valid_id = !self.id.is_empty()
+            && self
+                .id
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.');
+        if !valid_id {
+            return Err(Error::invalid("id", format!("'{}' must be lowercase letters, digits and hyphens", self.id)));
+        }
+        crate::error::require_positive("memory.capacity_bytes", self.memory.capacity_bytes)?;
+        crate::error::require_positive("memory.bandwidth_bytes_per_s", self.memory.bandwidth_bytes_per_s)?;
+        if let Some(l2) = self.memory.l2_bytes {
+            crate::error::require_positive("memory.l2_bytes", l2)?;
+        }
+        let mut any = false;
+        for d in ComputeDtype::ALL {
+            if let Some(p) = self.peak_flops_per_s.get(d) {
+                crate::error::require_positive(&format!("peak_flops_per_s.{}", d.name()), p)?;
+                any = true;
+            }
+        }
+        if !any {
+            return Err(Error::invalid("peak_flops_per_s", "at least one dense peak is required"));
+        }
+        if self.sources.iter().all(|s| s.trim().is_empty()) {
+            return Err(Error::invalid("sources", "at least one source URL is required"));
+        }
+        for (key, link) in [("host_link", &self.host_link), ("scaleup_link", &self.scaleup_link)] {
+            if let Some(l) = link {
+                crate::error::require_positive(&format!("{key}.bytes_per_s_per_direction"), l.bytes_per_s_per_direction)?;
+            }
+        }
+        if let Some(p) = &self.price {
+            crate::error::require_positive("price.usd_per_hour", p.usd_per_hour)?;
+        }
+        if let Some(t) = self.tdp_w {
+            crate::error::require_positive("tdp_w", t)?;
+        }
+        Ok(())
+    }
+
+    /// The dense peak for `dtype`, or where the vendor publishes none, the closest
+    /// published rate (bf16 <-> fp16, then fp32; low-precision formats fall back to
+    /// 16-bit, since kernels then run at 16-bit). Returns the rate and the dtype used.
+    pub fn peak(&self, dtype: ComputeDtype) -> (f64, ComputeDtype) {
+        use ComputeDtype::*;
+        let chain: &[ComputeDtype] = match dtype {
+            Fp16 => &[Fp16, Bf16, Fp32, Tf32],
+            Bf16 => &[Bf16, Fp16, Fp32, Tf32],
+            Fp32 => &[Fp32, Tf32, Bf16, Fp16],
+            Tf32 => &[Tf32, Fp32, Bf16, Fp16],
+            Fp64 => &[Fp64, Fp32],
+            Fp8 => &[Fp8, Int8, Bf16, Fp16, Fp32],
+            Int8 => &[Int8, Fp8, Bf16, Fp16, Fp32],
+            Int4 => &[Int4, Int8, Fp8, Bf16, Fp16, Fp32],
+            Fp4 => &[Fp4, Fp8, Bf16, Fp16, Fp32],
+        };
+        for &d in chain {
+            if let Some(p) = self.peak_flops_per_s.get(d) {
+                return (p, d);
+            }
+        }
+        // validate() guarantees at least one peak: take the largest published.
+        ComputeDtype::ALL
+            .into_iter()
+            .filter_map(|d| self.peak_flops_per_s.get(d).map(|p| (p, d)))
+            .fold((0.0, dtype), |a, b| if b.0 > a.0 { b } else { a })
+    }
+
+    /// Ridge point for `dtype` in FLOP/byte.
+    pub fn ridge_point(&self, dtype: ComputeDtype) -> f64 {
+        self.peak(dtype).0 / self.memory.bandwidth_bytes_per_s
+    }
+
+    /// Link used between devices of this kind: the scale-up link, else the host link
+    /// (peer traffic through PCIe), else none.
+    pub fn device_link(&self) -> Option<&Link> {
+        self.scaleup_link.as_ref().or(self.host_link.as_ref())
+    }
+
+    /// Ceilings for an op computing in `dtype` (link = [`Hardware::device_link`]).
+    pub fn ceilings(&self, dtype: ComputeDtype) -> Ceilings {
+        Ceilings {
+            peak_flops_per_s: self.peak(dtype).0,
+            memory_bytes_per_s: self.memory.bandwidth_bytes_per_s,
+            link_bytes_per_s: self.device_link().map(|l| l.bytes_per_s_per_direction),
+        }
+    }
+
+    /// The contract's JSON view of this device (`hardware show ID --json`).
+    pub fn report(&self) -> HardwareReport {
+        let p = &self.peak_flops_per_s;
+        HardwareReport {
+            id: self.id.clone(),
+            name: self.name.clone(),
+            vendor: self.vendor.clone(),
+            class: self.class,
+            aliases: self.aliases.clone(),
+            memory: MemoryReport {
+                kind: self.memory.kind.clone(),
+                capacity_bytes: self.memory.capacity_bytes,
+                bandwidth_bytes_per_s: self.memory.bandwidth_bytes_per_s,
+                l2_bytes: self.memory.l2_bytes,
+            },
+            peak_flops_per_s: PeakReport {
+                fp64: p.fp64,
+                fp32: p.fp32,
+                tf32: p.tf32,
+                fp16: p.fp16,
+                bf16: p.bf16,
+                fp8: p.fp8,
+                int8: p.int8,
+                int4: p.int4,
+                fp4: p.fp4,
+                fp16_acc16: p.fp16_acc16,
+            },
+            ridge_point_bf16_flop_per_byte: self.ridge_point(ComputeDtype::Bf16),
+            host_link_bytes_per_s: self.host_link.as_ref().map(|l| l.bytes_per_s_per_direction),
+            host_link: self.host_link.as_ref().map(|l| l.name.clone()),
+            scaleup_link_bytes_per_s: self.scaleup_link.as_ref().map(|l| l.bytes_per_s_per_direction),
+            scaleup_link: self.scaleup_link.as_ref().map(|l| l.name.clone()),
+            tdp_w: self.tdp_w,
+            release_year: self.release_year,
+            price_usd_per_hour: self.price.as_ref().map(|p| p.usd_per_hour),
+            price_date: self.price.as_ref().map(|p| p.date.clone()),
+            sparse_halved: p.sparse_halved,
+            sources: self.all_sources(),
+            notes: self.notes.clone(),
+        }
+    }
+
+    /// Every distinct source: the top-level list, then per-table sources.
+    pub fn all_sources(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        let mut push = |s: &str| {
+            let s = s.trim();
+            if !s.is_empty() && !out.iter().any(|o| o == s) {
+                out.push(s.to_string());
+            }
+        };
+        for s in &self.sources {
+            push(s);
+        }
+        push(&self.memory.source);
+        push(&self.peak_flops_per_s.source);
+        for l in [&self.host_link, &self.scaleup_link].into_iter().flatten() {
+            push(&l.source);
+        }
+        if let Some(p) = &self.price {
+            push(&p.source);
+        }
+        out
+    }
+}
+
+/// `memory` in [`HardwareReport`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemoryReport {
+    /// Memory technology.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Bytes.
+    pub capacity_bytes: f64,
+    /// Bytes/s.
+    pub bandwidth_bytes_per_s: f64,
+    /// Bytes, or null.
+    pub l2_bytes: Option<f64>,
+}
+
+/// `peak_flops_per_s` in [`HardwareReport`]: every key present, `null` when unpublished.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[allow(missing_docs)]
+pub struct PeakReport {
+    pub fp64: Option<f64>,
+    pub fp32: Option<f64>,
+    pub tf32: Option<f64>,
+    pub fp16: Option<f64>,
+    pub bf16: Option<f64>,
+    pub fp8: Option<f64>,
+    pub int8: Option<f64>,
+    pub int4: Option<f64>,
+    pub fp4: Option<f64>,
+    /// fp16 with fp16 accumulation, where it differs (GeForce).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fp16_acc16: Option<f64>,
+}
+
+/// The JSON document of `ridgeline hardware show ID --json` (keys per CONTRACT.md, plus
+/// extras: class, aliases, link names, ridge point, notes).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HardwareReport {
+    /// Device id.
+    pub id: String,
+    /// Marketing name.
+    pub name: String,
+    /// Vendor.
+    pub vendor: String,
+    /// Market segment.
+    pub class: DeviceClass,
+    /// Other accepted names.
+    pub aliases: Vec<String>,
+    /// Memory.
+    pub memory: MemoryReport,
+    /// Dense peaks, FLOP/s.
+    pub peak_flops_per_s: PeakReport,
+    /// bf16 (or nearest published) peak over memory bandwidth.
+    pub ridge_point_bf16_flop_per_byte: f64,
+    /// Host link bytes/s per direction.
+    pub host_link_bytes_per_s: Option<f64>,
+    /// Host link name.
+    pub host_link: Option<String>,
+    /// Scale-up link bytes/s per direction.
+    pub scaleup_link_bytes_per_s: Option<f64>,
+    /// Scale-up link name.
+    pub scaleup_link: Option<String>,
+    /// Watts.
+    pub tdp_w: Option<f64>,
+    /// Year.
+    pub release_year: Option<u32>,
+    /// USD per device-hour.
+    pub price_usd_per_hour: Option<f64>,
+    /// Date of the price.
+    pub price_date: Option<String>,
+    /// Whether sparse datasheet figures were halved.
+    pub sparse_halved: bool,
+    /// Source URLs.
+    pub sources: Vec<String>,
+    /// Caveats.
+    pub notes: String,
+}
+
+/// A set of devices, looked up by id or alias.
+#[derive(Debug, Clone, Default)]
+pub struct HardwareDb {
+    devices: Vec<Hardware>,
+}
+
+impl HardwareDb {
+    /// The built-in database (parsed once, from the files embedded at build time).
+    pub fn builtin() -> Result<&'static HardwareDb> {
+        static DB: OnceLock<Result<HardwareDb>> = OnceLock::new();
+        DB.get_or_init(|| {
+            let mut db = HardwareDb::default();
+            for (name, text) in builtin::HARDWARE_FILES {
+                let hw = Hardware::from_toml(text, &format!("data/hardware/{name}"))?;
+                let stem = name.trim_end_matches(".toml");
+                if hw.id != stem {
+                    return Err(Error::Parse {
+                        source_name: format!("data/hardware/{name}"),
+                        message: format!("id '{}' does not match the file name", hw.id),
+                    });
+                }
+                db.insert(hw);
+            }
+            Ok(db)
+        })
+        .as_ref()
+        .map_err(Clone::clone)
+    }
+
+    /// Adds (or replaces, by id) a device.
+    pub fn insert(&mut self, hw: Hardware) {
+        if let Some(slot) = self.devices.iter_mut().find(|d| d.id == hw.id) {
+            *slot = hw;
+        } else {
+            self.devices.push(hw);
+            self.devices.sort_by(|a, b| a.id.cmp(&b.id));
+        }
+    }
+
+    /// Reads a user's TOML file (same schema as `data/hardware/*.toml`) and adds it.
+    pub fn load_file(&mut self, path: &std::path::Path) -> Result<&Hardware> {
+        let text = std::fs::read_to_string(path).map_err(|e| Error::Io {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        })?;
+        let hw = Hardware::from_toml(&text, &path.display().to_string())?;
+        let id = hw.id.clone();
+        self.insert(hw);
+        self.get(&id)
+    }
+
+    /// All devices, sorted by id.
+    pub fn devices(&self) -> &[Hardware] {
+        &self.devices
+    }
+
+    /// All ids.
+    pub fn ids(&self) -> impl Iterator<Item = &str> {
+        self.devices.iter().map(|d| d.id.as_str())
+    }
+
+    /// Looks a device up by id or alias (case-insensitive). Unknown names give
+    /// [`Error::UnknownName`] with the three closest ids.
+    pub fn get(&self, name: &str) -> Result<&Hardware> {
+        let q = name.trim().to_ascii_lowercase();
+        self.devices
+            .iter()
+            .find(|d| d.id == q)
+            .or_else(|| self.devices.iter().find(|d| d.aliases.iter().any(|a| a.eq_ignore_ascii_case(&q))))
+            .ok_or_else(|| {
+                let names = self
+                    .devices
+                    .iter()
+                    .flat_map(|d| std::iter::once(d.id.as_str()).chain(d.aliases.iter().map(String::as_str)));
+                let mut e = Error::unknown("hardware id", name, names);
+                // report ids, not aliases, in suggestions
+                if let Error::UnknownName { suggestions, .. } = &mut e {
+                    for s in suggestions.iter_mut() {
+                        if let Some(d) = self.devices.iter().find(|d| d.aliases.iter().any(|a| a == s)) {
+                            *s = d.id.clone();
+                        }
+                    }
+                    suggestions.dedup();
+                }
+                e
+            })
+    }
+}

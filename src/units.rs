@@ -1,0 +1,115 @@
+//! Unit constants and edge conversions. Inside ridgeline every quantity is an `f64` in SI
+//! base units (FLOP, byte, second, FLOP/s, byte/s); these helpers are only for the edges
+//! where a number meets a person. GB = 1e9 bytes, GiB = 2^30 bytes: the names say which.
+
+/// 1 kB = 1e3 bytes.
+pub const KB: f64 = 1e3;
+/// 1 MB = 1e6 bytes.
+pub const MB: f64 = 1e6;
+/// 1 GB = 1e9 bytes (decimal, as datasheets print memory capacity and bandwidth).
+pub const GB: f64 = 1e9;
+/// 1 TB = 1e12 bytes.
+pub const TB: f64 = 1e12;
+/// 1 GiB = 2^30 bytes (binary, as `nvidia-smi` and PyTorch print memory use).
+pub const GIB: f64 = 1_073_741_824.0;
+/// 1 MiB = 2^20 bytes.
+pub const MIB: f64 = 1_048_576.0;
+/// 10^12, for TFLOP/s.
+pub const TERA: f64 = 1e12;
+/// 10^9, for GFLOP/s.
+pub const GIGA: f64 = 1e9;
+
+/// Formats a byte count in GB (1e9), e.g. `13.48 GB`.
+pub fn fmt_gb(bytes: f64) -> String {
+    format!("{:.2} GB", bytes / GB)
+}
+
+/// Formats a byte count in GiB (2^30), e.g. `12.55 GiB`.
+pub fn fmt_gib(bytes: f64) -> String {
+    format!("{:.2} GiB", bytes / GIB)
+}
+
+/// Formats a byte rate, e.g. `3.35 TB/s` or `936 GB/s`.
+pub fn fmt_bytes_per_s(rate: f64) -> String {
+    if rate >= TB {
+        format!("{:.2} TB/s", rate / TB)
+    } else {
+        format!("{:.0} GB/s", rate / GB)
+    }
+}
+
+/// Formats a FLOP rate with an SI prefix, e.g. `989.5 TFLOP/s`.
+pub fn fmt_flops_per_s(rate: f64) -> String {
+    format!("{}FLOP/s", si(rate))
+}
+
+/// Formats a FLOP count with an SI prefix, e.g. `13.5 GFLOP`.
+pub fn fmt_flops(flops: f64) -> String {
+    format!("{}FLOP", si(flops))
+}
+
+/// Formats seconds as s, ms or µs with three significant figures.
+pub fn fmt_seconds(s: f64) -> String {
+    if !s.is_finite() {
+        return "n/a".to_string();
+    }
+    if s >= 1.0 {
+        format!("{s:.2} s")
+    } else if s >= 1e-3 {
+        format!("{:.2} ms", s * 1e3)
+    } else {
+        format!("{:.2} µs", s * 1e6)
+    }
+}
+
+/// A number with an SI prefix and a trailing space: `1.23 T`, `456 G`, `7.8 `.
+pub fn si(x: f64) -> String {
+    const PREFIXES: [(f64, &str); 6] = [
+        (1e18, "E"),
+        (1e15, "P"),
+        (1e12, "T"),
+        (1e9, "G"),
+        (1e6, "M"),
+        (1e3, "k"),
+    ];
+    for (scale, p) in PREFIXES {
+        if x.abs() >= scale {
+            return format!("{} {p}", sig3(x / scale));
+        }
+    }
+    format!("{} ", sig3(x))
+}
+
+/// Three significant figures without trailing zeros noise: 989.5 -> "990", 1.234 -> "1.23".
+pub fn sig3(x: f64) -> String {
+    let a = x.abs();
+    if a >= 100.0 {
+        format!("{x:.0}")
+    } else if a >= 10.0 {
+        format!("{x:.1}")
+    } else {
+        format!("{x:.2}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gb_and_gib_differ() {
+        assert_eq!(fmt_gb(80e9), "80.00 GB");
+        // 80e9 / 2^30 = 74.505...
+        assert_eq!(fmt_gib(80e9), "74.51 GiB");
+    }
+
+    #[test]
+    fn si_prefixes() {
+        assert_eq!(fmt_flops_per_s(989.5e12), "990 TFLOP/s");
+        assert_eq!(fmt_flops(33_554_432.0), "33.6 MFLOP");
+        assert_eq!(fmt_bytes_per_s(3.35e12), "3.35 TB/s");
+        assert_eq!(fmt_bytes_per_s(936e9), "936 GB/s");
+        assert_eq!(fmt_seconds(16.46e-6), "16.46 µs");
+        assert_eq!(fmt_seconds(0.0123), "12.30 ms");
+    }
+}
