@@ -5,7 +5,9 @@
 pub mod dtype;
 pub mod error;
 pub mod hardware;
+pub mod model;
 pub mod ops;
+pub mod report;
 pub mod roofline;
 pub mod units;
 

@@ -492,16 +492,23 @@ impl HardwareDb {
                     .devices
                     .iter()
                     .flat_map(|d| std::iter::once(d.id.as_str()).chain(d.aliases.iter().map(String::as_str)));
-                let mut e = Error::unknown("hardware id", name, names);
-                // report ids, not aliases, in suggestions
-                if let Error::UnknownName { suggestions, .. } = &mut e {
-                    for s in suggestions.iter_mut() {
-                        if let Some(d) = self.devices.iter().find(|d| d.aliases.iter().any(|a| a == s)) {
-                            *s = d.id.clone();
-                        }
+                let mut ids: Vec<String> = Vec::new();
+                for s in crate::error::closest(name, names, 12) {
+                    let id = self
+                        .devices
+                        .iter()
+                        .find(|d| d.id == s || d.aliases.contains(&s))
+                        .map_or(s, |d| d.id.clone());
+                    if !ids.contains(&id) {
+                        ids.push(id);
                     }
-                    suggestions.dedup();
                 }
+                ids.truncate(3);
+                let e = Error::UnknownName {
+                    kind: "hardware id",
+                    name: name.to_string(),
+                    suggestions: ids,
+                };
                 e
             })
     }

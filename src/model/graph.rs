@@ -1,0 +1,328 @@
+//! The layer graph as data: `(model, step shape, formats, tensor-parallel degree)` ->
+//! the operators of one forward pass with their per-device [`Cost`]s.
+//!
+//! One code path serves prefill and decode: a [`Step`] is `batch` sequences each adding
+//! `new_tokens` tokens to a KV cache that then holds `context` tokens (prefill:
+//! `new_tokens = context = prompt`; decode: `new_tokens = 1`, `context = L`).
+//!
+//! The graph is a fixed-capacity array (no heap allocation), so it can be rebuilt for
+//! millions of configurations in a sweep.
+
+use super::ModelConfig;
+use crate::dtype::{ComputeDtype, Format};
+use crate::ops::{
+    self, AttentionShape, Collective, Cost, Operand, attention_fused,
+    attention_scores, attention_values, collective, embedding, gated_activation, linear, norm,
+    residual_add, rope, softmax,
+};
+
+/// Most operators one forward pass can have.
+pub const MAX_OPS: usize = 24;
+
+/// Shape of one forward pass.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Step {
+    /// Sequences processed together.
+    pub batch: u64,
+    /// New tokens per sequence in this pass.
+    pub new_tokens: u64,
+    /// Tokens in each sequence's KV cache after this pass (includes the new ones).
+    pub context: u64,
+    /// Rows the lm_head runs on per sequence (prefill: 1, the last token; decode: all new).
+    pub logits_per_sequence: u64,
+}
+
+impl Step {
+    /// Prefill of `prompt` tokens for `batch` sequences (logits for the last token only).
+    pub fn prefill(batch: u64, prompt: u64) -> Step {
+        Step {
+            batch,
+            new_tokens: prompt,
+            context: prompt,
+            logits_per_sequence: 1,
+        }
+    }
+
+    /// One decode step at context `context` (the new token included).
+    pub fn decode(batch: u64, context: u64) -> Step {
+        Step {
+            batch,
+            new_tokens: 1,
+            context,
+            logits_per_sequence: 1,
+        }
+    }
+}
+
+/// Formats and options of a forward pass.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Precision {
+    /// Weight storage format.
+    pub weights: Format,
+    /// KV cache format.
+    pub kv: Format,
+    /// Activation dtype (bf16/fp16/fp32).
+    pub activations: ComputeDtype,
+}
+
+/// Whether an op runs on matrix units (tensor cores) or vector units.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    /// Matrix math at the given dtype.
+    Matrix(ComputeDtype),
+    /// Elementwise / reduction math.
+    Vector,
+}
+
+/// One operator of the graph.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OpInstance {
+    /// Stable name (`qkv_proj`, `attention`, `lm_head`, ...).
+    pub name: &'static str,
+    /// Executions per forward pass (layers for per-layer ops, 1 otherwise).
+    pub count: f64,
+    /// Cost of one execution on one device.
+    pub cost: Cost,
+    /// Where it runs.
+    pub unit: Unit,
+}
+
+impl OpInstance {
+    /// Cost of all executions.
+    pub fn total(&self) -> Cost {
+        self.cost.times(self.count)
+    }
+}
+
+/// The operators of one forward pass (fixed capacity, no allocation).
+#[derive(Debug, Clone, Copy)]
+pub struct Graph {
+    ops: [OpInstance; MAX_OPS],
+    len: usize,
+}
+
+const EMPTY: OpInstance = OpInstance {
+    name: "",
+    count: 0.0,
+    cost: Cost {
+        flops: 0.0,
+        read: ops::ByteClasses { weights: 0.0, activations: 0.0, kv: 0.0 },
+        written: ops::ByteClasses { weights: 0.0, activations: 0.0, kv: 0.0 },
+        link_bytes: 0.0,
+    },
+    unit: Unit::Vector,
+};
+
+impl Graph {
+    fn push(&mut self, name: &'static str, count: f64, cost: Cost, unit: Unit) {
+        if self.len < MAX_OPS {
+            self.ops[self.len] = OpInstance { name, count, cost, unit };
+            self.len += 1;
+        }
+    }
+
+    /// The operators in execution order.
+    pub fn ops(&self) -> &[OpInstance] {
+        &self.ops[..self.len]
+    }
+
+    /// Sum of every op's total cost.
+    pub fn total(&self) -> Cost {
+        self.ops().iter().map(OpInstance::total).sum()
+    }
+}
+
+/// Expected number of distinct experts that `tokens` tokens touch when each picks
+/// `k` of `e` experts uniformly: `e · (1 - (1 - k/e)^tokens)`. One token touches `k`;
+/// many tokens touch all `e`. This sets MoE weight traffic at batch > 1.
+pub fn expected_experts(e: u64, k: u64, tokens: u64) -> f64 {
+    if e <= 1 {
+        return 1.0;
+    }
+    let (e, k) = (e as f64, k as f64);
+    e * (1.0 - (1.0 - k / e).powf(tokens as f64))
+}
+
+fn ceil_div(a: u64, b: u64) -> u64 {
+    a.div_ceil(b.max(1))
+}
+
+/// Builds the forward-pass graph for one device of a `tp`-way tensor-parallel group
+/// (`tp = 1`: a single device). With `flash` the attention is one fused op; without,
+/// it is scores + softmax + values with the score matrix in memory.
+///
+/// Tensor parallelism (Megatron): q/k/v, gate/up are split by columns, o/down by rows,
+/// heads and the MLP width divide by `tp` (KV heads are replicated when fewer than
+/// `tp`), the lm_head is split over the vocabulary, and each layer ends its attention
+/// and its MLP with an all-reduce of `tokens × hidden` activations.
+///
+/// Layers whose weights a format keeps in 16-bit (see [`Format`]) are costed so.
+pub fn forward(cfg: &ModelConfig, step: &Step, p: &Precision, tp: u64, flash: bool, layers: u64) -> Graph {
+    let mut g = Graph { ops: [EMPTY; MAX_OPS], len: 0 };
+    let tp = tp.max(1);
+    let tokens = step.batch.saturating_mul(step.new_tokens);
+    let act_bits = p.activations.bytes() * 8.0;
+    let w_bits = p.weights.bits();
+    let kv_bits = p.kv.bits();
+    let emb_bits = if p.weights.keeps_embeddings_16bit() { 16.0 } else { w_bits };
+    let matmul = Unit::Matrix(p.weights.compute_dtype(p.activations));
+    let attn_unit = Unit::Matrix(p.activations);
+    let l = layers as f64;
+    let h = cfg.hidden;
+    let heads = ceil_div(cfg.heads, tp);
+    let kv_heads = ceil_div(cfg.kv_heads, tp);
+    let q_w = heads * cfg.head_dim;
+    let kv_w = kv_heads * cfg.head_dim;
+    let inter = ceil_div(cfg.intermediate, tp);
+    let act = Operand::activations(act_bits);
+    let norm_kind = cfg.norm;
+
+    if tokens == 0 {
+        return g;
+    }
+
+    g.push("embedding", 1.0, embedding(tokens, h, cfg.vocab, emb_bits, act_bits), Unit::Vector);
+    if cfg.learned_positions {
+        g.push("position_embedding", 1.0, embedding(tokens, h, cfg.max_context, 16.0, act_bits), Unit::Vector);
+    }
+    g.push("attn_norm", l, norm(norm_kind, tokens, h, act_bits, 16.0), Unit::Vector);
+    // fused q, k, v projection: x read once; K and V written straight into the cache.
+    let mut qkv = linear(tokens, h, q_w, w_bits, act_bits, act, cfg.qkv_bias);
+    let kv = linear(tokens, h, 2 * kv_w, w_bits, act_bits, Operand::kv(kv_bits), cfg.qkv_bias);
+    qkv.flops += kv.flops;
+    qkv.read.weights += kv.read.weights;
+    qkv.written = qkv.written + kv.written;
+    g.push("qkv_proj", l, qkv, matmul);
+    if cfg.rope {
+        g.push("rope", l, rope(tokens, heads, kv_heads, cfg.head_dim, act_bits), Unit::Vector);
+    }
+    let shape = AttentionShape {
+        batch: step.batch,
+        q_len: step.new_tokens,
+        kv_len: step.context.max(step.new_tokens),
+        heads,
+        kv_heads,
+        head_dim: cfg.head_dim,
+        act_bits,
+        kv_bits,
+    };
+    if flash {
+        g.push("attention", l, attention_fused(&shape), attn_unit);
+    } else {
+        let (rows, cols) = shape.score_matrix();
+        g.push("attn_scores", l, attention_scores(&shape), attn_unit);
+        g.push("attn_softmax", l, softmax(rows, cols, act_bits), Unit::Vector);
+        g.push("attn_values", l, attention_values(&shape), attn_unit);
+    }
+    g.push("o_proj", l, linear(tokens, q_w, h, w_bits, act_bits, act, cfg.o_bias), matmul);
+    if tp > 1 {
+        g.push("allreduce_attn", l, collective(Collective::AllReduce, tp, (tokens * h) as f64, act_bits), Unit::Vector);
+    }
+    g.push("attn_residual", l, residual_add(tokens, h, act_bits), Unit::Vector);
+    g.push("mlp_norm", l, norm(norm_kind, tokens, h, act_bits, 16.0), Unit::Vector);
+
+    // MLP: dense, or MoE with router + top-k experts.
+    let routed = tokens.saturating_mul(cfg.experts_per_token);
+    let up_width = if cfg.gated_mlp { 2 * inter } else { inter };
+    let mut up = linear(routed, h, up_width, w_bits, act_bits, act, cfg.mlp_bias);
+    let mut down = linear(routed, inter, h, w_bits, act_bits, act, cfg.mlp_bias);
+    if cfg.is_moe() {
+        g.push("router", l, linear(tokens, h, cfg.experts, 16.0, act_bits, act, false), matmul);
+        let touched = expected_experts(cfg.experts, cfg.experts_per_token, tokens);
+        up.read.weights *= touched;
+        down.read.weights *= touched;
+    }
+    g.push(if cfg.gated_mlp { "gate_up_proj" } else { "up_proj" }, l, up, matmul);
+    let act_op = if cfg.gated_mlp {
+        gated_activation(cfg.activation, routed, inter, act_bits)
+    } else {
+        ops::activation(cfg.activation, routed, inter, act_bits)
+    };
+    g.push(if cfg.gated_mlp { "act_mul" } else { "activation" }, l, act_op, Unit::Vector);
+    g.push("down_proj", l, down, matmul);
+    if tp > 1 {
+        g.push("allreduce_mlp", l, collective(Collective::AllReduce, tp, (tokens * h) as f64, act_bits), Unit::Vector);
+    }
+    g.push("mlp_residual", l, residual_add(tokens, h, act_bits), Unit::Vector);
+
+    let logit_rows = step.batch.saturating_mul(step.logits_per_sequence.min(step.new_tokens));
+    g.push("final_norm", 1.0, norm(norm_kind, logit_rows, h, act_bits, 16.0), Unit::Vector);
+    let vocab = ceil_div(cfg.vocab, tp);
+    g.push(
+        "lm_head",
+        1.0,
+        linear(logit_rows, h, vocab, emb_bits, act_bits, act, false),
+        Unit::Matrix(if p.weights.keeps_embeddings_16bit() { p.activations } else { matmul_dtype(matmul) }),
+    );
+    g
+}
+
+fn matmul_dtype(u: Unit) -> ComputeDtype {
+    match u {
+        Unit::Matrix(d) => d,
+        Unit::Vector => ComputeDtype::Fp32,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::ModelDb;
+
+    fn bf16() -> Precision {
+        Precision { weights: Format::Fp16, kv: Format::Fp16, activations: ComputeDtype::Fp16 }
+    }
+
+    #[test]
+    fn decode_weight_bytes_equal_params_times_two() {
+        // Llama-2-7B fp16 batch 1: every weight except the unused embedding rows is
+        // read once per token: (6,738,415,616 - 131,072,000 + 4096) · 2 bytes, plus
+        // one embedding row (4096 · 2).
+        let m = ModelDb::builtin().unwrap().resolve("llama-2-7b").unwrap();
+        let g = forward(&m, &Step::decode(1, 1), &bf16(), 1, true, m.layers);
+        let w = g.total().read.weights;
+        let expect = (6_738_415_616.0 - 131_072_000.0) * 2.0 + 4096.0 * 2.0;
+        assert!((w - expect).abs() < 1.0, "{w} vs {expect}");
+        // FLOPs ~ 2 · non-embedding params
+        let f = g.total().flops;
+        assert!((f / (2.0 * 6.607e9) - 1.0).abs() < 0.01, "{f}");
+    }
+
+    #[test]
+    fn moe_expected_experts() {
+        assert_eq!(expected_experts(8, 2, 1), 2.0);
+        // 2 tokens: 8 · (1 - 0.75²) = 3.5
+        assert_eq!(expected_experts(8, 2, 2), 3.5);
+        assert!((expected_experts(8, 2, 1000) - 8.0).abs() < 1e-9);
+        assert_eq!(expected_experts(1, 1, 5), 1.0);
+    }
+
+    #[test]
+    fn mixtral_decode_reads_two_experts() {
+        // batch 1 decode reads active-param weights: 12,879,925,248 - 131,072,000 (embedding
+        // table unread) at 2 bytes, + one embedding row.
+        let m = ModelDb::builtin().unwrap().resolve("mixtral-8x7b").unwrap();
+        let g = forward(&m, &Step::decode(1, 1), &bf16(), 1, true, m.layers);
+        let w = g.total().read.weights;
+        let expect = (12_879_925_248.0 - 131_072_000.0) * 2.0 + 8192.0;
+        assert!((w / expect - 1.0).abs() < 1e-9, "{w} vs {expect}");
+    }
+
+    #[test]
+    fn tensor_parallel_splits_and_adds_allreduce() {
+        let m = ModelDb::builtin().unwrap().resolve("llama-2-70b").unwrap();
+        let one = forward(&m, &Step::decode(1, 100), &bf16(), 1, true, m.layers).total();
+        let four = forward(&m, &Step::decode(1, 100), &bf16(), 4, true, m.layers).total();
+        assert!((one.read.weights / four.read.weights - 4.0).abs() < 0.05);
+        // two all-reduces of 8192 fp16 per layer, ring factor 2·3/4: 80·2·1.5·16384 bytes
+        assert_eq!(four.link_bytes, 80.0 * 2.0 * 1.5 * 16384.0);
+    }
+
+    #[test]
+    fn no_allocation_graph_fits_every_model() {
+        for m in ModelDb::builtin().unwrap().models() {
+            let g = forward(m, &Step::prefill(1, 16), &bf16(), 2, false, m.layers);
+            assert!(g.ops().len() < MAX_OPS, "{}", m.id);
+        }
+    }
+}

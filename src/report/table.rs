@@ -1,0 +1,129 @@
+//! Plain-text tables for terminals.
+
+use crate::dtype::ComputeDtype;
+use crate::hardware::Hardware;
+use crate::units::{GB, TERA, fmt_bytes_per_s};
+
+/// Left-aligned columns separated by two spaces; the first row is the header.
+pub fn render(rows: &[Vec<String>]) -> String {
+    let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let mut widths = vec![0usize; cols];
+    for r in rows {
+        for (i, c) in r.iter().enumerate() {
+            widths[i] = widths[i].max(c.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for (n, r) in rows.iter().enumerate() {
+        let mut line = String::new();
+        for (i, c) in r.iter().enumerate() {
+            if i + 1 == r.len() {
+                line.push_str(c);
+            } else {
+                line.push_str(c);
+                line.push_str(&" ".repeat(widths[i] - c.chars().count() + 2));
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+        if n == 0 {
+            let total: usize = widths.iter().sum::<usize>() + 2 * cols.saturating_sub(1);
+            out.push_str(&"-".repeat(total));
+            out.push('\n');
+        }
+    }
+    out
+}
+
+fn tflops(x: Option<f64>) -> String {
+    x.map(|v| format!("{:.0}", v / TERA)).unwrap_or_else(|| "-".into())
+}
+
+/// The `ridgeline hardware` listing: one row per device.
+pub fn hardware_list(devices: &[Hardware]) -> String {
+    let mut rows = vec![vec![
+        "id".to_string(),
+        "name".into(),
+        "memory".into(),
+        "bandwidth".into(),
+        "bf16 TFLOP/s".into(),
+        "fp8 TFLOP/s".into(),
+        "ridge (bf16)".into(),
+    ]];
+    for d in devices {
+        rows.push(vec![
+            d.id.clone(),
+            d.name.clone(),
+            format!("{:.0} GB {}", d.memory.capacity_bytes / GB, d.memory.kind),
+            fmt_bytes_per_s(d.memory.bandwidth_bytes_per_s),
+            tflops(d.peak_flops_per_s.bf16.or(d.peak_flops_per_s.fp16)),
+            tflops(d.peak_flops_per_s.fp8),
+            format!("{:.0} FLOP/B", d.ridge_point(ComputeDtype::Bf16)),
+        ]);
+    }
+    let mut s = render(&rows);
+    s.push_str("\nGB = 1e9 bytes; TFLOP/s dense; ridge = peak / bandwidth. `ridgeline hardware show ID` for sources.\n");
+    s
+}
+
+/// The `ridgeline hardware show ID` page.
+pub fn hardware_show(d: &Hardware) -> String {
+    let mut s = format!("{} ({}, {})\n", d.name, d.id, d.vendor);
+    if !d.aliases.is_empty() {
+        s.push_str(&format!("aliases: {}\n", d.aliases.join(", ")));
+    }
+    s.push_str(&format!(
+        "memory: {:.0} GB {} at {}\n",
+        d.memory.capacity_bytes / GB,
+        d.memory.kind,
+        fmt_bytes_per_s(d.memory.bandwidth_bytes_per_s)
+    ));
+    s.push_str("dense peaks (TFLOP/s):");
+    for dt in ComputeDtype::ALL {
+        if let Some(p) = d.peak_flops_per_s.get(dt) {
+            s.push_str(&format!(" {}={}", dt.name(), crate::units::sig3(p / TERA)));
+        }
+    }
+    if let Some(p) = d.peak_flops_per_s.fp16_acc16 {
+        s.push_str(&format!(" (fp16 with fp16 accumulate={})", crate::units::sig3(p / TERA)));
+    }
+    s.push('\n');
+    if d.peak_flops_per_s.sparse_halved {
+        s.push_str("  (the datasheet prints sparse figures; they were halved to dense)\n");
+    }
+    s.push_str(&format!(
+        "ridge point: {:.1} FLOP/byte (bf16)\n",
+        d.ridge_point(ComputeDtype::Bf16)
+    ));
+    if let Some(l) = &d.host_link {
+        s.push_str(&format!("host link: {} ({} per direction)\n", l.name, fmt_bytes_per_s(l.bytes_per_s_per_direction)));
+    }
+    if let Some(l) = &d.scaleup_link {
+        s.push_str(&format!("scale-up link: {} ({} per direction)\n", l.name, fmt_bytes_per_s(l.bytes_per_s_per_direction)));
+    }
+    if let Some(t) = d.tdp_w {
+        s.push_str(&format!("TDP: {t:.0} W\n"));
+    }
+    if let Some(p) = &d.price {
+        s.push_str(&format!("price: ${:.2}/h ({})\n", p.usd_per_hour, p.date));
+    }
+    if !d.notes.is_empty() {
+        s.push_str(&format!("notes: {}\n", d.notes));
+    }
+    s.push_str("sources:\n");
+    for src in d.all_sources() {
+        s.push_str(&format!("  - {src}\n"));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn columns_align() {
+        let t = render(&[vec!["a".into(), "bb".into()], vec!["ccc".into(), "d".into()]]);
+        assert_eq!(t, "a    bb\n-------\nccc  d\n");
+    }
+}
