@@ -3,10 +3,13 @@
 #![deny(missing_docs)]
 
 pub mod dtype;
+pub mod engine;
 pub mod error;
 pub mod hardware;
+pub mod memory;
 pub mod model;
 pub mod ops;
+pub mod predict;
 pub mod report;
 pub mod roofline;
 pub mod units;

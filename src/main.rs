@@ -76,10 +76,11 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(cli) {
         Ok(out) => {
-            print!("{out}");
-            if !out.ends_with('\n') {
-                println!();
-            }
+            use std::io::Write;
+            let mut stdout = std::io::stdout().lock();
+            let nl = if out.ends_with('\n') { "" } else { "\n" };
+            // a closed pipe (`ridgeline ... | head`) is not an error worth a panic
+            let _ = write!(stdout, "{out}{nl}").and_then(|_| stdout.flush());
             ExitCode::SUCCESS
         }
         Err(e) => {

@@ -159,8 +159,13 @@ pub struct Hardware {
     pub devices_per_node: Option<u32>,
     /// Device memory.
     pub memory: Memory,
-    /// Dense peaks.
+    /// Dense peaks the vendor publishes.
+    #[serde(default)]
     pub peak_flops_per_s: Peaks,
+    /// Third-party or derived peaks, used only where the vendor publishes none (Apple
+    /// GPUs); reported separately, never as `peak_flops_per_s`.
+    #[serde(default)]
+    pub estimated_peak_flops_per_s: Option<Peaks>,
     /// Link to the host (PCIe), if any.
     #[serde(default)]
     pub host_link: Option<Link>,
@@ -208,8 +213,19 @@ impl Hardware {
                 any = true;
             }
         }
+        if let Some(est) = &self.estimated_peak_flops_per_s {
+            for d in ComputeDtype::ALL {
+                if let Some(p) = est.get(d) {
+                    crate::error::require_positive(&format!("estimated_peak_flops_per_s.{}", d.name()), p)?;
+                    any = true;
+                }
+            }
+        }
         if !any {
-            return Err(Error::invalid("peak_flops_per_s", "at least one dense peak is required"));
+            return Err(Error::invalid(
+                "peak_flops_per_s",
+                "at least one dense peak (or estimated_peak_flops_per_s) is required",
+            ));
         }
         if self.sources.iter().all(|s| s.trim().is_empty()) {
             return Err(Error::invalid("sources", "at least one source URL is required"));
@@ -244,15 +260,23 @@ impl Hardware {
             Int4 => &[Int4, Int8, Fp8, Bf16, Fp16, Fp32],
             Fp4 => &[Fp4, Fp8, Bf16, Fp16, Fp32],
         };
-        for &d in chain {
-            if let Some(p) = self.peak_flops_per_s.get(d) {
-                return (p, d);
+        let est = self.estimated_peak_flops_per_s.as_ref();
+        for peaks in [Some(&self.peak_flops_per_s), est].into_iter().flatten() {
+            for &d in chain {
+                if let Some(p) = peaks.get(d) {
+                    return (p, d);
+                }
             }
         }
-        // validate() guarantees at least one peak: take the largest published.
+        // validate() guarantees at least one peak: take the largest.
         ComputeDtype::ALL
             .into_iter()
-            .filter_map(|d| self.peak_flops_per_s.get(d).map(|p| (p, d)))
+            .filter_map(|d| {
+                self.peak_flops_per_s
+                    .get(d)
+                    .or_else(|| est.and_then(|e| e.get(d)))
+                    .map(|p| (p, d))
+            })
             .fold((0.0, dtype), |a, b| if b.0 > a.0 { b } else { a })
     }
 
@@ -303,6 +327,7 @@ impl Hardware {
                 fp4: p.fp4,
                 fp16_acc16: p.fp16_acc16,
             },
+            estimated_peak_flops_per_s: self.estimated_peak_flops_per_s.clone(),
             ridge_point_bf16_flop_per_byte: self.ridge_point(ComputeDtype::Bf16),
             host_link_bytes_per_s: self.host_link.as_ref().map(|l| l.bytes_per_s_per_direction),
             host_link: self.host_link.as_ref().map(|l| l.name.clone()),
@@ -332,6 +357,9 @@ impl Hardware {
         }
         push(&self.memory.source);
         push(&self.peak_flops_per_s.source);
+        if let Some(e) = &self.estimated_peak_flops_per_s {
+            push(&e.source);
+        }
         for l in [&self.host_link, &self.scaleup_link].into_iter().flatten() {
             push(&l.source);
         }
@@ -392,6 +420,9 @@ pub struct HardwareReport {
     pub memory: MemoryReport,
     /// Dense peaks, FLOP/s.
     pub peak_flops_per_s: PeakReport,
+    /// Third-party / derived peaks used where the vendor publishes none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub estimated_peak_flops_per_s: Option<Peaks>,
     /// bf16 (or nearest published) peak over memory bandwidth.
     pub ridge_point_bf16_flop_per_byte: f64,
     /// Host link bytes/s per direction.

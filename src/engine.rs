@@ -1,0 +1,192 @@
+//! Efficiency profiles of inference engines (`--engine`): a few physical factors per
+//! engine (achieved bandwidth fraction by device class, achieved compute fraction,
+//! overheads), loaded from `data/engines.toml` or a user's `--engine-file`.
+
+use crate::error::{Error, Result};
+use crate::hardware::{DeviceClass, Hardware};
+use crate::roofline::Efficiency;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
+/// The embedded `data/engines.toml`.
+pub const BUILTIN_ENGINES_TOML: &str = include_str!("../data/engines.toml");
+
+/// One engine's efficiency factors.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Engine {
+    /// Engine id (`vllm`), filled from the TOML table name.
+    #[serde(default)]
+    pub id: String,
+    /// One line on what the profile represents.
+    #[serde(default)]
+    pub description: String,
+    /// Fraction of memory bandwidth reached, by device class (`default` for the rest).
+    pub memory_efficiency: BTreeMap<String, f64>,
+    /// Fraction of dense peak FLOP/s reached.
+    pub compute_efficiency: f64,
+    /// Fraction of link bandwidth collectives reach (default 1).
+    #[serde(default = "one")]
+    pub link_efficiency: f64,
+    /// Fixed time per forward pass, s.
+    #[serde(default)]
+    pub step_overhead_s: f64,
+    /// Fixed time per layer per forward pass, s.
+    #[serde(default)]
+    pub layer_overhead_s: f64,
+    /// Latency of one collective or point-to-point send, s.
+    #[serde(default)]
+    pub collective_latency_s: f64,
+    /// Extra device memory the engine needs, bytes.
+    #[serde(default)]
+    pub overhead_bytes: f64,
+    /// Fraction of capacity left unused (e.g. vLLM's gpu_memory_utilization = 0.9 -> 0.1).
+    #[serde(default)]
+    pub reserve_fraction: f64,
+    /// Measurement ids the factors were fitted on.
+    #[serde(default)]
+    pub fitted_on: Vec<String>,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+/// The names of [`DeviceClass`] as used in `memory_efficiency` keys.
+pub fn class_key(c: DeviceClass) -> &'static str {
+    match c {
+        DeviceClass::Datacenter => "datacenter",
+        DeviceClass::Workstation => "workstation",
+        DeviceClass::Consumer => "consumer",
+        DeviceClass::Apple => "apple",
+        DeviceClass::Tpu => "tpu",
+        DeviceClass::Gaudi => "gaudi",
+    }
+}
+
+impl Engine {
+    /// Fraction of bandwidth reached on `hw`.
+    pub fn memory_efficiency(&self, hw: &Hardware) -> f64 {
+        self.memory_efficiency
+            .get(class_key(hw.class))
+            .or_else(|| self.memory_efficiency.get("default"))
+            .copied()
+            .unwrap_or(1.0)
+    }
+
+    /// Per-op efficiency on `hw` (no per-op overhead; overheads are added per pass).
+    pub fn efficiency(&self, hw: &Hardware) -> Efficiency {
+        Efficiency {
+            compute: self.compute_efficiency,
+            memory: self.memory_efficiency(hw),
+            link: self.link_efficiency,
+            overhead_s: 0.0,
+        }
+    }
+
+    fn validate(&self, src: &str) -> Result<()> {
+        let bad = |field: String, msg: String| Error::Parse {
+            source_name: src.to_string(),
+            message: format!("engine '{}': {field}: {msg}", self.id),
+        };
+        let frac = |field: &str, v: f64| {
+            if v.is_finite() && v > 0.0 && v <= 1.0 {
+                Ok(())
+            } else {
+                Err(bad(field.to_string(), format!("must be in (0, 1], got {v}")))
+            }
+        };
+        frac("compute_efficiency", self.compute_efficiency)?;
+        frac("link_efficiency", self.link_efficiency)?;
+        if self.memory_efficiency.is_empty() {
+            return Err(bad("memory_efficiency".into(), "needs at least a `default` entry".into()));
+        }
+        for (k, v) in &self.memory_efficiency {
+            const KEYS: [&str; 7] = ["default", "datacenter", "workstation", "consumer", "apple", "tpu", "gaudi"];
+            if !KEYS.contains(&k.as_str()) {
+                return Err(bad(format!("memory_efficiency.{k}"), format!("unknown device class; valid: {}", KEYS.join(", "))));
+            }
+            frac(&format!("memory_efficiency.{k}"), *v)?;
+        }
+        for (field, v) in [
+            ("step_overhead_s", self.step_overhead_s),
+            ("layer_overhead_s", self.layer_overhead_s),
+            ("collective_latency_s", self.collective_latency_s),
+            ("overhead_bytes", self.overhead_bytes),
+        ] {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(bad(field.into(), format!("must be a finite number >= 0, got {v}")));
+            }
+        }
+        if !(self.reserve_fraction.is_finite() && (0.0..1.0).contains(&self.reserve_fraction)) {
+            return Err(bad("reserve_fraction".into(), format!("must be in [0, 1), got {}", self.reserve_fraction)));
+        }
+        Ok(())
+    }
+}
+
+/// A set of engines by id.
+#[derive(Debug, Clone, Default)]
+pub struct EngineDb {
+    engines: Vec<Engine>,
+}
+
+impl EngineDb {
+    /// Parses an engines TOML document (tables named by engine id).
+    pub fn from_toml(text: &str, src: &str) -> Result<EngineDb> {
+        let map: BTreeMap<String, Engine> = toml::from_str(text).map_err(|e| Error::Parse {
+            source_name: src.to_string(),
+            message: e.to_string().trim().replace('\n', " "),
+        })?;
+        let mut engines = Vec::new();
+        for (id, mut e) in map {
+            e.id = id;
+            e.validate(src)?;
+            engines.push(e);
+        }
+        Ok(EngineDb { engines })
+    }
+
+    /// The built-in profiles.
+    pub fn builtin() -> Result<&'static EngineDb> {
+        static DB: OnceLock<Result<EngineDb>> = OnceLock::new();
+        DB.get_or_init(|| EngineDb::from_toml(BUILTIN_ENGINES_TOML, "data/engines.toml"))
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    /// Adds or replaces engines from a user's TOML file.
+    pub fn load_file(&mut self, path: &std::path::Path) -> Result<()> {
+        let text = std::fs::read_to_string(path).map_err(|e| Error::Io {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        })?;
+        let other = EngineDb::from_toml(&text, &path.display().to_string())?;
+        for e in other.engines {
+            self.engines.retain(|x| x.id != e.id);
+            self.engines.push(e);
+        }
+        Ok(())
+    }
+
+    /// All engines.
+    pub fn engines(&self) -> &[Engine] {
+        &self.engines
+    }
+
+    /// An engine by id; unknown ids suggest the closest.
+    pub fn get(&self, id: &str) -> Result<&Engine> {
+        let q = id.trim().to_ascii_lowercase();
+        let q = match q.as_str() {
+            "llamacpp" | "llama-cpp" => "llama.cpp".to_string(),
+            "tensorrt-llm" | "trtllm" => "trt-llm".to_string(),
+            "transformers" => "hf".to_string(),
+            _ => q,
+        };
+        self.engines
+            .iter()
+            .find(|e| e.id == q)
+            .ok_or_else(|| Error::unknown("engine", id, self.engines.iter().map(|e| e.id.as_str())))
+    }
+}
