@@ -165,7 +165,10 @@ impl Format {
         let lower = s.trim().to_ascii_lowercase();
         if let Some(n) = lower.strip_prefix("bpw:") {
             let bits: f64 = n.parse().map_err(|_| {
-                Error::invalid("format", format!("'{s}': bpw:N needs a number of bits, e.g. bpw:4.0"))
+                Error::invalid(
+                    "format",
+                    format!("'{s}': bpw:N needs a number of bits, e.g. bpw:4.0"),
+                )
             })?;
             if !(bits.is_finite() && bits > 0.0 && bits <= 64.0) {
                 return Err(Error::invalid(
@@ -242,7 +245,12 @@ impl Format {
     pub fn keeps_embeddings_16bit(self) -> bool {
         matches!(
             self,
-            Format::Fp8 | Format::Int8 | Format::Int4 | Format::Nf4 | Format::AwqInt4 | Format::GptqInt4
+            Format::Fp8
+                | Format::Int8
+                | Format::Int4
+                | Format::Nf4
+                | Format::AwqInt4
+                | Format::GptqInt4
         )
     }
 
@@ -306,14 +314,22 @@ mod tests {
         assert!(Format::parse("bpw:nan").is_err());
         assert!(Format::parse("bpw:").is_err());
         match Format::parse("q4km") {
-            Err(Error::UnknownName { suggestions, .. }) => assert!(suggestions.contains(&"q4_k_m".to_string())),
+            Err(Error::UnknownName { suggestions, .. }) => {
+                assert!(suggestions.contains(&"q4_k_m".to_string()))
+            }
             other => panic!("expected unknown name, got {other:?}"),
         }
     }
 
     #[test]
     fn w8a8_uses_low_precision_peak() {
-        assert_eq!(Format::Fp8.compute_dtype(ComputeDtype::Bf16), ComputeDtype::Fp8);
-        assert_eq!(Format::Q4KM.compute_dtype(ComputeDtype::Fp16), ComputeDtype::Fp16);
+        assert_eq!(
+            Format::Fp8.compute_dtype(ComputeDtype::Bf16),
+            ComputeDtype::Fp8
+        );
+        assert_eq!(
+            Format::Q4KM.compute_dtype(ComputeDtype::Fp16),
+            ComputeDtype::Fp16
+        );
     }
 }

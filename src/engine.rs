@@ -94,18 +94,35 @@ impl Engine {
             if v.is_finite() && v > 0.0 && v <= 1.0 {
                 Ok(())
             } else {
-                Err(bad(field.to_string(), format!("must be in (0, 1], got {v}")))
+                Err(bad(
+                    field.to_string(),
+                    format!("must be in (0, 1], got {v}"),
+                ))
             }
         };
         frac("compute_efficiency", self.compute_efficiency)?;
         frac("link_efficiency", self.link_efficiency)?;
         if self.memory_efficiency.is_empty() {
-            return Err(bad("memory_efficiency".into(), "needs at least a `default` entry".into()));
+            return Err(bad(
+                "memory_efficiency".into(),
+                "needs at least a `default` entry".into(),
+            ));
         }
         for (k, v) in &self.memory_efficiency {
-            const KEYS: [&str; 7] = ["default", "datacenter", "workstation", "consumer", "apple", "tpu", "gaudi"];
+            const KEYS: [&str; 7] = [
+                "default",
+                "datacenter",
+                "workstation",
+                "consumer",
+                "apple",
+                "tpu",
+                "gaudi",
+            ];
             if !KEYS.contains(&k.as_str()) {
-                return Err(bad(format!("memory_efficiency.{k}"), format!("unknown device class; valid: {}", KEYS.join(", "))));
+                return Err(bad(
+                    format!("memory_efficiency.{k}"),
+                    format!("unknown device class; valid: {}", KEYS.join(", ")),
+                ));
             }
             frac(&format!("memory_efficiency.{k}"), *v)?;
         }
@@ -116,11 +133,17 @@ impl Engine {
             ("overhead_bytes", self.overhead_bytes),
         ] {
             if !(v.is_finite() && v >= 0.0) {
-                return Err(bad(field.into(), format!("must be a finite number >= 0, got {v}")));
+                return Err(bad(
+                    field.into(),
+                    format!("must be a finite number >= 0, got {v}"),
+                ));
             }
         }
         if !(self.reserve_fraction.is_finite() && (0.0..1.0).contains(&self.reserve_fraction)) {
-            return Err(bad("reserve_fraction".into(), format!("must be in [0, 1), got {}", self.reserve_fraction)));
+            return Err(bad(
+                "reserve_fraction".into(),
+                format!("must be in [0, 1), got {}", self.reserve_fraction),
+            ));
         }
         Ok(())
     }

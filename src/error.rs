@@ -141,7 +141,10 @@ mod tests {
     fn message_lists_suggestions() {
         let e = Error::unknown("hardware id", "h10", ["h100-sxm", "l4"]);
         let msg = e.to_string();
-        assert!(msg.starts_with("unknown hardware id 'h10'; did you mean h100-sxm"), "{msg}");
+        assert!(
+            msg.starts_with("unknown hardware id 'h10'; did you mean h100-sxm"),
+            "{msg}"
+        );
     }
 
     #[test]

@@ -1,14 +1,23 @@
 //! The `ridgeline` command line: parses arguments, calls the library, renders. Any error
 //! on input exits with status 2 and one line on stderr naming the field.
 
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use ridgeline::dtype::Format;
+use ridgeline::engine::EngineDb;
 use ridgeline::hardware::HardwareDb;
+use ridgeline::memory::Parallel;
+use ridgeline::model::{ModelConfig, ModelDb};
+use ridgeline::predict::{Predictor, Scenario};
 use ridgeline::{Error, Result};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "ridgeline", version, about = "Will it fit, and how fast will it run? LLM rooflines for GPUs.")]
+#[command(
+    name = "ridgeline",
+    version,
+    about = "Will it fit, and how fast will it run? LLM rooflines for GPUs."
+)]
 struct Cli {
     /// Print exactly one JSON document on stdout.
     #[arg(long, global = true)]
@@ -16,6 +25,9 @@ struct Cli {
     /// Extra hardware definitions (TOML, same schema as data/hardware/*.toml).
     #[arg(long = "hardware-file", global = true, value_name = "FILE")]
     hardware_files: Vec<PathBuf>,
+    /// Extra engine profiles (TOML, same schema as data/engines.toml).
+    #[arg(long = "engine-file", global = true, value_name = "FILE")]
+    engine_files: Vec<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -27,6 +39,129 @@ enum Command {
         #[command(subcommand)]
         action: Option<HardwareAction>,
     },
+    /// List bundled models with parameter counts.
+    Models,
+    /// Predict memory, TTFT, per-token latency and tokens/s for one configuration.
+    Predict {
+        #[command(flatten)]
+        args: PredictArgs,
+        /// Print a Markdown report instead of text.
+        #[arg(long)]
+        markdown: bool,
+    },
+    /// Plain-language report: what binds, why, and what would help.
+    Explain {
+        #[command(flatten)]
+        args: PredictArgs,
+    },
+}
+
+struct Ctx {
+    hardware: HardwareDb,
+    engines: EngineDb,
+}
+
+impl Ctx {
+    fn new(cli: &Cli) -> Result<Ctx> {
+        let mut engines = EngineDb::builtin()?.clone();
+        for f in &cli.engine_files {
+            engines.load_file(f)?;
+        }
+        Ok(Ctx {
+            hardware: hardware_db(&cli.hardware_files)?,
+            engines,
+        })
+    }
+}
+
+fn scenario(a: &PredictArgs) -> Result<Scenario> {
+    Ok(Scenario {
+        batch: a.batch,
+        prompt: a.prompt,
+        gen_tokens: a.gen_tokens,
+        weights: a.weights.as_deref().map(Format::parse).transpose()?,
+        kv: a.kv.as_deref().map(Format::parse).transpose()?,
+        gpus: a.gpus,
+        parallel: match a.parallel {
+            ParallelArg::Tp => Parallel::Tp,
+            ParallelArg::Pp => Parallel::Pp,
+        },
+        flash: !a.no_flash,
+        offload: a.offload == OffloadArg::Cpu,
+    })
+}
+
+fn resolve_model(name: &str) -> Result<ModelConfig> {
+    ModelDb::builtin()?.resolve(name)
+}
+
+fn prediction(ctx: &Ctx, a: &PredictArgs) -> Result<ridgeline::predict::Prediction> {
+    if a.batch == 0 {
+        return Err(Error::invalid("--batch", "must be at least 1"));
+    }
+    let model = resolve_model(&a.model)?;
+    let hw = ctx.hardware.get(&a.gpu)?;
+    let engine = ctx.engines.get(&a.engine)?;
+    let s = scenario(a)?;
+    Predictor::new(&model, hw, engine, &s)?.predict(s.batch, s.prompt, s.gen_tokens)
+}
+
+/// Options shared by predict, explain and roofline.
+#[derive(Args, Clone)]
+struct PredictArgs {
+    /// Model id (see `ridgeline models`) or path to a Hugging Face config.json.
+    #[arg(long)]
+    model: String,
+    /// Device id or alias (see `ridgeline hardware`).
+    #[arg(long)]
+    gpu: String,
+    /// Number of devices.
+    #[arg(long, default_value_t = 1)]
+    gpus: u64,
+    /// How devices split the model.
+    #[arg(long, value_enum, default_value_t = ParallelArg::Tp)]
+    parallel: ParallelArg,
+    /// Concurrent sequences.
+    #[arg(long, default_value_t = 1)]
+    batch: u64,
+    /// Prompt tokens per sequence.
+    #[arg(long, default_value_t = 512)]
+    prompt: u64,
+    /// Generated tokens per sequence.
+    #[arg(long = "gen", default_value_t = 128)]
+    gen_tokens: u64,
+    /// Weight format: fp32, fp16, bf16, fp8, int8, int4, q8_0, q4_0, q4_k_m, q5_k_m, q6_k,
+    /// nf4, awq-int4, gptq-int4, bpw:N (default: the model's native dtype).
+    #[arg(long)]
+    weights: Option<String>,
+    /// KV-cache format (default: the activation dtype).
+    #[arg(long)]
+    kv: Option<String>,
+    /// Efficiency profile: ideal, typical, llama.cpp, vllm, trt-llm, sglang, gpt-fast,
+    /// lmdeploy, mlc, exllamav2, hf.
+    #[arg(long, default_value = "typical")]
+    engine: String,
+    /// Fused (flash) attention (the default).
+    #[arg(long, overrides_with = "no_flash")]
+    flash: bool,
+    /// Naive attention that materializes the score matrix.
+    #[arg(long = "no-flash")]
+    no_flash: bool,
+    /// Stream weights that do not fit from host memory over PCIe.
+    #[arg(long, value_enum, default_value_t = OffloadArg::None)]
+    offload: OffloadArg,
+}
+
+#[derive(ValueEnum, Clone, Copy, PartialEq, Eq)]
+enum ParallelArg {
+    Tp,
+    Pp,
+}
+
+#[derive(ValueEnum, Clone, Copy, PartialEq, Eq)]
+enum OffloadArg {
+    None,
+    Cpu,
 }
 
 #[derive(Subcommand)]
@@ -51,8 +186,45 @@ fn to_json<T: serde::Serialize>(v: &T) -> Result<String> {
 }
 
 fn run(cli: Cli) -> Result<String> {
-    let db = hardware_db(&cli.hardware_files)?;
+    let ctx = Ctx::new(&cli)?;
+    let db = &ctx.hardware;
     match cli.command {
+        Command::Models => {
+            let models = ModelDb::builtin()?.models();
+            if cli.json {
+                let rows: Vec<_> = models
+                    .iter()
+                    .map(ridgeline::report::model_summary)
+                    .collect();
+                to_json(&rows)
+            } else {
+                Ok(ridgeline::report::table::model_list(models))
+            }
+        }
+        Command::Predict { args, markdown } => {
+            let p = prediction(&ctx, &args)?;
+            if cli.json {
+                to_json(&p)
+            } else if markdown {
+                Ok(ridgeline::report::markdown::prediction(&p))
+            } else {
+                Ok(ridgeline::report::text::prediction(&p))
+            }
+        }
+        Command::Explain { args } => {
+            let p = prediction(&ctx, &args)?;
+            let model = resolve_model(&args.model)?;
+            let hw = ctx.hardware.get(&args.gpu)?;
+            let engine = ctx.engines.get(&args.engine)?;
+            let s = scenario(&args)?;
+            let pred = Predictor::new(&model, hw, engine, &s)?;
+            let e = ridgeline::report::explain::explain(&pred, &p);
+            if cli.json {
+                to_json(&e)
+            } else {
+                Ok(ridgeline::report::explain::render(&e))
+            }
+        }
         Command::Hardware { action: None } => {
             if cli.json {
                 let all: Vec<_> = db.devices().iter().map(|d| d.report()).collect();
@@ -61,7 +233,9 @@ fn run(cli: Cli) -> Result<String> {
                 Ok(ridgeline::report::table::hardware_list(db.devices()))
             }
         }
-        Command::Hardware { action: Some(HardwareAction::Show { id }) } => {
+        Command::Hardware {
+            action: Some(HardwareAction::Show { id }),
+        } => {
             let hw = db.get(&id)?;
             if cli.json {
                 to_json(&hw.report())

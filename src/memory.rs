@@ -50,9 +50,15 @@ pub struct InferenceMemory {
 /// the format keeps them so; norms at 16-bit).
 pub fn model_weight_bytes(cfg: &ModelConfig, weights: Format) -> f64 {
     let p = cfg.params();
-    let emb_bits = if weights.keeps_embeddings_16bit() { 16.0 } else { weights.bits() };
+    let emb_bits = if weights.keeps_embeddings_16bit() {
+        16.0
+    } else {
+        weights.bits()
+    };
     let body = (p.attention + p.mlp) as f64;
-    body * weights.bits() / 8.0 + (p.embedding + p.lm_head) as f64 * emb_bits / 8.0 + p.norms as f64 * 2.0
+    body * weights.bits() / 8.0
+        + (p.embedding + p.lm_head) as f64 * emb_bits / 8.0
+        + p.norms as f64 * 2.0
 }
 
 /// KV-cache bytes per token of one sequence on one device holding `layers` layers and
@@ -104,14 +110,19 @@ impl MemoryModel {
         // live in one layer: residual stream + normed input + max(attention: q, k, v, out;
         // MLP: up (gate+up) and the activated product)
         let act_per_token = a * (2.0 * h + (q + 2.0 * kvw + q).max(up + inter));
-        let scores = if flash { 0.0 } else { (cfg.heads.div_ceil(tp)) as f64 * a };
+        let scores = if flash {
+            0.0
+        } else {
+            (cfg.heads.div_ceil(tp)) as f64 * a
+        };
         MemoryModel {
             weights_bytes: model_weight_bytes(cfg, weights) / n as f64,
             kv_per_token: kv_bytes_per_token(cfg, kv, layers, kv_heads),
             act_per_token,
             logits_per_seq: 4.0 * cfg.vocab.div_ceil(tp) as f64,
             scores_per_seq_sq: scores,
-            overhead_bytes: engine.overhead_bytes + engine.reserve_fraction * hw.memory.capacity_bytes,
+            overhead_bytes: engine.overhead_bytes
+                + engine.reserve_fraction * hw.memory.capacity_bytes,
             capacity_bytes: hw.memory.capacity_bytes,
         }
     }
@@ -121,7 +132,10 @@ impl MemoryModel {
         let b = batch as f64;
         let p = prompt as f64;
         let kv = self.kv_per_token * b * (p + gen_tokens as f64);
-        let act = b * (self.act_per_token * p.max(1.0) + self.logits_per_seq + self.scores_per_seq_sq * p * p);
+        let act = b
+            * (self.act_per_token * p.max(1.0)
+                + self.logits_per_seq
+                + self.scores_per_seq_sq * p * p);
         let total = self.weights_bytes + kv + act + self.overhead_bytes;
         InferenceMemory {
             weights_bytes: self.weights_bytes,
@@ -143,7 +157,11 @@ impl MemoryModel {
             return 0;
         }
         let b = (free / per_seq).floor();
-        if b >= 1e15 { 1_000_000_000_000_000 } else { b as u64 }
+        if b >= 1e15 {
+            1_000_000_000_000_000
+        } else {
+            b as u64
+        }
     }
 
     /// Largest total context (prompt, with generation adding to it) that fits at this

@@ -64,6 +64,10 @@ pub struct PassResult {
     pub flops: f64,
     /// Memory bytes on one device.
     pub bytes: f64,
+    /// Of which weight bytes.
+    pub weight_bytes: f64,
+    /// Of which KV-cache bytes (reads and writes).
+    pub kv_bytes: f64,
     /// Predicted time, s.
     pub time_s: f64,
     /// Ideal roofline time, s.
@@ -75,7 +79,12 @@ pub struct PassResult {
 impl PassResult {
     /// The bound that accounts for most of the time.
     pub fn bound(&self) -> Bound {
-        const B: [Bound; 4] = [Bound::Compute, Bound::Memory, Bound::Communication, Bound::Overhead];
+        const B: [Bound; 4] = [
+            Bound::Compute,
+            Bound::Memory,
+            Bound::Communication,
+            Bound::Overhead,
+        ];
         let mut best = 1;
         for i in 0..4 {
             if self.by_bound[i] > self.by_bound[best] {
@@ -87,7 +96,11 @@ impl PassResult {
 
     /// FLOP per byte of the whole pass.
     pub fn intensity(&self) -> f64 {
-        if self.bytes > 0.0 { self.flops / self.bytes } else { 0.0 }
+        if self.bytes > 0.0 {
+            self.flops / self.bytes
+        } else {
+            0.0
+        }
     }
 }
 
@@ -148,7 +161,10 @@ pub struct Predictor<'a> {
 pub fn activation_dtype(model: &ModelConfig, weights: Format) -> ComputeDtype {
     match weights {
         Format::Fp32 => ComputeDtype::Fp32,
-        _ => model.native_format.as_activation_dtype().unwrap_or(ComputeDtype::Bf16),
+        _ => model
+            .native_format
+            .as_activation_dtype()
+            .unwrap_or(ComputeDtype::Bf16),
     }
 }
 
@@ -162,19 +178,27 @@ fn format_for(d: ComputeDtype) -> Format {
 
 impl<'a> Predictor<'a> {
     /// Validates the layout and precomputes ceilings, efficiencies and the memory model.
-    pub fn new(model: &'a ModelConfig, hardware: &'a Hardware, engine: &'a Engine, s: &Scenario) -> Result<Self> {
+    pub fn new(
+        model: &'a ModelConfig,
+        hardware: &'a Hardware,
+        engine: &'a Engine,
+        s: &Scenario,
+    ) -> Result<Self> {
         if s.gpus == 0 {
             return Err(Error::invalid("--gpus", "must be at least 1"));
         }
         if s.gpus > 1_000_000 {
-            return Err(Error::invalid("--gpus", format!("{} devices is beyond any layout ridgeline models", s.gpus)));
+            return Err(Error::invalid(
+                "--gpus",
+                format!("{} devices is beyond any layout ridgeline models", s.gpus),
+            ));
         }
         let weights = s.weights.unwrap_or(model.native_format);
         let activations = activation_dtype(model, weights);
         let kv = s.kv.unwrap_or(format_for(activations));
         let (tp, layers) = match s.parallel {
             Parallel::Tp => {
-                if model.heads % s.gpus != 0 {
+                if !model.heads.is_multiple_of(s.gpus) {
                     return Err(Error::Conflict(format!(
                         "tensor parallel over {} devices does not divide {}'s {} attention heads (num_attention_heads); use a divisor of {} or --parallel pp",
                         s.gpus, model.id, model.heads, model.heads
@@ -202,20 +226,39 @@ impl<'a> Predictor<'a> {
         let (matmul_peak, used) = hardware.peak(matmul_dtype);
         let mut notes = [None; 4];
         if used != matmul_dtype {
-            notes[0] = Some("the device publishes no peak for the weights' compute dtype; the nearest published rate was used");
+            notes[0] = Some(
+                "the device publishes no peak for the weights' compute dtype; the nearest published rate was used",
+            );
         }
         let mut matmul = hardware.ceilings(matmul_dtype);
         matmul.peak_flops_per_s = matmul_peak;
         let attention = hardware.ceilings(activations);
         let vector = hardware.ceilings(ComputeDtype::Fp32);
         let eff = engine.efficiency(hardware);
-        let comm_eff = Efficiency { overhead_s: engine.collective_latency_s, ..eff };
-        let memory = MemoryModel::new(model, hardware, engine, weights, kv, activations, s.gpus, s.parallel, s.flash);
+        let comm_eff = Efficiency {
+            overhead_s: engine.collective_latency_s,
+            ..eff
+        };
+        let memory = MemoryModel::new(
+            model,
+            hardware,
+            engine,
+            weights,
+            kv,
+            activations,
+            s.gpus,
+            s.parallel,
+            s.flash,
+        );
         Ok(Predictor {
             model,
             hardware,
             engine,
-            precision: Precision { weights, kv, activations },
+            precision: Precision {
+                weights,
+                kv,
+                activations,
+            },
             gpus: s.gpus,
             parallel: s.parallel,
             flash: s.flash,
@@ -228,8 +271,13 @@ impl<'a> Predictor<'a> {
             eff,
             comm_eff,
             memory,
-            host_bw: hardware.host_link.as_ref().map_or(0.0, |l| l.bytes_per_s_per_direction),
-            link_bw: hardware.device_link().map_or(0.0, |l| l.bytes_per_s_per_direction),
+            host_bw: hardware
+                .host_link
+                .as_ref()
+                .map_or(0.0, |l| l.bytes_per_s_per_direction),
+            link_bw: hardware
+                .device_link()
+                .map_or(0.0, |l| l.bytes_per_s_per_direction),
             notes,
         })
     }
@@ -240,7 +288,14 @@ impl<'a> Predictor<'a> {
     }
 
     fn graph(&self, step: &Step) -> Graph {
-        graph::forward(self.model, step, &self.precision, self.tp, self.flash, self.layers)
+        graph::forward(
+            self.model,
+            step,
+            &self.precision,
+            self.tp,
+            self.flash,
+            self.layers,
+        )
     }
 
     fn ceilings(&self, unit: Unit) -> &Ceilings {
@@ -253,16 +308,29 @@ impl<'a> Predictor<'a> {
 
     /// Places one op instance (all its executions).
     pub fn place_op(&self, op: &OpInstance) -> Placement {
-        let eff = if op.cost.link_bytes > 0.0 { &self.comm_eff } else { &self.eff };
-        place(&op.total(), self.ceilings(op.unit), &Efficiency { overhead_s: eff.overhead_s * op.count, ..*eff })
+        let eff = if op.cost.link_bytes > 0.0 {
+            &self.comm_eff
+        } else {
+            &self.eff
+        };
+        place(
+            &op.total(),
+            self.ceilings(op.unit),
+            &Efficiency {
+                overhead_s: eff.overhead_s * op.count,
+                ..*eff
+            },
+        )
     }
 
     /// Fixed per-pass overhead: step + per-layer, plus pipeline sends between stages.
     fn pass_overhead(&self, tokens: u64) -> (f64, f64) {
-        let overhead = self.engine.step_overhead_s + self.engine.layer_overhead_s * self.layers as f64;
+        let overhead =
+            self.engine.step_overhead_s + self.engine.layer_overhead_s * self.layers as f64;
         let mut comm = 0.0;
         if self.parallel == Parallel::Pp && self.gpus > 1 {
-            let bytes = tokens as f64 * self.model.hidden as f64 * self.precision.activations.bytes();
+            let bytes =
+                tokens as f64 * self.model.hidden as f64 * self.precision.activations.bytes();
             comm = (self.gpus - 1) as f64
                 * (bytes / (self.link_bw * self.eff.link) + self.engine.collective_latency_s);
         }
@@ -270,7 +338,11 @@ impl<'a> Predictor<'a> {
     }
 
     fn offload_time(&self, offloaded: f64) -> f64 {
-        if offloaded > 0.0 { offloaded / (self.host_bw * self.eff.link) } else { 0.0 }
+        if offloaded > 0.0 {
+            offloaded / (self.host_bw * self.eff.link)
+        } else {
+            0.0
+        }
     }
 
     /// Evaluates one forward pass.
@@ -281,6 +353,8 @@ impl<'a> Predictor<'a> {
             let p = self.place_op(op);
             r.flops += p.flops;
             r.bytes += p.bytes;
+            r.weight_bytes += op.cost.read.weights * op.count;
+            r.kv_bytes += (op.cost.read.kv + op.cost.written.kv) * op.count;
             r.time_s += p.time_s;
             r.roofline_time_s += p.roofline_time_s;
             r.by_bound[bound_index(p.bound)] += p.time_s;
@@ -293,7 +367,11 @@ impl<'a> Predictor<'a> {
         r.time_s += overhead + comm + off;
         r.by_bound[3] += overhead;
         r.by_bound[2] += comm + off;
-        r.roofline_time_s += if self.host_bw > 0.0 && offloaded > 0.0 { offloaded / self.host_bw } else { 0.0 };
+        r.roofline_time_s += if self.host_bw > 0.0 && offloaded > 0.0 {
+            offloaded / self.host_bw
+        } else {
+            0.0
+        };
         r
     }
 
@@ -325,7 +403,11 @@ impl<'a> Predictor<'a> {
             pred += sum_max_affine(&lines, lo, hi) + pa.overhead_s * n;
             let c = self.ceilings(a.unit);
             let ideal_t = |p: &Placement| {
-                let f = if c.peak_flops_per_s > 0.0 { p.flops / c.peak_flops_per_s } else { 0.0 };
+                let f = if c.peak_flops_per_s > 0.0 {
+                    p.flops / c.peak_flops_per_s
+                } else {
+                    0.0
+                };
                 let m = p.bytes / c.memory_bytes_per_s;
                 let l = match c.link_bytes_per_s {
                     Some(bw) if p.link_bytes > 0.0 => p.link_bytes / bw,
@@ -399,7 +481,11 @@ impl<'a> Predictor<'a> {
         }
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            if is_compute(mid) { hi = mid } else { lo = mid + 1 }
+            if is_compute(mid) {
+                hi = mid
+            } else {
+                lo = mid + 1
+            }
         }
         Some(lo)
     }
@@ -413,7 +499,10 @@ impl<'a> Predictor<'a> {
         let params = self.model.params();
         let mid = (prompt + (gen_tokens / 2).max(1)).max(1);
         let mut ops = Vec::new();
-        for (phase, step) in [("prefill", Step::prefill(batch, prompt)), ("decode", Step::decode(batch, mid))] {
+        for (phase, step) in [
+            ("prefill", Step::prefill(batch, prompt)),
+            ("decode", Step::decode(batch, mid)),
+        ] {
             for op in self.graph(&step).ops() {
                 let p = self.place_op(op);
                 ops.push(OpReport {
@@ -455,7 +544,9 @@ impl<'a> Predictor<'a> {
             ));
         }
         if !s.memory.fits {
-            notes.push("does not fit in device memory: times are what it would take if it did".into());
+            notes.push(
+                "does not fit in device memory: times are what it would take if it did".into(),
+            );
         }
         let ridge = self.matmul.ridge_point();
         Ok(Prediction {
@@ -503,6 +594,8 @@ impl<'a> Predictor<'a> {
                 context: mid,
                 flops_per_step: s.decode.flops,
                 bytes_per_step: s.decode.bytes,
+                weight_bytes_per_step: s.decode.weight_bytes,
+                kv_bytes_per_step: s.decode.kv_bytes,
                 arithmetic_intensity: s.decode.intensity(),
                 time_per_step_s: s.decode.time_s,
                 roofline_time_per_step_s: s.decode.roofline_time_s,
@@ -556,8 +649,11 @@ pub fn sum_max_affine(lines: &[(f64, f64)], lo: u64, hi: u64) -> f64 {
     cuts.sort_by(|a, b| a.total_cmp(b));
     let mut total = 0.0;
     let mut start = lo;
-    for k in 0..=n {
-        let end = if k < n { (cuts[k].floor() as u64).min(hi) } else { hi };
+    let ends = cuts
+        .iter()
+        .map(|x| (x.floor() as u64).min(hi))
+        .chain(std::iter::once(hi));
+    for end in ends {
         if end < start {
             continue;
         }
@@ -566,7 +662,11 @@ pub fn sum_max_affine(lines: &[(f64, f64)], lo: u64, hi: u64) -> f64 {
             .iter()
             .copied()
             .fold((f64::NEG_INFINITY, 0.0), |best, l| {
-                if l.0 + l.1 * mid > best.0 + best.1 * mid { l } else { best }
+                if l.0 + l.1 * mid > best.0 + best.1 * mid {
+                    l
+                } else {
+                    best
+                }
             });
         let count = (end - start + 1) as f64;
         total += count * c + s * (start as f64 + end as f64) * count / 2.0;
@@ -673,6 +773,10 @@ pub struct DecodeReport {
     pub flops_per_step: f64,
     /// Memory bytes per device per step.
     pub bytes_per_step: f64,
+    /// Of which weights, bytes.
+    pub weight_bytes_per_step: f64,
+    /// Of which KV cache, bytes.
+    pub kv_bytes_per_step: f64,
     /// FLOP/byte.
     pub arithmetic_intensity: f64,
     /// Predicted step time, s.
@@ -763,7 +867,12 @@ pub struct Prediction {
 }
 
 /// One-call prediction: builds a [`Predictor`] and predicts.
-pub fn predict(model: &ModelConfig, hardware: &Hardware, engine: &Engine, s: &Scenario) -> Result<Prediction> {
+pub fn predict(
+    model: &ModelConfig,
+    hardware: &Hardware,
+    engine: &Engine,
+    s: &Scenario,
+) -> Result<Prediction> {
     Predictor::new(model, hardware, engine, s)?.predict(s.batch, s.prompt, s.gen_tokens)
 }
 
@@ -776,10 +885,18 @@ mod tests {
         let lines = [(1.0, 0.5), (10.0, 0.1), (3.0, 0.0)];
         for (lo, hi) in [(1u64, 100u64), (5, 5), (20, 30), (0, 1000)] {
             let brute: f64 = (lo..=hi)
-                .map(|l| lines.iter().map(|(c, s)| c + s * l as f64).fold(f64::MIN, f64::max))
+                .map(|l| {
+                    lines
+                        .iter()
+                        .map(|(c, s)| c + s * l as f64)
+                        .fold(f64::MIN, f64::max)
+                })
                 .sum();
             let fast = sum_max_affine(&lines, lo, hi);
-            assert!((brute - fast).abs() < 1e-9 * brute.abs().max(1.0), "{lo}..{hi}: {brute} vs {fast}");
+            assert!(
+                (brute - fast).abs() < 1e-9 * brute.abs().max(1.0),
+                "{lo}..{hi}: {brute} vs {fast}"
+            );
         }
         assert_eq!(sum_max_affine(&lines, 5, 4), 0.0);
     }

@@ -240,7 +240,10 @@ mod tests {
         assert_eq!(ideal.bound, Bound::Compute);
         // 2·8192^3 / 312e12 = 3.524 ms
         assert!((ideal.time_s - 3.5242e-3).abs() < 1e-6);
-        let eff = Efficiency { compute: 0.8, ..Efficiency::IDEAL };
+        let eff = Efficiency {
+            compute: 0.8,
+            ..Efficiency::IDEAL
+        };
         let real = place(&c, &A100_80_SXM, &eff);
         assert!((real.time_s - ideal.time_s / 0.8).abs() < 1e-12);
         assert_eq!(real.roofline_time_s, ideal.roofline_time_s);
@@ -248,10 +251,19 @@ mod tests {
 
     #[test]
     fn overhead_and_communication_bounds() {
-        let tiny = Cost { flops: 10.0, ..Default::default() };
-        let eff = Efficiency { overhead_s: 5e-6, ..Efficiency::IDEAL };
+        let tiny = Cost {
+            flops: 10.0,
+            ..Default::default()
+        };
+        let eff = Efficiency {
+            overhead_s: 5e-6,
+            ..Efficiency::IDEAL
+        };
         assert_eq!(place(&tiny, &A100_80_SXM, &eff).bound, Bound::Overhead);
-        let comm = Cost { link_bytes: 3e9, ..Default::default() };
+        let comm = Cost {
+            link_bytes: 3e9,
+            ..Default::default()
+        };
         let p = place(&comm, &A100_80_SXM, &Efficiency::IDEAL);
         assert_eq!(p.bound, Bound::Communication);
         assert!((p.time_s - 0.01).abs() < 1e-12);
@@ -260,8 +272,24 @@ mod tests {
     #[test]
     fn time_never_below_either_roof() {
         for (f, b) in [(1e9, 1e6), (1e6, 1e9), (0.0, 1e3), (5e12, 5e9)] {
-            let c = Cost { flops: f, read: crate::ops::ByteClasses { weights: b, ..Default::default() }, ..Default::default() };
-            let p = place(&c, &A100_80_SXM, &Efficiency { compute: 0.7, memory: 0.9, link: 1.0, overhead_s: 1e-6 });
+            let c = Cost {
+                flops: f,
+                read: crate::ops::ByteClasses {
+                    weights: b,
+                    ..Default::default()
+                },
+                ..Default::default()
+            };
+            let p = place(
+                &c,
+                &A100_80_SXM,
+                &Efficiency {
+                    compute: 0.7,
+                    memory: 0.9,
+                    link: 1.0,
+                    overhead_s: 1e-6,
+                },
+            );
             assert!(p.time_s >= f / 312e12 && p.time_s >= b / 2.039e12);
         }
     }

@@ -199,10 +199,19 @@ impl Hardware {
                 .chars()
                 .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.');
         if !valid_id {
-            return Err(Error::invalid("id", format!("'{}' must be lowercase letters, digits and hyphens", self.id)));
+            return Err(Error::invalid(
+                "id",
+                format!(
+                    "'{}' must be lowercase letters, digits and hyphens",
+                    self.id
+                ),
+            ));
         }
         crate::error::require_positive("memory.capacity_bytes", self.memory.capacity_bytes)?;
-        crate::error::require_positive("memory.bandwidth_bytes_per_s", self.memory.bandwidth_bytes_per_s)?;
+        crate::error::require_positive(
+            "memory.bandwidth_bytes_per_s",
+            self.memory.bandwidth_bytes_per_s,
+        )?;
         if let Some(l2) = self.memory.l2_bytes {
             crate::error::require_positive("memory.l2_bytes", l2)?;
         }
@@ -216,7 +225,10 @@ impl Hardware {
         if let Some(est) = &self.estimated_peak_flops_per_s {
             for d in ComputeDtype::ALL {
                 if let Some(p) = est.get(d) {
-                    crate::error::require_positive(&format!("estimated_peak_flops_per_s.{}", d.name()), p)?;
+                    crate::error::require_positive(
+                        &format!("estimated_peak_flops_per_s.{}", d.name()),
+                        p,
+                    )?;
                     any = true;
                 }
             }
@@ -228,11 +240,20 @@ impl Hardware {
             ));
         }
         if self.sources.iter().all(|s| s.trim().is_empty()) {
-            return Err(Error::invalid("sources", "at least one source URL is required"));
+            return Err(Error::invalid(
+                "sources",
+                "at least one source URL is required",
+            ));
         }
-        for (key, link) in [("host_link", &self.host_link), ("scaleup_link", &self.scaleup_link)] {
+        for (key, link) in [
+            ("host_link", &self.host_link),
+            ("scaleup_link", &self.scaleup_link),
+        ] {
             if let Some(l) = link {
-                crate::error::require_positive(&format!("{key}.bytes_per_s_per_direction"), l.bytes_per_s_per_direction)?;
+                crate::error::require_positive(
+                    &format!("{key}.bytes_per_s_per_direction"),
+                    l.bytes_per_s_per_direction,
+                )?;
             }
         }
         if let Some(p) = &self.price {
@@ -261,11 +282,13 @@ impl Hardware {
             Fp4 => &[Fp4, Fp8, Bf16, Fp16, Fp32],
         };
         let est = self.estimated_peak_flops_per_s.as_ref();
-        for peaks in [Some(&self.peak_flops_per_s), est].into_iter().flatten() {
-            for &d in chain {
-                if let Some(p) = peaks.get(d) {
-                    return (p, d);
-                }
+        for &d in chain {
+            if let Some(p) = self
+                .peak_flops_per_s
+                .get(d)
+                .or_else(|| est.and_then(|e| e.get(d)))
+            {
+                return (p, d);
             }
         }
         // validate() guarantees at least one peak: take the largest.
@@ -331,7 +354,10 @@ impl Hardware {
             ridge_point_bf16_flop_per_byte: self.ridge_point(ComputeDtype::Bf16),
             host_link_bytes_per_s: self.host_link.as_ref().map(|l| l.bytes_per_s_per_direction),
             host_link: self.host_link.as_ref().map(|l| l.name.clone()),
-            scaleup_link_bytes_per_s: self.scaleup_link.as_ref().map(|l| l.bytes_per_s_per_direction),
+            scaleup_link_bytes_per_s: self
+                .scaleup_link
+                .as_ref()
+                .map(|l| l.bytes_per_s_per_direction),
             scaleup_link: self.scaleup_link.as_ref().map(|l| l.name.clone()),
             tdp_w: self.tdp_w,
             release_year: self.release_year,
@@ -517,12 +543,15 @@ impl HardwareDb {
         self.devices
             .iter()
             .find(|d| d.id == q)
-            .or_else(|| self.devices.iter().find(|d| d.aliases.iter().any(|a| a.eq_ignore_ascii_case(&q))))
-            .ok_or_else(|| {
-                let names = self
-                    .devices
+            .or_else(|| {
+                self.devices
                     .iter()
-                    .flat_map(|d| std::iter::once(d.id.as_str()).chain(d.aliases.iter().map(String::as_str)));
+                    .find(|d| d.aliases.iter().any(|a| a.eq_ignore_ascii_case(&q)))
+            })
+            .ok_or_else(|| {
+                let names = self.devices.iter().flat_map(|d| {
+                    std::iter::once(d.id.as_str()).chain(d.aliases.iter().map(String::as_str))
+                });
                 let mut ids: Vec<String> = Vec::new();
                 for s in crate::error::closest(name, names, 12) {
                     let id = self
@@ -535,12 +564,12 @@ impl HardwareDb {
                     }
                 }
                 ids.truncate(3);
-                let e = Error::UnknownName {
+
+                Error::UnknownName {
                     kind: "hardware id",
                     name: name.to_string(),
                     suggestions: ids,
-                };
-                e
+                }
             })
     }
 }

@@ -11,9 +11,9 @@
 use super::ModelConfig;
 use crate::dtype::{ComputeDtype, Format};
 use crate::ops::{
-    self, AttentionShape, Collective, Cost, Operand, attention_fused,
-    attention_scores, attention_values, collective, embedding, gated_activation, linear, norm,
-    residual_add, rope, softmax,
+    self, AttentionShape, Collective, Cost, Operand, attention_fused, attention_scores,
+    attention_values, collective, embedding, gated_activation, linear, norm, residual_add, rope,
+    softmax,
 };
 
 /// Most operators one forward pass can have.
@@ -106,8 +106,16 @@ const EMPTY: OpInstance = OpInstance {
     count: 0.0,
     cost: Cost {
         flops: 0.0,
-        read: ops::ByteClasses { weights: 0.0, activations: 0.0, kv: 0.0 },
-        written: ops::ByteClasses { weights: 0.0, activations: 0.0, kv: 0.0 },
+        read: ops::ByteClasses {
+            weights: 0.0,
+            activations: 0.0,
+            kv: 0.0,
+        },
+        written: ops::ByteClasses {
+            weights: 0.0,
+            activations: 0.0,
+            kv: 0.0,
+        },
         link_bytes: 0.0,
     },
     unit: Unit::Vector,
@@ -116,7 +124,12 @@ const EMPTY: OpInstance = OpInstance {
 impl Graph {
     fn push(&mut self, name: &'static str, count: f64, cost: Cost, unit: Unit) {
         if self.len < MAX_OPS {
-            self.ops[self.len] = OpInstance { name, count, cost, unit };
+            self.ops[self.len] = OpInstance {
+                name,
+                count,
+                cost,
+                unit,
+            };
             self.len += 1;
         }
     }
@@ -157,14 +170,28 @@ fn ceil_div(a: u64, b: u64) -> u64 {
 /// and its MLP with an all-reduce of `tokens × hidden` activations.
 ///
 /// Layers whose weights a format keeps in 16-bit (see [`Format`]) are costed so.
-pub fn forward(cfg: &ModelConfig, step: &Step, p: &Precision, tp: u64, flash: bool, layers: u64) -> Graph {
-    let mut g = Graph { ops: [EMPTY; MAX_OPS], len: 0 };
+pub fn forward(
+    cfg: &ModelConfig,
+    step: &Step,
+    p: &Precision,
+    tp: u64,
+    flash: bool,
+    layers: u64,
+) -> Graph {
+    let mut g = Graph {
+        ops: [EMPTY; MAX_OPS],
+        len: 0,
+    };
     let tp = tp.max(1);
     let tokens = step.batch.saturating_mul(step.new_tokens);
     let act_bits = p.activations.bytes() * 8.0;
     let w_bits = p.weights.bits();
     let kv_bits = p.kv.bits();
-    let emb_bits = if p.weights.keeps_embeddings_16bit() { 16.0 } else { w_bits };
+    let emb_bits = if p.weights.keeps_embeddings_16bit() {
+        16.0
+    } else {
+        w_bits
+    };
     let matmul = Unit::Matrix(p.weights.compute_dtype(p.activations));
     let attn_unit = Unit::Matrix(p.activations);
     let l = layers as f64;
@@ -181,20 +208,48 @@ pub fn forward(cfg: &ModelConfig, step: &Step, p: &Precision, tp: u64, flash: bo
         return g;
     }
 
-    g.push("embedding", 1.0, embedding(tokens, h, cfg.vocab, emb_bits, act_bits), Unit::Vector);
+    g.push(
+        "embedding",
+        1.0,
+        embedding(tokens, h, cfg.vocab, emb_bits, act_bits),
+        Unit::Vector,
+    );
     if cfg.learned_positions {
-        g.push("position_embedding", 1.0, embedding(tokens, h, cfg.max_context, 16.0, act_bits), Unit::Vector);
+        g.push(
+            "position_embedding",
+            1.0,
+            embedding(tokens, h, cfg.max_context, 16.0, act_bits),
+            Unit::Vector,
+        );
     }
-    g.push("attn_norm", l, norm(norm_kind, tokens, h, act_bits, 16.0), Unit::Vector);
+    g.push(
+        "attn_norm",
+        l,
+        norm(norm_kind, tokens, h, act_bits, 16.0),
+        Unit::Vector,
+    );
     // fused q, k, v projection: x read once; K and V written straight into the cache.
     let mut qkv = linear(tokens, h, q_w, w_bits, act_bits, act, cfg.qkv_bias);
-    let kv = linear(tokens, h, 2 * kv_w, w_bits, act_bits, Operand::kv(kv_bits), cfg.qkv_bias);
+    let kv = linear(
+        tokens,
+        h,
+        2 * kv_w,
+        w_bits,
+        act_bits,
+        Operand::kv(kv_bits),
+        cfg.qkv_bias,
+    );
     qkv.flops += kv.flops;
     qkv.read.weights += kv.read.weights;
     qkv.written = qkv.written + kv.written;
     g.push("qkv_proj", l, qkv, matmul);
     if cfg.rope {
-        g.push("rope", l, rope(tokens, heads, kv_heads, cfg.head_dim, act_bits), Unit::Vector);
+        g.push(
+            "rope",
+            l,
+            rope(tokens, heads, kv_heads, cfg.head_dim, act_bits),
+            Unit::Vector,
+        );
     }
     let shape = AttentionShape {
         batch: step.batch,
@@ -211,15 +266,40 @@ pub fn forward(cfg: &ModelConfig, step: &Step, p: &Precision, tp: u64, flash: bo
     } else {
         let (rows, cols) = shape.score_matrix();
         g.push("attn_scores", l, attention_scores(&shape), attn_unit);
-        g.push("attn_softmax", l, softmax(rows, cols, act_bits), Unit::Vector);
+        g.push(
+            "attn_softmax",
+            l,
+            softmax(rows, cols, act_bits),
+            Unit::Vector,
+        );
         g.push("attn_values", l, attention_values(&shape), attn_unit);
     }
-    g.push("o_proj", l, linear(tokens, q_w, h, w_bits, act_bits, act, cfg.o_bias), matmul);
+    g.push(
+        "o_proj",
+        l,
+        linear(tokens, q_w, h, w_bits, act_bits, act, cfg.o_bias),
+        matmul,
+    );
     if tp > 1 {
-        g.push("allreduce_attn", l, collective(Collective::AllReduce, tp, (tokens * h) as f64, act_bits), Unit::Vector);
+        g.push(
+            "allreduce_attn",
+            l,
+            collective(Collective::AllReduce, tp, (tokens * h) as f64, act_bits),
+            Unit::Vector,
+        );
     }
-    g.push("attn_residual", l, residual_add(tokens, h, act_bits), Unit::Vector);
-    g.push("mlp_norm", l, norm(norm_kind, tokens, h, act_bits, 16.0), Unit::Vector);
+    g.push(
+        "attn_residual",
+        l,
+        residual_add(tokens, h, act_bits),
+        Unit::Vector,
+    );
+    g.push(
+        "mlp_norm",
+        l,
+        norm(norm_kind, tokens, h, act_bits, 16.0),
+        Unit::Vector,
+    );
 
     // MLP: dense, or MoE with router + top-k experts.
     let routed = tokens.saturating_mul(cfg.experts_per_token);
@@ -227,32 +307,76 @@ pub fn forward(cfg: &ModelConfig, step: &Step, p: &Precision, tp: u64, flash: bo
     let mut up = linear(routed, h, up_width, w_bits, act_bits, act, cfg.mlp_bias);
     let mut down = linear(routed, inter, h, w_bits, act_bits, act, cfg.mlp_bias);
     if cfg.is_moe() {
-        g.push("router", l, linear(tokens, h, cfg.experts, 16.0, act_bits, act, false), matmul);
+        g.push(
+            "router",
+            l,
+            linear(tokens, h, cfg.experts, 16.0, act_bits, act, false),
+            matmul,
+        );
         let touched = expected_experts(cfg.experts, cfg.experts_per_token, tokens);
         up.read.weights *= touched;
         down.read.weights *= touched;
     }
-    g.push(if cfg.gated_mlp { "gate_up_proj" } else { "up_proj" }, l, up, matmul);
+    g.push(
+        if cfg.gated_mlp {
+            "gate_up_proj"
+        } else {
+            "up_proj"
+        },
+        l,
+        up,
+        matmul,
+    );
     let act_op = if cfg.gated_mlp {
         gated_activation(cfg.activation, routed, inter, act_bits)
     } else {
         ops::activation(cfg.activation, routed, inter, act_bits)
     };
-    g.push(if cfg.gated_mlp { "act_mul" } else { "activation" }, l, act_op, Unit::Vector);
+    g.push(
+        if cfg.gated_mlp {
+            "act_mul"
+        } else {
+            "activation"
+        },
+        l,
+        act_op,
+        Unit::Vector,
+    );
     g.push("down_proj", l, down, matmul);
     if tp > 1 {
-        g.push("allreduce_mlp", l, collective(Collective::AllReduce, tp, (tokens * h) as f64, act_bits), Unit::Vector);
+        g.push(
+            "allreduce_mlp",
+            l,
+            collective(Collective::AllReduce, tp, (tokens * h) as f64, act_bits),
+            Unit::Vector,
+        );
     }
-    g.push("mlp_residual", l, residual_add(tokens, h, act_bits), Unit::Vector);
+    g.push(
+        "mlp_residual",
+        l,
+        residual_add(tokens, h, act_bits),
+        Unit::Vector,
+    );
 
-    let logit_rows = step.batch.saturating_mul(step.logits_per_sequence.min(step.new_tokens));
-    g.push("final_norm", 1.0, norm(norm_kind, logit_rows, h, act_bits, 16.0), Unit::Vector);
+    let logit_rows = step
+        .batch
+        .saturating_mul(step.logits_per_sequence.min(step.new_tokens));
+    g.push(
+        "final_norm",
+        1.0,
+        norm(norm_kind, logit_rows, h, act_bits, 16.0),
+        Unit::Vector,
+    );
     let vocab = ceil_div(cfg.vocab, tp);
     g.push(
         "lm_head",
         1.0,
         linear(logit_rows, h, vocab, emb_bits, act_bits, act, false),
-        Unit::Matrix(if p.weights.keeps_embeddings_16bit() { p.activations } else { matmul_dtype(matmul) }),
+        Unit::Matrix(if p.weights.keeps_embeddings_16bit() {
+            p.activations
+        } else {
+            matmul_dtype(matmul)
+        }),
     );
     g
 }
@@ -270,7 +394,11 @@ mod tests {
     use crate::model::ModelDb;
 
     fn bf16() -> Precision {
-        Precision { weights: Format::Fp16, kv: Format::Fp16, activations: ComputeDtype::Fp16 }
+        Precision {
+            weights: Format::Fp16,
+            kv: Format::Fp16,
+            activations: ComputeDtype::Fp16,
+        }
     }
 
     #[test]

@@ -101,7 +101,10 @@ fn uint(m: &Map<String, Value>, keys: &[&str], src: &str) -> Result<Option<u64>>
             if !(f.is_finite() && f >= 1.0 && f.fract() == 0.0 && f <= 1e15) {
                 return Err(Error::Parse {
                     source_name: src.into(),
-                    message: format!("field {}: must be a whole number >= 1 (and <= 1e15), got {v}", keys[0]),
+                    message: format!(
+                        "field {}: must be a whole number >= 1 (and <= 1e15), got {v}",
+                        keys[0]
+                    ),
                 });
             }
             Ok(Some(f as u64))
@@ -112,7 +115,11 @@ fn uint(m: &Map<String, Value>, keys: &[&str], src: &str) -> Result<Option<u64>>
 fn req(m: &Map<String, Value>, keys: &[&str], src: &str) -> Result<u64> {
     uint(m, keys, src)?.ok_or_else(|| Error::Parse {
         source_name: src.into(),
-        message: format!("missing field {} (also accepted: {})", keys[0], keys[1..].join(", ")),
+        message: format!(
+            "missing field {} (also accepted: {})",
+            keys[0],
+            keys[1..].join(", ")
+        ),
     })
 }
 
@@ -157,14 +164,27 @@ impl ModelConfig {
     }
 
     fn from_map(m: &Map<String, Value>, fallback_id: &str, src: &str) -> Result<ModelConfig> {
-        let family = string(m, &["model_type"]).unwrap_or("llama").to_ascii_lowercase();
+        let family = string(m, &["model_type"])
+            .unwrap_or("llama")
+            .to_ascii_lowercase();
         let empty = Map::new();
-        let attn_cfg = m.get("attn_config").and_then(Value::as_object).unwrap_or(&empty);
+        let attn_cfg = m
+            .get("attn_config")
+            .and_then(Value::as_object)
+            .unwrap_or(&empty);
         let hidden = req(m, &["hidden_size", "d_model", "n_embd", "dim"], src)?;
-        let layers = req(m, &["num_hidden_layers", "n_layers", "n_layer", "num_layers"], src)?;
+        let layers = req(
+            m,
+            &["num_hidden_layers", "n_layers", "n_layer", "num_layers"],
+            src,
+        )?;
         let heads = req(m, &["num_attention_heads", "n_heads", "n_head"], src)?;
         let multi_query = boolean(m, &["multi_query"], false, src)?;
-        let kv_heads = match uint(m, &["num_key_value_heads", "n_head_kv", "num_kv_heads"], src)? {
+        let kv_heads = match uint(
+            m,
+            &["num_key_value_heads", "n_head_kv", "num_kv_heads"],
+            src,
+        )? {
             Some(k) => k,
             None => match uint(attn_cfg, &["kv_n_heads"], src)? {
                 Some(k) => k,
@@ -189,22 +209,37 @@ impl ModelConfig {
         if kv_heads > heads {
             return Err(Error::Parse {
                 source_name: src.into(),
-                message: format!("field num_key_value_heads: {kv_heads} is more than num_attention_heads {heads}"),
+                message: format!(
+                    "field num_key_value_heads: {kv_heads} is more than num_attention_heads {heads}"
+                ),
             });
         }
         if heads % kv_heads != 0 {
             return Err(Error::Parse {
                 source_name: src.into(),
-                message: format!("field num_key_value_heads: {kv_heads} does not divide num_attention_heads {heads}"),
+                message: format!(
+                    "field num_key_value_heads: {kv_heads} does not divide num_attention_heads {heads}"
+                ),
             });
         }
         let plain_family = matches!(
             family.as_str(),
-            "gpt2" | "gpt_neox" | "gptj" | "mpt" | "falcon" | "opt" | "bloom" | "gpt_bigcode" | "phi"
+            "gpt2"
+                | "gpt_neox"
+                | "gptj"
+                | "mpt"
+                | "falcon"
+                | "opt"
+                | "bloom"
+                | "gpt_bigcode"
+                | "phi"
         );
-        let act_name = string(m, &["hidden_act", "activation_function", "hidden_activation"])
-            .unwrap_or(if plain_family { "gelu" } else { "silu" })
-            .to_ascii_lowercase();
+        let act_name = string(
+            m,
+            &["hidden_act", "activation_function", "hidden_activation"],
+        )
+        .unwrap_or(if plain_family { "gelu" } else { "silu" })
+        .to_ascii_lowercase();
         let activation = if act_name.contains("silu") || act_name.contains("swish") {
             Activation::Silu
         } else if act_name.contains("relu") {
@@ -213,19 +248,45 @@ impl ModelConfig {
             Activation::Gelu
         };
         let gated_mlp = !plain_family;
-        let expansion = m.get("expansion_ratio").and_then(Value::as_f64).unwrap_or(4.0);
-        let intermediate = match uint(m, &["intermediate_size", "n_inner", "ffn_dim", "ffn_hidden_size"], src)? {
+        let expansion = m
+            .get("expansion_ratio")
+            .and_then(Value::as_f64)
+            .unwrap_or(4.0);
+        let intermediate = match uint(
+            m,
+            &["intermediate_size", "n_inner", "ffn_dim", "ffn_hidden_size"],
+            src,
+        )? {
             Some(i) => i,
             None => (hidden as f64 * expansion).round() as u64,
         };
         let vocab = req(m, &["vocab_size", "padded_vocab_size"], src)?;
-        let max_context = uint(m, &["max_position_embeddings", "max_seq_len", "n_positions", "n_ctx", "seq_length"], src)?
-            .unwrap_or(2048);
-        let experts = uint(m, &["num_local_experts", "num_experts", "moe_num_experts"], src)?.unwrap_or(1);
-        let experts_per_token = uint(m, &["num_experts_per_tok", "moe_top_k", "top_k"], src)?.unwrap_or(1).min(experts);
+        let max_context = uint(
+            m,
+            &[
+                "max_position_embeddings",
+                "max_seq_len",
+                "n_positions",
+                "n_ctx",
+                "seq_length",
+            ],
+            src,
+        )?
+        .unwrap_or(2048);
+        let experts = uint(
+            m,
+            &["num_local_experts", "num_experts", "moe_num_experts"],
+            src,
+        )?
+        .unwrap_or(1);
+        let experts_per_token = uint(m, &["num_experts_per_tok", "moe_top_k", "top_k"], src)?
+            .unwrap_or(1)
+            .min(experts);
         let no_bias = boolean(m, &["no_bias"], false, src)?;
         let (qkv_bias, o_bias, mlp_bias, norm) = match family.as_str() {
-            "gpt2" | "gpt_neox" | "gptj" | "opt" | "bloom" | "gpt_bigcode" | "phi" => (true, true, true, NormKind::Layer),
+            "gpt2" | "gpt_neox" | "gptj" | "opt" | "bloom" | "gpt_bigcode" | "phi" => {
+                (true, true, true, NormKind::Layer)
+            }
             "mpt" if no_bias => (false, false, false, NormKind::LayerNoBias),
             "mpt" => (true, true, true, NormKind::Layer),
             "qwen2" | "qwen2_moe" => (true, false, false, NormKind::Rms),
@@ -235,22 +296,33 @@ impl ModelConfig {
                 (ab, ab, mb, NormKind::Rms)
             }
         };
-        let tied_default = matches!(family.as_str(), "gpt2" | "mpt" | "gpt_bigcode" | "gptj" | "opt" | "bloom");
+        let tied_default = matches!(
+            family.as_str(),
+            "gpt2" | "mpt" | "gpt_bigcode" | "gptj" | "opt" | "bloom"
+        );
         let tied_embeddings = boolean(m, &["tie_word_embeddings"], tied_default, src)?;
-        let alibi = boolean(attn_cfg, &["alibi"], false, src)? || boolean(m, &["alibi"], false, src)?;
+        let alibi =
+            boolean(attn_cfg, &["alibi"], false, src)? || boolean(m, &["alibi"], false, src)?;
         let learned_positions = match family.as_str() {
             "gpt2" | "opt" | "gpt_bigcode" => true,
             "mpt" => !alibi && boolean(m, &["learned_pos_emb"], true, src)?,
             _ => false,
         };
         let rope = !learned_positions && !alibi;
-        let native_format = match string(m, &["torch_dtype", "dtype"]).map(str::to_ascii_lowercase).as_deref() {
+        let native_format = match string(m, &["torch_dtype", "dtype"])
+            .map(str::to_ascii_lowercase)
+            .as_deref()
+        {
             Some("float16") | Some("fp16") => Format::Fp16,
             Some("float32") | Some("fp32") => Format::Fp32,
             _ => Format::Bf16,
         };
-        let id = string(m, &["ridgeline_id"]).unwrap_or(fallback_id).to_string();
-        let name = string(m, &["ridgeline_name", "_name_or_path"]).unwrap_or(&id).to_string();
+        let id = string(m, &["ridgeline_id"])
+            .unwrap_or(fallback_id)
+            .to_string();
+        let name = string(m, &["ridgeline_name", "_name_or_path"])
+            .unwrap_or(&id)
+            .to_string();
         let cfg = ModelConfig {
             id,
             name,
@@ -333,7 +405,12 @@ impl ModelConfig {
         let expert = self.expert_params();
         let router = if self.is_moe() { h * self.experts } else { 0 };
         let mlp_layer = expert * self.experts + router;
-        let embedding = v * h + if self.learned_positions { self.max_context * h } else { 0 };
+        let embedding = v * h
+            + if self.learned_positions {
+                self.max_context * h
+            } else {
+                0
+            };
         let lm_head = if self.tied_embeddings { 0 } else { v * h };
         let norms = (2 * self.layers + 1) * norm_params;
         let total = embedding + self.layers * (attn + mlp_layer) + norms + lm_head;
@@ -407,7 +484,11 @@ impl ModelDb {
         if name.ends_with(".json") || path.is_file() {
             return ModelConfig::from_file(path);
         }
-        Err(Error::unknown("model id", name, self.models.iter().map(|m| m.id.as_str())))
+        Err(Error::unknown(
+            "model id",
+            name,
+            self.models.iter().map(|m| m.id.as_str()),
+        ))
     }
 }
 
@@ -429,7 +510,8 @@ mod tests {
 
     #[test]
     fn missing_and_bad_fields_are_named() {
-        let e = ModelConfig::from_json_str(r#"{"hidden_size": 4096}"#, "x", "cfg.json").unwrap_err();
+        let e =
+            ModelConfig::from_json_str(r#"{"hidden_size": 4096}"#, "x", "cfg.json").unwrap_err();
         assert!(e.to_string().contains("num_hidden_layers"), "{e}");
         let e = ModelConfig::from_json_str(
             r#"{"hidden_size": 4096, "num_hidden_layers": 2, "num_attention_heads": 0, "vocab_size": 10}"#,
@@ -451,7 +533,10 @@ mod tests {
 
     #[test]
     fn unknown_model_suggests() {
-        let e = ModelDb::builtin().unwrap().resolve("llama-2-7").unwrap_err();
+        let e = ModelDb::builtin()
+            .unwrap()
+            .resolve("llama-2-7")
+            .unwrap_err();
         assert!(e.to_string().contains("llama-2-7b"), "{e}");
     }
 }

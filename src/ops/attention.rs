@@ -128,7 +128,9 @@ impl AttentionShape {
     /// Rows and columns of the score matrix (`batch·heads·q_len`, `kv_len`).
     pub fn score_matrix(&self) -> (u64, u64) {
         (
-            self.batch.saturating_mul(self.heads).saturating_mul(self.q_len),
+            self.batch
+                .saturating_mul(self.heads)
+                .saturating_mul(self.q_len),
             self.kv_len,
         )
     }
@@ -166,7 +168,10 @@ mod tests {
     #[test]
     fn gqa_shrinks_kv_by_group_size() {
         let mha = attention_fused(&llama2_7b(1, 1, 2048));
-        let gqa = attention_fused(&AttentionShape { kv_heads: 8, ..llama2_7b(1, 1, 2048) });
+        let gqa = attention_fused(&AttentionShape {
+            kv_heads: 8,
+            ..llama2_7b(1, 1, 2048)
+        });
         assert_eq!(mha.read.kv / gqa.read.kv, 4.0);
         assert_eq!(mha.flops, gqa.flops);
     }

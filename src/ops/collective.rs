@@ -60,6 +60,9 @@ mod tests {
         assert_eq!(ag.link_bytes, 917_504.0);
         let rs = collective(Collective::ReduceScatter, 8, 524_288.0, 16.0);
         assert_eq!(rs.link_bytes, 917_504.0);
-        assert_eq!(collective(Collective::AllReduce, 1, 1e6, 16.0), Cost::default());
+        assert_eq!(
+            collective(Collective::AllReduce, 1, 1e6, 16.0),
+            Cost::default()
+        );
     }
 }

@@ -25,23 +25,41 @@ pub enum Class {
 impl Operand {
     /// A weight operand of `bits` per element.
     pub fn weights(bits: f64) -> Self {
-        Operand { bits, class: Class::Weights }
+        Operand {
+            bits,
+            class: Class::Weights,
+        }
     }
     /// An activation operand of `bits` per element.
     pub fn activations(bits: f64) -> Self {
-        Operand { bits, class: Class::Activations }
+        Operand {
+            bits,
+            class: Class::Activations,
+        }
     }
     /// A KV-cache operand of `bits` per element.
     pub fn kv(bits: f64) -> Self {
-        Operand { bits, class: Class::Kv }
+        Operand {
+            bits,
+            class: Class::Kv,
+        }
     }
 }
 
 pub(crate) fn classed(class: Class, bytes: f64) -> ByteClasses {
     match class {
-        Class::Weights => ByteClasses { weights: bytes, ..Default::default() },
-        Class::Activations => ByteClasses { activations: bytes, ..Default::default() },
-        Class::Kv => ByteClasses { kv: bytes, ..Default::default() },
+        Class::Weights => ByteClasses {
+            weights: bytes,
+            ..Default::default()
+        },
+        Class::Activations => ByteClasses {
+            activations: bytes,
+            ..Default::default()
+        },
+        Class::Kv => ByteClasses {
+            kv: bytes,
+            ..Default::default()
+        },
     }
 }
 
@@ -132,8 +150,24 @@ mod tests {
     #[test]
     fn batch_reuses_weights() {
         // 64 tokens read the weights once: weight bytes equal the 1-token case.
-        let one = linear(1, 4096, 11008, 16.0, 16.0, Operand::activations(16.0), false);
-        let many = linear(64, 4096, 11008, 16.0, 16.0, Operand::activations(16.0), false);
+        let one = linear(
+            1,
+            4096,
+            11008,
+            16.0,
+            16.0,
+            Operand::activations(16.0),
+            false,
+        );
+        let many = linear(
+            64,
+            4096,
+            11008,
+            16.0,
+            16.0,
+            Operand::activations(16.0),
+            false,
+        );
         assert_eq!(one.read.weights, many.read.weights);
         assert_eq!(many.flops, 64.0 * one.flops);
         assert!(many.intensity() > 60.0 * one.intensity() * 0.9);

@@ -36,7 +36,8 @@ pub fn render(rows: &[Vec<String>]) -> String {
 }
 
 fn tflops(x: Option<f64>) -> String {
-    x.map(|v| format!("{:.0}", v / TERA)).unwrap_or_else(|| "-".into())
+    x.map(|v| format!("{:.0}", v / TERA))
+        .unwrap_or_else(|| "-".into())
 }
 
 /// The `ridgeline hardware` listing: one row per device.
@@ -85,7 +86,10 @@ pub fn hardware_show(d: &Hardware) -> String {
         }
     }
     if let Some(p) = d.peak_flops_per_s.fp16_acc16 {
-        s.push_str(&format!(" (fp16 with fp16 accumulate={})", crate::units::sig3(p / TERA)));
+        s.push_str(&format!(
+            " (fp16 with fp16 accumulate={})",
+            crate::units::sig3(p / TERA)
+        ));
     }
     s.push('\n');
     if d.peak_flops_per_s.sparse_halved {
@@ -96,10 +100,18 @@ pub fn hardware_show(d: &Hardware) -> String {
         d.ridge_point(ComputeDtype::Bf16)
     ));
     if let Some(l) = &d.host_link {
-        s.push_str(&format!("host link: {} ({} per direction)\n", l.name, fmt_bytes_per_s(l.bytes_per_s_per_direction)));
+        s.push_str(&format!(
+            "host link: {} ({} per direction)\n",
+            l.name,
+            fmt_bytes_per_s(l.bytes_per_s_per_direction)
+        ));
     }
     if let Some(l) = &d.scaleup_link {
-        s.push_str(&format!("scale-up link: {} ({} per direction)\n", l.name, fmt_bytes_per_s(l.bytes_per_s_per_direction)));
+        s.push_str(&format!(
+            "scale-up link: {} ({} per direction)\n",
+            l.name,
+            fmt_bytes_per_s(l.bytes_per_s_per_direction)
+        ));
     }
     if let Some(t) = d.tdp_w {
         s.push_str(&format!("TDP: {t:.0} W\n"));
@@ -123,7 +135,42 @@ mod tests {
 
     #[test]
     fn columns_align() {
-        let t = render(&[vec!["a".into(), "bb".into()], vec!["ccc".into(), "d".into()]]);
+        let t = render(&[
+            vec!["a".into(), "bb".into()],
+            vec!["ccc".into(), "d".into()],
+        ]);
         assert_eq!(t, "a    bb\n-------\nccc  d\n");
     }
+}
+
+/// The `ridgeline models` listing.
+pub fn model_list(models: &[crate::model::ModelConfig]) -> String {
+    let mut rows = vec![vec![
+        "id".to_string(),
+        "name".into(),
+        "params".into(),
+        "active".into(),
+        "layers".into(),
+        "hidden".into(),
+        "heads/kv".into(),
+        "context".into(),
+        "dtype".into(),
+    ]];
+    for m in models {
+        let p = m.params();
+        rows.push(vec![
+            m.id.clone(),
+            m.name.clone(),
+            format!("{:.2} B", p.total as f64 / 1e9),
+            format!("{:.2} B", p.active as f64 / 1e9),
+            m.layers.to_string(),
+            m.hidden.to_string(),
+            format!("{}/{}", m.heads, m.kv_heads),
+            m.max_context.to_string(),
+            m.native_format.name(),
+        ]);
+    }
+    let mut s = render(&rows);
+    s.push_str("\nB = 1e9 parameters. `--model PATH/config.json` reads any Hugging Face config.\n");
+    s
 }

@@ -1,0 +1,116 @@
+//! Human-readable text report of a prediction.
+
+use crate::predict::Prediction;
+use crate::units::{fmt_flops, fmt_gb, fmt_seconds};
+
+fn rate(x: f64) -> String {
+    if x >= 100.0 {
+        format!("{x:.0}")
+    } else {
+        format!("{x:.1}")
+    }
+}
+
+/// The default `ridgeline predict` output.
+pub fn prediction(p: &Prediction) -> String {
+    let c = &p.config;
+    let m = &p.memory.inner;
+    let mut s = format!(
+        "{} on {}x {} (engine {}, weights {}, kv {}, batch {}, prompt {}, gen {}{})\n\n",
+        p.model.name,
+        p.hardware.count,
+        p.hardware.name,
+        c.engine,
+        c.weights,
+        c.kv,
+        c.batch,
+        c.prompt,
+        c.r#gen,
+        if p.hardware.count > 1 {
+            format!(", {}", c.parallel)
+        } else {
+            String::new()
+        }
+    );
+    s.push_str(&format!(
+        "Memory per device: {} weights + {} KV cache + {} activations + {} overhead = {} of {} -> {}\n",
+        fmt_gb(m.weights_bytes),
+        fmt_gb(m.kv_cache_bytes),
+        fmt_gb(m.activation_bytes),
+        fmt_gb(m.overhead_bytes),
+        fmt_gb(m.total_bytes),
+        fmt_gb(m.capacity_bytes),
+        if m.fits { "fits" } else { "DOES NOT FIT" }
+    ));
+    s.push_str(&format!(
+        "  largest batch at this length: {}; longest context at this batch: {} tokens\n",
+        p.memory.max_batch, p.memory.max_context
+    ));
+    let pf = &p.prefill;
+    if c.prompt > 0 {
+        s.push_str(&format!(
+            "Prefill: {} in {}, intensity {:.0} FLOP/byte -> {}-bound; TTFT {} (roofline {}), {} tok/s\n",
+            fmt_flops(pf.flops),
+            fmt_gb(pf.bytes),
+            pf.arithmetic_intensity,
+            pf.bound,
+            fmt_seconds(pf.time_s),
+            fmt_seconds(pf.roofline_time_s),
+            rate(pf.tokens_per_s)
+        ));
+    }
+    let d = &p.decode;
+    s.push_str(&format!(
+        "Decode step (context {}): {} in {}, intensity {:.2} FLOP/byte vs ridge {:.0} -> {}-bound; {} per step, {} tok/s (roofline {} tok/s)\n",
+        d.context,
+        fmt_flops(d.flops_per_step),
+        fmt_gb(d.bytes_per_step),
+        d.arithmetic_intensity,
+        p.hardware.ridge_point,
+        d.bound,
+        fmt_seconds(d.time_per_step_s),
+        rate(d.tokens_per_s),
+        rate(d.roofline_tokens_per_s)
+    ));
+    if let Some(b) = d.compute_bound_batch {
+        s.push_str(&format!("  decode turns compute-bound at batch {b}\n"));
+    }
+    let g = &p.generation;
+    s.push_str(&format!(
+        "Generation: TTFT {}, time per output token {}, total {}; decode {} tok/s, output {} tok/s (roofline decode {} tok/s)\n",
+        fmt_seconds(g.ttft_s),
+        fmt_seconds(g.tpot_s),
+        fmt_seconds(g.total_s),
+        rate(g.decode_tokens_per_s),
+        rate(g.output_tokens_per_s),
+        rate(g.roofline_decode_tokens_per_s)
+    ));
+    let mut ops: Vec<_> = p.ops.iter().filter(|o| o.phase == "decode").collect();
+    ops.sort_by(|a, b| b.time_s.total_cmp(&a.time_s));
+    let total: f64 = ops.iter().map(|o| o.time_s).sum();
+    s.push_str("\nDecode step by operator (top 6):\n");
+    let mut rows = vec![vec![
+        "op".to_string(),
+        "time".into(),
+        "share".into(),
+        "FLOP/byte".into(),
+        "bound".into(),
+    ]];
+    for o in ops.iter().take(6) {
+        rows.push(vec![
+            o.name.to_string(),
+            fmt_seconds(o.time_s),
+            format!("{:.0}%", 100.0 * o.time_s / total.max(f64::MIN_POSITIVE)),
+            format!("{:.2}", o.arithmetic_intensity),
+            o.bound.to_string(),
+        ]);
+    }
+    s.push_str(&super::table::render(&rows));
+    for n in &p.notes {
+        s.push_str(&format!("note: {n}\n"));
+    }
+    s.push_str(
+        "\nGB = 1e9 bytes. Times are the engine's prediction; 'roofline' is the ideal bound.\n",
+    );
+    s
+}
