@@ -129,20 +129,6 @@ pub fn hardware_show(d: &Hardware) -> String {
     s
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn columns_align() {
-        let t = render(&[
-            vec!["a".into(), "bb".into()],
-            vec!["ccc".into(), "d".into()],
-        ]);
-        assert_eq!(t, "a    bb\n-------\nccc  d\n");
-    }
-}
-
 /// The `ridgeline models` listing.
 pub fn model_list(models: &[crate::model::ModelConfig]) -> String {
     let mut rows = vec![vec![
@@ -173,4 +159,18 @@ pub fn model_list(models: &[crate::model::ModelConfig]) -> String {
     let mut s = render(&rows);
     s.push_str("\nB = 1e9 parameters. `--model PATH/config.json` reads any Hugging Face config.\n");
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn columns_align() {
+        let t = render(&[
+            vec!["a".into(), "bb".into()],
+            vec!["ccc".into(), "d".into()],
+        ]);
+        assert_eq!(t, "a    bb\n-------\nccc  d\n");
+    }
 }
