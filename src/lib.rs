@@ -1,5 +1,53 @@
 //! # ridgeline
-//! (crate guide written below)
+//!
+//! Will it fit, and how fast will it run? ridgeline answers both for large language
+//! models on GPUs and accelerators, and shows *why* on a roofline.
+//!
+//! A decode step does about 2 FLOPs per weight but must stream every weight and the
+//! whole KV cache from memory: its arithmetic intensity is ~1 FLOP/byte, while an
+//! H100's ridge point is ~295 FLOP/byte. Decode is bandwidth-bound; prefill and large
+//! batches are compute-bound. ridgeline makes that computable.
+//!
+//! ## Quick example
+//!
+//! ```
+//! use ridgeline::prelude::*;
+//!
+//! let model = ModelDb::builtin()?.resolve("llama-2-7b")?;
+//! let gpu = HardwareDb::builtin()?.get("h100")?;          // alias of h100-sxm
+//! let engine = EngineDb::builtin()?.get("ideal")?;         // pure roofline
+//! let p = predict(&model, gpu, engine, &Scenario::default())?;
+//!
+//! // Decode at batch 1 is memory-bound at ~1 FLOP/byte ...
+//! assert_eq!(p.decode.bound, Bound::Memory);
+//! assert!((p.decode.arithmetic_intensity - 1.0).abs() < 0.05);
+//! // ... so tokens/s ~ bandwidth / bytes per token: 3.35e12 / 13.5e9 ~ 248.
+//! assert!((p.decode.tokens_per_s - 248.0).abs() < 3.0);
+//! // Prefill of 512 tokens reuses each weight 512 times: compute-bound.
+//! assert_eq!(p.prefill.bound, Bound::Compute);
+//! # Ok::<(), ridgeline::Error>(())
+//! ```
+//!
+//! ## Module map
+//!
+//! Data flows one way: hardware and model data -> operator costs -> roofline placement
+//! -> predictions -> reports.
+//!
+//! | module | job |
+//! |---|---|
+//! | [`units`] | SI constants and edge formatting (GB = 1e9, GiB = 2^30) |
+//! | [`dtype`] | compute dtypes and storage formats with real bits per weight |
+//! | [`ops`] | operator catalog: FLOPs and bytes by class for GEMM, attention, norms, ... |
+//! | [`hardware`] | the device database ([`hardware::HardwareDb`]), every number sourced |
+//! | [`model`] | [`model::ModelConfig`] from HF `config.json`, parameter counts, layer graph |
+//! | [`roofline`] | ridge points, attainable FLOP/s, [`roofline::place`], [`roofline::Bound`] |
+//! | [`engine`] | efficiency profiles of inference engines ([`engine::EngineDb`]) |
+//! | [`memory`] | inference memory per device, max batch, max context |
+//! | [`predict`] | prefill, decode and generation roll-ups ([`predict::Predictor`]) |
+//! | [`report`] | text, Markdown and plain-language renderers of the report structs |
+//!
+//! All internal quantities are `f64` in SI base units (FLOP, byte, second, FLOP/s,
+//! byte/s); conversion happens only in [`units`] and [`report`].
 #![deny(missing_docs)]
 
 pub mod dtype;
@@ -15,3 +63,15 @@ pub mod roofline;
 pub mod units;
 
 pub use error::{Error, Result};
+
+/// The types most programs need, in one import.
+pub mod prelude {
+    pub use crate::dtype::{ComputeDtype, Format};
+    pub use crate::engine::{Engine, EngineDb};
+    pub use crate::error::{Error, Result};
+    pub use crate::hardware::{Hardware, HardwareDb};
+    pub use crate::memory::Parallel;
+    pub use crate::model::{ModelConfig, ModelDb};
+    pub use crate::predict::{Prediction, Predictor, Scenario, predict};
+    pub use crate::roofline::Bound;
+}
