@@ -23,7 +23,9 @@ fn bench(c: &mut Criterion) {
         act_bits: 16.0,
         kv_bits: 16.0,
     };
-    c.bench_function("op_cost/attention_decode", |b| b.iter(|| attention_fused(black_box(&shape))));
+    c.bench_function("op_cost/attention_decode", |b| {
+        b.iter(|| attention_fused(black_box(&shape)))
+    });
     let h100 = HardwareDb::builtin().unwrap().get("h100").unwrap();
     let ceilings = h100.ceilings(ComputeDtype::Bf16);
     let cost = gemm(1, 1, 4096, 4096, a, w, a);
@@ -33,7 +35,10 @@ fn bench(c: &mut Criterion) {
 
     let model = ModelDb::builtin().unwrap().resolve("llama-2-70b").unwrap();
     let engine = EngineDb::builtin().unwrap().get("typical").unwrap();
-    let s = Scenario { gpus: 2, ..Scenario::default() };
+    let s = Scenario {
+        gpus: 2,
+        ..Scenario::default()
+    };
     let p = Predictor::new(&model, h100, engine, &s).unwrap();
     c.bench_function("predict/llama-2-70b_summary", |b| {
         b.iter(|| p.summary(black_box(1), black_box(512), black_box(128)))

@@ -10,7 +10,10 @@ fn report() -> Result<String> {
     let engine = EngineDb::builtin()?.get("ideal")?;
     let p = Predictor::new(&model, gpu, engine, &Scenario::default())?;
     let ridge = gpu.ridge_point(ComputeDtype::Fp16);
-    let mut out = format!("{} on {}: ridge point {ridge:.0} FLOP/byte\n", model.name, gpu.name);
+    let mut out = format!(
+        "{} on {}: ridge point {ridge:.0} FLOP/byte\n",
+        model.name, gpu.name
+    );
     out.push_str("batch  FLOP/byte  bound    tokens/s\n");
     for batch in [1u64, 8, 64, 512] {
         let s = p.summary(batch, 512, 128);

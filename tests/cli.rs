@@ -5,13 +5,21 @@ use serde_json::Value;
 use std::process::{Command, Output};
 
 fn run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ridgeline")).args(args).output().expect("binary runs")
+    Command::new(env!("CARGO_BIN_EXE_ridgeline"))
+        .args(args)
+        .output()
+        .expect("binary runs")
 }
 
 fn json(args: &[&str]) -> Value {
     let out = run(args);
-    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{args:?}: not one JSON document: {e}"))
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{args:?}: not one JSON document: {e}"))
 }
 
 fn fails_with(args: &[&str], needles: &[&str]) {
@@ -38,14 +46,26 @@ fn hardware_json_lists_all_devices_with_sources() {
 #[test]
 fn hardware_show_has_contract_keys() {
     let v = json(&["hardware", "show", "h100", "--json"]);
-    for k in ["id", "name", "vendor", "memory", "peak_flops_per_s", "host_link_bytes_per_s",
-        "scaleup_link_bytes_per_s", "tdp_w", "price_usd_per_hour", "sources"] {
+    for k in [
+        "id",
+        "name",
+        "vendor",
+        "memory",
+        "peak_flops_per_s",
+        "host_link_bytes_per_s",
+        "scaleup_link_bytes_per_s",
+        "tdp_w",
+        "price_usd_per_hour",
+        "sources",
+    ] {
         assert!(v.get(k).is_some(), "missing {k}");
     }
     for k in ["type", "capacity_bytes", "bandwidth_bytes_per_s"] {
         assert!(v["memory"].get(k).is_some(), "missing memory.{k}");
     }
-    for k in ["fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4", "fp4"] {
+    for k in [
+        "fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4", "fp4",
+    ] {
         assert!(v["peak_flops_per_s"].get(k).is_some(), "missing peak {k}");
     }
     assert_eq!(v["id"], "h100-sxm");
@@ -57,21 +77,118 @@ fn hardware_show_has_contract_keys() {
 
 #[test]
 fn unknown_names_exit_2_with_suggestions() {
-    fails_with(&["hardware", "show", "h10O"], &["unknown hardware id", "h100-sxm"]);
-    fails_with(&["predict", "--model", "llama-2-7", "--gpu", "h100"], &["unknown model id", "llama-2-7b"]);
-    fails_with(&["predict", "--model", "llama-2-7b", "--gpu", "a100-80gb-sx"], &["a100-80gb-sxm"]);
-    fails_with(&["predict", "--model", "llama-2-7b", "--gpu", "h100", "--weights", "q4km"], &["q4_k_m"]);
-    fails_with(&["predict", "--model", "llama-2-7b", "--gpu", "h100", "--engine", "vlm"], &["unknown engine"]);
+    fails_with(
+        &["hardware", "show", "h10O"],
+        &["unknown hardware id", "h100-sxm"],
+    );
+    fails_with(
+        &["predict", "--model", "llama-2-7", "--gpu", "h100"],
+        &["unknown model id", "llama-2-7b"],
+    );
+    fails_with(
+        &["predict", "--model", "llama-2-7b", "--gpu", "a100-80gb-sx"],
+        &["a100-80gb-sxm"],
+    );
+    fails_with(
+        &[
+            "predict",
+            "--model",
+            "llama-2-7b",
+            "--gpu",
+            "h100",
+            "--weights",
+            "q4km",
+        ],
+        &["q4_k_m"],
+    );
+    fails_with(
+        &[
+            "predict",
+            "--model",
+            "llama-2-7b",
+            "--gpu",
+            "h100",
+            "--engine",
+            "vlm",
+        ],
+        &["unknown engine"],
+    );
 }
 
 #[test]
 fn bad_values_exit_2_naming_the_field() {
-    fails_with(&["predict", "--model", "llama-2-7b", "--gpu", "h100", "--batch", "0"], &["--batch"]);
-    fails_with(&["predict", "--model", "llama-2-7b", "--gpu", "h100", "--gpus", "0"], &["--gpus"]);
-    fails_with(&["predict", "--model", "llama-2-7b", "--gpu", "h100", "--gpus", "3"], &["num_attention_heads"]);
-    fails_with(&["predict", "--model", "llama-2-7b", "--gpu", "h100", "--weights", "bpw:-4"], &["bpw"]);
-    fails_with(&["predict", "--model", "llama-2-7b", "--gpu", "h100", "--batch", "-4"], &[]);
-    fails_with(&["predict", "--model", "llama-2-7b", "--gpu", "m2-ultra", "--gpus", "2"], &["link"]);
+    fails_with(
+        &[
+            "predict",
+            "--model",
+            "llama-2-7b",
+            "--gpu",
+            "h100",
+            "--batch",
+            "0",
+        ],
+        &["--batch"],
+    );
+    fails_with(
+        &[
+            "predict",
+            "--model",
+            "llama-2-7b",
+            "--gpu",
+            "h100",
+            "--gpus",
+            "0",
+        ],
+        &["--gpus"],
+    );
+    fails_with(
+        &[
+            "predict",
+            "--model",
+            "llama-2-7b",
+            "--gpu",
+            "h100",
+            "--gpus",
+            "3",
+        ],
+        &["num_attention_heads"],
+    );
+    fails_with(
+        &[
+            "predict",
+            "--model",
+            "llama-2-7b",
+            "--gpu",
+            "h100",
+            "--weights",
+            "bpw:-4",
+        ],
+        &["bpw"],
+    );
+    fails_with(
+        &[
+            "predict",
+            "--model",
+            "llama-2-7b",
+            "--gpu",
+            "h100",
+            "--batch",
+            "-4",
+        ],
+        &[],
+    );
+    fails_with(
+        &[
+            "predict",
+            "--model",
+            "llama-2-7b",
+            "--gpu",
+            "m2-ultra",
+            "--gpus",
+            "2",
+        ],
+        &["link"],
+    );
 }
 
 #[test]
@@ -80,15 +197,42 @@ fn malformed_config_json_exits_2() {
     std::fs::create_dir_all(&dir).unwrap();
     let truncated = dir.join("truncated.json");
     std::fs::write(&truncated, "{\"hidden_size\": 4096, \"num_hidden").unwrap();
-    fails_with(&["predict", "--model", truncated.to_str().unwrap(), "--gpu", "h100"], &["truncated.json", "JSON"]);
+    fails_with(
+        &[
+            "predict",
+            "--model",
+            truncated.to_str().unwrap(),
+            "--gpu",
+            "h100",
+        ],
+        &["truncated.json", "JSON"],
+    );
     let bad_heads = dir.join("config.json");
     std::fs::write(
         &bad_heads,
         r#"{"hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 64, "vocab_size": 32000, "intermediate_size": 11008}"#,
     )
     .unwrap();
-    fails_with(&["predict", "--model", bad_heads.to_str().unwrap(), "--gpu", "h100"], &["num_key_value_heads"]);
-    fails_with(&["predict", "--model", dir.join("missing.json").to_str().unwrap(), "--gpu", "h100"], &["missing.json"]);
+    fails_with(
+        &[
+            "predict",
+            "--model",
+            bad_heads.to_str().unwrap(),
+            "--gpu",
+            "h100",
+        ],
+        &["num_key_value_heads"],
+    );
+    fails_with(
+        &[
+            "predict",
+            "--model",
+            dir.join("missing.json").to_str().unwrap(),
+            "--gpu",
+            "h100",
+        ],
+        &["missing.json"],
+    );
 }
 
 #[test]
@@ -103,7 +247,14 @@ fn user_config_json_predicts() {
             "num_attention_heads": 32, "num_key_value_heads": 4, "vocab_size": 32000, "torch_dtype": "bfloat16"}"#,
     )
     .unwrap();
-    let v = json(&["predict", "--model", cfg.to_str().unwrap(), "--gpu", "l4", "--json"]);
+    let v = json(&[
+        "predict",
+        "--model",
+        cfg.to_str().unwrap(),
+        "--gpu",
+        "l4",
+        "--json",
+    ]);
     // embed 65.5M + lm_head 65.5M + 22 · (2048·2048·2 + 2048·256·2 + 3·2048·5632 + 2·2048) + 2048
     // = 65,536,000·2 + 22 · 44,044,288 + 2048 = 1,100,048,384 (TinyLlama's published 1.1B).
     assert_eq!(v["model"]["params"].as_u64(), Some(1_100_048_384));
@@ -111,15 +262,72 @@ fn user_config_json_predicts() {
 
 #[test]
 fn predict_json_has_contract_keys_and_no_nan() {
-    let v = json(&["predict", "--model", "llama-3-8b", "--gpu", "a100", "--batch", "4", "--json"]);
+    let v = json(&[
+        "predict",
+        "--model",
+        "llama-3-8b",
+        "--gpu",
+        "a100",
+        "--batch",
+        "4",
+        "--json",
+    ]);
     let keys: &[(&str, &[&str])] = &[
         ("model", &["id", "params", "active_params"]),
         ("hardware", &["id", "count"]),
-        ("config", &["batch", "prompt", "gen", "weights", "kv", "engine", "parallel"]),
-        ("memory", &["weights_bytes", "kv_cache_bytes", "activation_bytes", "overhead_bytes", "total_bytes", "capacity_bytes", "fits"]),
-        ("prefill", &["flops", "bytes", "arithmetic_intensity", "time_s", "roofline_time_s", "bound", "tokens_per_s"]),
-        ("decode", &["flops_per_step", "bytes_per_step", "arithmetic_intensity", "time_per_step_s", "roofline_time_per_step_s", "bound", "tokens_per_s", "roofline_tokens_per_s"]),
-        ("generation", &["ttft_s", "tpot_s", "total_s", "output_tokens_per_s", "decode_tokens_per_s"]),
+        (
+            "config",
+            &[
+                "batch", "prompt", "gen", "weights", "kv", "engine", "parallel",
+            ],
+        ),
+        (
+            "memory",
+            &[
+                "weights_bytes",
+                "kv_cache_bytes",
+                "activation_bytes",
+                "overhead_bytes",
+                "total_bytes",
+                "capacity_bytes",
+                "fits",
+            ],
+        ),
+        (
+            "prefill",
+            &[
+                "flops",
+                "bytes",
+                "arithmetic_intensity",
+                "time_s",
+                "roofline_time_s",
+                "bound",
+                "tokens_per_s",
+            ],
+        ),
+        (
+            "decode",
+            &[
+                "flops_per_step",
+                "bytes_per_step",
+                "arithmetic_intensity",
+                "time_per_step_s",
+                "roofline_time_per_step_s",
+                "bound",
+                "tokens_per_s",
+                "roofline_tokens_per_s",
+            ],
+        ),
+        (
+            "generation",
+            &[
+                "ttft_s",
+                "tpot_s",
+                "total_s",
+                "output_tokens_per_s",
+                "decode_tokens_per_s",
+            ],
+        ),
     ];
     for (obj, ks) in keys {
         for k in *ks {
@@ -129,7 +337,17 @@ fn predict_json_has_contract_keys_and_no_nan() {
     assert_eq!(v["hardware"]["id"], "a100-80gb-sxm");
     assert_eq!(v["config"]["gen"], 128);
     for op in v["ops"].as_array().unwrap() {
-        for k in ["name", "phase", "count", "flops", "bytes", "arithmetic_intensity", "attainable_flops_per_s", "time_s", "bound"] {
+        for k in [
+            "name",
+            "phase",
+            "count",
+            "flops",
+            "bytes",
+            "arithmetic_intensity",
+            "attainable_flops_per_s",
+            "time_s",
+            "bound",
+        ] {
             assert!(op.get(k).is_some(), "op lacks {k}");
         }
         let b = op["bound"].as_str().unwrap();
@@ -142,11 +360,60 @@ fn predict_json_has_contract_keys_and_no_nan() {
 #[test]
 fn odd_but_valid_inputs() {
     for args in [
-        &["predict", "--model", "llama-2-7b", "--gpu", "h100", "--prompt", "0", "--json"][..],
-        &["predict", "--model", "llama-2-7b", "--gpu", "h100", "--gen", "0", "--json"][..],
-        &["predict", "--model", "llama-2-7b", "--gpu", "h100", "--batch", "100000", "--json"][..],
-        &["predict", "--model", "mixtral-8x7b", "--gpu", "h100", "--gpus", "2", "--parallel", "pp", "--json"][..],
-        &["predict", "--model", "llama-2-70b", "--gpu", "rtx-4090", "--weights", "q4_k_m", "--offload", "cpu", "--json"][..],
+        &[
+            "predict",
+            "--model",
+            "llama-2-7b",
+            "--gpu",
+            "h100",
+            "--prompt",
+            "0",
+            "--json",
+        ][..],
+        &[
+            "predict",
+            "--model",
+            "llama-2-7b",
+            "--gpu",
+            "h100",
+            "--gen",
+            "0",
+            "--json",
+        ][..],
+        &[
+            "predict",
+            "--model",
+            "llama-2-7b",
+            "--gpu",
+            "h100",
+            "--batch",
+            "100000",
+            "--json",
+        ][..],
+        &[
+            "predict",
+            "--model",
+            "mixtral-8x7b",
+            "--gpu",
+            "h100",
+            "--gpus",
+            "2",
+            "--parallel",
+            "pp",
+            "--json",
+        ][..],
+        &[
+            "predict",
+            "--model",
+            "llama-2-70b",
+            "--gpu",
+            "rtx-4090",
+            "--weights",
+            "q4_k_m",
+            "--offload",
+            "cpu",
+            "--json",
+        ][..],
     ] {
         let v = json(args);
         assert!(!serde_json::to_string(&v).unwrap().contains("NaN"));
@@ -158,9 +425,29 @@ fn odd_but_valid_inputs() {
             }
         }
     }
-    let big = json(&["predict", "--model", "llama-2-7b", "--gpu", "h100", "--batch", "100000", "--json"]);
+    let big = json(&[
+        "predict",
+        "--model",
+        "llama-2-7b",
+        "--gpu",
+        "h100",
+        "--batch",
+        "100000",
+        "--json",
+    ]);
     assert_eq!(big["memory"]["fits"], false);
-    let off = json(&["predict", "--model", "llama-2-70b", "--gpu", "rtx-4090", "--weights", "q4_k_m", "--offload", "cpu", "--json"]);
+    let off = json(&[
+        "predict",
+        "--model",
+        "llama-2-70b",
+        "--gpu",
+        "rtx-4090",
+        "--weights",
+        "q4_k_m",
+        "--offload",
+        "cpu",
+        "--json",
+    ]);
     assert_eq!(off["memory"]["fits"], true);
     assert!(off["memory"]["offloaded_bytes"].as_f64().unwrap() > 10e9);
 }
@@ -170,9 +457,27 @@ fn human_output_and_explain() {
     let out = run(&["explain", "--model", "llama-2-7b", "--gpu", "h100"]);
     assert!(out.status.success());
     let s = String::from_utf8(out.stdout).unwrap();
-    assert!(s.contains("memory-bound") && s.contains("ridge point is 295"), "{s}");
-    let out = run(&["predict", "--model", "llama-2-7b", "--gpu", "h100", "--markdown"]);
-    assert!(String::from_utf8(out.stdout).unwrap().contains("| prefill |"));
+    assert!(
+        s.contains("memory-bound") && s.contains("ridge point is 295"),
+        "{s}"
+    );
+    let out = run(&[
+        "predict",
+        "--model",
+        "llama-2-7b",
+        "--gpu",
+        "h100",
+        "--markdown",
+    ]);
+    assert!(
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .contains("| prefill |")
+    );
     let out = run(&["models"]);
-    assert!(String::from_utf8(out.stdout).unwrap().contains("mixtral-8x7b"));
+    assert!(
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .contains("mixtral-8x7b")
+    );
 }

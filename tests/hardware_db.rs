@@ -5,11 +5,45 @@ use ridgeline::dtype::ComputeDtype;
 use ridgeline::hardware::HardwareDb;
 
 const CONTRACT_IDS: [&str; 39] = [
-    "a100-40gb-sxm", "a100-80gb-sxm", "a100-80gb-pcie", "h100-sxm", "h100-pcie", "h100-nvl",
-    "h200-sxm", "b200", "gb200", "l40s", "l40", "l4", "a10g", "a10", "a40", "t4",
-    "v100-sxm2-32gb", "v100-pcie-16gb", "rtx-3060-12gb", "rtx-3090", "rtx-3090-ti", "rtx-4080",
-    "rtx-4090", "rtx-5090", "rtx-a6000", "rtx-6000-ada", "mi210", "mi250x", "mi300x", "mi325x",
-    "tpu-v4", "tpu-v5e", "tpu-v5p", "gaudi2", "gaudi3", "m1-max", "m2-ultra", "m3-max", "m4-max",
+    "a100-40gb-sxm",
+    "a100-80gb-sxm",
+    "a100-80gb-pcie",
+    "h100-sxm",
+    "h100-pcie",
+    "h100-nvl",
+    "h200-sxm",
+    "b200",
+    "gb200",
+    "l40s",
+    "l40",
+    "l4",
+    "a10g",
+    "a10",
+    "a40",
+    "t4",
+    "v100-sxm2-32gb",
+    "v100-pcie-16gb",
+    "rtx-3060-12gb",
+    "rtx-3090",
+    "rtx-3090-ti",
+    "rtx-4080",
+    "rtx-4090",
+    "rtx-5090",
+    "rtx-a6000",
+    "rtx-6000-ada",
+    "mi210",
+    "mi250x",
+    "mi300x",
+    "mi325x",
+    "tpu-v4",
+    "tpu-v5e",
+    "tpu-v5p",
+    "gaudi2",
+    "gaudi3",
+    "m1-max",
+    "m2-ultra",
+    "m3-max",
+    "m4-max",
 ];
 
 #[test]
@@ -20,9 +54,14 @@ fn every_contract_id_is_present_with_sources() {
         assert_eq!(d.id, id);
         assert!(d.memory.capacity_bytes > 1e9, "{id} capacity");
         assert!(d.memory.bandwidth_bytes_per_s > 1e10, "{id} bandwidth");
-        assert!(d.sources.iter().any(|s| s.starts_with("http")), "{id} needs a URL source");
+        assert!(
+            d.sources.iter().any(|s| s.starts_with("http")),
+            "{id} needs a URL source"
+        );
         assert!(!d.memory.source.is_empty(), "{id} memory.source");
-        let any_peak = ComputeDtype::ALL.iter().any(|&t| d.peak_flops_per_s.get(t).is_some())
+        let any_peak = ComputeDtype::ALL
+            .iter()
+            .any(|&t| d.peak_flops_per_s.get(t).is_some())
             || d.estimated_peak_flops_per_s.is_some();
         assert!(any_peak, "{id} needs a peak");
     }
@@ -65,7 +104,13 @@ fn peaks_are_dense_datasheet_values() {
     let h100 = db.get("h100-sxm").unwrap();
     assert_eq!(h100.memory.bandwidth_bytes_per_s, 3.35e12);
     assert_eq!(h100.peak_flops_per_s.fp8, Some(1979e12));
-    assert_eq!(db.get("a100-80gb-sxm").unwrap().memory.bandwidth_bytes_per_s, 2.039e12);
+    assert_eq!(
+        db.get("a100-80gb-sxm")
+            .unwrap()
+            .memory
+            .bandwidth_bytes_per_s,
+        2.039e12
+    );
 }
 
 #[test]
@@ -89,7 +134,10 @@ fn peaks_are_ordered_sensibly() {
 fn ridge_points() {
     let db = HardwareDb::builtin().unwrap();
     // 312e12 / 2.039e12 = 153.0; 989.5e12 / 3.35e12 = 295.4
-    let a100 = db.get("a100-80gb-sxm").unwrap().ridge_point(ComputeDtype::Bf16);
+    let a100 = db
+        .get("a100-80gb-sxm")
+        .unwrap()
+        .ridge_point(ComputeDtype::Bf16);
     assert!((a100 - 153.0).abs() < 0.05, "{a100}");
     let h100 = db.get("h100-sxm").unwrap().ridge_point(ComputeDtype::Bf16);
     assert!((h100 - 295.4).abs() < 0.05, "{h100}");
@@ -98,10 +146,17 @@ fn ridge_points() {
 #[test]
 fn user_file_errors_name_the_key() {
     let bad = "id = \"x\"\nname = \"X\"\nvendor = \"V\"\nclass = \"datacenter\"\nsources = [\"http://x\"]\n[memory]\ntype = \"HBM\"\ncapacity_bytes = -1.0\nbandwidth_bytes_per_s = 1e12\nsource = \"s\"\n[peak_flops_per_s]\nbf16 = 1e12\n";
-    let e = ridgeline::hardware::Hardware::from_toml(bad, "my.toml").unwrap_err().to_string();
-    assert!(e.contains("my.toml") && e.contains("memory.capacity_bytes"), "{e}");
+    let e = ridgeline::hardware::Hardware::from_toml(bad, "my.toml")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("my.toml") && e.contains("memory.capacity_bytes"),
+        "{e}"
+    );
     let typo = bad.replace("capacity_bytes = -1.0", "capacity_byte = 1e9");
-    let e = ridgeline::hardware::Hardware::from_toml(&typo, "my.toml").unwrap_err().to_string();
+    let e = ridgeline::hardware::Hardware::from_toml(&typo, "my.toml")
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("capacity_byte"), "{e}");
     assert!(ridgeline::hardware::Hardware::from_toml("id = ", "t.toml").is_err());
 }
