@@ -17,6 +17,9 @@ use crate::model::graph::{self, Graph, OpInstance, Precision, Step, Unit};
 use crate::roofline::{Bound, Ceilings, Efficiency, Placement, place};
 use serde::Serialize;
 
+mod fast;
+pub use fast::{DecodeLines, Evaluator};
+
 /// What to predict: shapes, formats, layout.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Scenario {
@@ -347,6 +350,14 @@ impl<'a> Predictor<'a> {
 
     /// Evaluates one forward pass.
     pub fn pass(&self, step: &Step, offloaded: f64) -> PassResult {
+        match self.pass_ops(step) {
+            Some(r) => self.finish_pass(r, step.batch.saturating_mul(step.new_tokens), offloaded),
+            None => PassResult::default(),
+        }
+    }
+
+    /// The per-op part of a pass (`None`: the graph is empty, e.g. a prefill of 0 tokens).
+    fn pass_ops(&self, step: &Step) -> Option<PassResult> {
         let g = self.graph(step);
         let mut r = PassResult::default();
         for op in g.ops() {
@@ -359,10 +370,13 @@ impl<'a> Predictor<'a> {
             r.roofline_time_s += p.roofline_time_s;
             r.by_bound[bound_index(p.bound)] += p.time_s;
         }
-        if g.ops().is_empty() {
-            return r;
-        }
-        let (overhead, comm) = self.pass_overhead(step.batch * step.new_tokens);
+        if g.ops().is_empty() { None } else { Some(r) }
+    }
+
+    /// Adds the per-pass terms (step overhead, pipeline sends, host offload) to the
+    /// per-op part of a pass over `tokens` tokens.
+    fn finish_pass(&self, mut r: PassResult, tokens: u64, offloaded: f64) -> PassResult {
+        let (overhead, comm) = self.pass_overhead(tokens);
         let off = self.offload_time(offloaded);
         r.time_s += overhead + comm + off;
         r.by_bound[3] += overhead;
@@ -419,11 +433,19 @@ impl<'a> Predictor<'a> {
             let (fb, mb, lb) = ideal_t(&pb);
             ideal += sum_max_affine(&[line(fa, fb), line(ma, mb), line(la, lb)], lo, hi);
         }
+        let (tail, tail_ideal) = self.decode_sum_tail(batch, n, offloaded);
+        (pred + tail, ideal + tail_ideal)
+    }
+
+    /// The per-pass terms of `n` decode steps: (predicted, ideal) seconds.
+    fn decode_sum_tail(&self, batch: u64, n: f64, offloaded: f64) -> (f64, f64) {
         let (overhead, comm) = self.pass_overhead(batch);
-        pred += n * (overhead + comm + self.offload_time(offloaded));
-        if self.host_bw > 0.0 && offloaded > 0.0 {
-            ideal += n * offloaded / self.host_bw;
-        }
+        let pred = n * (overhead + comm + self.offload_time(offloaded));
+        let ideal = if self.host_bw > 0.0 && offloaded > 0.0 {
+            n * offloaded / self.host_bw
+        } else {
+            0.0
+        };
         (pred, ideal)
     }
 

@@ -1,0 +1,499 @@
+//! Cached evaluation for sweeps and planning: [`Evaluator::summary`] returns the same
+//! [`Summary`] as [`Predictor::summary`] (equal to floating-point rounding, checked by the
+//! tests below) at a fraction of the cost, by keeping what neighbouring configurations
+//! share instead of rebuilding layer graphs:
+//!
+//! - a decode step at batch `b` and context `L`: every op but attention depends on `b`
+//!   only, and attention is affine in `L` (it streams `L` tokens of KV cache). For one
+//!   batch, [`DecodeLines`] holds the summed times of the context-free ops and the
+//!   compute / memory / link lines of the context-dependent ones, so a decode step and
+//!   the closed-form sum over all `gen` steps cost a few multiply-adds;
+//! - the prefill depends on (batch, prompt) only, so it is kept across `gen` values.
+//!
+//! The lines are measured on the same layer graph and placement the plain path uses
+//! (two probe contexts far apart), so changes to op costs or efficiencies carry over;
+//! where a graph does not have the expected shape the evaluator falls back to the plain
+//! path rather than guess.
+
+use super::{PassResult, Predictor, Summary, bound_index, sum_max_affine};
+use crate::model::graph::Step;
+use crate::roofline::Placement;
+
+/// Probe contexts: far apart, with a power-of-two span, so slopes lose little precision.
+const PROBE_LO: u64 = 1 << 10;
+const PROBE_HI: u64 = PROBE_LO + (1 << 24);
+/// Most context-dependent ops a decode graph has (naive attention has three).
+const MAX_VARYING: usize = 4;
+
+/// `(intercept, slope)` of an affine function of the context.
+type Line = (f64, f64);
+
+#[inline]
+fn at(l: Line, x: f64) -> f64 {
+    l.0 + l.1 * x
+}
+
+/// One context-dependent op of a decode step.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Varying {
+    /// Derated compute, memory and link time.
+    pred: [Line; 3],
+    /// Ideal compute, memory and link time.
+    ideal: [Line; 3],
+    /// Fixed overhead of the op (all executions), s.
+    overhead_s: f64,
+}
+
+/// Everything about a decode step at one batch size that does not depend on the context:
+/// the context-free ops summed, the context-dependent ones as affine lines.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DecodeLines {
+    batch: u64,
+    const_time_s: f64,
+    const_roofline_s: f64,
+    const_by_bound: [f64; 4],
+    flops: Line,
+    bytes: Line,
+    weight_bytes: Line,
+    kv_bytes: Line,
+    varying: [Varying; MAX_VARYING],
+    n_varying: usize,
+}
+
+/// The slowest of compute, memory and link and the bound `place` reports for it.
+#[inline]
+fn slowest(c: f64, m: f64, l: f64, overhead_s: f64) -> (f64, usize) {
+    let mut best = (c, 0);
+    if m > best.0 {
+        best = (m, 1);
+    }
+    if l > best.0 {
+        best = (l, 2);
+    }
+    if overhead_s > best.0 {
+        best.1 = 3;
+    }
+    if best.0 == 0.0 && overhead_s == 0.0 {
+        best.1 = 1;
+    }
+    best
+}
+
+impl DecodeLines {
+    /// Measures the decode graph of `p` at `batch` (`None` where the graph is empty or
+    /// not of the expected shape; callers then use the plain path).
+    pub fn new(p: &Predictor<'_>, batch: u64) -> Option<DecodeLines> {
+        let ga = p.graph(&Step::decode(batch, PROBE_LO));
+        let gb = p.graph(&Step::decode(batch, PROBE_HI));
+        if ga.ops().is_empty() || ga.ops().len() != gb.ops().len() {
+            return None;
+        }
+        let span = (PROBE_HI - PROBE_LO) as f64;
+        let lo = PROBE_LO as f64;
+        let line = |ya: f64, yb: f64| -> Line {
+            let s = (yb - ya) / span;
+            (ya - s * lo, s)
+        };
+        let mut d = DecodeLines {
+            batch,
+            const_time_s: 0.0,
+            const_roofline_s: 0.0,
+            const_by_bound: [0.0; 4],
+            flops: (0.0, 0.0),
+            bytes: (0.0, 0.0),
+            weight_bytes: (0.0, 0.0),
+            kv_bytes: (0.0, 0.0),
+            varying: [Varying::default(); MAX_VARYING],
+            n_varying: 0,
+        };
+        let (mut sa, mut sb) = ([0.0f64; 4], [0.0f64; 4]);
+        for (a, b) in ga.ops().iter().zip(gb.ops()) {
+            if a.name != b.name || a.unit != b.unit || a.count != b.count {
+                return None;
+            }
+            let pa = p.place_op(a);
+            let pb = p.place_op(b);
+            for (s, (pl, op)) in [(&mut sa, (&pa, a)), (&mut sb, (&pb, b))] {
+                s[0] += pl.flops;
+                s[1] += pl.bytes;
+                s[2] += op.cost.read.weights * op.count;
+                s[3] += (op.cost.read.kv + op.cost.written.kv) * op.count;
+            }
+            if a == b {
+                d.const_time_s += pa.time_s;
+                d.const_roofline_s += pa.roofline_time_s;
+                d.const_by_bound[bound_index(pa.bound)] += pa.time_s;
+                continue;
+            }
+            if d.n_varying == MAX_VARYING || pa.overhead_s != pb.overhead_s {
+                return None;
+            }
+            let c = p.ceilings(a.unit);
+            let ideal = |pl: &Placement| {
+                let f = if c.peak_flops_per_s > 0.0 {
+                    pl.flops / c.peak_flops_per_s
+                } else {
+                    0.0
+                };
+                let m = pl.bytes / c.memory_bytes_per_s;
+                let l = match c.link_bytes_per_s {
+                    Some(bw) if pl.link_bytes > 0.0 => pl.link_bytes / bw,
+                    _ => 0.0,
+                };
+                [f, m, l]
+            };
+            let (ia, ib) = (ideal(&pa), ideal(&pb));
+            d.varying[d.n_varying] = Varying {
+                pred: [
+                    line(pa.compute_time_s, pb.compute_time_s),
+                    line(pa.memory_time_s, pb.memory_time_s),
+                    line(pa.link_time_s, pb.link_time_s),
+                ],
+                ideal: [line(ia[0], ib[0]), line(ia[1], ib[1]), line(ia[2], ib[2])],
+                overhead_s: pa.overhead_s,
+            };
+            d.n_varying += 1;
+        }
+        d.flops = line(sa[0], sb[0]);
+        d.bytes = line(sa[1], sb[1]);
+        d.weight_bytes = line(sa[2], sb[2]);
+        d.kv_bytes = line(sa[3], sb[3]);
+        Some(d)
+    }
+
+    /// The batch these lines are for.
+    pub fn batch(&self) -> u64 {
+        self.batch
+    }
+
+    fn varying(&self) -> &[Varying] {
+        &self.varying[..self.n_varying]
+    }
+
+    /// The per-op part of one decode step at `context` (what `pass_ops` returns).
+    fn step_ops(&self, context: u64) -> PassResult {
+        let x = context.max(1) as f64;
+        let mut r = PassResult {
+            flops: at(self.flops, x),
+            bytes: at(self.bytes, x),
+            weight_bytes: at(self.weight_bytes, x),
+            kv_bytes: at(self.kv_bytes, x),
+            time_s: self.const_time_s,
+            roofline_time_s: self.const_roofline_s,
+            by_bound: self.const_by_bound,
+        };
+        for v in self.varying() {
+            let (s, b) = slowest(
+                at(v.pred[0], x),
+                at(v.pred[1], x),
+                at(v.pred[2], x),
+                v.overhead_s,
+            );
+            let t = s + v.overhead_s;
+            r.time_s += t;
+            r.by_bound[b] += t;
+            r.roofline_time_s += at(v.ideal[0], x)
+                .max(at(v.ideal[1], x))
+                .max(at(v.ideal[2], x));
+        }
+        r
+    }
+
+    /// Per-op part of the sum of decode steps at contexts `lo..=hi` (predicted, ideal).
+    fn sum_ops(&self, lo: u64, hi: u64) -> (f64, f64) {
+        let n = (hi - lo + 1) as f64;
+        let mut pred = n * self.const_time_s;
+        let mut ideal = n * self.const_roofline_s;
+        for v in self.varying() {
+            pred += sum_max_affine(&v.pred, lo, hi) + v.overhead_s * n;
+            ideal += sum_max_affine(&v.ideal, lo, hi);
+        }
+        (pred, ideal)
+    }
+}
+
+/// A [`Predictor`] with memory of the last batch and (batch, prompt) it saw:
+/// [`Evaluator::summary`] equals [`Predictor::summary`] but is much cheaper when
+/// consecutive calls share the batch (and the prompt), as in a sweep whose inner axes
+/// are prompt and gen. No allocation.
+///
+/// ```
+/// use ridgeline::prelude::*;
+/// use ridgeline::predict::Evaluator;
+///
+/// let model = ModelDb::builtin()?.resolve("llama-3-8b")?;
+/// let gpu = HardwareDb::builtin()?.get("h100")?;
+/// let engine = EngineDb::builtin()?.get("typical")?;
+/// let p = Predictor::new(&model, gpu, engine, &Scenario::default())?;
+/// let mut ev = Evaluator::new(&p);
+/// for g in [1, 128, 1024] {
+///     let (fast, plain) = (ev.summary(8, 512, g), p.summary(8, 512, g));
+///     assert!((fast.decode_total_s / plain.decode_total_s - 1.0).abs() < 1e-12);
+/// }
+/// # Ok::<(), ridgeline::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct Evaluator<'p, 'a> {
+    predictor: &'p Predictor<'a>,
+    /// Decode lines of the last batch (`None` inside: the plain path serves that batch).
+    lines: Option<(u64, Option<DecodeLines>)>,
+    /// Per-op prefill of the last (batch, prompt) (`None` inside: empty graph).
+    prefill: Option<((u64, u64), Option<PassResult>)>,
+}
+
+impl<'p, 'a> Evaluator<'p, 'a> {
+    /// An evaluator with empty caches.
+    pub fn new(predictor: &'p Predictor<'a>) -> Self {
+        Evaluator {
+            predictor,
+            lines: None,
+            prefill: None,
+        }
+    }
+
+    /// The predictor evaluated.
+    pub fn predictor(&self) -> &'p Predictor<'a> {
+        self.predictor
+    }
+
+    /// [`Predictor::summary`] with caching.
+    pub fn summary(&mut self, batch: u64, prompt: u64, gen_tokens: u64) -> Summary {
+        let p = self.predictor;
+        let lines = match self.lines {
+            Some((b, l)) if b == batch => l,
+            _ => {
+                let l = DecodeLines::new(p, batch);
+                self.lines = Some((batch, l));
+                l
+            }
+        };
+        let Some(lines) = lines else {
+            return p.summary(batch, prompt, gen_tokens);
+        };
+        let prefill_ops = match self.prefill {
+            Some((key, r)) if key == (batch, prompt) => r,
+            _ => {
+                let r = p.pass_ops(&Step::prefill(batch, prompt));
+                self.prefill = Some(((batch, prompt), r));
+                r
+            }
+        };
+        let (memory, offloaded) = p.memory(batch, prompt, gen_tokens);
+        let prefill = match prefill_ops {
+            Some(r) => p.finish_pass(r, batch.saturating_mul(prompt), offloaded),
+            None => PassResult::default(),
+        };
+        let mid = (prompt + (gen_tokens / 2).max(1)).max(1);
+        let decode = p.finish_pass(lines.step_ops(mid), batch, offloaded);
+        let (lo, hi) = (prompt + 1, prompt + gen_tokens);
+        let (decode_total_s, decode_total_roofline_s) = if hi < lo {
+            (0.0, 0.0)
+        } else {
+            let (pred, ideal) = lines.sum_ops(lo, hi);
+            let (tp, ti) = p.decode_sum_tail(batch, (hi - lo + 1) as f64, offloaded);
+            (pred + tp, ideal + ti)
+        };
+        Summary {
+            prefill,
+            decode,
+            decode_total_s,
+            decode_total_roofline_s,
+            memory,
+            offloaded_bytes: offloaded,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dtype::Format;
+    use crate::engine::EngineDb;
+    use crate::hardware::HardwareDb;
+    use crate::memory::Parallel;
+    use crate::model::ModelDb;
+    use crate::predict::Scenario;
+
+    fn close(a: f64, b: f64, what: &str) {
+        let tol = 1e-12 * a.abs().max(b.abs()).max(1e-30);
+        assert!((a - b).abs() <= tol, "{what}: fast {a} vs plain {b}");
+    }
+
+    fn same_pass(a: &PassResult, b: &PassResult, what: &str) {
+        close(a.flops, b.flops, &format!("{what}.flops"));
+        close(a.bytes, b.bytes, &format!("{what}.bytes"));
+        close(
+            a.weight_bytes,
+            b.weight_bytes,
+            &format!("{what}.weight_bytes"),
+        );
+        close(a.kv_bytes, b.kv_bytes, &format!("{what}.kv_bytes"));
+        close(a.time_s, b.time_s, &format!("{what}.time_s"));
+        close(
+            a.roofline_time_s,
+            b.roofline_time_s,
+            &format!("{what}.roofline"),
+        );
+        for i in 0..4 {
+            close(
+                a.by_bound[i],
+                b.by_bound[i],
+                &format!("{what}.by_bound[{i}]"),
+            );
+        }
+        assert_eq!(a.bound(), b.bound(), "{what}.bound");
+    }
+
+    /// Optimised and plain summaries agree over models (dense, GQA, MoE, learned
+    /// positions), devices, layouts, formats, engines, flash on and off, offload, and
+    /// batch / prompt / gen including the 0 and 1 edges.
+    #[test]
+    fn evaluator_equals_plain_summary() {
+        let models = ModelDb::builtin().unwrap();
+        let hw = HardwareDb::builtin().unwrap();
+        // the built-ins plus one with every overhead term set
+        let builtin = EngineDb::builtin().unwrap();
+        let extra = EngineDb::from_toml(
+            "[slow]\ncompute_efficiency = 0.5\nstep_overhead_s = 2e-4\nlayer_overhead_s = 6e-6\n\
+             collective_latency_s = 1e-5\nlink_efficiency = 0.7\noverhead_bytes = 2e9\n\
+             reserve_fraction = 0.1\n[slow.memory_efficiency]\ndefault = 0.6\nconsumer = 0.9\n",
+            "test",
+        )
+        .unwrap();
+        let mut checked = 0;
+        for (model, gpu, gpus, parallel, weights, flash, offload, engine) in [
+            (
+                "llama-2-7b",
+                "h100",
+                1,
+                Parallel::Tp,
+                None,
+                true,
+                false,
+                "typical",
+            ),
+            (
+                "llama-2-70b",
+                "h100",
+                4,
+                Parallel::Tp,
+                Some(Format::Fp8),
+                true,
+                false,
+                "slow",
+            ),
+            (
+                "llama-2-70b",
+                "a100",
+                8,
+                Parallel::Pp,
+                None,
+                true,
+                false,
+                "typical",
+            ),
+            (
+                "mixtral-8x7b",
+                "h100",
+                2,
+                Parallel::Tp,
+                None,
+                false,
+                false,
+                "ideal",
+            ),
+            (
+                "gpt3-2.7b",
+                "rtx-4090",
+                1,
+                Parallel::Tp,
+                Some(Format::Q4_0),
+                false,
+                false,
+                "slow",
+            ),
+            (
+                "llama-3-70b",
+                "rtx-4090",
+                1,
+                Parallel::Tp,
+                Some(Format::Q4KM),
+                true,
+                true,
+                "slow",
+            ),
+            (
+                "mpt-7b",
+                "l4",
+                1,
+                Parallel::Tp,
+                Some(Format::Int8),
+                true,
+                false,
+                "slow",
+            ),
+            (
+                "qwen2.5-7b",
+                "mi300x",
+                1,
+                Parallel::Tp,
+                None,
+                true,
+                false,
+                "typical",
+            ),
+        ] {
+            let m = models.resolve(model).unwrap();
+            let h = hw.get(gpu).unwrap();
+            let e = extra.get(engine).or_else(|_| builtin.get(engine)).unwrap();
+            let s = Scenario {
+                gpus,
+                parallel,
+                weights,
+                flash,
+                offload,
+                ..Scenario::default()
+            };
+            let p = Predictor::new(&m, h, e, &s).unwrap();
+            let mut ev = Evaluator::new(&p);
+            for batch in [1u64, 3, 64, 1024] {
+                for prompt in [0u64, 1, 17, 512, 8192] {
+                    for gen_tokens in [0u64, 1, 2, 128, 4000] {
+                        let fast = ev.summary(batch, prompt, gen_tokens);
+                        let plain = p.summary(batch, prompt, gen_tokens);
+                        let what = format!("{model}/{gpu}x{gpus} b{batch} p{prompt} g{gen_tokens}");
+                        same_pass(&fast.prefill, &plain.prefill, &format!("{what} prefill"));
+                        same_pass(&fast.decode, &plain.decode, &format!("{what} decode"));
+                        close(fast.decode_total_s, plain.decode_total_s, &what);
+                        close(
+                            fast.decode_total_roofline_s,
+                            plain.decode_total_roofline_s,
+                            &what,
+                        );
+                        assert_eq!(fast.memory, plain.memory, "{what}");
+                        assert_eq!(fast.offloaded_bytes, plain.offloaded_bytes, "{what}");
+                        checked += 1;
+                    }
+                }
+            }
+        }
+        assert_eq!(checked, 8 * 4 * 5 * 5);
+    }
+
+    #[test]
+    fn decode_lines_have_one_varying_op_with_flash_and_three_without() {
+        let m = ModelDb::builtin().unwrap().resolve("llama-2-7b").unwrap();
+        let h = HardwareDb::builtin().unwrap().get("h100").unwrap();
+        let e = EngineDb::builtin().unwrap().get("typical").unwrap();
+        for (flash, n) in [(true, 1), (false, 3)] {
+            let s = Scenario {
+                flash,
+                ..Scenario::default()
+            };
+            let p = Predictor::new(&m, h, e, &s).unwrap();
+            let d = DecodeLines::new(&p, 4).unwrap();
+            assert_eq!(d.varying().len(), n);
+            assert_eq!(d.batch(), 4);
+        }
+    }
+}
