@@ -18,7 +18,7 @@ use crate::roofline::{Bound, Ceilings, Efficiency, Placement, place};
 use serde::Serialize;
 
 mod fast;
-pub use fast::{DecodeLines, Evaluator};
+pub use fast::{DecodeLines, Evaluator, resolve_formats};
 
 /// What to predict: shapes, formats, layout.
 #[derive(Debug, Clone, Copy, PartialEq)]

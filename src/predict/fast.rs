@@ -15,8 +15,10 @@
 //! where a graph does not have the expected shape the evaluator falls back to the plain
 //! path rather than guess.
 
-use super::{PassResult, Predictor, Summary, bound_index, sum_max_affine};
-use crate::model::graph::Step;
+use super::{PassResult, Predictor, Summary, activation_dtype, bound_index, format_for};
+use crate::dtype::Format;
+use crate::model::ModelConfig;
+use crate::model::graph::{Precision, Step};
 use crate::roofline::Placement;
 
 /// Probe contexts: far apart, with a power-of-two span, so slopes lose little precision.
@@ -33,6 +35,105 @@ fn at(l: Line, x: f64) -> f64 {
     l.0 + l.1 * x
 }
 
+/// The formats a [`Predictor`] uses for `weights` and `kv` (`None`: the model's native
+/// weight format; the activation dtype for the KV cache), without building one.
+pub fn resolve_formats(
+    model: &ModelConfig,
+    weights: Option<Format>,
+    kv: Option<Format>,
+) -> Precision {
+    let weights = weights.unwrap_or(model.native_format);
+    let activations = activation_dtype(model, weights);
+    Precision {
+        weights,
+        kv: kv.unwrap_or(format_for(activations)),
+        activations,
+    }
+}
+
+impl Predictor<'_> {
+    /// Largest batch that fits in device memory at this prompt and gen (0: not even one
+    /// sequence).
+    pub fn max_batch(&self, prompt: u64, gen_tokens: u64) -> u64 {
+        self.memory.max_batch(prompt, gen_tokens)
+    }
+}
+
+/// The upper envelope of three lines over contexts `L >= 1`: piece `k` is the largest
+/// line for the integers up to `floor(ends[k])`. Built once per batch, so the sum over
+/// a range of contexts needs no crossing points, sorting or division
+/// ([`sum_max_affine`] does the same work per call).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Envelope {
+    ends: [f64; 4],
+    lines: [Line; 4],
+    n: usize,
+}
+
+impl Envelope {
+    fn new(lines: &[Line; 3]) -> Envelope {
+        let mut cuts = [0.0f64; 3];
+        let mut nc = 0;
+        for i in 0..3 {
+            for j in i + 1..3 {
+                let ds = lines[i].1 - lines[j].1;
+                if ds != 0.0 {
+                    let x = (lines[j].0 - lines[i].0) / ds;
+                    if x > 1.0 && x.is_finite() {
+                        cuts[nc] = x;
+                        nc += 1;
+                    }
+                }
+            }
+        }
+        cuts[..nc].sort_by(f64::total_cmp);
+        let mut env = Envelope::default();
+        let mut prev = 1.0;
+        for cut in cuts[..nc].iter().copied().map(Some).chain([None]) {
+            let (end, rep) = match cut {
+                Some(c) => (c, (prev + c) / 2.0),
+                None => (f64::INFINITY, prev + 1.0),
+            };
+            let best = lines
+                .iter()
+                .copied()
+                .fold((f64::NEG_INFINITY, 0.0), |best, l| {
+                    if at(l, rep) > at(best, rep) { l } else { best }
+                });
+            if env.n > 0 && env.lines[env.n - 1] == best {
+                env.ends[env.n - 1] = end;
+            } else {
+                env.ends[env.n] = end;
+                env.lines[env.n] = best;
+                env.n += 1;
+            }
+            prev = end;
+        }
+        env
+    }
+
+    /// `Σ_{L=lo}^{hi}` of the envelope (`lo >= 1`).
+    #[inline]
+    fn sum(&self, lo: u64, hi: u64) -> f64 {
+        let mut total = 0.0;
+        let mut start = lo;
+        for k in 0..self.n {
+            // `as` saturates: an end beyond u64 covers everything
+            let end = (self.ends[k].floor() as u64).min(hi);
+            if end >= start {
+                let (c, s) = self.lines[k];
+                let count = (end - start + 1) as f64;
+                total += count * c + s * (start as f64 + end as f64) * count / 2.0;
+                start = end + 1;
+                if start > hi {
+                    break;
+                }
+            }
+        }
+        total
+    }
+}
+
 /// One context-dependent op of a decode step.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 struct Varying {
@@ -40,6 +141,10 @@ struct Varying {
     pred: [Line; 3],
     /// Ideal compute, memory and link time.
     ideal: [Line; 3],
+    /// Upper envelope of `pred`.
+    pred_env: Envelope,
+    /// Upper envelope of `ideal`.
+    ideal_env: Envelope,
     /// Fixed overhead of the op (all executions), s.
     overhead_s: f64,
 }
@@ -143,13 +248,17 @@ impl DecodeLines {
                 [f, m, l]
             };
             let (ia, ib) = (ideal(&pa), ideal(&pb));
+            let pred = [
+                line(pa.compute_time_s, pb.compute_time_s),
+                line(pa.memory_time_s, pb.memory_time_s),
+                line(pa.link_time_s, pb.link_time_s),
+            ];
+            let ideal = [line(ia[0], ib[0]), line(ia[1], ib[1]), line(ia[2], ib[2])];
             d.varying[d.n_varying] = Varying {
-                pred: [
-                    line(pa.compute_time_s, pb.compute_time_s),
-                    line(pa.memory_time_s, pb.memory_time_s),
-                    line(pa.link_time_s, pb.link_time_s),
-                ],
-                ideal: [line(ia[0], ib[0]), line(ia[1], ib[1]), line(ia[2], ib[2])],
+                pred,
+                ideal,
+                pred_env: Envelope::new(&pred),
+                ideal_env: Envelope::new(&ideal),
                 overhead_s: pa.overhead_s,
             };
             d.n_varying += 1;
@@ -205,8 +314,8 @@ impl DecodeLines {
         let mut pred = n * self.const_time_s;
         let mut ideal = n * self.const_roofline_s;
         for v in self.varying() {
-            pred += sum_max_affine(&v.pred, lo, hi) + v.overhead_s * n;
-            ideal += sum_max_affine(&v.ideal, lo, hi);
+            pred += v.pred_env.sum(lo, hi) + v.overhead_s * n;
+            ideal += v.ideal_env.sum(lo, hi);
         }
         (pred, ideal)
     }
@@ -259,15 +368,11 @@ impl<'p, 'a> Evaluator<'p, 'a> {
     /// [`Predictor::summary`] with caching.
     pub fn summary(&mut self, batch: u64, prompt: u64, gen_tokens: u64) -> Summary {
         let p = self.predictor;
-        let lines = match self.lines {
-            Some((b, l)) if b == batch => l,
-            _ => {
-                let l = DecodeLines::new(p, batch);
-                self.lines = Some((batch, l));
-                l
-            }
-        };
-        let Some(lines) = lines else {
+        if !matches!(self.lines, Some((b, _)) if b == batch) {
+            self.lines = Some((batch, DecodeLines::new(p, batch)));
+        }
+        // borrowed, not copied: the lines are over a kilobyte
+        let Some((_, Some(lines))) = &self.lines else {
             return p.summary(batch, prompt, gen_tokens);
         };
         let prefill_ops = match self.prefill {
@@ -307,7 +412,6 @@ impl<'p, 'a> Evaluator<'p, 'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dtype::Format;
     use crate::engine::EngineDb;
     use crate::hardware::HardwareDb;
     use crate::memory::Parallel;
@@ -478,6 +582,34 @@ mod tests {
             }
         }
         assert_eq!(checked, 8 * 4 * 5 * 5);
+    }
+
+    #[test]
+    fn envelope_sums_match_sum_max_affine() {
+        use crate::predict::sum_max_affine;
+        for lines in [
+            [(1.0, 0.5), (10.0, 0.1), (3.0, 0.0)],
+            [(5.0, 0.0), (0.0, 0.0), (1.0, 0.0)],
+            [(0.0, 1.0), (100.0, 0.0), (0.0, 0.0)],
+            [(50.0, -0.1), (0.0, 0.2), (30.0, 0.0)],
+            [(2.0, 1e-3), (2.0, 1e-3), (0.0, 0.0)],
+        ] {
+            let env = Envelope::new(&lines);
+            for (lo, hi) in [
+                (1u64, 1u64),
+                (1, 1000),
+                (5, 5),
+                (20, 30),
+                (100, 100_000),
+                (499, 501),
+            ] {
+                let (a, b) = (env.sum(lo, hi), sum_max_affine(&lines, lo, hi));
+                assert!(
+                    (a - b).abs() <= 1e-12 * b.abs().max(1.0),
+                    "{lines:?} {lo}..{hi}: {a} vs {b}"
+                );
+            }
+        }
     }
 
     #[test]
