@@ -54,12 +54,15 @@ pub mod dtype;
 pub mod engine;
 pub mod error;
 pub mod hardware;
+pub mod list;
 pub mod memory;
 pub mod model;
 pub mod ops;
+pub mod plan;
 pub mod predict;
 pub mod report;
 pub mod roofline;
+pub mod sweep;
 pub mod units;
 
 pub use error::{Error, Result};

@@ -54,6 +54,16 @@ enum Command {
         #[command(flatten)]
         args: PredictArgs,
     },
+    /// Evaluate every combination of LISTs in parallel; CSV rows (default) or --json.
+    Sweep {
+        #[command(flatten)]
+        args: SweepArgs,
+    },
+    /// Cheapest configuration meeting latency/throughput targets, and the Pareto front.
+    Plan {
+        #[command(flatten)]
+        args: PlanArgs,
+    },
 }
 
 struct Ctx {
@@ -225,6 +235,18 @@ fn run(cli: Cli) -> Result<String> {
                 Ok(ridgeline::report::explain::render(&e))
             }
         }
+        Command::Sweep { args } => {
+            sweep_cmd(&ctx, &args, cli.json)?;
+            Ok(String::new())
+        }
+        Command::Plan { args } => {
+            let report = ridgeline::plan::plan(&plan_request(&ctx, &args)?)?;
+            if cli.json {
+                to_json(&report)
+            } else {
+                Ok(ridgeline::report::plan::render(&report))
+            }
+        }
         Command::Hardware { action: None } => {
             if cli.json {
                 let all: Vec<_> = db.devices().iter().map(|d| d.report()).collect();
@@ -246,13 +268,236 @@ fn run(cli: Cli) -> Result<String> {
     }
 }
 
+/// Options of `ridgeline sweep`: every LIST takes `1,2,4`, `1..64`, `128..8192:x2`,
+/// `0..1000:+50`, mixed freely.
+#[derive(Args, Clone)]
+struct SweepArgs {
+    /// Model ids or config.json paths, comma-separated.
+    #[arg(long)]
+    model: String,
+    /// Device ids or aliases, comma-separated.
+    #[arg(long)]
+    gpu: String,
+    /// Device counts (LIST).
+    #[arg(long, default_value = "1")]
+    gpus: String,
+    /// How devices split the model.
+    #[arg(long, value_enum, default_value_t = ParallelArg::Tp)]
+    parallel: ParallelArg,
+    /// Concurrent sequences (LIST).
+    #[arg(long, default_value = "1")]
+    batch: String,
+    /// Prompt tokens per sequence (LIST).
+    #[arg(long, default_value = "512")]
+    prompt: String,
+    /// Generated tokens per sequence (LIST).
+    #[arg(long = "gen", default_value = "128")]
+    gen_tokens: String,
+    /// Weight formats, comma-separated; `native` is each model's own dtype.
+    #[arg(long, default_value = "native")]
+    weights: String,
+    /// KV-cache formats, comma-separated; `native` is the activation dtype.
+    #[arg(long, default_value = "native")]
+    kv: String,
+    /// Engines, comma-separated.
+    #[arg(long, default_value = "typical")]
+    engine: String,
+    /// Fused (flash) attention (the default).
+    #[arg(long, overrides_with = "no_flash")]
+    flash: bool,
+    /// Naive attention that materializes the score matrix.
+    #[arg(long = "no-flash")]
+    no_flash: bool,
+    /// CSV rows (the default; --json for `{"rows": [...]}`).
+    #[arg(long)]
+    csv: bool,
+    /// Write to FILE instead of stdout.
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+}
+
+/// Options of `ridgeline plan`.
+#[derive(Args, Clone)]
+struct PlanArgs {
+    /// Model id or path to a Hugging Face config.json.
+    #[arg(long)]
+    model: String,
+    /// Devices to consider, comma-separated, or `all` (default: every device with a price).
+    #[arg(long)]
+    gpu: Option<String>,
+    /// Device counts to consider (LIST; default 1,2,4,8,16,32).
+    #[arg(long)]
+    gpus: Option<String>,
+    /// Prompt tokens per request.
+    #[arg(long, default_value_t = 512)]
+    prompt: u64,
+    /// Generated tokens per request.
+    #[arg(long = "gen", default_value_t = 128)]
+    gen_tokens: u64,
+    /// Largest acceptable time to first token, ms.
+    #[arg(long = "max-ttft-ms")]
+    max_ttft_ms: Option<f64>,
+    /// Largest acceptable mean time per output token, ms.
+    #[arg(long = "max-tpot-ms")]
+    max_tpot_ms: Option<f64>,
+    /// Smallest acceptable output tokens/s of one replica (all its devices together).
+    #[arg(long = "min-throughput")]
+    min_throughput: Option<f64>,
+    /// Largest acceptable price of one replica, USD per hour.
+    #[arg(long = "budget-usd-per-hour")]
+    budget_usd_per_hour: Option<f64>,
+    /// Weight formats to consider, comma-separated (`native` for the model's own;
+    /// default: native, fp8 and int8 where the device has those peaks, q8_0, awq-int4).
+    #[arg(long)]
+    weights: Option<String>,
+    /// KV formats to consider, comma-separated (default: native,fp8).
+    #[arg(long)]
+    kv: Option<String>,
+    /// Engines to consider, comma-separated.
+    #[arg(long, default_value = "typical")]
+    engine: String,
+    /// Naive attention that materializes the score matrix.
+    #[arg(long = "no-flash")]
+    no_flash: bool,
+}
+
+fn format_list(flag: &str, text: &str) -> Result<Vec<Option<Format>>> {
+    ridgeline::list::parse_names(flag, text)?
+        .iter()
+        .map(|f| match f.to_ascii_lowercase().as_str() {
+            "native" | "auto" | "default" => Ok(None),
+            _ => Format::parse(f).map(Some),
+        })
+        .collect()
+}
+
+fn plan_request<'a>(ctx: &'a Ctx, a: &PlanArgs) -> Result<ridgeline::plan::PlanRequest<'a>> {
+    use ridgeline::list::parse_names;
+    let devices = match a.gpu.as_deref() {
+        None => ridgeline::plan::default_devices(&ctx.hardware),
+        Some(g) if g.trim().eq_ignore_ascii_case("all") => ctx.hardware.devices().iter().collect(),
+        Some(g) => parse_names("--gpu", g)?
+            .iter()
+            .map(|n| ctx.hardware.get(n))
+            .collect::<Result<_>>()?,
+    };
+    let ms = |flag: &str, v: Option<f64>| -> Result<Option<f64>> {
+        v.map(|x| ridgeline::error::require_positive(flag, x).map(|x| x / 1e3))
+            .transpose()
+    };
+    Ok(ridgeline::plan::PlanRequest {
+        model: resolve_model(&a.model)?,
+        devices,
+        engines: parse_names("--engine", &a.engine)?
+            .iter()
+            .map(|e| ctx.engines.get(e))
+            .collect::<Result<_>>()?,
+        prompt: a.prompt,
+        gen_tokens: a.gen_tokens,
+        targets: ridgeline::plan::Targets {
+            max_ttft_s: ms("--max-ttft-ms", a.max_ttft_ms)?,
+            max_tpot_s: ms("--max-tpot-ms", a.max_tpot_ms)?,
+            min_output_tokens_per_s: a.min_throughput,
+            max_usd_per_hour: a.budget_usd_per_hour,
+        },
+        gpu_counts: match a.gpus.as_deref() {
+            Some(g) => {
+                ridgeline::list::parse_u64_list_in("--gpus", g, 1, ridgeline::sweep::MAX_GPUS)?
+            }
+            None => ridgeline::plan::DEFAULT_GPU_COUNTS.to_vec(),
+        },
+        weights: a
+            .weights
+            .as_deref()
+            .map(|w| format_list("--weights", w))
+            .transpose()?,
+        kv: a
+            .kv
+            .as_deref()
+            .map(|k| format_list("--kv", k))
+            .transpose()?,
+        flash: !a.no_flash,
+    })
+}
+
+fn parallel_of(p: ParallelArg) -> Parallel {
+    match p {
+        ParallelArg::Tp => Parallel::Tp,
+        ParallelArg::Pp => Parallel::Pp,
+    }
+}
+
+/// Streams the sweep to stdout (or --out) in bounded memory; a summary of invalid
+/// combinations goes to stderr.
+fn sweep_cmd(ctx: &Ctx, a: &SweepArgs, json: bool) -> Result<()> {
+    use ridgeline::sweep::{Sweep, SweepLists, WriteOptions};
+    use std::io::{BufWriter, IsTerminal, Write};
+    if a.csv && json {
+        return Err(Error::Conflict("--csv and --json: choose one".into()));
+    }
+    let lists = SweepLists {
+        model: &a.model,
+        gpu: &a.gpu,
+        gpus: &a.gpus,
+        batch: &a.batch,
+        prompt: &a.prompt,
+        gen_tokens: &a.gen_tokens,
+        weights: &a.weights,
+        kv: &a.kv,
+        engine: &a.engine,
+        parallel: parallel_of(a.parallel),
+        flash: !a.no_flash,
+    };
+    let sweep = Sweep::from_lists(&lists, &ctx.hardware, &ctx.engines)?;
+    let opts = WriteOptions {
+        progress: std::io::stderr().is_terminal(),
+        ..WriteOptions::default()
+    };
+    let write = |w: &mut dyn Write| {
+        let w = BufWriter::with_capacity(1 << 16, w);
+        if json {
+            sweep.write_json(w, &opts)
+        } else {
+            sweep.write_csv(w, &opts)
+        }
+    };
+    let stats = match &a.out {
+        Some(path) => {
+            let mut f = std::fs::File::create(path).map_err(|e| Error::Io {
+                path: path.display().to_string(),
+                message: e.to_string(),
+            })?;
+            write(&mut f)?
+        }
+        None => write(&mut std::io::stdout().lock())?,
+    };
+    if stats.invalid > 0 {
+        let reasons: Vec<String> = stats
+            .errors
+            .iter()
+            .map(|(m, n)| format!("  {n} x {m}"))
+            .collect();
+        eprintln!(
+            "note: {} of {} configurations are invalid combinations (rows with an `error`):\n{}",
+            stats.invalid,
+            stats.rows,
+            reasons.join("\n")
+        );
+    }
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(cli) {
         Ok(out) => {
             use std::io::Write;
             let mut stdout = std::io::stdout().lock();
-            let nl = if out.ends_with('\n') { "" } else { "\n" };
+            let nl = if out.ends_with('\n') || out.is_empty() {
+                ""
+            } else {
+                "\n"
+            };
             // a closed pipe (`ridgeline ... | head`) is not an error worth a panic
             let _ = write!(stdout, "{out}{nl}").and_then(|_| stdout.flush());
             ExitCode::SUCCESS

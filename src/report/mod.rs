@@ -3,6 +3,7 @@
 
 pub mod explain;
 pub mod markdown;
+pub mod plan;
 pub mod table;
 pub mod text;
 

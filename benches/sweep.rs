@@ -1,0 +1,94 @@
+//! Sweep throughput: one configuration end to end, and a 1,000,000-configuration sweep
+//! through the evaluation core alone, as CSV, and with a single `gen` value (no prefill
+//! reuse). Figures and how to reproduce them: benches/README.md.
+//!
+//! `cargo bench --bench sweep`
+
+use criterion::{Criterion, Throughput, black_box, criterion_group, criterion_main};
+use ridgeline::prelude::*;
+use ridgeline::sweep::{Sweep, SweepLists, WriteOptions};
+
+/// 2 models x 5 devices x 4 counts x 250 batches x 5 prompts x 5 gens x 2 x 2 formats.
+const MILLION: SweepLists<'static> = SweepLists {
+    model: "llama-3-8b,llama-2-70b",
+    gpu: "h100,a100,l40s,mi300x,h200",
+    gpus: "1,2,4,8",
+    batch: "1..250",
+    prompt: "128..2048:x2",
+    gen_tokens: "128..2048:x2",
+    weights: "native,fp8",
+    kv: "native,fp8",
+    engine: "typical",
+    parallel: Parallel::Tp,
+    flash: true,
+};
+
+/// The same size with one gen and 25 prompts: every configuration needs its own prefill.
+const MILLION_ONE_GEN: SweepLists<'static> = SweepLists {
+    prompt: "64..1600:+64",
+    gen_tokens: "256",
+    ..MILLION
+};
+
+fn core(s: &Sweep<'_>) -> f64 {
+    let mut total = 0.0;
+    s.run_chunked(
+        4096,
+        |range| {
+            let mut acc = 0.0;
+            s.for_each(range, |_, r| {
+                if let Ok(p) = r {
+                    acc += p.tpot_s;
+                }
+            });
+            acc
+        },
+        |acc| {
+            total += acc;
+            true
+        },
+    );
+    total
+}
+
+fn bench(c: &mut Criterion) {
+    let hw = HardwareDb::builtin().unwrap();
+    let engines = EngineDb::builtin().unwrap();
+
+    c.bench_function("sweep/one_config_end_to_end", |b| {
+        let one = SweepLists {
+            model: "llama-2-70b",
+            gpu: "h100",
+            gpus: "2",
+            ..SweepLists::default()
+        };
+        let mut out = Vec::with_capacity(1024);
+        b.iter(|| {
+            out.clear();
+            let s = Sweep::from_lists(black_box(&one), hw, engines).unwrap();
+            s.write_csv(&mut out, &WriteOptions::default()).unwrap();
+            black_box(out.len())
+        })
+    });
+
+    let mut g = c.benchmark_group("sweep_1M");
+    g.sample_size(10);
+    g.throughput(Throughput::Elements(1_000_000));
+    let million = Sweep::from_lists(&MILLION, hw, engines).unwrap();
+    assert_eq!(million.len(), 1_000_000);
+    g.bench_function("core", |b| b.iter(|| black_box(core(&million))));
+    g.bench_function("csv_to_sink", |b| {
+        b.iter(|| {
+            million
+                .write_csv(std::io::sink(), &WriteOptions::default())
+                .unwrap()
+        })
+    });
+    let one_gen = Sweep::from_lists(&MILLION_ONE_GEN, hw, engines).unwrap();
+    assert_eq!(one_gen.len(), 1_000_000);
+    g.bench_function("core_one_gen", |b| b.iter(|| black_box(core(&one_gen))));
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

@@ -1,0 +1,1192 @@
+//! Sweeps: every combination of models, devices, device counts, batch sizes, prompt and
+//! generation lengths, weight and KV formats and engines, evaluated in parallel and
+//! streamed in a fixed order (`ridgeline sweep`), or gathered into `ndarray` arrays
+//! indexed by the swept axes ([`Sweep::grid`]) for planning code.
+//!
+//! ## Order
+//! Configurations are numbered in the order of [`AXES`], outermost first: model, gpu,
+//! gpus, batch, prompt, gen, weights, kv, engine (the CSV column order). Row `i` of the
+//! CSV is flat index `i` of the arrays.
+//!
+//! ## Invalid combinations
+//! A combination that cannot be laid out (tensor parallel over a device count that does
+//! not divide the heads, more pipeline stages than layers, several devices without a
+//! link) is not skipped: it becomes a row whose `error` column says why, with empty
+//! metrics (`null` in JSON, `NaN` and `valid = false` in [`Grid`]). One bad cell never
+//! aborts a sweep, and the row count is always the product of the list lengths.
+//! Unknown names abort in [`Sweep::from_lists`], before any work.
+//!
+//! ## Speed
+//! The sweep walks configurations in order, builds one [`Predictor`] per (model, gpu,
+//! gpus, weights, kv, engine) and keeps an [`Evaluator`] for each, so a decode step
+//! costs a few multiply-adds and the prefill is reused across `gen` values. Rows are
+//! evaluated and formatted in ordered chunks on all cores (rayon) and written through
+//! the caller's writer, so memory stays bounded whatever the sweep's size.
+
+use crate::dtype::Format;
+use crate::engine::{Engine, EngineDb};
+use crate::error::{Error, Result};
+use crate::hardware::{Hardware, HardwareDb};
+use crate::list::{parse_names, parse_u64_list_in};
+use crate::memory::Parallel;
+use crate::model::{ModelConfig, ModelDb};
+use crate::predict::{Evaluator, Predictor, Scenario, Summary, resolve_formats};
+use crate::roofline::Bound;
+use ndarray::{ArrayD, IxDyn};
+use rayon::prelude::*;
+use std::cell::OnceCell;
+use std::io::Write;
+use std::ops::Range;
+
+/// The swept axes, outermost first: the order of rows and of [`Grid`] dimensions.
+pub const AXES: [&str; 9] = [
+    "model", "gpu", "gpus", "batch", "prompt", "gen", "weights", "kv", "engine",
+];
+
+/// The most configurations one sweep may have.
+pub const MAX_CONFIGS: usize = 1_000_000_000;
+
+/// The most cells [`Sweep::grid`] gathers in memory (about 45 bytes each); stream
+/// larger sweeps with [`Sweep::write_csv`] or [`Sweep::for_each`].
+pub const MAX_GRID_CELLS: usize = 50_000_000;
+
+/// Largest batch, prompt or gen a sweep accepts (2^40).
+pub const MAX_VALUE: u64 = 1 << 40;
+
+/// Largest device count a sweep accepts.
+pub const MAX_GPUS: u64 = 1_000_000;
+
+/// The CSV header (and the JSON keys, in order).
+pub const COLUMNS: [&str; 20] = [
+    "model",
+    "gpu",
+    "gpus",
+    "batch",
+    "prompt",
+    "gen",
+    "weights",
+    "kv",
+    "engine",
+    "parallel",
+    "fits",
+    "ttft_s",
+    "tpot_s",
+    "decode_tokens_per_s",
+    "output_tokens_per_s",
+    "total_bytes",
+    "capacity_bytes",
+    "decode_bound",
+    "usd_per_million_tokens",
+    "error",
+];
+
+/// A sweep: one list per axis; every combination is evaluated.
+#[derive(Debug, Clone)]
+pub struct Sweep<'a> {
+    /// Models.
+    pub models: Vec<ModelConfig>,
+    /// Devices.
+    pub devices: Vec<&'a Hardware>,
+    /// Device counts.
+    pub gpus: Vec<u64>,
+    /// Concurrent sequences (>= 1).
+    pub batch: Vec<u64>,
+    /// Prompt tokens per sequence.
+    pub prompt: Vec<u64>,
+    /// Generated tokens per sequence.
+    pub gen_tokens: Vec<u64>,
+    /// Weight formats (`None`: each model's native format).
+    pub weights: Vec<Option<Format>>,
+    /// KV-cache formats (`None`: the activation dtype).
+    pub kv: Vec<Option<Format>>,
+    /// Engines.
+    pub engines: Vec<&'a Engine>,
+    /// How devices split the model.
+    pub parallel: Parallel,
+    /// Fused attention.
+    pub flash: bool,
+    /// Stream weights that do not fit from host memory.
+    pub offload: bool,
+}
+
+/// The raw LIST strings of `ridgeline sweep`, before parsing.
+#[derive(Debug, Clone, Copy)]
+pub struct SweepLists<'t> {
+    /// `--model`: model ids or config.json paths.
+    pub model: &'t str,
+    /// `--gpu`: device ids or aliases.
+    pub gpu: &'t str,
+    /// `--gpus`: device counts.
+    pub gpus: &'t str,
+    /// `--batch`.
+    pub batch: &'t str,
+    /// `--prompt`.
+    pub prompt: &'t str,
+    /// `--gen`.
+    pub gen_tokens: &'t str,
+    /// `--weights`: format names, `native` for each model's own.
+    pub weights: &'t str,
+    /// `--kv`: format names, `native` for the activation dtype.
+    pub kv: &'t str,
+    /// `--engine`: engine ids.
+    pub engine: &'t str,
+    /// `--parallel`.
+    pub parallel: Parallel,
+    /// `--flash` / `--no-flash`.
+    pub flash: bool,
+}
+
+impl Default for SweepLists<'_> {
+    /// The CLI defaults (model and gpu empty: they are required).
+    fn default() -> Self {
+        SweepLists {
+            model: "",
+            gpu: "",
+            gpus: "1",
+            batch: "1",
+            prompt: "512",
+            gen_tokens: "128",
+            weights: "native",
+            kv: "native",
+            engine: "typical",
+            parallel: Parallel::Tp,
+            flash: true,
+        }
+    }
+}
+
+/// Parses a format LIST item (`native`/`auto`/`default` -> `None`).
+fn format_item(s: &str) -> Result<Option<Format>> {
+    match s.to_ascii_lowercase().as_str() {
+        "native" | "auto" | "default" => Ok(None),
+        _ => Format::parse(s).map(Some),
+    }
+}
+
+/// The predictions of one valid configuration.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Point {
+    /// The core numbers (see [`Predictor::summary`]).
+    pub summary: Summary,
+    /// Time to first token, s.
+    pub ttft_s: f64,
+    /// Mean time per output token, s (0 when gen = 0).
+    pub tpot_s: f64,
+    /// TTFT plus every decode step, s.
+    pub total_s: f64,
+    /// batch x gen / decode time.
+    pub decode_tokens_per_s: f64,
+    /// batch x gen / (TTFT + decode time).
+    pub output_tokens_per_s: f64,
+    /// Rental price of all the devices, USD per hour (when the device has a price).
+    pub usd_per_hour: Option<f64>,
+    /// USD per million output tokens: `usd_per_hour / (output_tokens_per_s x 3600) x 1e6`
+    /// (when the device has a price and the configuration produces tokens).
+    pub usd_per_million_tokens: Option<f64>,
+}
+
+impl Point {
+    /// Derives the per-configuration metrics from a summary, with the formulas of
+    /// [`Predictor::predict`]'s `generation` block. `usd_per_hour` is the price of all
+    /// the devices together.
+    pub fn new(summary: Summary, batch: u64, gen_tokens: u64, usd_per_hour: Option<f64>) -> Point {
+        let ratio = |num: f64, den: f64| if den > 0.0 { num / den } else { 0.0 };
+        let b = batch as f64;
+        let gen_f = gen_tokens as f64;
+        let ttft = summary.prefill.time_s;
+        let total = ttft + summary.decode_total_s;
+        let output = ratio(b * gen_f, total);
+        Point {
+            summary,
+            ttft_s: ttft,
+            tpot_s: ratio(summary.decode_total_s, gen_f),
+            total_s: total,
+            decode_tokens_per_s: ratio(b * gen_f, summary.decode_total_s),
+            output_tokens_per_s: output,
+            usd_per_hour,
+            usd_per_million_tokens: match usd_per_hour {
+                Some(p) if output > 0.0 => Some(p / (output * 3600.0) * 1e6),
+                _ => None,
+            },
+        }
+    }
+
+    /// Whether it fits in device memory.
+    pub fn fits(&self) -> bool {
+        self.summary.memory.fits
+    }
+
+    /// Memory per device, bytes.
+    pub fn total_bytes(&self) -> f64 {
+        self.summary.memory.total_bytes
+    }
+
+    /// The bound of the mid-generation decode step.
+    pub fn decode_bound(&self) -> Bound {
+        self.summary.decode.bound()
+    }
+}
+
+/// What [`Sweep::for_each`] hands over for each configuration: its predictions, or why
+/// the combination is invalid.
+pub type Outcome<'r> = std::result::Result<&'r Point, &'r Error>;
+
+/// Counts from writing a sweep.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Stats {
+    /// Rows written.
+    pub rows: u64,
+    /// Of which invalid combinations (rows with an `error`).
+    pub invalid: u64,
+    /// Of which valid configurations that do not fit in memory.
+    pub not_fitting: u64,
+    /// Up to five distinct error messages with their counts.
+    pub errors: Vec<(String, u64)>,
+    /// The reader went away (closed pipe) before the end.
+    pub truncated: bool,
+}
+
+impl Stats {
+    fn add(&mut self, o: Stats) {
+        self.rows += o.rows;
+        self.invalid += o.invalid;
+        self.not_fitting += o.not_fitting;
+        for (msg, n) in o.errors {
+            self.note_error(msg, n);
+        }
+    }
+
+    fn note_error(&mut self, msg: String, n: u64) {
+        if let Some(e) = self.errors.iter_mut().find(|e| e.0 == msg) {
+            e.1 += n;
+        } else if self.errors.len() < 5 {
+            self.errors.push((msg, n));
+        }
+    }
+
+    fn count(&mut self, r: &Outcome<'_>) {
+        self.rows += 1;
+        match r {
+            Ok(p) => self.not_fitting += u64::from(!p.fits()),
+            Err(e) => {
+                self.invalid += 1;
+                self.note_error(e.to_string(), 1);
+            }
+        }
+    }
+}
+
+/// How to write a sweep.
+#[derive(Debug, Clone, Copy)]
+pub struct WriteOptions {
+    /// Print progress to stderr after each chunk (the CLI sets this only when stderr is
+    /// a terminal).
+    pub progress: bool,
+    /// Rows per parallel task; a chunk of `16 x` this many rows is in memory at once.
+    pub rows_per_task: usize,
+}
+
+impl Default for WriteOptions {
+    fn default() -> Self {
+        WriteOptions {
+            progress: false,
+            rows_per_task: 4096,
+        }
+    }
+}
+
+/// Labels of a [`Grid`]'s axes (the order of [`AXES`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct GridAxes {
+    /// Model ids.
+    pub model: Vec<String>,
+    /// Device ids.
+    pub gpu: Vec<String>,
+    /// Device counts.
+    pub gpus: Vec<u64>,
+    /// Batch sizes.
+    pub batch: Vec<u64>,
+    /// Prompt lengths.
+    pub prompt: Vec<u64>,
+    /// Generation lengths.
+    pub gen_tokens: Vec<u64>,
+    /// Weight formats as requested (`native` where the model's own).
+    pub weights: Vec<String>,
+    /// KV formats as requested (`native` for the activation dtype).
+    pub kv: Vec<String>,
+    /// Engine ids.
+    pub engine: Vec<String>,
+}
+
+/// A sweep's results as arrays with one dimension per axis of [`AXES`]
+/// (`[model, gpu, gpus, batch, prompt, gen, weights, kv, engine]`). Invalid
+/// combinations hold `NaN` and `valid = false`.
+#[derive(Debug, Clone)]
+pub struct Grid {
+    /// What each index of each axis stands for.
+    pub axes: GridAxes,
+    /// Time to first token, s.
+    pub ttft_s: ArrayD<f64>,
+    /// Mean time per output token, s.
+    pub tpot_s: ArrayD<f64>,
+    /// batch x gen / decode time.
+    pub decode_tokens_per_s: ArrayD<f64>,
+    /// batch x gen / (TTFT + decode time).
+    pub output_tokens_per_s: ArrayD<f64>,
+    /// Memory per device, bytes.
+    pub total_bytes: ArrayD<f64>,
+    /// USD per million output tokens (`NaN` where the device has no price).
+    pub usd_per_million_tokens: ArrayD<f64>,
+    /// Fits in device memory.
+    pub fits: ArrayD<bool>,
+    /// A valid combination (false: see [`Sweep::for_each`] for the reason).
+    pub valid: ArrayD<bool>,
+}
+
+/// Advances the odometer `ix` (innermost axis last); returns the outermost axis that
+/// changed (`ix.len()` when it wrapped around).
+#[inline]
+fn advance(ix: &mut [usize; 9], shape: &[usize; 9]) -> usize {
+    let mut a = 9;
+    while a > 0 {
+        a -= 1;
+        ix[a] += 1;
+        if ix[a] < shape[a] {
+            return a;
+        }
+        ix[a] = 0;
+    }
+    9
+}
+
+fn unravel(mut flat: usize, shape: &[usize; 9]) -> [usize; 9] {
+    let mut ix = [0; 9];
+    for a in (0..9).rev() {
+        ix[a] = flat % shape[a];
+        flat /= shape[a];
+    }
+    ix
+}
+
+impl<'a> Sweep<'a> {
+    /// Parses and resolves the LISTs: every name is looked up (unknown ones fail with
+    /// the closest valid names) and every number checked before any work.
+    pub fn from_lists(
+        l: &SweepLists<'_>,
+        hardware: &'a HardwareDb,
+        engines: &'a EngineDb,
+    ) -> Result<Sweep<'a>> {
+        let db = ModelDb::builtin()?;
+        let names = |flag: &str, text: &str| parse_names(flag, text);
+        let sweep = Sweep {
+            models: names("--model", l.model)?
+                .iter()
+                .map(|m| db.resolve(m))
+                .collect::<Result<_>>()?,
+            devices: names("--gpu", l.gpu)?
+                .iter()
+                .map(|g| hardware.get(g))
+                .collect::<Result<_>>()?,
+            gpus: parse_u64_list_in("--gpus", l.gpus, 1, MAX_GPUS)?,
+            batch: parse_u64_list_in("--batch", l.batch, 1, MAX_VALUE)?,
+            prompt: parse_u64_list_in("--prompt", l.prompt, 0, MAX_VALUE)?,
+            gen_tokens: parse_u64_list_in("--gen", l.gen_tokens, 0, MAX_VALUE)?,
+            weights: names("--weights", l.weights)?
+                .iter()
+                .map(|f| format_item(f))
+                .collect::<Result<_>>()?,
+            kv: names("--kv", l.kv)?
+                .iter()
+                .map(|f| format_item(f))
+                .collect::<Result<_>>()?,
+            engines: names("--engine", l.engine)?
+                .iter()
+                .map(|e| engines.get(e))
+                .collect::<Result<_>>()?,
+            parallel: l.parallel,
+            flash: l.flash,
+            offload: false,
+        };
+        sweep.validate()?;
+        Ok(sweep)
+    }
+
+    /// Lengths of the axes, in the order of [`AXES`].
+    pub fn shape(&self) -> [usize; 9] {
+        [
+            self.models.len(),
+            self.devices.len(),
+            self.gpus.len(),
+            self.batch.len(),
+            self.prompt.len(),
+            self.gen_tokens.len(),
+            self.weights.len(),
+            self.kv.len(),
+            self.engines.len(),
+        ]
+    }
+
+    /// Number of configurations (saturating; [`Sweep::validate`] caps it).
+    pub fn len(&self) -> usize {
+        self.shape()
+            .iter()
+            .fold(1usize, |a, &n| a.saturating_mul(n))
+    }
+
+    /// Whether some axis is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Checks what [`Sweep::from_lists`] checks, for sweeps built by hand: no empty
+    /// axis, batch >= 1, values within [`MAX_VALUE`] / [`MAX_GPUS`], at most
+    /// [`MAX_CONFIGS`] configurations.
+    pub fn validate(&self) -> Result<()> {
+        for (axis, n) in AXES.iter().zip(self.shape()) {
+            if n == 0 {
+                return Err(Error::invalid(
+                    format!("--{axis}"),
+                    "the list is empty; give at least one value",
+                ));
+            }
+        }
+        let check = |flag: &str, v: &[u64], min: u64, max: u64| match v
+            .iter()
+            .find(|&&x| x < min || x > max)
+        {
+            Some(x) => Err(Error::invalid(flag, format!("{x} is outside {min}..{max}"))),
+            None => Ok(()),
+        };
+        check("--gpus", &self.gpus, 1, MAX_GPUS)?;
+        check("--batch", &self.batch, 1, MAX_VALUE)?;
+        check("--prompt", &self.prompt, 0, MAX_VALUE)?;
+        check("--gen", &self.gen_tokens, 0, MAX_VALUE)?;
+        let n = self
+            .shape()
+            .iter()
+            .try_fold(1usize, |a, &n| a.checked_mul(n));
+        match n {
+            Some(n) if n <= MAX_CONFIGS => Ok(()),
+            _ => Err(Error::invalid(
+                "sweep",
+                format!(
+                    "{} configurations ({}) is more than the limit of {MAX_CONFIGS}; shorten a list or use a coarser step",
+                    self.shape()
+                        .iter()
+                        .map(|n| n.to_string())
+                        .collect::<Vec<_>>()
+                        .join(" x "),
+                    AXES.join(" x ")
+                ),
+            )),
+        }
+    }
+
+    /// The predictor of one (model, gpu, gpus, weights, kv, engine) cell.
+    pub fn predictor(&self, ix: &[usize; 9]) -> Result<Predictor<'_>> {
+        let s = Scenario {
+            batch: 1,
+            prompt: 0,
+            gen_tokens: 0,
+            weights: self.weights[ix[6]],
+            kv: self.kv[ix[7]],
+            gpus: self.gpus[ix[2]],
+            parallel: self.parallel,
+            flash: self.flash,
+            offload: self.offload,
+        };
+        Predictor::new(
+            &self.models[ix[0]],
+            self.devices[ix[1]],
+            self.engines[ix[8]],
+            &s,
+        )
+    }
+
+    /// Evaluates the configurations with flat indices in `range` in order on this thread,
+    /// calling `f` with each one's axis indices (order of [`AXES`]) and outcome. No
+    /// allocation per configuration; one [`Predictor`] per (model, gpu, gpus, weights,
+    /// kv, engine) met. Indices past the end are ignored.
+    pub fn for_each(&self, range: Range<usize>, mut f: impl FnMut(&[usize; 9], Outcome<'_>)) {
+        let shape = self.shape();
+        let end = range.end.min(self.len());
+        if range.start >= end {
+            return;
+        }
+        let mut left = end - range.start;
+        let mut ix = unravel(range.start, &shape);
+        let (nk, ne) = (shape[7], shape[8]);
+        let inner_len = shape[6] * nk * ne;
+        while left > 0 {
+            // one (model, gpu, gpus) group: predictors built on first use
+            let preds: Vec<OnceCell<Result<Predictor<'_>>>> =
+                (0..inner_len).map(|_| OnceCell::new()).collect();
+            let mut evals: Vec<Option<Evaluator<'_, '_>>> = (0..inner_len).map(|_| None).collect();
+            let gpus = self.gpus[ix[2]];
+            let price = self.devices[ix[1]]
+                .price
+                .as_ref()
+                .map(|p| p.usd_per_hour * gpus as f64);
+            loop {
+                let inner = (ix[6] * nk + ix[7]) * ne + ix[8];
+                if evals[inner].is_none()
+                    && let Ok(p) = preds[inner].get_or_init(|| self.predictor(&ix))
+                {
+                    evals[inner] = Some(Evaluator::new(p));
+                }
+                let (b, g) = (self.batch[ix[3]], self.gen_tokens[ix[5]]);
+                match evals[inner].as_mut() {
+                    Some(ev) => {
+                        let point = Point::new(ev.summary(b, self.prompt[ix[4]], g), b, g, price);
+                        f(&ix, Ok(&point));
+                    }
+                    None => {
+                        if let Some(Err(e)) = preds[inner].get() {
+                            f(&ix, Err(e));
+                        }
+                    }
+                }
+                left -= 1;
+                if left == 0 || advance(&mut ix, &shape) <= 2 {
+                    break;
+                }
+            }
+        }
+    }
+
+    /// Evaluates in ordered chunks on all cores: `task` turns each range of flat
+    /// indices into a value (e.g. formatted text), and `sink` receives the values in
+    /// order; it returns `false` to stop early.
+    pub fn run_chunked<T: Send>(
+        &self,
+        rows_per_task: usize,
+        task: impl Fn(Range<usize>) -> T + Sync,
+        mut sink: impl FnMut(T) -> bool,
+    ) {
+        let n = self.len();
+        let per = rows_per_task.max(1);
+        let tasks_per_chunk = 16 * rayon::current_num_threads().max(1);
+        let chunk = per.saturating_mul(tasks_per_chunk);
+        let mut start = 0;
+        while start < n {
+            let end = start.saturating_add(chunk).min(n);
+            let ranges: Vec<Range<usize>> = (start..end)
+                .step_by(per)
+                .map(|s| s..(s + per).min(end))
+                .collect();
+            let out: Vec<T> = ranges.into_par_iter().map(&task).collect();
+            for t in out {
+                if !sink(t) {
+                    return;
+                }
+            }
+            start = end;
+        }
+    }
+
+    /// The constant parts of rows, per (model, gpu) and per (model, weights, kv, engine).
+    fn labels(&self, json: bool) -> Labels {
+        let [nm, nd, _, _, _, _, nw, nk, ne] = self.shape();
+        let quote = |s: &str| {
+            if json {
+                serde_json::to_string(s).unwrap_or_else(|_| "\"?\"".into())
+            } else {
+                csv_field(s)
+            }
+        };
+        let mut head = Vec::with_capacity(nm * nd);
+        let mut middle = Vec::with_capacity(nm * nw * nk * ne);
+        for m in &self.models {
+            for d in &self.devices {
+                head.push(if json {
+                    format!(
+                        "{{\"model\":{},\"gpu\":{},\"gpus\":",
+                        quote(&m.id),
+                        quote(&d.id)
+                    )
+                } else {
+                    format!("{},{},", quote(&m.id), quote(&d.id))
+                });
+            }
+            for &w in &self.weights {
+                for &k in &self.kv {
+                    let p = resolve_formats(m, w, k);
+                    for e in &self.engines {
+                        let (w, k, e, par) = (
+                            quote(&p.weights.name()),
+                            quote(&p.kv.name()),
+                            quote(&e.id),
+                            quote(self.parallel.name()),
+                        );
+                        middle.push(if json {
+                            format!(",\"weights\":{w},\"kv\":{k},\"engine\":{e},\"parallel\":{par},\"fits\":")
+                        } else {
+                            format!(",{w},{k},{e},{par},")
+                        });
+                    }
+                }
+            }
+        }
+        Labels {
+            head,
+            middle,
+            nd,
+            wke: [nw, nk, ne],
+        }
+    }
+
+    /// Writes `COLUMNS` as a CSV header, then one row per configuration in order.
+    /// Numbers are SI (s, bytes, tokens/s); invalid combinations have empty metrics and
+    /// an `error`. A closed pipe ends the output quietly (`Stats::truncated`).
+    pub fn write_csv<W: Write>(&self, out: W, opts: &WriteOptions) -> Result<Stats> {
+        self.validate()?;
+        let labels = self.labels(false);
+        let mut header = COLUMNS.join(",");
+        header.push('\n');
+        self.write_rows(out, opts, header.as_bytes(), b"", |buf, ix, r| {
+            csv_row(buf, self, &labels, ix, r)
+        })
+    }
+
+    /// Writes `{"rows": [...]}` with one object per configuration in order, keys as
+    /// [`COLUMNS`]; missing values are `null`.
+    pub fn write_json<W: Write>(&self, out: W, opts: &WriteOptions) -> Result<Stats> {
+        self.validate()?;
+        let labels = self.labels(true);
+        self.write_rows(out, opts, b"{\"rows\": [\n", b"\n]}\n", |buf, ix, r| {
+            if ix.iter().any(|&i| i != 0) {
+                buf.extend_from_slice(b",\n");
+            }
+            json_row(buf, self, &labels, ix, r)
+        })
+    }
+
+    fn write_rows<W: Write>(
+        &self,
+        mut out: W,
+        opts: &WriteOptions,
+        header: &[u8],
+        footer: &[u8],
+        row: impl Fn(&mut Vec<u8>, &[usize; 9], &Outcome<'_>) + Sync,
+    ) -> Result<Stats> {
+        let total = self.len();
+        let mut stats = Stats::default();
+        let mut failure: Option<std::io::Error> = None;
+        let mut last_progress = std::time::Instant::now();
+        let write = |out: &mut W, bytes: &[u8], failure: &mut Option<std::io::Error>| {
+            if failure.is_none()
+                && let Err(e) = out.write_all(bytes)
+            {
+                *failure = Some(e);
+            }
+            failure.is_none()
+        };
+        write(&mut out, header, &mut failure);
+        // text buffers go back to a pool once written: fresh ones would page-fault in
+        let pool = std::sync::Mutex::new(Vec::<Vec<u8>>::new());
+        let take = || {
+            let mut b = pool
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .pop()
+                .unwrap_or_default();
+            b.clear();
+            b
+        };
+        self.run_chunked(
+            opts.rows_per_task,
+            |range| {
+                let mut buf = take();
+                buf.reserve(range.len() * 256);
+                let mut st = Stats::default();
+                self.for_each(range, |ix, r| {
+                    row(&mut buf, ix, &r);
+                    st.count(&r);
+                });
+                (buf, st)
+            },
+            |(buf, st)| {
+                stats.add(st);
+                let ok = write(&mut out, &buf, &mut failure);
+                pool.lock().unwrap_or_else(|e| e.into_inner()).push(buf);
+                if ok && opts.progress && last_progress.elapsed().as_millis() >= 200 {
+                    last_progress = std::time::Instant::now();
+                    eprint!(
+                        "\rsweep: {} of {} configurations ({:.0}%)",
+                        stats.rows,
+                        total,
+                        stats.rows as f64 * 100.0 / total.max(1) as f64
+                    );
+                }
+                ok
+            },
+        );
+        if opts.progress {
+            eprint!("\r\x1b[K");
+        }
+        write(&mut out, footer, &mut failure);
+        if failure.is_none()
+            && let Err(e) = out.flush()
+        {
+            failure = Some(e);
+        }
+        match failure {
+            None => Ok(stats),
+            Some(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+                stats.truncated = true;
+                Ok(stats)
+            }
+            Some(e) => Err(Error::Io {
+                path: "sweep output".into(),
+                message: e.to_string(),
+            }),
+        }
+    }
+
+    /// Evaluates every configuration into arrays indexed by the axes (see [`Grid`]), in
+    /// parallel. At most [`MAX_GRID_CELLS`] configurations.
+    ///
+    /// ```
+    /// use ridgeline::prelude::*;
+    /// use ridgeline::sweep::{Sweep, SweepLists};
+    ///
+    /// let lists = SweepLists {
+    ///     model: "llama-3-8b",
+    ///     gpu: "h100,a100",
+    ///     batch: "1..64:x2",
+    ///     prompt: "512,2048",
+    ///     ..SweepLists::default()
+    /// };
+    /// let (hw, engines) = (HardwareDb::builtin()?, EngineDb::builtin()?);
+    /// let grid = Sweep::from_lists(&lists, hw, engines)?.grid()?;
+    /// assert_eq!(grid.tpot_s.shape(), &[1, 2, 1, 7, 2, 1, 1, 1, 1]);
+    /// // the H100 (index 0) decodes faster than the A100 at every batch and prompt
+    /// let (h100, a100) = (grid.tpot_s.index_axis(ndarray::Axis(1), 0), grid.tpot_s.index_axis(ndarray::Axis(1), 1));
+    /// assert!(h100.iter().zip(a100.iter()).all(|(h, a)| h < a));
+    /// # Ok::<(), ridgeline::Error>(())
+    /// ```
+    pub fn grid(&self) -> Result<Grid> {
+        self.validate()?;
+        let n = self.len();
+        if n > MAX_GRID_CELLS {
+            return Err(Error::invalid(
+                "sweep",
+                format!(
+                    "{n} configurations are more than the {MAX_GRID_CELLS} a grid holds in memory; stream them with write_csv or for_each"
+                ),
+            ));
+        }
+        const PER: usize = 4096;
+        let nan = || vec![f64::NAN; n];
+        let (mut ttft, mut tpot, mut dec, mut out, mut bytes, mut usd) =
+            (nan(), nan(), nan(), nan(), nan(), nan());
+        let (mut fits, mut valid) = (vec![false; n], vec![false; n]);
+        (
+            ttft.par_chunks_mut(PER),
+            tpot.par_chunks_mut(PER),
+            dec.par_chunks_mut(PER),
+            out.par_chunks_mut(PER),
+            bytes.par_chunks_mut(PER),
+            usd.par_chunks_mut(PER),
+            fits.par_chunks_mut(PER),
+            valid.par_chunks_mut(PER),
+        )
+            .into_par_iter()
+            .enumerate()
+            .for_each(|(j, (a, b, c, d, e, u, f, v))| {
+                let start = j * PER;
+                let mut i = 0;
+                self.for_each(start..start + a.len(), |_, r| {
+                    if let Ok(p) = r {
+                        a[i] = p.ttft_s;
+                        b[i] = p.tpot_s;
+                        c[i] = p.decode_tokens_per_s;
+                        d[i] = p.output_tokens_per_s;
+                        e[i] = p.total_bytes();
+                        u[i] = p.usd_per_million_tokens.unwrap_or(f64::NAN);
+                        f[i] = p.fits();
+                        v[i] = true;
+                    }
+                    i += 1;
+                });
+            });
+        let shape = IxDyn(&self.shape());
+        let arr = |v: Vec<f64>| {
+            ArrayD::from_shape_vec(shape.clone(), v)
+                .map_err(|e| Error::invalid("sweep", e.to_string()))
+        };
+        let arr_b = |v: Vec<bool>| {
+            ArrayD::from_shape_vec(shape.clone(), v)
+                .map_err(|e| Error::invalid("sweep", e.to_string()))
+        };
+        let fmt_name = |f: &Option<Format>| f.map_or("native".to_string(), |f| f.name());
+        Ok(Grid {
+            axes: GridAxes {
+                model: self.models.iter().map(|m| m.id.clone()).collect(),
+                gpu: self.devices.iter().map(|d| d.id.clone()).collect(),
+                gpus: self.gpus.clone(),
+                batch: self.batch.clone(),
+                prompt: self.prompt.clone(),
+                gen_tokens: self.gen_tokens.clone(),
+                weights: self.weights.iter().map(fmt_name).collect(),
+                kv: self.kv.iter().map(fmt_name).collect(),
+                engine: self.engines.iter().map(|e| e.id.clone()).collect(),
+            },
+            ttft_s: arr(ttft)?,
+            tpot_s: arr(tpot)?,
+            decode_tokens_per_s: arr(dec)?,
+            output_tokens_per_s: arr(out)?,
+            total_bytes: arr(bytes)?,
+            usd_per_million_tokens: arr(usd)?,
+            fits: arr_b(fits)?,
+            valid: arr_b(valid)?,
+        })
+    }
+}
+
+/// The constant text of rows: `head[m * nd + d]` holds model and gpu,
+/// `middle[((m * nw + w) * nk + k) * ne + e]` holds weights, kv, engine, parallel.
+struct Labels {
+    head: Vec<String>,
+    middle: Vec<String>,
+    nd: usize,
+    wke: [usize; 3],
+}
+
+impl Labels {
+    #[inline]
+    fn head(&self, ix: &[usize; 9]) -> &[u8] {
+        self.head[ix[0] * self.nd + ix[1]].as_bytes()
+    }
+
+    #[inline]
+    fn middle(&self, ix: &[usize; 9]) -> &[u8] {
+        let [nw, nk, ne] = self.wke;
+        self.middle[((ix[0] * nw + ix[6]) * nk + ix[7]) * ne + ix[8]].as_bytes()
+    }
+}
+
+/// Quotes a CSV field when it holds a comma, quote or line break (RFC 4180).
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+#[inline]
+fn put_u64(buf: &mut Vec<u8>, v: u64) {
+    buf.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
+}
+
+/// Shortest round-trip decimal (zmij); `missing` for NaN and infinities.
+#[inline]
+fn put_f64(buf: &mut Vec<u8>, v: f64, missing: &[u8]) {
+    if v.is_finite() {
+        buf.extend_from_slice(zmij::Buffer::new().format_finite(v).as_bytes());
+    } else {
+        buf.extend_from_slice(missing);
+    }
+}
+
+fn csv_row(buf: &mut Vec<u8>, s: &Sweep<'_>, l: &Labels, ix: &[usize; 9], r: &Outcome<'_>) {
+    buf.extend_from_slice(l.head(ix));
+    put_u64(buf, s.gpus[ix[2]]);
+    buf.push(b',');
+    put_u64(buf, s.batch[ix[3]]);
+    buf.push(b',');
+    put_u64(buf, s.prompt[ix[4]]);
+    buf.push(b',');
+    put_u64(buf, s.gen_tokens[ix[5]]);
+    buf.extend_from_slice(l.middle(ix));
+    match r {
+        Ok(p) => {
+            buf.extend_from_slice(if p.fits() { b"true" } else { b"false" });
+            for v in [
+                p.ttft_s,
+                p.tpot_s,
+                p.decode_tokens_per_s,
+                p.output_tokens_per_s,
+                p.total_bytes(),
+                p.summary.memory.capacity_bytes,
+            ] {
+                buf.push(b',');
+                put_f64(buf, v, b"");
+            }
+            buf.push(b',');
+            buf.extend_from_slice(p.decode_bound().name().as_bytes());
+            buf.push(b',');
+            put_f64(buf, p.usd_per_million_tokens.unwrap_or(f64::NAN), b"");
+            buf.extend_from_slice(b",\n");
+        }
+        Err(e) => {
+            buf.extend_from_slice(b"false,,,,,,,,,");
+            buf.extend_from_slice(csv_field(&e.to_string()).as_bytes());
+            buf.push(b'\n');
+        }
+    }
+}
+
+fn json_row(buf: &mut Vec<u8>, s: &Sweep<'_>, l: &Labels, ix: &[usize; 9], r: &Outcome<'_>) {
+    buf.extend_from_slice(l.head(ix));
+    put_u64(buf, s.gpus[ix[2]]);
+    buf.extend_from_slice(b",\"batch\":");
+    put_u64(buf, s.batch[ix[3]]);
+    buf.extend_from_slice(b",\"prompt\":");
+    put_u64(buf, s.prompt[ix[4]]);
+    buf.extend_from_slice(b",\"gen\":");
+    put_u64(buf, s.gen_tokens[ix[5]]);
+    buf.extend_from_slice(l.middle(ix));
+    match r {
+        Ok(p) => {
+            buf.extend_from_slice(if p.fits() { b"true" } else { b"false" });
+            for (key, v) in [
+                (&b",\"ttft_s\":"[..], p.ttft_s),
+                (b",\"tpot_s\":", p.tpot_s),
+                (b",\"decode_tokens_per_s\":", p.decode_tokens_per_s),
+                (b",\"output_tokens_per_s\":", p.output_tokens_per_s),
+                (b",\"total_bytes\":", p.total_bytes()),
+                (b",\"capacity_bytes\":", p.summary.memory.capacity_bytes),
+            ] {
+                buf.extend_from_slice(key);
+                put_f64(buf, v, b"null");
+            }
+            buf.extend_from_slice(b",\"decode_bound\":\"");
+            buf.extend_from_slice(p.decode_bound().name().as_bytes());
+            buf.extend_from_slice(b"\",\"usd_per_million_tokens\":");
+            put_f64(buf, p.usd_per_million_tokens.unwrap_or(f64::NAN), b"null");
+            buf.extend_from_slice(b",\"error\":null}");
+        }
+        Err(e) => {
+            buf.extend_from_slice(
+                b"false,\"ttft_s\":null,\"tpot_s\":null,\"decode_tokens_per_s\":null,\
+                  \"output_tokens_per_s\":null,\"total_bytes\":null,\"capacity_bytes\":null,\
+                  \"decode_bound\":null,\"usd_per_million_tokens\":null,\"error\":",
+            );
+            buf.extend_from_slice(
+                serde_json::to_string(&e.to_string())
+                    .unwrap_or_else(|_| "\"?\"".into())
+                    .as_bytes(),
+            );
+            buf.push(b'}');
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn small<'a>(hw: &'a HardwareDb, en: &'a EngineDb) -> Sweep<'a> {
+        Sweep::from_lists(
+            &SweepLists {
+                model: "llama-2-7b,llama-3-8b",
+                gpu: "h100,l4",
+                gpus: "1,3",
+                batch: "1,8",
+                prompt: "0,512",
+                gen_tokens: "1,128",
+                ..SweepLists::default()
+            },
+            hw,
+            en,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn for_each_visits_in_order_and_matches_plain_predictions() {
+        let (hw, en) = (HardwareDb::builtin().unwrap(), EngineDb::builtin().unwrap());
+        let s = small(hw, en);
+        assert_eq!(s.len(), 2 * 2 * 2 * 2 * 2 * 2);
+        let mut seen = Vec::new();
+        s.for_each(0..s.len(), |ix, r| {
+            seen.push(*ix);
+            let p = s.predictor(ix);
+            match (r, p) {
+                (Ok(pt), Ok(p)) => {
+                    let (b, g) = (s.batch[ix[3]], s.gen_tokens[ix[5]]);
+                    let plain = p.predict(b, s.prompt[ix[4]], g).unwrap();
+                    let close = |a: f64, b: f64| (a - b).abs() <= 1e-12 * a.abs().max(b.abs());
+                    assert!(close(pt.ttft_s, plain.generation.ttft_s));
+                    assert!(close(pt.tpot_s, plain.generation.tpot_s));
+                    assert!(close(
+                        pt.output_tokens_per_s,
+                        plain.generation.output_tokens_per_s
+                    ));
+                    assert!(close(
+                        pt.decode_tokens_per_s,
+                        plain.generation.decode_tokens_per_s
+                    ));
+                    assert_eq!(pt.total_bytes(), plain.memory.inner.total_bytes);
+                }
+                (Err(e), Err(e2)) => assert_eq!(e, &e2),
+                (r, p) => panic!("{ix:?}: sweep {r:?} vs predictor {:?}", p.is_ok()),
+            }
+        });
+        let expect: Vec<[usize; 9]> = (0..s.len()).map(|i| unravel(i, &s.shape())).collect();
+        assert_eq!(seen, expect);
+        // sub-ranges see the same thing as the whole
+        let mut part = Vec::new();
+        s.for_each(5..13, |ix, _| part.push(*ix));
+        assert_eq!(part, expect[5..13]);
+    }
+
+    #[test]
+    fn odometer_and_unravel_agree() {
+        let shape = [2, 1, 3, 1, 2, 1, 1, 2, 1];
+        let mut ix = [0; 9];
+        for i in 1..24 {
+            let a = advance(&mut ix, &shape);
+            assert!(a < 9);
+            assert_eq!(ix, unravel(i, &shape));
+        }
+        assert_eq!(advance(&mut ix, &shape), 9);
+    }
+
+    #[test]
+    fn csv_and_json_rows_line_up() {
+        let (hw, en) = (HardwareDb::builtin().unwrap(), EngineDb::builtin().unwrap());
+        let s = small(hw, en);
+        let opts = WriteOptions {
+            rows_per_task: 3,
+            ..WriteOptions::default()
+        };
+        let mut csv = Vec::new();
+        let st = s.write_csv(&mut csv, &opts).unwrap();
+        assert_eq!(st.rows, 64);
+        // gpus 3 divides neither model's 32 heads
+        assert_eq!(st.invalid, 32);
+        assert_eq!(st.errors.len(), 2);
+        let text = String::from_utf8(csv).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], COLUMNS.join(","));
+        assert_eq!(lines.len(), 65);
+        assert!(lines[1].starts_with("llama-2-7b,h100-sxm,1,1,0,1,fp16,fp16,typical,tp,true,"));
+        assert!(lines[3].starts_with("llama-2-7b,h100-sxm,1,1,512,1,"));
+        let mut json = Vec::new();
+        s.write_json(&mut json, &opts).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&json).unwrap();
+        let rows = v["rows"].as_array().unwrap();
+        assert_eq!(rows.len(), 64);
+        for (row, line) in rows.iter().zip(&lines[1..]) {
+            let cells: Vec<&str> = line.splitn(COLUMNS.len(), ',').collect();
+            assert_eq!(row["model"], cells[0]);
+            assert_eq!(row["gpus"].as_u64().unwrap().to_string(), cells[2]);
+            assert_eq!(row["fits"].as_bool().unwrap().to_string(), cells[10]);
+            match row["ttft_s"].as_f64() {
+                // serde_json's default float parser may be off in the last bit
+                Some(t) => {
+                    let c: f64 = cells[11].parse().unwrap();
+                    assert!((t - c).abs() <= 1e-15 * c.abs(), "{t} {line}");
+                }
+                None => {
+                    assert_eq!(cells[11], "");
+                    assert!(row["error"].is_string());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn grid_has_one_dimension_per_axis() {
+        let (hw, en) = (HardwareDb::builtin().unwrap(), EngineDb::builtin().unwrap());
+        let s = small(hw, en);
+        let g = s.grid().unwrap();
+        assert_eq!(g.ttft_s.shape(), &s.shape());
+        assert_eq!(g.valid.iter().filter(|v| **v).count(), 32);
+        // invalid cells are NaN; valid ones finite
+        for (v, t) in g.valid.iter().zip(g.tpot_s.iter()) {
+            assert_eq!(*v, t.is_finite());
+        }
+        assert_eq!(g.axes.gpus, vec![1, 3]);
+        assert_eq!(g.axes.weights, vec!["native"]);
+        // h100 has a price, the l4 too: cost is known wherever output is produced
+        assert!(g.usd_per_million_tokens[[0, 0, 0, 0, 0, 1, 0, 0, 0]].is_finite());
+    }
+
+    #[test]
+    fn unknown_names_and_bad_numbers_fail_before_work() {
+        let (hw, en) = (HardwareDb::builtin().unwrap(), EngineDb::builtin().unwrap());
+        let base = SweepLists {
+            model: "llama-2-7b",
+            gpu: "h100",
+            ..SweepLists::default()
+        };
+        for (lists, needle) in [
+            (
+                SweepLists {
+                    gpu: "h100,h10x",
+                    ..base
+                },
+                "unknown hardware id 'h10x'",
+            ),
+            (
+                SweepLists {
+                    model: "llama-9",
+                    ..base
+                },
+                "llama-9",
+            ),
+            (
+                SweepLists {
+                    weights: "fp16,q4km",
+                    ..base
+                },
+                "unknown format 'q4km'",
+            ),
+            (
+                SweepLists {
+                    engine: "typicall",
+                    ..base
+                },
+                "typicall",
+            ),
+            (
+                SweepLists {
+                    batch: "0..4",
+                    ..base
+                },
+                "invalid --batch: '0..4'",
+            ),
+            (SweepLists { gpus: "0", ..base }, "invalid --gpus: '0'"),
+            (
+                SweepLists {
+                    prompt: "1..x",
+                    ..base
+                },
+                "invalid --prompt: '1..x'",
+            ),
+            (
+                SweepLists {
+                    batch: "1..1000000",
+                    prompt: "1..1000000",
+                    ..base
+                },
+                "more than the limit",
+            ),
+        ] {
+            let e = Sweep::from_lists(&lists, hw, en).unwrap_err().to_string();
+            assert!(e.contains(needle), "{e} lacks {needle}");
+        }
+    }
+
+    #[test]
+    fn stops_quietly_on_a_closed_pipe() {
+        struct Closed;
+        impl Write for Closed {
+            fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+                Err(std::io::ErrorKind::BrokenPipe.into())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let (hw, en) = (HardwareDb::builtin().unwrap(), EngineDb::builtin().unwrap());
+        let st = small(hw, en)
+            .write_csv(Closed, &WriteOptions::default())
+            .unwrap();
+        assert!(st.truncated);
+    }
+}
