@@ -282,7 +282,8 @@ pub struct WriteOptions {
     /// Print progress to stderr after each chunk (the CLI sets this only when stderr is
     /// a terminal).
     pub progress: bool,
-    /// Rows per parallel task; a chunk of `16 x` this many rows is in memory at once.
+    /// Rows per parallel task; a chunk of `4 x threads x` this many rows is in memory
+    /// at once (about 200 bytes a CSV row, 450 a JSON row).
     pub rows_per_task: usize,
 }
 
@@ -290,7 +291,7 @@ impl Default for WriteOptions {
     fn default() -> Self {
         WriteOptions {
             progress: false,
-            rows_per_task: 4096,
+            rows_per_task: 8192,
         }
     }
 }
@@ -532,7 +533,12 @@ impl<'a> Sweep<'a> {
                 if evals[inner].is_none()
                     && let Ok(p) = preds[inner].get_or_init(|| self.predictor(&ix))
                 {
-                    evals[inner] = Some(Evaluator::new(p));
+                    // prefill lines take up to ~250 kB per evaluator: only for a few at once
+                    evals[inner] = Some(if inner_len <= 16 {
+                        Evaluator::new(p)
+                    } else {
+                        Evaluator::lean(p)
+                    });
                 }
                 let (b, g) = (self.batch[ix[3]], self.gen_tokens[ix[5]]);
                 match evals[inner].as_mut() {
@@ -565,7 +571,7 @@ impl<'a> Sweep<'a> {
     ) {
         let n = self.len();
         let per = rows_per_task.max(1);
-        let tasks_per_chunk = 16 * rayon::current_num_threads().max(1);
+        let tasks_per_chunk = 4 * rayon::current_num_threads().max(1);
         let chunk = per.saturating_mul(tasks_per_chunk);
         let mut start = 0;
         while start < n {

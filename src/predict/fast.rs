@@ -8,17 +8,22 @@
 //!   batch, [`DecodeLines`] holds the summed times of the context-free ops and the
 //!   compute / memory / link lines of the context-dependent ones, so a decode step and
 //!   the closed-form sum over all `gen` steps cost a few multiply-adds;
-//! - the prefill depends on (batch, prompt) only, so it is kept across `gen` values.
+//! - the prefill depends on (batch, prompt) only, so it is kept across `gen` values;
+//!   and with the prompt fixed, every op of a dense model is affine in the batch between
+//!   a few known kinks, so a prompt met again with another batch gets per-op lines in
+//!   the batch (verified at an extra point; MoE layers below expert saturation are not
+//!   affine and keep the plain path).
 //!
-//! The lines are measured on the same layer graph and placement the plain path uses
-//! (two probe contexts far apart), so changes to op costs or efficiencies carry over;
-//! where a graph does not have the expected shape the evaluator falls back to the plain
-//! path rather than guess.
+//! The lines are measured on the same layer graph and placement the plain path uses,
+//! so changes to op costs or efficiencies carry over; where a graph does not have the
+//! expected shape, or a line fails its check, the evaluator falls back to the plain path
+//! rather than guess. The Summary is therefore the plain one up to rounding (relative
+//! differences of about 1e-15; the tests hold it to 1e-12).
 
 use super::{PassResult, Predictor, Summary, activation_dtype, bound_index, format_for};
 use crate::dtype::Format;
 use crate::model::ModelConfig;
-use crate::model::graph::{Precision, Step};
+use crate::model::graph::{MAX_OPS, OpInstance, Precision, Step};
 use crate::roofline::Placement;
 
 /// Probe contexts: far apart, with a power-of-two span, so slopes lose little precision.
@@ -321,6 +326,304 @@ impl DecodeLines {
     }
 }
 
+/// Batch span of the probes of an unbounded [`PrefillLines`] segment.
+const PREFILL_SPAN: u64 = 1 << 16;
+/// Largest batch x prompt the prefill lines are used for (beyond: the plain path).
+const PREFILL_MAX_TOKENS: u64 = 1 << 50;
+/// Prompt lengths whose prefill lines an [`Evaluator`] keeps.
+const PREFILL_SLOTS: usize = 64;
+
+/// One op of a prefill as lines in the batch.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct OpLines {
+    pred: [Line; 3],
+    ideal: [Line; 3],
+    overhead_s: f64,
+}
+
+/// A prefill at one prompt length as a function of the batch, over a range of batches:
+/// with the prompt fixed, every op of a dense model is affine in the batch (tokens =
+/// batch x prompt; causal attention pairs = batch x pairs(prompt)) between the kinks where
+/// an embedding lookup reaches every row of its table (see [`PrefillSegments`]). Where an
+/// op is not affine (MoE expert coverage below saturation) there are no lines and the
+/// plain path serves.
+///
+/// Measured at two batches and verified at one more inside the range (or, for the
+/// unbounded last range, eight times beyond the probes).
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct PrefillLines {
+    ops: [OpLines; MAX_OPS],
+    n: usize,
+    /// flops, bytes, weight bytes, KV bytes of the whole pass.
+    sums: [Line; 4],
+}
+
+/// What [`Predictor::pass_ops`] sums, per op: derated and ideal times, and the pass sums.
+fn op_values(p: &Predictor<'_>, op: &OpInstance) -> ([f64; 3], [f64; 3], f64, [f64; 4]) {
+    let pl = p.place_op(op);
+    let c = p.ceilings(op.unit);
+    let ideal = [
+        if c.peak_flops_per_s > 0.0 {
+            pl.flops / c.peak_flops_per_s
+        } else {
+            0.0
+        },
+        pl.bytes / c.memory_bytes_per_s,
+        match c.link_bytes_per_s {
+            Some(bw) if pl.link_bytes > 0.0 => pl.link_bytes / bw,
+            _ => 0.0,
+        },
+    ];
+    (
+        [pl.compute_time_s, pl.memory_time_s, pl.link_time_s],
+        ideal,
+        pl.overhead_s,
+        [
+            pl.flops,
+            pl.bytes,
+            op.cost.read.weights * op.count,
+            (op.cost.read.kv + op.cost.written.kv) * op.count,
+        ],
+    )
+}
+
+impl PrefillLines {
+    /// Lines through batches `lo` and `hi`, verified at `checks`.
+    fn fit(
+        p: &Predictor<'_>,
+        prompt: u64,
+        lo: u64,
+        hi: u64,
+        checks: &[u64],
+    ) -> Option<PrefillLines> {
+        let ga = p.graph(&Step::prefill(lo, prompt));
+        let gb = p.graph(&Step::prefill(hi, prompt));
+        let n = ga.ops().len();
+        if n == 0 || n != gb.ops().len() || hi <= lo {
+            return None;
+        }
+        let span = (hi - lo) as f64;
+        let lo = lo as f64;
+        let line = |ya: f64, yb: f64| -> Line {
+            let s = (yb - ya) / span;
+            (ya - s * lo, s)
+        };
+        let mut pl = PrefillLines {
+            ops: [OpLines::default(); MAX_OPS],
+            n,
+            sums: [(0.0, 0.0); 4],
+        };
+        let (mut sa, mut sb) = ([0.0; 4], [0.0; 4]);
+        for (i, (a, b)) in ga.ops().iter().zip(gb.ops()).enumerate() {
+            if a.name != b.name || a.unit != b.unit || a.count != b.count {
+                return None;
+            }
+            let (pa, ia, oa, xa) = op_values(p, a);
+            let (pb, ib, ob, xb) = op_values(p, b);
+            if oa != ob {
+                return None;
+            }
+            for k in 0..4 {
+                sa[k] += xa[k];
+                sb[k] += xb[k];
+            }
+            pl.ops[i] = OpLines {
+                pred: [0, 1, 2].map(|k| line(pa[k], pb[k])),
+                ideal: [0, 1, 2].map(|k| line(ia[k], ib[k])),
+                overhead_s: oa,
+            };
+        }
+        pl.sums = [0, 1, 2, 3].map(|k| line(sa[k], sb[k]));
+        // verify every op's times and the sums at the check batches
+        let ok = |want: f64, got: f64, scale: f64| (want - got).abs() <= 1e-12 * scale.max(1e-300);
+        for &check in checks {
+            let g = p.graph(&Step::prefill(check, prompt));
+            if g.ops().len() != n {
+                return None;
+            }
+            let x = check as f64;
+            let mut sums = [0.0; 4];
+            for (op, l) in g.ops().iter().zip(&pl.ops) {
+                let (pc, ic, _, xc) = op_values(p, op);
+                let scale = pc.iter().chain(&ic).fold(0.0f64, |m, v| m.max(v.abs()));
+                for k in 0..3 {
+                    if !ok(pc[k], at(l.pred[k], x), scale) || !ok(ic[k], at(l.ideal[k], x), scale) {
+                        return None;
+                    }
+                }
+                for (s, x) in sums.iter_mut().zip(xc) {
+                    *s += x;
+                }
+            }
+            if sums
+                .iter()
+                .zip(&pl.sums)
+                .any(|(&s, &l)| !ok(s, at(l, x), s.abs()))
+            {
+                return None;
+            }
+        }
+        Some(pl)
+    }
+
+    /// The per-op part of the prefill at `batch` (what `pass_ops` returns).
+    fn pass_ops(&self, batch: u64) -> PassResult {
+        let x = batch as f64;
+        let mut r = PassResult {
+            flops: at(self.sums[0], x),
+            bytes: at(self.sums[1], x),
+            weight_bytes: at(self.sums[2], x),
+            kv_bytes: at(self.sums[3], x),
+            ..PassResult::default()
+        };
+        for o in &self.ops[..self.n] {
+            let (s, b) = slowest(
+                at(o.pred[0], x),
+                at(o.pred[1], x),
+                at(o.pred[2], x),
+                o.overhead_s,
+            );
+            let t = s + o.overhead_s;
+            r.time_s += t;
+            r.by_bound[b] += t;
+            r.roofline_time_s += at(o.ideal[0], x)
+                .max(at(o.ideal[1], x))
+                .max(at(o.ideal[2], x));
+        }
+        r
+    }
+}
+
+/// The prefill at one prompt length over all batches: up to three batch ranges split
+/// where `batch x prompt` reaches the vocabulary or the trained context (an embedding
+/// table is then read whole), each with its own lines, measured when first needed (or
+/// none: plain path).
+#[derive(Debug, Clone, PartialEq)]
+struct PrefillSegments {
+    prompt: u64,
+    /// Inclusive batch ranges, ascending, covering `1..=u64::MAX`, with their lines
+    /// (`None`: not measured yet).
+    segs: Vec<(u64, u64, Option<Option<PrefillLines>>)>,
+}
+
+impl PrefillSegments {
+    fn new(p: &Predictor<'_>, prompt: u64) -> PrefillSegments {
+        let mut tables = vec![p.model.vocab];
+        if p.model.learned_positions {
+            tables.push(p.model.max_context);
+        }
+        let mut ends: Vec<u64> = tables
+            .iter()
+            .filter_map(|t| t.checked_div(prompt))
+            .filter(|&b| b >= 1)
+            .collect();
+        ends.sort_unstable();
+        ends.dedup();
+        ends.push(u64::MAX);
+        let mut segs = Vec::with_capacity(ends.len());
+        let mut lo = 1u64;
+        for hi in ends {
+            segs.push((lo, hi, if prompt == 0 { Some(None) } else { None }));
+            lo = hi.saturating_add(1);
+        }
+        PrefillSegments { prompt, segs }
+    }
+
+    /// Measures the lines of range `(lo, hi)`.
+    fn fit(p: &Predictor<'_>, prompt: u64, lo: u64, hi: u64) -> Option<PrefillLines> {
+        if hi == u64::MAX {
+            let top = lo.saturating_add(PREFILL_SPAN);
+            let far = top.saturating_mul(8);
+            (far.saturating_mul(prompt) <= PREFILL_MAX_TOKENS)
+                .then(|| PrefillLines::fit(p, prompt, lo, top, &[far]))
+                .flatten()
+        } else if hi > lo {
+            let mid = lo + (hi - lo) / 2;
+            let checks: &[u64] = if mid > lo { &[mid] } else { &[] };
+            PrefillLines::fit(p, prompt, lo, hi, checks)
+        } else {
+            None
+        }
+    }
+
+    /// The lines for `batch`, if its range has them.
+    fn lines(&mut self, p: &Predictor<'_>, batch: u64) -> Option<&PrefillLines> {
+        let prompt = self.prompt;
+        let seg = self.segs.iter_mut().find(|s| batch <= s.1)?;
+        let (lo, hi) = (seg.0, seg.1);
+        seg.2
+            .get_or_insert_with(|| Self::fit(p, prompt, lo, hi))
+            .as_ref()
+    }
+}
+
+/// The prefill lines an [`Evaluator`] keeps, by prompt length (an open-addressing
+/// table of [`PREFILL_SLOTS`] prompts, filled to three quarters, never evicting): a
+/// prompt gets lines the second time it is met, so a prompt met once costs no more than
+/// the plain path; prompts beyond the table's fill use the plain path.
+#[derive(Debug, Clone)]
+struct PrefillCache {
+    /// The prompts met (`u64::MAX`: free slot).
+    keys: [u64; PREFILL_SLOTS],
+    /// Slots in use.
+    used: usize,
+    /// Per slot: the segments of `keys[slot]` once measured; allocated on first use.
+    lines: Vec<Option<PrefillSegments>>,
+}
+
+impl PrefillCache {
+    fn new() -> Self {
+        PrefillCache {
+            keys: [u64::MAX; PREFILL_SLOTS],
+            used: 0,
+            lines: Vec::new(),
+        }
+    }
+
+    /// The slot of `prompt`, inserting it when there is room (`None`: table full).
+    fn slot(&mut self, prompt: u64) -> Option<(usize, bool)> {
+        let mut i = (prompt.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 58) as usize % PREFILL_SLOTS;
+        loop {
+            if self.keys[i] == prompt {
+                return Some((i, false));
+            }
+            if self.keys[i] == u64::MAX {
+                if 4 * (self.used + 1) > 3 * PREFILL_SLOTS {
+                    return None;
+                }
+                self.keys[i] = prompt;
+                self.used += 1;
+                return Some((i, true));
+            }
+            i = (i + 1) % PREFILL_SLOTS;
+        }
+    }
+
+    /// The per-op prefill at (batch, prompt).
+    fn pass_ops(&mut self, p: &Predictor<'_>, batch: u64, prompt: u64) -> Option<PassResult> {
+        let small = batch
+            .checked_mul(prompt)
+            .is_some_and(|t| t <= PREFILL_MAX_TOKENS);
+        let plain = || p.pass_ops(&Step::prefill(batch, prompt));
+        if !small || prompt == u64::MAX {
+            return plain();
+        }
+        match self.slot(prompt) {
+            None | Some((_, true)) => plain(),
+            Some((i, false)) => {
+                if self.lines.is_empty() {
+                    self.lines = vec![None; PREFILL_SLOTS];
+                }
+                let segs = self.lines[i].get_or_insert_with(|| PrefillSegments::new(p, prompt));
+                match segs.lines(p, batch) {
+                    Some(l) => Some(l.pass_ops(batch)),
+                    None => plain(),
+                }
+            }
+        }
+    }
+}
+
 /// A [`Predictor`] with memory of the last batch and (batch, prompt) it saw:
 /// [`Evaluator::summary`] equals [`Predictor::summary`] but is much cheaper when
 /// consecutive calls share the batch (and the prompt), as in a sweep whose inner axes
@@ -348,6 +651,8 @@ pub struct Evaluator<'p, 'a> {
     lines: Option<(u64, Option<DecodeLines>)>,
     /// Per-op prefill of the last (batch, prompt) (`None` inside: empty graph).
     prefill: Option<((u64, u64), Option<PassResult>)>,
+    /// Prefill lines by prompt (`None`: not kept, see [`Evaluator::lean`]).
+    prefill_lines: Option<Box<PrefillCache>>,
 }
 
 impl<'p, 'a> Evaluator<'p, 'a> {
@@ -357,6 +662,16 @@ impl<'p, 'a> Evaluator<'p, 'a> {
             predictor,
             lines: None,
             prefill: None,
+            prefill_lines: Some(Box::new(PrefillCache::new())),
+        }
+    }
+
+    /// An evaluator without prefill lines by prompt (about 80 kB less once they are
+    /// used): for many evaluators alive at once.
+    pub fn lean(predictor: &'p Predictor<'a>) -> Self {
+        Evaluator {
+            prefill_lines: None,
+            ..Evaluator::new(predictor)
         }
     }
 
@@ -378,7 +693,10 @@ impl<'p, 'a> Evaluator<'p, 'a> {
         let prefill_ops = match self.prefill {
             Some((key, r)) if key == (batch, prompt) => r,
             _ => {
-                let r = p.pass_ops(&Step::prefill(batch, prompt));
+                let r = match self.prefill_lines.as_deref_mut() {
+                    Some(cache) => cache.pass_ops(p, batch, prompt),
+                    None => p.pass_ops(&Step::prefill(batch, prompt)),
+                };
                 self.prefill = Some(((batch, prompt), r));
                 r
             }
@@ -608,6 +926,50 @@ mod tests {
                     (a - b).abs() <= 1e-12 * b.abs().max(1.0),
                     "{lines:?} {lo}..{hi}: {a} vs {b}"
                 );
+            }
+        }
+    }
+
+    #[test]
+    fn prefill_lines_match_plain_passes_and_skip_moe_below_saturation() {
+        let models = ModelDb::builtin().unwrap();
+        let h = HardwareDb::builtin().unwrap().get("h100").unwrap();
+        let e = EngineDb::builtin().unwrap().get("typical").unwrap();
+        for (model, gpus, prompt, expect_lines) in [
+            ("llama-2-7b", 1, 512, true),
+            ("llama-2-70b", 4, 3000, true),
+            ("gpt3-2.7b", 1, 100, true),
+            ("gpt3-2.7b", 1, 700, true),
+            ("mixtral-8x7b", 2, 4, false),
+            ("mixtral-8x7b", 2, 8192, true),
+        ] {
+            let m = models.resolve(model).unwrap();
+            let s = Scenario {
+                gpus,
+                ..Scenario::default()
+            };
+            let p = Predictor::new(&m, h, e, &s).unwrap();
+            let mut segs = PrefillSegments::new(&p, prompt);
+            let batches = [1u64, 2, 7, 62, 63, 64, 999, 100_000, 10_000_000];
+            for b in batches {
+                segs.lines(&p, b);
+            }
+            assert_eq!(
+                segs.segs.iter().all(|s| s.2.is_some_and(|l| l.is_some())),
+                expect_lines,
+                "{model} prompt {prompt}: {:?}",
+                segs.segs
+                    .iter()
+                    .map(|s| (s.0, s.1, s.2.map(|l| l.is_some())))
+                    .collect::<Vec<_>>()
+            );
+            for b in batches {
+                let Some(lines) = segs.lines(&p, b).copied() else {
+                    continue;
+                };
+                let fast = p.finish_pass(lines.pass_ops(b), b * prompt, 0.0);
+                let plain = p.pass(&Step::prefill(b, prompt), 0.0);
+                same_pass(&fast, &plain, &format!("{model} b{b} p{prompt}"));
             }
         }
     }

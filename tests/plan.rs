@@ -1,0 +1,313 @@
+//! `ridgeline plan`: a plan checkable by hand (Llama-2-70B in fp16 does not fit one 80 GB
+//! device), impossible targets, the cheapest and the Pareto front, budgets, and the JSON
+//! shape from CONTRACT.md.
+
+use ridgeline::memory::model_weight_bytes;
+use ridgeline::plan::{PlanRequest, Targets, plan};
+use ridgeline::prelude::*;
+use serde_json::Value;
+use std::process::{Command, Output};
+
+fn run(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ridgeline"))
+        .args(args)
+        .output()
+        .expect("binary runs")
+}
+
+fn plan_json(args: &[&str]) -> Value {
+    let mut all = vec!["plan", "--json"];
+    all.extend_from_slice(args);
+    let out = run(&all);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("one JSON document")
+}
+
+fn entries(v: &Value) -> Vec<&Value> {
+    let mut e: Vec<&Value> = v["pareto"].as_array().unwrap().iter().collect();
+    if !v["best"].is_null() {
+        e.push(&v["best"]);
+    }
+    e
+}
+
+#[test]
+fn llama2_70b_fp16_needs_two_80gb_devices() {
+    // 68,976,648,192 parameters x 2 bytes = 137.95 GB of weights > 80 GB
+    let m = ModelDb::builtin().unwrap().resolve("llama-2-70b").unwrap();
+    let w = model_weight_bytes(&m, Format::Fp16);
+    assert!((w / 1e9 - 137.95).abs() < 0.01, "{w}");
+
+    // fp16 only: every feasible configuration on h100-sxm uses >= 2 devices
+    let v = plan_json(&[
+        "--model",
+        "llama-2-70b",
+        "--gpu",
+        "h100-sxm",
+        "--weights",
+        "fp16",
+        "--kv",
+        "native",
+    ]);
+    assert!(v["feasible"].as_u64().unwrap() > 0);
+    let all = entries(&v);
+    assert!(!all.is_empty());
+    for e in &all {
+        assert!(e["gpus"].as_u64().unwrap() >= 2, "{e}");
+        assert_eq!(e["fits"], true);
+        assert!(e["total_bytes"].as_f64().unwrap() <= 80e9);
+    }
+
+    // every format: one device only with a format smaller than fp16
+    let v = plan_json(&["--model", "llama-2-70b", "--gpu", "h100-sxm"]);
+    for e in entries(&v) {
+        assert!(
+            e["gpus"].as_u64().unwrap() >= 2 || e["weights"] != "fp16",
+            "{e}"
+        );
+    }
+    // and one device does work with a quantized format
+    let v = plan_json(&["--model", "llama-2-70b", "--gpu", "h100-sxm", "--gpus", "1"]);
+    let best = &v["best"];
+    assert_eq!(best["gpus"], 1);
+    assert_ne!(best["weights"], "fp16");
+    assert!(best["total_bytes"].as_f64().unwrap() <= 80e9);
+}
+
+#[test]
+fn json_has_the_contract_keys_and_costs() {
+    let v = plan_json(&[
+        "--model",
+        "llama-3-8b",
+        "--gpu",
+        "h100,l4",
+        "--prompt",
+        "1024",
+        "--gen",
+        "256",
+        "--max-tpot-ms",
+        "40",
+    ]);
+    for k in ["evaluated", "feasible", "best", "pareto"] {
+        assert!(v.get(k).is_some(), "no {k}");
+    }
+    let (evaluated, feasible) = (
+        v["evaluated"].as_u64().unwrap(),
+        v["feasible"].as_u64().unwrap(),
+    );
+    assert!(feasible > 0 && feasible <= evaluated);
+    let best = &v["best"];
+    for k in [
+        "gpu",
+        "gpus",
+        "parallel",
+        "weights",
+        "kv",
+        "engine",
+        "batch",
+        "prompt",
+        "gen",
+        "ttft_s",
+        "tpot_s",
+        "output_tokens_per_s",
+        "usd_per_million_tokens",
+    ] {
+        assert!(best.get(k).is_some(), "best lacks {k}");
+    }
+    // USD per million output tokens = price x gpus / tokens per hour x 1e6
+    let tokens_per_hour = best["output_tokens_per_s"].as_f64().unwrap() * 3600.0;
+    let cost = best["usd_per_hour"].as_f64().unwrap() / tokens_per_hour * 1e6;
+    assert!((cost / best["usd_per_million_tokens"].as_f64().unwrap() - 1.0).abs() < 1e-12);
+    // the best is the cheapest feasible and sits on the Pareto front
+    let pareto = v["pareto"].as_array().unwrap();
+    let c = |e: &Value| e["usd_per_million_tokens"].as_f64().unwrap();
+    assert!(pareto.iter().all(|e| c(e) >= c(best)));
+    assert_eq!(&pareto[0], best);
+    // targets are met; no front entry dominates another
+    for e in pareto {
+        assert!(e["tpot_s"].as_f64().unwrap() <= 0.040);
+        for o in pareto {
+            let dominates = c(o) <= c(e)
+                && o["tpot_s"].as_f64() <= e["tpot_s"].as_f64()
+                && o["output_tokens_per_s"].as_f64().unwrap()
+                    >= e["output_tokens_per_s"].as_f64().unwrap()
+                && o != e;
+            assert!(!dominates, "{o} dominates {e}");
+        }
+    }
+}
+
+#[test]
+fn the_best_is_what_predict_says_of_it() {
+    let v = plan_json(&[
+        "--model",
+        "mistral-7b",
+        "--gpu",
+        "rtx-4090",
+        "--prompt",
+        "256",
+        "--gen",
+        "64",
+        "--max-ttft-ms",
+        "400",
+    ]);
+    let b = &v["best"];
+    let batch = b["batch"].to_string();
+    let gpus = b["gpus"].to_string();
+    let weights = b["weights"].as_str().unwrap();
+    let kv = b["kv"].as_str().unwrap();
+    let out = run(&[
+        "predict",
+        "--model",
+        "mistral-7b",
+        "--gpu",
+        "rtx-4090",
+        "--gpus",
+        &gpus,
+        "--parallel",
+        b["parallel"].as_str().unwrap(),
+        "--batch",
+        &batch,
+        "--prompt",
+        "256",
+        "--gen",
+        "64",
+        "--weights",
+        weights,
+        "--kv",
+        kv,
+        "--json",
+    ]);
+    let p: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let g = &p["generation"];
+    for (a, k) in [("ttft_s", "ttft_s"), ("tpot_s", "tpot_s")] {
+        let (x, y) = (b[a].as_f64().unwrap(), g[k].as_f64().unwrap());
+        assert!((x - y).abs() <= 1e-12 * y, "{a}: {x} vs {y}");
+    }
+    assert!(b["ttft_s"].as_f64().unwrap() <= 0.4);
+    assert_eq!(p["memory"]["fits"], true);
+    // the batch is the largest that fits or a power of two below it
+    let n = b["batch"].as_u64().unwrap();
+    assert!(n.is_power_of_two() || n == b["max_batch"].as_u64().unwrap());
+}
+
+#[test]
+fn impossible_targets_name_the_binding_one() {
+    let v = plan_json(&[
+        "--model",
+        "llama-2-70b",
+        "--gpu",
+        "h100",
+        "--max-tpot-ms",
+        "0.5",
+    ]);
+    assert!(v["best"].is_null());
+    assert_eq!(v["feasible"], 0);
+    assert!(v["evaluated"].as_u64().unwrap() > 0);
+    assert!(v["pareto"].as_array().unwrap().is_empty());
+    let b = &v["binding"][0];
+    assert_eq!(b["target"], "max_tpot_s");
+    assert_eq!(b["limit"].as_f64().unwrap(), 0.0005);
+    assert!(b["best_reachable"].as_f64().unwrap() > 0.0005);
+
+    // the text says which target and what is reachable
+    let out = run(&[
+        "plan",
+        "--model",
+        "llama-2-70b",
+        "--gpu",
+        "h100",
+        "--max-tpot-ms",
+        "0.5",
+    ]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("No configuration meets the targets"),
+        "{text}"
+    );
+    assert!(text.contains("--max-tpot-ms"), "{text}");
+    assert!(text.contains("best reachable is TPOT"), "{text}");
+
+    // nothing fits at all: memory binds
+    let v = plan_json(&["--model", "llama-3.1-405b", "--gpu", "l4", "--gpus", "1"]);
+    assert!(v["best"].is_null());
+    assert_eq!(v["binding"][0]["target"], "memory");
+}
+
+#[test]
+fn winner_text_says_why() {
+    let out = run(&[
+        "plan",
+        "--model",
+        "llama-3-8b",
+        "--gpu",
+        "h100",
+        "--gpus",
+        "1,2",
+        "--max-tpot-ms",
+        "15",
+    ]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Best: "), "{text}");
+    assert!(text.contains("per million output tokens"), "{text}");
+    assert!(text.contains("Why this one: "), "{text}");
+    assert!(text.contains("Pareto front"), "{text}");
+}
+
+#[test]
+fn budget_and_unpriced_devices() {
+    let v = plan_json(&[
+        "--model",
+        "llama-3-8b",
+        "--gpu",
+        "h100,l4",
+        "--budget-usd-per-hour",
+        "3",
+    ]);
+    for e in entries(&v) {
+        assert!(e["usd_per_hour"].as_f64().unwrap() <= 3.0, "{e}");
+    }
+    // a device without a price: chosen by tokens/s per device, cost null
+    let v = plan_json(&["--model", "llama-3-8b", "--gpu", "a10", "--gpus", "1"]);
+    assert_eq!(v["best_by"], "output_tokens_per_s_per_gpu");
+    assert!(v["best"]["usd_per_million_tokens"].is_null());
+    // bad targets are rejected with exit 2, naming the flag
+    let out = run(&["plan", "--model", "llama-3-8b", "--max-tpot-ms", "0"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--max-tpot-ms"));
+    let out = run(&["plan", "--model", "llama-3-8b", "--gen", "0"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--gen"));
+}
+
+#[test]
+fn library_plan_counts_and_layouts() {
+    let hw = HardwareDb::builtin().unwrap();
+    let req = PlanRequest {
+        model: ModelDb::builtin().unwrap().resolve("llama-2-7b").unwrap(),
+        devices: vec![hw.get("h100").unwrap()],
+        engines: vec![EngineDb::builtin().unwrap().get("typical").unwrap()],
+        prompt: 512,
+        gen_tokens: 128,
+        targets: Targets::default(),
+        gpu_counts: vec![1, 3, 16],
+        weights: Some(vec![None]),
+        kv: Some(vec![None]),
+        flash: true,
+    };
+    let p = plan(&req).unwrap();
+    // 1: tp; 3: tp (32 heads: skipped) and pp; 16: beyond a node of 8, pp only
+    assert_eq!(p.skipped_layouts, 1);
+    assert!(p.evaluated > 0);
+    assert_eq!(
+        p.evaluated, p.feasible,
+        "no targets: everything evaluated fits"
+    );
+    assert!(p.pareto.iter().all(|e| e.gpus != 16 || e.parallel == "pp"));
+}

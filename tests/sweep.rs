@@ -1,0 +1,485 @@
+//! `ridgeline sweep` and the sweep library: LIST parsing on the command line, row counts
+//! and order, CSV/JSON shapes from CONTRACT.md, invalid combinations, and the cached
+//! evaluation path against the plain one.
+
+use proptest::prelude::*;
+use ridgeline::predict::Evaluator;
+use ridgeline::prelude::*;
+use ridgeline::sweep::{COLUMNS, Sweep, SweepLists};
+use serde_json::Value;
+use std::process::{Command, Output};
+
+fn run(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ridgeline"))
+        .args(args)
+        .output()
+        .expect("binary runs")
+}
+
+fn sweep_csv(args: &[&str]) -> (Vec<String>, Vec<Vec<String>>) {
+    let mut all = vec!["sweep"];
+    all.extend_from_slice(args);
+    let out = run(&all);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let mut lines = text.lines();
+    let header = lines.next().unwrap().split(',').map(String::from).collect();
+    let rows = lines
+        .map(|l| {
+            l.splitn(COLUMNS.len(), ',')
+                .map(String::from)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    (header, rows)
+}
+
+fn col(header: &[String], name: &str) -> usize {
+    header
+        .iter()
+        .position(|h| h == name)
+        .unwrap_or_else(|| panic!("no column {name}"))
+}
+
+#[test]
+fn csv_header_has_the_contract_columns() {
+    let (header, rows) = sweep_csv(&["--model", "llama-2-7b", "--gpu", "h100"]);
+    for k in [
+        "model",
+        "gpu",
+        "gpus",
+        "batch",
+        "prompt",
+        "gen",
+        "weights",
+        "kv",
+        "fits",
+        "ttft_s",
+        "tpot_s",
+        "decode_tokens_per_s",
+        "output_tokens_per_s",
+        "total_bytes",
+    ] {
+        col(&header, k);
+    }
+    // defaults: one row at batch 1, prompt 512, gen 128
+    assert_eq!(rows.len(), 1);
+    let r = &rows[0];
+    assert_eq!(r[col(&header, "batch")], "1");
+    assert_eq!(r[col(&header, "prompt")], "512");
+    assert_eq!(r[col(&header, "gen")], "128");
+    assert_eq!(r[col(&header, "weights")], "fp16");
+    assert_eq!(r[col(&header, "fits")], "true");
+}
+
+#[test]
+fn rows_come_outer_to_inner_in_axis_order() {
+    let (h, rows) = sweep_csv(&[
+        "--model",
+        "llama-2-7b,llama-3-8b",
+        "--gpu",
+        "h100,l4",
+        "--batch",
+        "1,4",
+        "--prompt",
+        "0,256",
+        "--gen",
+        "1,32",
+        "--weights",
+        "native,q4_0",
+    ]);
+    assert_eq!(rows.len(), 2 * 2 * 2 * 2 * 2 * 2);
+    let key = |r: &Vec<String>| {
+        (
+            r[col(&h, "model")].clone(),
+            r[col(&h, "gpu")].clone(),
+            r[col(&h, "batch")].clone(),
+            r[col(&h, "prompt")].clone(),
+            r[col(&h, "gen")].clone(),
+            r[col(&h, "weights")].clone(),
+        )
+    };
+    let mut expect = Vec::new();
+    for m in ["llama-2-7b", "llama-3-8b"] {
+        for g in ["h100-sxm", "l4"] {
+            for b in ["1", "4"] {
+                for p in ["0", "256"] {
+                    for t in ["1", "32"] {
+                        for w in ["native", "q4_0"] {
+                            let w = match (w, m) {
+                                ("native", "llama-2-7b") => "fp16",
+                                ("native", _) => "bf16",
+                                _ => w,
+                            };
+                            expect.push((
+                                m.to_string(),
+                                g.to_string(),
+                                b.to_string(),
+                                p.to_string(),
+                                t.to_string(),
+                                w.to_string(),
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let got: Vec<_> = rows.iter().map(key).collect();
+    assert_eq!(got, expect);
+}
+
+#[test]
+fn list_syntax_expands_on_the_command_line() {
+    let (h, rows) = sweep_csv(&[
+        "--model",
+        "llama-2-7b",
+        "--gpu",
+        "h100",
+        "--batch",
+        "1..3,8..32:x2,100",
+        "--prompt",
+        "0..100:+50",
+    ]);
+    let batches: Vec<&str> = rows
+        .iter()
+        .map(|r| r[col(&h, "batch")].as_str())
+        .step_by(3)
+        .collect();
+    assert_eq!(batches, ["1", "2", "3", "8", "16", "32", "100"]);
+    let prompts: Vec<&str> = rows[..3]
+        .iter()
+        .map(|r| r[col(&h, "prompt")].as_str())
+        .collect();
+    assert_eq!(prompts, ["0", "50", "100"]);
+}
+
+#[test]
+fn malformed_lists_exit_2_naming_the_item() {
+    for (flag, value, needles) in [
+        ("--batch", "64..1", vec!["--batch", "'64..1'", "backwards"]),
+        (
+            "--prompt",
+            "1..x",
+            vec!["--prompt", "'1..x'", "not a whole number"],
+        ),
+        ("--gen", "1,,2", vec!["--gen", "empty item"]),
+        ("--batch", ":x1", vec!["--batch", "':x1'"]),
+        (
+            "--batch",
+            "1..64:x1",
+            vec!["--batch", "'1..64:x1'", "at least x2"],
+        ),
+        (
+            "--prompt",
+            "0..100:+0",
+            vec!["--prompt", "'0..100:+0'", "at least +1"],
+        ),
+        (
+            "--batch",
+            "99999999999999999999999",
+            vec!["--batch", "too large"],
+        ),
+        ("--gen", "1..100000000", vec!["--gen", "more than"]),
+        ("--batch", "0", vec!["--batch", "'0'"]),
+        ("--gpus", "0,1", vec!["--gpus", "'0'"]),
+        (
+            "--gpu",
+            "h100,h10x",
+            vec!["unknown hardware id 'h10x'", "h100-sxm"],
+        ),
+        (
+            "--weights",
+            "fp16,q4km",
+            vec!["unknown format 'q4km'", "q4_k_m"],
+        ),
+        (
+            "--engine",
+            "typicl",
+            vec!["unknown engine 'typicl'", "typical"],
+        ),
+        ("--model", "llama-2-7b,llama-99", vec!["llama-99"]),
+    ] {
+        let mut args = vec!["sweep"];
+        for (f, v) in [("--model", "llama-2-7b"), ("--gpu", "h100")] {
+            if f != flag {
+                args.extend([f, v]);
+            }
+        }
+        args.extend([flag, value]);
+        let out = run(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(
+            out.stdout.is_empty(),
+            "{args:?} printed rows before failing"
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        for n in needles {
+            assert!(err.contains(n), "{args:?}: stderr lacks {n:?}: {err}");
+        }
+    }
+}
+
+#[test]
+fn invalid_combinations_become_rows_with_an_error() {
+    let out = run(&[
+        "sweep",
+        "--model",
+        "llama-2-7b",
+        "--gpu",
+        "h100",
+        "--gpus",
+        "1..4",
+        "--batch",
+        "1,2",
+    ]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 1 + 4 * 2);
+    // 3 devices cannot split 32 heads: both batch rows of gpus 3 carry the reason
+    let bad: Vec<&&str> = lines.iter().filter(|l| l.contains(",3,")).collect();
+    assert_eq!(bad.len(), 2);
+    for l in bad {
+        assert!(l.contains("does not divide"), "{l}");
+        assert!(l.contains(",false,,"), "{l}");
+    }
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("2 of 8 configurations are invalid"), "{err}");
+}
+
+#[test]
+fn json_rows_have_the_contract_keys() {
+    let out = run(&[
+        "sweep",
+        "--model",
+        "llama-2-7b",
+        "--gpu",
+        "h100,rtx-4090",
+        "--gpus",
+        "1,3",
+        "--batch",
+        "1..4",
+        "--json",
+    ]);
+    assert!(out.status.success());
+    assert!(
+        out.stderr.iter().all(|&b| b != b'\r'),
+        "no progress off a terminal"
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    let rows = v["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 2 * 2 * 4);
+    for r in rows {
+        for k in COLUMNS {
+            assert!(r.get(k).is_some(), "row lacks {k}: {r}");
+        }
+        if r["error"].is_null() {
+            assert!(r["tpot_s"].as_f64().unwrap() > 0.0);
+            assert!(r["total_bytes"].as_f64().unwrap() > 13e9);
+        } else {
+            assert!(r["tpot_s"].is_null());
+            assert_eq!(r["gpus"], 3);
+        }
+    }
+    // the 4090 has a price in the database: cost per token is known
+    assert!(rows[8]["usd_per_million_tokens"].as_f64().unwrap() > 0.0);
+    // --csv and --json together are a conflict
+    let out = run(&[
+        "sweep",
+        "--model",
+        "llama-2-7b",
+        "--gpu",
+        "h100",
+        "--csv",
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn out_file_receives_the_rows() {
+    let dir = std::env::temp_dir().join(format!("ridgeline-sweep-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("grid.csv");
+    let out = run(&[
+        "sweep",
+        "--model",
+        "llama-3-8b",
+        "--gpu",
+        "l4",
+        "--batch",
+        "1..10",
+        "--out",
+        path.to_str().unwrap(),
+    ]);
+    assert!(out.status.success());
+    assert!(out.stdout.is_empty());
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(text.lines().count(), 11);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn cli_rows_match_predict_json() {
+    let (h, rows) = sweep_csv(&[
+        "--model",
+        "llama-2-70b",
+        "--gpu",
+        "h100",
+        "--gpus",
+        "4",
+        "--batch",
+        "16",
+        "--prompt",
+        "1000",
+        "--gen",
+        "300",
+        "--weights",
+        "fp8",
+    ]);
+    let out = run(&[
+        "predict",
+        "--model",
+        "llama-2-70b",
+        "--gpu",
+        "h100",
+        "--gpus",
+        "4",
+        "--batch",
+        "16",
+        "--prompt",
+        "1000",
+        "--gen",
+        "300",
+        "--weights",
+        "fp8",
+        "--json",
+    ]);
+    let p: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let r = &rows[0];
+    let num = |c: &str| r[col(&h, c)].parse::<f64>().unwrap();
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-12 * a.abs().max(b.abs());
+    let g = &p["generation"];
+    assert!(close(num("ttft_s"), g["ttft_s"].as_f64().unwrap()));
+    assert!(close(num("tpot_s"), g["tpot_s"].as_f64().unwrap()));
+    assert!(close(
+        num("output_tokens_per_s"),
+        g["output_tokens_per_s"].as_f64().unwrap()
+    ));
+    assert!(close(
+        num("decode_tokens_per_s"),
+        g["decode_tokens_per_s"].as_f64().unwrap()
+    ));
+    assert!(close(
+        num("total_bytes"),
+        p["memory"]["total_bytes"].as_f64().unwrap()
+    ));
+    assert_eq!(r[col(&h, "fits")], p["memory"]["fits"].to_string());
+}
+
+#[test]
+fn grid_cells_follow_the_csv_order() {
+    let (hw, en) = (HardwareDb::builtin().unwrap(), EngineDb::builtin().unwrap());
+    let lists = SweepLists {
+        model: "llama-2-7b,mistral-7b",
+        gpu: "h100,a100",
+        gpus: "1,2",
+        batch: "1,8,64",
+        prompt: "128,1024",
+        gen_tokens: "16,256",
+        kv: "native,fp8",
+        ..SweepLists::default()
+    };
+    let s = Sweep::from_lists(&lists, hw, en).unwrap();
+    let grid = s.grid().unwrap();
+    assert_eq!(grid.tpot_s.shape(), &[2, 2, 2, 3, 2, 2, 1, 2, 1]);
+    let mut csv = Vec::new();
+    s.write_csv(&mut csv, &Default::default()).unwrap();
+    let text = String::from_utf8(csv).unwrap();
+    let tpot_col = COLUMNS.iter().position(|c| *c == "tpot_s").unwrap();
+    let from_csv: Vec<f64> = text
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(tpot_col).unwrap().parse().unwrap())
+        .collect();
+    let from_grid: Vec<f64> = grid.tpot_s.iter().copied().collect();
+    assert_eq!(from_csv, from_grid);
+    // more batch, same everything else: slower per token, more tokens per second
+    let t = &grid.tpot_s;
+    let o = &grid.output_tokens_per_s;
+    assert!(t[[0, 0, 0, 2, 0, 0, 0, 0, 0]] > t[[0, 0, 0, 0, 0, 0, 0, 0, 0]]);
+    assert!(o[[0, 0, 0, 2, 0, 0, 0, 0, 0]] > o[[0, 0, 0, 0, 0, 0, 0, 0, 0]]);
+    // fp8 KV halves the cache: less memory
+    assert!(
+        grid.total_bytes[[0, 0, 0, 2, 1, 1, 0, 1, 0]]
+            < grid.total_bytes[[0, 0, 0, 2, 1, 1, 0, 0, 0]]
+    );
+}
+
+const MODELS: [&str; 6] = [
+    "llama-2-7b",
+    "llama-2-70b",
+    "mixtral-8x7b",
+    "gpt3-2.7b",
+    "qwen2.5-7b",
+    "mpt-30b",
+];
+const GPUS: [&str; 5] = ["h100", "a100", "rtx-4090", "mi300x", "m2-ultra"];
+const FORMATS: [Option<Format>; 5] = [
+    None,
+    Some(Format::Fp8),
+    Some(Format::Int8),
+    Some(Format::Q4KM),
+    Some(Format::AwqInt4),
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// The cached evaluator used by sweeps and plans equals `Predictor::summary` on
+    /// random models, devices, layouts, formats and shapes (to rounding: 1e-12).
+    #[test]
+    fn optimised_summary_equals_plain(
+        m in 0..MODELS.len(),
+        g in 0..GPUS.len(),
+        tp in 0u32..3,
+        pp in any::<bool>(),
+        w in 0..FORMATS.len(),
+        kv8 in any::<bool>(),
+        flash in any::<bool>(),
+        shapes in proptest::collection::vec((1u64..4096, 0u64..40_000, 0u64..9_000), 1..6),
+    ) {
+        let model = ModelDb::builtin().unwrap().resolve(MODELS[m]).unwrap();
+        let hw = HardwareDb::builtin().unwrap().get(GPUS[g]).unwrap();
+        let engine = EngineDb::builtin().unwrap().get("typical").unwrap();
+        let s = Scenario {
+            gpus: 1 << tp,
+            parallel: if pp { Parallel::Pp } else { Parallel::Tp },
+            weights: FORMATS[w],
+            kv: kv8.then_some(Format::Fp8),
+            flash,
+            ..Scenario::default()
+        };
+        let Ok(p) = Predictor::new(&model, hw, engine, &s) else { return Ok(()) };
+        let mut ev = Evaluator::new(&p);
+        for (b, prompt, gen_tokens) in shapes {
+            // same batch twice in a row exercises the caches
+            for _ in 0..2 {
+                let (fast, plain) = (ev.summary(b, prompt, gen_tokens), p.summary(b, prompt, gen_tokens));
+                let close = |a: f64, b: f64| (a - b).abs() <= 1e-12 * a.abs().max(b.abs()).max(1e-300);
+                prop_assert!(close(fast.prefill.time_s, plain.prefill.time_s));
+                prop_assert!(close(fast.decode.time_s, plain.decode.time_s));
+                prop_assert!(close(fast.decode.bytes, plain.decode.bytes));
+                prop_assert!(close(fast.decode_total_s, plain.decode_total_s),
+                    "{} vs {}", fast.decode_total_s, plain.decode_total_s);
+                prop_assert!(close(fast.decode_total_roofline_s, plain.decode_total_roofline_s));
+                prop_assert_eq!(fast.memory, plain.memory);
+            }
+        }
+    }
+}
