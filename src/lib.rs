@@ -43,7 +43,10 @@
 //! | [`roofline`] | ridge points, attainable FLOP/s, [`roofline::place`], [`roofline::Bound`] |
 //! | [`engine`] | efficiency profiles of inference engines ([`engine::EngineDb`]) |
 //! | [`memory`] | inference memory per device, max batch, max context |
-//! | [`predict`] | prefill, decode and generation roll-ups ([`predict::Predictor`]) |
+//! | [`predict`] | prefill, decode and generation roll-ups ([`predict::Predictor`], cached [`predict::Evaluator`]) |
+//! | [`list`] | LIST arguments: `1,2,4`, `1..64`, `128..8192:x2`, `0..1000:+50` |
+//! | [`sweep`] | parallel sweeps over every axis ([`sweep::Sweep`]): streaming CSV/JSON, `ndarray` grids |
+//! | [`plan`] | capacity planning under latency, throughput and budget targets ([`plan::plan`]) |
 //! | [`report`] | text, Markdown and plain-language renderers of the report structs |
 //!
 //! All internal quantities are `f64` in SI base units (FLOP, byte, second, FLOP/s,

@@ -566,7 +566,13 @@ fn why_best(
     };
     let mut sole = [0u64; 5];
     let mut any = [0u64; 5];
-    // per target, the nearest better configuration that misses only that target
+    // per target, of the better configurations that miss only that target, the one
+    // that misses it by the least
+    let miss = |c: &Cand, i: usize| match (value_of(c, i), limit_of(t, i)) {
+        (Some(v), Some(l)) if i == 3 => l / v,
+        (Some(v), Some(l)) => v / l,
+        _ => f64::INFINITY,
+    };
     let mut example: [Option<&Cand>; 5] = [None; 5];
     for c in cands.iter().filter(|c| better(c)) {
         let v = violations(c, t);
@@ -576,7 +582,12 @@ fn why_best(
                 any[i] += 1;
                 if n == 1 {
                     sole[i] += 1;
-                    if example[i].is_none_or(|e| rank(c) > rank(e)) {
+                    if example[i].is_none_or(|e| {
+                        miss(c, i)
+                            .total_cmp(&miss(e, i))
+                            .then(rank(e).total_cmp(&rank(c)))
+                            .is_lt()
+                    }) {
                         example[i] = Some(c);
                     }
                 }
@@ -595,7 +606,7 @@ fn why_best(
             let limit = limit_of(t, i);
             let msg = match (example[i], limit) {
                 (Some(e), Some(l)) => format!(
-                    "{} {} would {} but miss it; the nearest, {}, has {}{}",
+                    "{} {} would {} but miss it; the closest miss, {}, has {}{}",
                     sole[i],
                     if sole[i] == 1 {
                         "configuration"
