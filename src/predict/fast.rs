@@ -29,6 +29,8 @@ use crate::roofline::Placement;
 /// Probe contexts: far apart, with a power-of-two span, so slopes lose little precision.
 const PROBE_LO: u64 = 1 << 10;
 const PROBE_HI: u64 = PROBE_LO + (1 << 24);
+/// Contexts where decode lines are checked against the plain pass.
+const DECODE_CHECKS: [u64; 2] = [1, (3 << 20) + 5];
 /// Most context-dependent ops a decode graph has (naive attention has three).
 const MAX_VARYING: usize = 4;
 
@@ -272,6 +274,21 @@ impl DecodeLines {
         d.bytes = line(sa[1], sb[1]);
         d.weight_bytes = line(sa[2], sb[2]);
         d.kv_bytes = line(sa[3], sb[3]);
+        // verify the lines against the plain pass below and between the probes, so a
+        // context-dependence that is not affine falls back instead of extrapolating
+        for check in DECODE_CHECKS {
+            let plain = p.pass_ops(&Step::decode(batch, check))?;
+            let fast = d.step_ops(check);
+            let ok = |a: f64, b: f64| (a - b).abs() <= 1e-12 * a.abs().max(b.abs());
+            if !(ok(plain.time_s, fast.time_s)
+                && ok(plain.roofline_time_s, fast.roofline_time_s)
+                && ok(plain.flops, fast.flops)
+                && ok(plain.bytes, fast.bytes)
+                && ok(plain.kv_bytes, fast.kv_bytes))
+            {
+                return None;
+            }
+        }
         Some(d)
     }
 
