@@ -152,12 +152,13 @@ pub struct Entry {
 /// A target that keeps cheaper (or any) configurations out.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Binding {
-    /// `memory`, `max_ttft_s`, `max_tpot_s`, `min_output_tokens_per_s` or
-    /// `max_usd_per_hour`.
+    /// `memory`, `max_ttft_s`, `max_tpot_s`, `min_output_tokens_per_s`,
+    /// `max_usd_per_hour`, or `search_space` (nothing binds: nothing cheaper was found).
     pub target: &'static str,
-    /// The limit asked (SI units; null for memory).
+    /// The limit asked (SI units; for `memory`, the capacity per device in bytes).
     pub limit: Option<f64>,
-    /// The best value of that quantity reachable (SI units), where known.
+    /// With a best: the best's own value of that quantity (for `memory`, its bytes per
+    /// device). Without one: the best value any configuration that fits reaches.
     pub best_reachable: Option<f64>,
     /// One sentence for people.
     pub message: String,
@@ -569,6 +570,7 @@ fn why_best(
     // per target, of the better configurations that miss only that target, the one
     // that misses it by the least
     let miss = |c: &Cand, i: usize| match (value_of(c, i), limit_of(t, i)) {
+        _ if i == 0 => c.total_bytes / c.capacity_bytes,
         (Some(v), Some(l)) if i == 3 => l / v,
         (Some(v), Some(l)) => v / l,
         _ => f64::INFINITY,
@@ -601,63 +603,99 @@ fn why_best(
     } else {
         None
     };
-    match pick {
-        Some(i) if i > 0 => {
-            let limit = limit_of(t, i);
-            let msg = match (example[i], limit) {
-                (Some(e), Some(l)) => format!(
-                    "{} {} would {} but miss it; the closest miss, {}, has {}{}",
-                    sole[i],
-                    if sole[i] == 1 {
-                        "configuration"
-                    } else {
-                        "configurations"
-                    },
-                    if priced {
-                        "cost less"
-                    } else {
-                        "produce more tokens per device"
-                    },
-                    describe(e),
-                    shortfall(i, value_of(e, i).unwrap_or(f64::NAN), l),
-                    match (e.usd_per_million_tokens, best.usd_per_million_tokens) {
-                        (Some(a), Some(b)) => format!(" (${a:.3} vs ${b:.3} per million tokens)"),
-                        _ => String::new(),
-                    }
-                ),
-                _ => format!(
-                    "{} better configurations miss {} (with other targets too)",
-                    any[i], TARGET_NAMES[i]
-                ),
-            };
-            vec![Binding {
-                target: TARGET_NAMES[i],
-                limit,
-                best_reachable: Some(value_of(best, i).unwrap_or(f64::NAN)),
-                message: msg,
-            }]
-        }
-        _ => {
-            // nothing cheaper that fits was evaluated: memory or the search space binds
-            let message = if best.batch >= best.max_batch {
-                format!(
-                    "batch {} is the largest that fits ({:.1} of {:.1} GB per device); a larger batch would cost less per token",
-                    best.batch,
-                    best.total_bytes / 1e9,
-                    best.capacity_bytes / 1e9
-                )
+    let n = |k: u64| {
+        (
+            k,
+            if k == 1 {
+                "configuration"
             } else {
-                format!(
-                    "no target binds: this is the cheapest configuration searched (batch capped at {MAX_PLAN_BATCH})"
-                )
+                "configurations"
+            },
+        )
+    };
+    let cheaper = if priced {
+        "would cost less"
+    } else {
+        "would produce more tokens per device"
+    };
+    let costs = |e: &Cand| match (e.usd_per_million_tokens, best.usd_per_million_tokens) {
+        (Some(a), Some(b)) => format!(" (${a:.3} vs ${b:.3} per million tokens)"),
+        _ => String::new(),
+    };
+    match pick {
+        Some(0) => {
+            let msg = match example[0] {
+                Some(e) => format!(
+                    "{} {} {cheaper} but do not fit; the closest, {}, needs {:.1} of {:.1} GB per device{}",
+                    n(sole[0]).0,
+                    n(sole[0]).1,
+                    describe(e),
+                    e.total_bytes / 1e9,
+                    e.capacity_bytes / 1e9,
+                    costs(e)
+                ),
+                None => format!(
+                    "{} {} {cheaper} but do not fit in memory",
+                    n(any[0]).0,
+                    n(any[0]).1
+                ),
             };
             vec![Binding {
                 target: "memory",
                 limit: Some(best.capacity_bytes),
                 best_reachable: Some(best.total_bytes),
-                message,
+                message: msg,
             }]
         }
+        Some(i) => {
+            let limit = limit_of(t, i);
+            let msg = match (example[i], limit) {
+                (Some(e), Some(l)) => format!(
+                    "{} {} {cheaper} but miss it; the closest miss, {}, has {}{}",
+                    n(sole[i]).0,
+                    n(sole[i]).1,
+                    describe(e),
+                    shortfall(i, value_of(e, i).unwrap_or(f64::NAN), l),
+                    costs(e)
+                ),
+                _ => format!(
+                    "{} {} {cheaper} but miss {} (with other targets too)",
+                    n(any[i]).0,
+                    n(any[i]).1,
+                    TARGET_NAMES[i]
+                ),
+            };
+            vec![Binding {
+                target: TARGET_NAMES[i],
+                limit,
+                best_reachable: value_of(best, i),
+                message: msg,
+            }]
+        }
+        None if best.batch >= best.max_batch => vec![Binding {
+            target: "memory",
+            limit: Some(best.capacity_bytes),
+            best_reachable: Some(best.total_bytes),
+            message: format!(
+                "batch {} is the largest that fits ({:.1} of {:.1} GB per device); a larger batch {}",
+                best.batch,
+                best.total_bytes / 1e9,
+                best.capacity_bytes / 1e9,
+                if priced {
+                    "would cost less per token"
+                } else {
+                    "would produce more tokens per device"
+                }
+            ),
+        }],
+        None => vec![Binding {
+            target: "search_space",
+            limit: None,
+            best_reachable: None,
+            message: format!(
+                "no target binds: nothing cheaper was found among the configurations searched (batch at most {MAX_PLAN_BATCH})"
+            ),
+        }],
     }
 }
 

@@ -483,8 +483,16 @@ impl<'a> Sweep<'a> {
         }
     }
 
-    /// The predictor of one (model, gpu, gpus, weights, kv, engine) cell.
+    /// The predictor of the (model, gpu, gpus, weights, kv, engine) of the configuration
+    /// at axis indices `ix` (order of [`AXES`]; batch, prompt and gen are ignored).
     pub fn predictor(&self, ix: &[usize; 9]) -> Result<Predictor<'_>> {
+        let shape = self.shape();
+        if ix.iter().zip(shape).any(|(&i, n)| i >= n) {
+            return Err(Error::invalid(
+                "sweep",
+                format!("index {ix:?} is outside the shape {shape:?}"),
+            ));
+        }
         let s = Scenario {
             batch: 1,
             prompt: 0,
@@ -507,7 +515,8 @@ impl<'a> Sweep<'a> {
     /// Evaluates the configurations with flat indices in `range` in order on this thread,
     /// calling `f` with each one's axis indices (order of [`AXES`]) and outcome. No
     /// allocation per configuration; one [`Predictor`] per (model, gpu, gpus, weights,
-    /// kv, engine) met. Indices past the end are ignored.
+    /// kv, engine) met. Indices past the end are ignored. For a sweep built by hand, call
+    /// [`Sweep::validate`] first: values beyond its limits are not checked here.
     pub fn for_each(&self, range: Range<usize>, mut f: impl FnMut(&[usize; 9], Outcome<'_>)) {
         let shape = self.shape();
         let end = range.end.min(self.len());
