@@ -283,9 +283,16 @@ impl ModelConfig {
             src,
         )?
         .unwrap_or(1);
-        let experts_per_token = uint(m, &["num_experts_per_tok", "moe_top_k", "top_k"], src)?
-            .unwrap_or(1)
-            .min(experts);
+        let experts_per_token =
+            uint(m, &["num_experts_per_tok", "moe_top_k", "top_k"], src)?.unwrap_or(1);
+        if experts_per_token > experts {
+            return Err(Error::Parse {
+                source_name: src.into(),
+                message: format!(
+                    "field num_experts_per_tok: {experts_per_token} is more than num_local_experts {experts}"
+                ),
+            });
+        }
         let no_bias = boolean(m, &["no_bias"], false, src)?;
         let (qkv_bias, o_bias, mlp_bias, norm) = match family.as_str() {
             "gpt2" | "gpt_neox" | "gptj" | "opt" | "bloom" | "gpt_bigcode" | "phi" => {
