@@ -1336,3 +1336,171 @@ fn cli_train_text_and_bad_input_exit_2() {
         assert!(out.stdout.is_empty());
     }
 }
+
+/// Scans the overlap fractions at the calibrated compute fractions (ignored).
+#[test]
+#[ignore]
+fn calibrate_overlap() {
+    use ridgeline::train::TrainEfficiency;
+    let runs: Vec<Run> = published_runs()
+        .into_iter()
+        .map(|r| Run {
+            cfg: fitted(&r),
+            ..r
+        })
+        .collect();
+    for odp in [0.0, 0.5, 0.8, 0.9, 1.0] {
+        for otp in [0.0, 0.25, 0.5] {
+            let errs: Vec<f64> = runs
+                .iter()
+                .map(|r| {
+                    let base = TrainEfficiency::for_hardware(&r.hw);
+                    let mut cfg = r.cfg.clone();
+                    cfg.efficiency = Some(TrainEfficiency {
+                        overlap_dp: odp,
+                        overlap_tp: otp,
+                        ..base
+                    });
+                    let rr = Run {
+                        id: r.id,
+                        model: r.model.clone(),
+                        hw: r.hw.clone(),
+                        cfg,
+                        metric: r.metric,
+                        measured: r.measured,
+                        note: r.note,
+                    };
+                    predicted(&rr) / rr.measured - 1.0
+                })
+                .collect();
+            let med = median(errs.iter().map(|e| e.abs()).collect());
+            println!(
+                "overlap dp {odp:.2} tp {otp:.2}: median |err| {med:.3} {:?}",
+                errs.iter().map(|e| format!("{e:+.2}")).collect::<Vec<_>>()
+            );
+        }
+    }
+}
+
+/// Runs from the same sources that are not rows of measurements.csv, as a check that the
+/// calibration generalises: torchtitan `docs/performance.md` (commit eaea6f6, Tables 1,
+/// 3 and 5) and the Llama 3 paper's 8K-GPU configuration (Table 4: TP8 PP16 DP64, 430
+/// TFLOP/s per GPU). Eager (uncompiled) torchtitan rows are printed but not asserted:
+/// the model has no term for unfused elementwise kernels and overshoots them by ~45 %.
+/// Tolerance ±35 %: torchtitan's "selective op" checkpointing also recomputes every
+/// other matmul, which `Recompute::Selective` (Korthikanti's definition) does not.
+#[test]
+fn further_published_runs_outside_the_csv() {
+    let tt = h100_96gb_500w();
+    let h100 = gpu("h100-sxm");
+    let tt405 = |v: u64| TrainConfig {
+        tp: 8,
+        pp: 8,
+        virtual_stages: v,
+        zero: 3,
+        recompute: Recompute::Full,
+        precision: TrainPrecision::Fp8,
+        ..base(512, 8192, 256, 1)
+    };
+    let tt8b = |gpus: u64| TrainConfig {
+        zero: 3,
+        recompute: Recompute::Selective,
+        ..base(gpus, 8192, 2 * gpus, 2)
+    };
+    // (label, model, device, config, measured, tokens/s/GPU (true) or model FLOP/s, asserted)
+    let cases = [
+        (
+            "torchtitan 405B 3D 1F1B",
+            "llama-3.1-405b",
+            &tt,
+            tt405(1),
+            100.0,
+            true,
+            true,
+        ),
+        (
+            "torchtitan 405B 3D interleaved (v=2 assumed)",
+            "llama-3.1-405b",
+            &tt,
+            tt405(2),
+            128.0,
+            true,
+            true,
+        ),
+        (
+            "torchtitan 8B 128 GPUs compile",
+            "llama-3.1-8b",
+            &tt,
+            tt8b(128),
+            6514.0,
+            true,
+            true,
+        ),
+        (
+            "torchtitan 8B 128 GPUs compile+float8",
+            "llama-3.1-8b",
+            &tt,
+            TrainConfig {
+                precision: TrainPrecision::Fp8,
+                ..tt8b(128)
+            },
+            8380.0,
+            true,
+            true,
+        ),
+        (
+            "torchtitan 8B 8 GPUs eager",
+            "llama-3.1-8b",
+            &tt,
+            tt8b(8),
+            5762.0,
+            true,
+            false,
+        ),
+        (
+            "torchtitan 8B 128 GPUs eager",
+            "llama-3.1-8b",
+            &tt,
+            tt8b(128),
+            5605.0,
+            true,
+            false,
+        ),
+        (
+            "Llama 3 405B 8K GPUs (v=4 assumed)",
+            "llama-3.1-405b",
+            &h100,
+            TrainConfig {
+                tp: 8,
+                pp: 16,
+                virtual_stages: 4,
+                zero: 1,
+                ..base(8192, 8192, 2048, 1)
+            },
+            430e12,
+            false,
+            true,
+        ),
+    ];
+    let mut errs = Vec::new();
+    for (label, id, hw, cfg, measured, tps, asserted) in cases {
+        let r = train(&model(id), hw, &cfg).unwrap();
+        let p = if tps {
+            r.step.tokens_per_s_per_gpu
+        } else {
+            r.step.model_flops_per_s_per_gpu
+        };
+        let err = p / measured - 1.0;
+        println!(
+            "{label:<48} measured {measured:>10.4e} predicted {p:>10.4e} err {:+6.1}%",
+            100.0 * err
+        );
+        if asserted {
+            assert!(err.abs() < 0.35, "{label}: {:+.1}%", 100.0 * err);
+            errs.push(err.abs());
+        }
+    }
+    let med = median(errs);
+    println!("median |error| (asserted rows): {:.1}%", 100.0 * med);
+    assert!(med < 0.15);
+}
