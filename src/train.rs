@@ -654,7 +654,10 @@ pub struct StepReport {
     pub tokens_per_s: f64,
     /// Tokens per second per device.
     pub tokens_per_s_per_gpu: f64,
-    /// Model FLOPs utilization (recomputation not counted).
+    /// Model FLOPs utilization (recomputation not counted). Attention is counted over
+    /// the full `s × s` square (the PaLM / Megatron-LM convention the published MFUs use),
+    /// about twice what a causal fused kernel executes, so at very long sequences, where
+    /// attention dominates, MFU can exceed the executed-FLOP utilization (and even 1).
     pub mfu: f64,
     /// The bound that accounts for most of the step time.
     pub bound: Bound,
@@ -1735,6 +1738,15 @@ impl<'a> Trainer<'a> {
             notes.push(format!(
                 "{:.2} GB of optimizer states per device in host memory; the CPU update itself is not timed",
                 detail.host_optimizer_bytes / 1e9
+            ));
+        }
+        let p = self.model.params();
+        let attn =
+            12.0 * self.model.layers as f64 * self.model.q_width() as f64 * self.cfg.seq as f64;
+        if attn > 6.0 * p.total as f64 * 0.25 {
+            notes.push(format!(
+                "attention is {:.0} % of the model FLOPs at this length; MFU counts it over the full s x s square (the PaLM/Megatron convention), about twice what a causal kernel executes",
+                100.0 * attn / (attn + 6.0 * p.total as f64)
             ));
         }
         if self.cfg.global_batch.is_none() && self.layout.pp > 1 {

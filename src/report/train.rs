@@ -47,11 +47,12 @@ pub fn render(r: &TrainReport) -> String {
         }
     );
     s.push_str(&format!(
-        "seq {}, micro-batch {}, global batch {} ({} micro-batches per step{})\n\n",
+        "seq {}, micro-batch {}, global batch {} ({} micro-batch{} per step{})\n\n",
         c.seq,
         l.micro_batch,
         l.global_batch,
         l.micro_batches,
+        if l.micro_batches == 1 { "" } else { "es" },
         if c.virtual_stages > 1 {
             format!(", {} virtual stages", c.virtual_stages)
         } else {
@@ -76,10 +77,15 @@ pub fn render(r: &TrainReport) -> String {
         }
     ));
     s.push_str(&format!(
-        "  activations  {:>12} ({} per layer per micro-batch, {} micro-batch(es) in flight{})\n",
+        "  activations  {:>12} ({} per layer per micro-batch, {} micro-batch{} in flight{})\n",
         fmt_gb(m.activations_bytes),
         fmt_gb(d.activations_per_layer_bytes),
         d.micro_batches_in_flight,
+        if d.micro_batches_in_flight == 1 {
+            ""
+        } else {
+            "es"
+        },
         if d.logits_bytes > 0.0 {
             format!(", logits {}", fmt_gb(d.logits_bytes))
         } else {
