@@ -60,6 +60,7 @@ pub mod ops;
 pub mod predict;
 pub mod report;
 pub mod roofline;
+pub mod train;
 pub mod units;
 
 pub use error::{Error, Result};

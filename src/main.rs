@@ -54,6 +54,97 @@ enum Command {
         #[command(flatten)]
         args: PredictArgs,
     },
+    /// Training: memory per device and step time (ZeRO, 3D parallelism, LoRA/QLoRA).
+    Train {
+        #[command(flatten)]
+        args: TrainArgs,
+    },
+}
+
+/// Options of `ridgeline train`.
+#[derive(Args, Clone)]
+struct TrainArgs {
+    /// Model id (see `ridgeline models`) or path to a Hugging Face config.json.
+    #[arg(long)]
+    model: String,
+    /// Device id or alias (see `ridgeline hardware`).
+    #[arg(long)]
+    gpu: String,
+    /// Number of devices (tp x pp x dp).
+    #[arg(long, default_value_t = 1)]
+    gpus: u64,
+    /// Tensor-parallel degree.
+    #[arg(long, default_value_t = 1)]
+    tp: u64,
+    /// Pipeline-parallel degree.
+    #[arg(long, default_value_t = 1)]
+    pp: u64,
+    /// ZeRO stage: 0, 1 (optimizer states sharded), 2 (+ gradients), 3 (+ weights).
+    #[arg(long, default_value_t = 0)]
+    zero: u64,
+    /// Sequences per micro-batch per data-parallel rank.
+    #[arg(long = "micro-batch", default_value_t = 1)]
+    micro_batch: u64,
+    /// Sequences per optimizer step (default: micro-batch x dp, x 4pp with pipelining).
+    #[arg(long = "global-batch")]
+    global_batch: Option<u64>,
+    /// Tokens per sequence.
+    #[arg(long, default_value_t = 2048)]
+    seq: u64,
+    /// full, lora or qlora.
+    #[arg(long, default_value = "full")]
+    method: String,
+    /// LoRA rank (adapters on q and v).
+    #[arg(long = "lora-rank", default_value_t = 8)]
+    lora_rank: u64,
+    /// Activation recomputation: none, selective, full.
+    #[arg(long, default_value = "none")]
+    recompute: String,
+    /// Mixed precision: bf16, fp16, fp8.
+    #[arg(long, default_value = "bf16")]
+    precision: String,
+    /// Optimizer: adamw, sgd, adafactor.
+    #[arg(long, default_value = "adamw")]
+    optimizer: String,
+    /// Optimizer states in host memory: none, cpu.
+    #[arg(long, default_value = "none")]
+    offload: String,
+    /// Interleaved pipeline: model chunks per device.
+    #[arg(long = "virtual-stages", default_value_t = 1)]
+    virtual_stages: u64,
+    /// Inter-node network bandwidth per GPU, bytes/s (400 Gb/s InfiniBand = 50e9).
+    #[arg(long = "inter-node-bw", default_value_t = ridgeline::train::DEFAULT_INTER_NODE_BYTES_PER_S)]
+    inter_node_bw: f64,
+    /// Naive attention that materializes the score matrix.
+    #[arg(long = "no-flash")]
+    no_flash: bool,
+    /// Tensor parallelism without sequence parallelism.
+    #[arg(long = "no-sequence-parallel")]
+    no_sequence_parallel: bool,
+}
+
+fn train_config(a: &TrainArgs) -> Result<ridgeline::train::TrainConfig> {
+    use ridgeline::train::{Method, Offload, Optimizer, Recompute, TrainConfig, TrainPrecision};
+    Ok(TrainConfig {
+        gpus: a.gpus,
+        tp: a.tp,
+        pp: a.pp,
+        zero: u8::try_from(a.zero).unwrap_or(u8::MAX),
+        micro_batch: a.micro_batch,
+        global_batch: a.global_batch,
+        seq: a.seq,
+        method: Method::parse(&a.method)?,
+        lora_rank: a.lora_rank,
+        recompute: Recompute::parse(&a.recompute)?,
+        precision: TrainPrecision::parse(&a.precision)?,
+        optimizer: Optimizer::parse(&a.optimizer)?,
+        offload: Offload::parse(&a.offload)?,
+        sequence_parallel: !a.no_sequence_parallel,
+        flash: !a.no_flash,
+        virtual_stages: a.virtual_stages,
+        inter_node_bytes_per_s: a.inter_node_bw,
+        ..TrainConfig::default()
+    })
 }
 
 struct Ctx {
@@ -223,6 +314,16 @@ fn run(cli: Cli) -> Result<String> {
                 to_json(&e)
             } else {
                 Ok(ridgeline::report::explain::render(&e))
+            }
+        }
+        Command::Train { args } => {
+            let model = resolve_model(&args.model)?;
+            let hw = ctx.hardware.get(&args.gpu)?;
+            let report = ridgeline::train::train(&model, hw, &train_config(&args)?)?;
+            if cli.json {
+                to_json(&report)
+            } else {
+                Ok(ridgeline::report::train::render(&report))
             }
         }
         Command::Hardware { action: None } => {

@@ -5,6 +5,7 @@ pub mod explain;
 pub mod markdown;
 pub mod table;
 pub mod text;
+pub mod train;
 
 use crate::model::ModelConfig;
 use serde::Serialize;
