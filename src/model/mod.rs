@@ -283,8 +283,7 @@ impl ModelConfig {
             src,
         )?
         .unwrap_or(1);
-        let experts_per_token =
-            uint(m, &["num_experts_per_tok", "moe_top_k"], src)?.unwrap_or(1);
+        let experts_per_token = uint(m, &["num_experts_per_tok", "moe_top_k"], src)?.unwrap_or(1);
         if experts_per_token > experts {
             return Err(Error::Parse {
                 source_name: src.into(),
