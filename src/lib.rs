@@ -2,6 +2,7 @@
 //! (crate guide written below)
 #![deny(missing_docs)]
 
+pub mod calibrate;
 pub mod dtype;
 pub mod engine;
 pub mod error;
