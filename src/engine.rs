@@ -22,7 +22,8 @@ pub struct Engine {
     /// One line on what the profile represents.
     #[serde(default)]
     pub description: String,
-    /// Fraction of memory bandwidth reached, by device class (`default` for the rest).
+    /// Fraction of memory bandwidth reached, by memory technology (`hbm`, `gddr`,
+    /// `lpddr`) or device class (`default` for the rest); see [`memory_keys`].
     pub memory_efficiency: BTreeMap<String, f64>,
     /// Fraction of dense peak FLOP/s reached.
     pub compute_efficiency: f64,
