@@ -730,18 +730,25 @@ pub fn calibrate(
     let fitted = |id: &str| fits.iter().find(|f| f.engine.id == id).map(|f| &f.engine);
     let mut rows = Vec::new();
     for c in &mapped.cases {
-        if !wants(&c.engine) {
+        // with `--engine typical`, the pooled rows are shown against typical
+        let profile = if only.as_deref() == Some("typical")
+            && (c.kind == Kind::F || TYPICAL_POOL.contains(&c.engine.as_str()))
+        {
+            "typical"
+        } else if wants(&c.engine) {
+            c.engine.as_str()
+        } else {
             continue;
-        }
-        let before = &base_for(engines, &c.engine)?;
-        let after = fitted(&c.engine).unwrap_or(before);
+        };
+        let before = &base_for(engines, profile)?;
+        let after = fitted(profile).unwrap_or(before);
         let pb = predict_case(c, before).unwrap_or(f64::NAN);
         let pa = predict_case(c, after).unwrap_or(f64::NAN);
         let used = fits.iter().any(|f| f.rows.contains(&c.id));
         rows.push(RowReport {
             id: c.id.clone(),
             kind: c.kind,
-            engine: c.engine.clone(),
+            engine: profile.to_string(),
             hardware: c.hardware.id.clone(),
             model: c.model.as_ref().map_or(String::new(), |m| m.id.clone()),
             target: c.target,
