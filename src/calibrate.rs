@@ -837,3 +837,47 @@ pub fn engines_toml(fits: &[EngineFit]) -> Result<String> {
     }
     Ok(out)
 }
+
+/// One row predicted by a calibration that did not see it.
+#[derive(Debug, Clone, Serialize)]
+pub struct HeldOut {
+    /// Row id.
+    pub id: String,
+    /// Kind.
+    pub kind: Kind,
+    /// Engine id.
+    pub engine: String,
+    /// `100 · (predicted / measured - 1)` with the engines fitted without this row.
+    pub error_pct: f64,
+}
+
+/// Leave-one-out cross-validation: for each kind A/B/C row, calibrates on all other
+/// rows (as [`calibrate`] does) and predicts the row left out. The median of the
+/// errors estimates the error on measurements that are not in the file. Costs one full
+/// calibration per row.
+pub fn leave_one_out(mapped: &Mapped, engines: &crate::engine::EngineDb) -> Result<Vec<HeldOut>> {
+    let mut out = Vec::new();
+    for (i, c) in mapped.cases.iter().enumerate() {
+        if c.kind == Kind::F {
+            continue;
+        }
+        let mut rest = mapped.clone();
+        rest.cases.remove(i);
+        let cal = calibrate(&rest, engines, None)?;
+        let fitted = |id: &str| cal.engines.iter().find(|f| f.engine.id == id);
+        let engine = match (fitted(&c.engine), fitted("typical")) {
+            (Some(f), _) => f.engine.clone(),
+            // the engine's only row was left out: its profile is typical's
+            (None, Some(t)) => start_from_typical(&base_for(engines, &c.engine)?, &t.engine),
+            (None, None) => base_for(engines, &c.engine)?,
+        };
+        let p = predict_case(c, &engine)?;
+        out.push(HeldOut {
+            id: c.id.clone(),
+            kind: c.kind,
+            engine: c.engine.clone(),
+            error_pct: 100.0 * (p / c.measured - 1.0),
+        });
+    }
+    Ok(out)
+}

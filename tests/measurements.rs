@@ -186,3 +186,16 @@ fn recalibrating_the_bundled_file_reproduces_engines_toml() {
         }
     }
 }
+
+#[test]
+#[ignore = "one full calibration per row (about a minute in debug): cargo test -- --ignored"]
+fn leave_one_out_error_per_kind() {
+    let m = mapped();
+    let db = EngineDb::builtin().unwrap();
+    let held = ridgeline::calibrate::leave_one_out(&m, db).unwrap();
+    for k in [Kind::A, Kind::B, Kind::C] {
+        let med = median_abs(held.iter().filter(|h| h.kind == k).map(|h| h.error_pct));
+        eprintln!("leave-one-out kind {k}: median |error| {med:.1}%");
+        assert!(med < 20.0, "kind {k}: {med:.1}%");
+    }
+}
