@@ -50,6 +50,7 @@
 //! byte/s); conversion happens only in [`units`] and [`report`].
 #![deny(missing_docs)]
 
+pub mod calibrate;
 pub mod dtype;
 pub mod engine;
 pub mod error;

@@ -59,6 +59,19 @@ enum Command {
         #[command(flatten)]
         args: TrainArgs,
     },
+    /// Fit engine efficiency factors to published measurements (CSV) and report errors.
+    Calibrate {
+        /// Measurements CSV (columns id,kind,gpu,num_gpus,model,precision,batch,
+        /// prompt_len,gen_len,framework,metric,value,unit,source_url_or_repo_path,notes).
+        #[arg(long, value_name = "FILE.csv")]
+        measurements: PathBuf,
+        /// Fit only this engine (default: every engine with rows, and typical).
+        #[arg(long)]
+        engine: Option<String>,
+        /// Write the fitted engines to an engines TOML (load it with --engine-file).
+        #[arg(long, value_name = "FILE.toml")]
+        save: Option<PathBuf>,
+    },
 }
 
 /// Options of `ridgeline train`.
@@ -324,6 +337,32 @@ fn run(cli: Cli) -> Result<String> {
                 to_json(&report)
             } else {
                 Ok(ridgeline::report::train::render(&report))
+            }
+        }
+        Command::Calibrate {
+            measurements,
+            engine,
+            save,
+        } => {
+            let rows = ridgeline::calibrate::read_measurements(&measurements)?;
+            let mapped = ridgeline::calibrate::cases_with(&rows, db, ModelDb::builtin()?);
+            let cal = ridgeline::calibrate::calibrate(&mapped, &ctx.engines, engine.as_deref())?;
+            if let Some(path) = save {
+                let text = ridgeline::calibrate::engines_toml(&cal.engines)?;
+                std::fs::write(&path, text).map_err(|e| Error::Io {
+                    path: path.display().to_string(),
+                    message: e.to_string(),
+                })?;
+                eprintln!(
+                    "saved {} engine profile(s) to {}",
+                    cal.engines.len(),
+                    path.display()
+                );
+            }
+            if cli.json {
+                to_json(&cal)
+            } else {
+                Ok(ridgeline::report::calibration::text(&cal))
             }
         }
         Command::Hardware { action: None } => {
