@@ -503,7 +503,8 @@ impl Placer {
             let (x, y) = (own.0 + (tx - own.0) * t, own.1 + (ty - own.1) * t);
             self.markers
                 .iter()
-                .filter(|m| (m.0, m.1) != (own.0, own.1))
+                // markers that cover the owner's centre cannot be avoided
+                .filter(|m| (own.0 - m.0).powi(2) + (own.1 - m.1).powi(2) > m.2 * m.2)
                 .all(|m| (x - m.0).powi(2) + (y - m.1).powi(2) > m.2 * m.2)
         })
     }

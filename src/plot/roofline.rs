@@ -530,7 +530,7 @@ pub fn roofline(devices: &[RooflineDevice], opts: &RooflineOptions) -> Result<St
                 rgb(series_color(i)).to_rgba(),
                 WHITE.to_rgba(),
             )?;
-            placer.block(marker_box(MarkerShape::Diamond, x, y, 4.0));
+            placer.block_marker(x, y, marker_box(MarkerShape::Diamond, x, y, 4.0).x1 - x);
         }
 
         // which ops get numbers: the panel must have room for their key lines
