@@ -672,3 +672,42 @@ fn cli_writes_charts_and_rejects_bad_gpu_lists() {
     assert_eq!(o.status.code(), Some(2));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn small_canvases_keep_text_on_canvas_and_apart() {
+    let (t, all) = throughput_data(&["h100", "a100", "l40s", "4090"]);
+    let svg = throughput(
+        &all,
+        &ThroughputOptions {
+            width: 560,
+            height: 420,
+            title: t[0].clone(),
+            subtitle: t[1].clone(),
+        },
+    )
+    .unwrap();
+    check_text_layout(&svg);
+    let bars: Vec<MemoryBar> = ["fp16", "fp8", "q8_0", "q6_k", "q5_k_m", "q4_k_m"]
+        .iter()
+        .map(|f| {
+            MemoryBar::new(
+                f,
+                [("weights", 8e9), ("KV cache", 1e9), ("overhead", 0.5e9)],
+            )
+        })
+        .collect();
+    let svg = memory(&MemoryChart {
+        title: "A title far too long for a chart this small, so it must shrink".into(),
+        subtitle: "and a subtitle that is also much longer than the width of the canvas".into(),
+        bars,
+        capacity_bytes: Some(12e9),
+        capacity_label: "RTX 3060 12GB".into(),
+        width: 360,
+        height: 300,
+    })
+    .unwrap();
+    check_text_layout(&svg);
+    if let Ok(dir) = std::env::var("RIDGELINE_SVG_OUT") {
+        std::fs::write(format!("{dir}/small-memory.svg"), &svg).unwrap();
+    }
+}

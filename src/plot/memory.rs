@@ -30,8 +30,8 @@
 
 use super::{
     GREY, GRID, INK, LABEL_PX, OKABE_ITO, Placer, Rect, SMALL_PX, Side, TINY_PX, TITLE_PX,
-    chart_err, check_size, draw_dashed, draw_line, draw_text, draw_text_in, fill_rect, fit_text,
-    font, rgb, text_width, tick_label,
+    chart_err, check_size, draw_dashed, draw_line, draw_text, draw_text_in, fill_rect,
+    fit_axis_titles, fit_text, font, rgb, text_width,
 };
 use crate::dtype::Format;
 use crate::engine::Engine;
@@ -154,6 +154,12 @@ fn fmt_gb(bytes: f64) -> String {
     }
 }
 
+/// A GB tick without SI prefixes (`1000`, `2.5`).
+fn plain_tick(v: f64) -> String {
+    let s = format!("{v:.2}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
 /// "Nice" linear ticks from 0 to at least `max` (about 6 of them).
 fn nice_ticks(max: f64) -> Vec<f64> {
     let raw = max / 6.0;
@@ -233,6 +239,13 @@ pub fn memory(chart: &MemoryChart) -> Result<String> {
         )?;
 
         let area = root.margin(top as i32, (label_area + 8.0) as i32, 8, panel_w as i32);
+        let (area_w, area_h) = area.dim_in_pixel();
+        let (_, ydesc, dsize) = fit_axis_titles(
+            "",
+            area_w as f64,
+            "Memory per device (GB = 1e9 bytes)",
+            area_h as f64 - 4.0,
+        );
         let mut c = ChartBuilder::on(&area)
             .margin_top(4)
             .margin_right(10)
@@ -242,11 +255,11 @@ pub fn memory(chart: &MemoryChart) -> Result<String> {
             .map_err(chart_err)?;
         c.configure_mesh()
             .disable_x_mesh()
-            .y_desc("Memory per device (GB = 1e9 bytes)")
+            .y_desc(ydesc)
             .y_labels(ticks.len())
-            .y_label_formatter(&|v| tick_label(*v))
+            .y_label_formatter(&|v| plain_tick(*v))
             .label_style(font(SMALL_PX, false))
-            .axis_desc_style(font(LABEL_PX, false))
+            .axis_desc_style(font(dsize, false))
             .bold_line_style(GRID.stroke_width(1))
             .light_line_style(TRANSPARENT)
             .axis_style(INK.stroke_width(1))
@@ -314,8 +327,17 @@ pub fn memory(chart: &MemoryChart) -> Result<String> {
             placer.block(Rect::new(x0, to_px(0.0, acc / 1e9).1, x1, plot.y1));
             // total above the bar, and a warning when it does not fit
             let top_y = to_px(0.0, acc / 1e9).1;
-            let total = format!("{} GB", fmt_gb(acc));
-            let (total, tsize) = fit_text(&total, slot - 4.0, SMALL_PX, TINY_PX, true);
+            // the total in GB; without the unit (it is on the axis) where the slot is narrow
+            let (mut total, mut tsize) = fit_text(
+                &format!("{} GB", fmt_gb(acc)),
+                slot - 4.0,
+                SMALL_PX,
+                TINY_PX,
+                true,
+            );
+            if total.ends_with('…') {
+                (total, tsize) = fit_text(&fmt_gb(acc), slot - 4.0, SMALL_PX, TINY_PX, true);
+            }
             let tw = text_width(&total, tsize) * 1.1;
             let over = chart.capacity_bytes.is_some_and(|cap| acc > cap);
             let h_needed = if over { tsize + TINY_PX + 2.0 } else { tsize };

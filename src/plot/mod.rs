@@ -697,6 +697,24 @@ pub(crate) fn fit_text(
     (String::new(), s)
 }
 
+/// Axis titles fitted to their axes: the shared font size (plotters has one style for
+/// both) and the two texts, shrunk or ellipsized to `x_avail` / `y_avail` pixels.
+pub(crate) fn fit_axis_titles(
+    x: &str,
+    x_avail: f64,
+    y: &str,
+    y_avail: f64,
+) -> (String, String, f64) {
+    let size = fit_text(x, x_avail - 6.0, LABEL_PX, TINY_PX, false)
+        .1
+        .min(fit_text(y, y_avail - 6.0, LABEL_PX, TINY_PX, false).1);
+    (
+        fit_text(x, x_avail - 6.0, size, size, false).0,
+        fit_text(y, y_avail - 6.0, size, size, false).0,
+        size,
+    )
+}
+
 /// A solid polyline in pixel space.
 pub(crate) fn draw_line(
     root: &Root,

@@ -13,8 +13,9 @@
 use super::{
     GREY, GRID, GRID_LIGHT, INK, LABEL_PX, MarkerShape, Placer, Rect, Root, SMALL_PX, Side,
     TINY_PX, TITLE_PX, chart_err, check_size, decade_ceil, decade_floor, decades, draw_dashed,
-    draw_label, draw_leader, draw_line, draw_marker, draw_text, draw_text_in, fill_rect, fit_text,
-    font, marker_box, minor_decades, rgb, series_color, text_width, tick_label,
+    draw_label, draw_leader, draw_line, draw_marker, draw_text, draw_text_in, fill_rect,
+    fit_axis_titles, fit_text, font, marker_box, minor_decades, rgb, series_color, text_width,
+    tick_label,
 };
 use crate::dtype::{ComputeDtype, Format};
 use crate::error::{Error, Result};
@@ -250,7 +251,7 @@ pub fn roofline(devices: &[RooflineDevice], opts: &RooflineOptions) -> Result<St
         crate::error::require_positive("bandwidth_bytes_per_s", h.bandwidth_bytes_per_s)?;
     }
     let first = devices[0];
-    let (points, skipped) = op_points(first.prediction);
+    let (mut points, skipped) = op_points(first.prediction);
 
     // links to draw, deduplicated by (name, bandwidth)
     let mut links: Vec<LinkRoof> = Vec::new();
@@ -353,6 +354,12 @@ pub fn roofline(devices: &[RooflineDevice], opts: &RooflineOptions) -> Result<St
                 .fold(f64::INFINITY, f64::min),
         );
     let y_lo = decade_floor(min_y).max(decade_floor(y_hi / 1e9));
+    // ranges are capped at 8 and 9 decades: ops beyond them are counted, not drawn
+    let before = points.len();
+    points.retain(|p| {
+        p.intensity >= x_lo && p.intensity <= x_hi && p.flops_per_s >= y_lo && p.flops_per_s <= y_hi
+    });
+    let outside = before - points.len();
 
     let (w, h) = (opts.width as f64, opts.height as f64);
     let panel_w = (w * 0.28).clamp(230.0, 330.0);
@@ -398,6 +405,13 @@ pub fn roofline(devices: &[RooflineDevice], opts: &RooflineOptions) -> Result<St
             .log_scale()
             .with_key_points(y_keys)
             .with_light_points(minor_decades(y_lo, y_hi));
+        let (area_w, area_h) = area.dim_in_pixel();
+        let (xdesc, ydesc, dsize) = fit_axis_titles(
+            "Arithmetic intensity (FLOP/byte)",
+            area_w as f64 - 80.0,
+            "Performance (FLOP/s)",
+            area_h as f64 - 50.0,
+        );
         let mut chart = ChartBuilder::on(&area)
             .margin_top(4)
             .margin_right(10)
@@ -407,12 +421,12 @@ pub fn roofline(devices: &[RooflineDevice], opts: &RooflineOptions) -> Result<St
             .map_err(chart_err)?;
         chart
             .configure_mesh()
-            .x_desc("Arithmetic intensity (FLOP/byte)")
-            .y_desc("Performance (FLOP/s)")
+            .x_desc(xdesc)
+            .y_desc(ydesc)
             .x_label_formatter(&|v| tick_label(*v))
             .y_label_formatter(&|v| tick_label(*v))
             .label_style(font(SMALL_PX, false))
-            .axis_desc_style(font(LABEL_PX, false))
+            .axis_desc_style(font(dsize, false))
             .bold_line_style(GRID.stroke_width(1))
             .light_line_style(GRID_LIGHT.stroke_width(1))
             .axis_style(INK.stroke_width(1))
@@ -542,6 +556,10 @@ pub fn roofline(devices: &[RooflineDevice], opts: &RooflineOptions) -> Result<St
             first.prediction.config.engine,
             if skipped > 0 {
                 format!(" {skipped} op(s) without FLOPs (e.g. embedding lookup) not shown.")
+            } else {
+                String::new()
+            } + &if outside > 0 {
+                format!(" {outside} op(s) beyond the axes not shown.")
             } else {
                 String::new()
             }

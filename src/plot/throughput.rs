@@ -10,7 +10,8 @@
 use super::{
     GREY, GRID, GRID_LIGHT, INK, LABEL_PX, MarkerShape, Placer, Rect, SMALL_PX, Side, TINY_PX,
     TITLE_PX, chart_err, check_size, draw_dashed, draw_leader, draw_line, draw_marker, draw_text,
-    draw_text_in, fit_text, font, log_ticks, rgb, series_color, text_width, tick_label,
+    draw_text_in, fit_axis_titles, fit_text, font, log_ticks, rgb, series_color, text_width,
+    tick_label,
 };
 use crate::error::{Error, Result};
 use crate::predict::Predictor;
@@ -214,7 +215,7 @@ pub fn throughput(series: &[ThroughputSeries], opts: &ThroughputOptions) -> Resu
         }
     }
     let x_hi = (x_max.log2().ceil().exp2()).max(2.0);
-    let x_keys: Vec<f64> = (0..=(x_hi.log2() as i32)).map(|e| 2f64.powi(e)).collect();
+    let x_exps = x_hi.log2().round() as i32;
     // headroom: room above the throughput plateau for the compute-bound labels
     let (tps_lo, tps_hi) = (tps_lo / 1.5, tps_hi * 5.0);
     let (lat_lo, lat_hi) = (lat_lo / 1.8, lat_hi * 1.8);
@@ -244,12 +245,42 @@ pub fn throughput(series: &[ThroughputSeries], opts: &ThroughputOptions) -> Resu
         let area = root.margin(top as i32, 8, 8, panel_w as i32);
         let split = ((h - top - 8.0 - 46.0) / 2.0 + 6.0) as i32;
         let (upper, lower) = area.split_vertically(split);
+        // label every k-th power of two so that labels keep 8 px apart
+        let plot_w = area.dim_in_pixel().0 as f64 - 80.0;
+        let label_w = text_width(&format!("{}", x_hi as u64), SMALL_PX) + 8.0;
+        let per = plot_w / x_exps.max(1) as f64;
+        let k = (1..=x_exps.max(1))
+            .find(|k| per * *k as f64 >= label_w)
+            .unwrap_or(x_exps.max(1));
+        let x_keys: Vec<f64> = (0..=x_exps)
+            .filter(|e| e % k == 0)
+            .map(|e| 2f64.powi(e))
+            .collect();
+        let x_light: Vec<f64> = (0..=x_exps)
+            .filter(|e| e % k != 0)
+            .map(|e| 2f64.powi(e))
+            .collect();
         let x_spec = || {
             (1.0..x_hi)
                 .log_scale()
                 .with_key_points(x_keys.clone())
-                .with_light_points(Vec::new())
+                .with_light_points(x_light.clone())
         };
+        let (area_w, _) = area.dim_in_pixel();
+        let (_, top_h) = upper.dim_in_pixel();
+        let (_, bottom_h) = lower.dim_in_pixel();
+        let (_, top_desc, top_size) = fit_axis_titles(
+            "",
+            area_w as f64,
+            "Decode throughput (tokens/s)",
+            top_h as f64 - 16.0,
+        );
+        let (xdesc, bottom_desc, bottom_size) = fit_axis_titles(
+            "Batch (concurrent sequences, log2 scale)",
+            area_w as f64 - 80.0,
+            "Per-token latency (ms)",
+            bottom_h as f64 - 46.0,
+        );
         let (tps_major, tps_minor) = log_ticks(tps_lo, tps_hi);
         let mut top_chart = ChartBuilder::on(&upper)
             .margin_top(4)
@@ -267,10 +298,10 @@ pub fn throughput(series: &[ThroughputSeries], opts: &ThroughputOptions) -> Resu
             .map_err(chart_err)?;
         top_chart
             .configure_mesh()
-            .y_desc("Decode throughput (tokens/s)")
+            .y_desc(top_desc)
             .y_label_formatter(&|v| tick_label(*v))
             .label_style(font(SMALL_PX, false))
-            .axis_desc_style(font(LABEL_PX, false))
+            .axis_desc_style(font(top_size, false))
             .bold_line_style(GRID.stroke_width(1))
             .light_line_style(GRID_LIGHT.stroke_width(1))
             .axis_style(INK.stroke_width(1))
@@ -292,12 +323,12 @@ pub fn throughput(series: &[ThroughputSeries], opts: &ThroughputOptions) -> Resu
             .map_err(chart_err)?;
         bottom_chart
             .configure_mesh()
-            .x_desc("Batch (concurrent sequences, log2 scale)")
-            .y_desc("Per-token latency (ms)")
+            .x_desc(xdesc)
+            .y_desc(bottom_desc)
             .x_label_formatter(&|v| format!("{}", v.round() as u64))
             .y_label_formatter(&|v| tick_label(*v))
             .label_style(font(SMALL_PX, false))
-            .axis_desc_style(font(LABEL_PX, false))
+            .axis_desc_style(font(bottom_size, false))
             .bold_line_style(GRID.stroke_width(1))
             .light_line_style(GRID_LIGHT.stroke_width(1))
             .axis_style(INK.stroke_width(1))
@@ -386,6 +417,9 @@ pub fn throughput(series: &[ThroughputSeries], opts: &ThroughputOptions) -> Resu
             }
         }
         // compute-bound batch: a ring on the ideal throughput curve
+        let any_cut = series
+            .iter()
+            .any(|s| s.max_batch >= 1 && (s.max_batch as f64) < x_hi);
         let mut cb_marks: Vec<(usize, f64, f64, u64)> = Vec::new();
         let mut any_cb = false;
         for (i, s) in series.iter().enumerate() {
@@ -596,40 +630,42 @@ pub fn throughput(series: &[ThroughputSeries], opts: &ThroughputOptions) -> Resu
             )?;
             y += line_h;
         }
-        draw_dashed(
-            &root,
-            &[(panel_x + 12.0, y + 1.0), (panel_x + 12.0, y + 14.0)],
-            GREY.mix(0.8),
-            2,
-            6.0,
-            4.0,
-        )?;
-        let (t, s) = fit_text(
-            "memory full (curves stop)",
-            inner - 30.0,
-            SMALL_PX,
-            TINY_PX,
-            false,
-        );
-        draw_text(
-            &root,
-            &t,
-            panel_x + 30.0,
-            y,
-            s,
-            false,
-            &INK,
-            HPos::Left,
-            VPos::Top,
-        )?;
-        let _ = y;
+        if any_cut {
+            draw_dashed(
+                &root,
+                &[(panel_x + 12.0, y + 1.0), (panel_x + 12.0, y + 14.0)],
+                GREY.mix(0.8),
+                2,
+                6.0,
+                4.0,
+            )?;
+            let (t, s) = fit_text(
+                "memory full (curves stop)",
+                inner - 30.0,
+                SMALL_PX,
+                TINY_PX,
+                false,
+            );
+            draw_text(
+                &root,
+                &t,
+                panel_x + 30.0,
+                y,
+                s,
+                false,
+                &INK,
+                HPos::Left,
+                VPos::Top,
+            )?;
+        }
         let foot = super::roofline::wrap(
             "Throughput: batch × generated tokens / decode time. Latency: mean time per output token over the generation.",
             inner,
             TINY_PX,
         );
         let foot_top = h - 10.0 - foot.len() as f64 * 13.0;
-        for (k, line) in foot.iter().enumerate() {
+        let room = foot_top > y + line_h + 4.0;
+        for (k, line) in foot.iter().enumerate().filter(|_| room) {
             draw_text(
                 &root,
                 line,
