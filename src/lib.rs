@@ -58,6 +58,7 @@ pub mod hardware;
 pub mod memory;
 pub mod model;
 pub mod ops;
+pub mod plot;
 pub mod predict;
 pub mod report;
 pub mod roofline;

@@ -48,6 +48,13 @@ enum Command {
         /// Print a Markdown report instead of text.
         #[arg(long)]
         markdown: bool,
+        /// Also write a chart (SVG) to FILE; --chart picks which.
+        #[arg(long, value_name = "FILE")]
+        svg: Option<PathBuf>,
+        /// Chart for --svg: decode throughput and latency vs batch (the default), the
+        /// roofline with the model's ops, or memory per weight format.
+        #[arg(long, value_enum)]
+        chart: Option<ChartArg>,
     },
     /// Plain-language report: what binds, why, and what would help.
     Explain {
@@ -71,6 +78,18 @@ enum Command {
         /// Write the fitted engines to an engines TOML (load it with --engine-file).
         #[arg(long, value_name = "FILE.toml")]
         save: Option<PathBuf>,
+    },
+    /// Roofline chart (SVG) of the model's ops on one or more devices (--gpu G,G2,...).
+    Roofline {
+        #[command(flatten)]
+        args: PredictArgs,
+        /// Output SVG file (`-` for stdout).
+        #[arg(long, value_name = "FILE.svg")]
+        out: PathBuf,
+        /// Draw the host-link and scale-up-link slopes (by default: the host link with
+        /// --offload cpu, the scale-up link with --gpus > 1).
+        #[arg(long)]
+        links: bool,
     },
 }
 
@@ -158,6 +177,96 @@ fn train_config(a: &TrainArgs) -> Result<ridgeline::train::TrainConfig> {
         inter_node_bytes_per_s: a.inter_node_bw,
         ..TrainConfig::default()
     })
+}
+
+#[derive(ValueEnum, Clone, Copy, PartialEq, Eq)]
+enum ChartArg {
+    Throughput,
+    Roofline,
+    Memory,
+}
+
+/// `--gpu G[,G2,...]`: each name resolved (unknown ones with suggestions), duplicates
+/// dropped.
+fn gpu_list<'a>(db: &'a HardwareDb, list: &str) -> Result<Vec<&'a ridgeline::hardware::Hardware>> {
+    let mut out: Vec<&ridgeline::hardware::Hardware> = Vec::new();
+    for name in list.split(',') {
+        if name.trim().is_empty() {
+            return Err(Error::invalid(
+                "--gpu",
+                format!("empty device name in '{list}'"),
+            ));
+        }
+        let hw = db.get(name)?;
+        if !out.iter().any(|o| o.id == hw.id) {
+            out.push(hw);
+        }
+    }
+    if out.len() > 7 {
+        return Err(Error::invalid(
+            "--gpu",
+            format!(
+                "{} devices on one chart; at most 7 stay readable",
+                out.len()
+            ),
+        ));
+    }
+    Ok(out)
+}
+
+/// Writes an SVG to `path` (given by `flag`).
+fn write_svg(flag: &str, path: &std::path::Path, svg: &str) -> Result<()> {
+    std::fs::write(path, svg)
+        .map_err(|e| Error::invalid(flag, format!("cannot write {}: {e}", path.display())))
+}
+
+/// The chart `predict --svg` writes.
+fn predict_chart(ctx: &Ctx, a: &PredictArgs, chart: ChartArg) -> Result<String> {
+    use ridgeline::plot::{memory, roofline, throughput};
+    let model = resolve_model(&a.model)?;
+    let hw = ctx.hardware.get(&a.gpu)?;
+    let engine = ctx.engines.get(&a.engine)?;
+    let s = scenario(a)?;
+    let pred = Predictor::new(&model, hw, engine, &s)?;
+    match chart {
+        ChartArg::Throughput => {
+            let limit = throughput::batch_limit(&[&pred], s.prompt, s.gen_tokens)?;
+            let series = throughput::series(&pred, s.prompt, s.gen_tokens, limit)?;
+            let (title, subtitle) = throughput::titles(&pred, s.prompt, s.gen_tokens);
+            throughput::throughput(
+                &[series],
+                &throughput::ThroughputOptions {
+                    title,
+                    subtitle,
+                    ..Default::default()
+                },
+            )
+        }
+        ChartArg::Roofline => {
+            let p = pred.predict(s.batch, s.prompt, s.gen_tokens)?;
+            roofline::roofline(
+                &[roofline::RooflineDevice {
+                    hardware: hw,
+                    prediction: &p,
+                }],
+                &roofline::RooflineOptions {
+                    host_link: s.offload,
+                    scaleup_link: s.gpus > 1,
+                    ..Default::default()
+                },
+            )
+        }
+        ChartArg::Memory => {
+            let c = memory::format_comparison(
+                &model,
+                hw,
+                engine,
+                &s,
+                &memory::default_formats(&model),
+            )?;
+            memory::memory(&c)
+        }
+    }
 }
 
 struct Ctx {
@@ -305,8 +414,24 @@ fn run(cli: Cli) -> Result<String> {
                 Ok(ridgeline::report::table::model_list(models))
             }
         }
-        Command::Predict { args, markdown } => {
+        Command::Predict {
+            args,
+            markdown,
+            svg,
+            chart,
+        } => {
             let p = prediction(&ctx, &args)?;
+            match (&svg, chart) {
+                (Some(path), chart) => {
+                    let chart = chart.unwrap_or(ChartArg::Throughput);
+                    write_svg("--svg", path, &predict_chart(&ctx, &args, chart)?)?;
+                    eprintln!("wrote {}", path.display());
+                }
+                (None, Some(_)) => {
+                    return Err(Error::invalid("--chart", "applies only with --svg FILE"));
+                }
+                (None, None) => {}
+            }
             if cli.json {
                 to_json(&p)
             } else if markdown {
@@ -363,6 +488,53 @@ fn run(cli: Cli) -> Result<String> {
                 to_json(&cal)
             } else {
                 Ok(ridgeline::report::calibration::text(&cal))
+            }
+        }
+        Command::Roofline { args, out, links } => {
+            use ridgeline::plot::roofline::{RooflineDevice, RooflineOptions, roofline};
+            let to_stdout = out.as_os_str() == "-";
+            if to_stdout && cli.json {
+                return Err(Error::Conflict(
+                    "--json and --out - would both write to stdout".into(),
+                ));
+            }
+            if args.batch == 0 {
+                return Err(Error::invalid("--batch", "must be at least 1"));
+            }
+            let model = resolve_model(&args.model)?;
+            let engine = ctx.engines.get(&args.engine)?;
+            let s = scenario(&args)?;
+            let hws = gpu_list(db, &args.gpu)?;
+            let preds = hws
+                .iter()
+                .map(|hw| {
+                    Predictor::new(&model, hw, engine, &s)?.predict(s.batch, s.prompt, s.gen_tokens)
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let devices: Vec<RooflineDevice> = hws
+                .iter()
+                .zip(&preds)
+                .map(|(hw, p)| RooflineDevice {
+                    hardware: hw,
+                    prediction: p,
+                })
+                .collect();
+            let svg = roofline(
+                &devices,
+                &RooflineOptions {
+                    host_link: links || s.offload,
+                    scaleup_link: links || s.gpus > 1,
+                    ..RooflineOptions::default()
+                },
+            )?;
+            if to_stdout {
+                return Ok(svg);
+            }
+            write_svg("--out", &out, &svg)?;
+            if cli.json {
+                to_json(&serde_json::json!({ "out": out, "predictions": preds }))
+            } else {
+                Ok(format!("wrote {}", out.display()))
             }
         }
         Command::Hardware { action: None } => {
