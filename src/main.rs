@@ -60,6 +60,9 @@ enum Command {
     Explain {
         #[command(flatten)]
         args: PredictArgs,
+        /// Also write the roofline chart (ops placed on the device's roofs) as SVG.
+        #[arg(long, value_name = "FILE.svg")]
+        svg: Option<PathBuf>,
     },
     /// Training: memory per device and step time (ZeRO, 3D parallelism, LoRA/QLoRA).
     Train {
@@ -440,7 +443,12 @@ fn run(cli: Cli) -> Result<String> {
                 Ok(ridgeline::report::text::prediction(&p))
             }
         }
-        Command::Explain { args } => {
+        Command::Explain { args, svg } => {
+            if let Some(path) = &svg {
+                let chart = predict_chart(&ctx, &args, ChartArg::Roofline)?;
+                write_svg("--svg", path, &chart)?;
+                eprintln!("wrote roofline chart to {}", path.display());
+            }
             let p = prediction(&ctx, &args)?;
             let model = resolve_model(&args.model)?;
             let hw = ctx.hardware.get(&args.gpu)?;
