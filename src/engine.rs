@@ -22,7 +22,8 @@ pub struct Engine {
     /// One line on what the profile represents.
     #[serde(default)]
     pub description: String,
-    /// Fraction of memory bandwidth reached, by device class (`default` for the rest).
+    /// Fraction of memory bandwidth reached, by memory technology (`hbm`, `gddr`,
+    /// `lpddr`) or device class (`default` for the rest); see [`memory_keys`].
     pub memory_efficiency: BTreeMap<String, f64>,
     /// Fraction of dense peak FLOP/s reached.
     pub compute_efficiency: f64,
@@ -65,14 +66,92 @@ pub fn class_key(c: DeviceClass) -> &'static str {
     }
 }
 
+/// The memory technology key of a device: `hbm`, `gddr` or `lpddr` from its memory
+/// type, or `None` for anything else.
+pub fn memory_key(hw: &Hardware) -> Option<&'static str> {
+    let t = hw.memory.kind.trim().to_ascii_uppercase();
+    if t.starts_with("HBM") {
+        Some("hbm")
+    } else if t.starts_with("GDDR") {
+        Some("gddr")
+    } else if t.starts_with("LPDDR") {
+        Some("lpddr")
+    } else {
+        None
+    }
+}
+
+/// The `memory_efficiency` keys tried for `hw`, most specific first (then `default`).
+///
+/// GPUs try their memory technology before their class: batch-1 decode kernels reach a
+/// smaller fraction of HBM bandwidth (2-5 TB/s) than of GDDR bandwidth (0.3-1 TB/s) in
+/// the same engine, whether the card is sold as data-centre (L40S, A10G) or consumer.
+/// Apple, TPU and Gaudi devices try their class first.
+pub fn memory_keys(hw: &Hardware) -> [Option<&'static str>; 2] {
+    let class = Some(class_key(hw.class));
+    match hw.class {
+        DeviceClass::Apple | DeviceClass::Tpu | DeviceClass::Gaudi => [class, memory_key(hw)],
+        _ => [memory_key(hw), class],
+    }
+}
+
+/// The key a fitted memory efficiency of `hw` is stored under: the first of
+/// [`memory_keys`] (`hbm`, `gddr`, `apple`, ...).
+pub fn memory_group(hw: &Hardware) -> &'static str {
+    memory_keys(hw)
+        .into_iter()
+        .flatten()
+        .next()
+        .unwrap_or("default")
+}
+
+/// Keys `memory_efficiency` accepts.
+pub const MEMORY_KEYS: [&str; 10] = [
+    "default",
+    "hbm",
+    "gddr",
+    "lpddr",
+    "datacenter",
+    "workstation",
+    "consumer",
+    "apple",
+    "tpu",
+    "gaudi",
+];
+
 impl Engine {
-    /// Fraction of bandwidth reached on `hw`.
+    /// The pure roofline: every efficiency 1, no overheads.
+    pub fn ideal() -> Engine {
+        Engine {
+            id: "ideal".into(),
+            description: "Pure roofline: datasheet peaks and bandwidth, no overheads.".into(),
+            memory_efficiency: BTreeMap::from([("default".to_string(), 1.0)]),
+            compute_efficiency: 1.0,
+            link_efficiency: 1.0,
+            step_overhead_s: 0.0,
+            layer_overhead_s: 0.0,
+            collective_latency_s: 0.0,
+            overhead_bytes: 0.0,
+            reserve_fraction: 0.0,
+            fitted_on: Vec::new(),
+        }
+    }
+
+    /// Fraction of bandwidth reached on `hw`: the first of [`memory_keys`] present,
+    /// else `default`, else 1.
     pub fn memory_efficiency(&self, hw: &Hardware) -> f64 {
-        self.memory_efficiency
-            .get(class_key(hw.class))
+        memory_keys(hw)
+            .into_iter()
+            .flatten()
+            .find_map(|k| self.memory_efficiency.get(k))
             .or_else(|| self.memory_efficiency.get("default"))
             .copied()
             .unwrap_or(1.0)
+    }
+
+    /// Checks every factor's range; `src` names the file in errors.
+    pub fn check(&self, src: &str) -> Result<()> {
+        self.validate(src)
     }
 
     /// Per-op efficiency on `hw` (no per-op overhead; overheads are added per pass).
@@ -109,19 +188,13 @@ impl Engine {
             ));
         }
         for (k, v) in &self.memory_efficiency {
-            const KEYS: [&str; 7] = [
-                "default",
-                "datacenter",
-                "workstation",
-                "consumer",
-                "apple",
-                "tpu",
-                "gaudi",
-            ];
-            if !KEYS.contains(&k.as_str()) {
+            if !MEMORY_KEYS.contains(&k.as_str()) {
                 return Err(bad(
                     format!("memory_efficiency.{k}"),
-                    format!("unknown device class; valid: {}", KEYS.join(", ")),
+                    format!(
+                        "unknown device class or memory type; valid: {}",
+                        MEMORY_KEYS.join(", ")
+                    ),
                 ));
             }
             frac(&format!("memory_efficiency.{k}"), *v)?;

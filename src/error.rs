@@ -32,7 +32,7 @@ pub enum Error {
     /// A file or document that could not be parsed.
     #[error("{source_name}: {message}")]
     Parse {
-        /// The file path (or "built-in data/hardware/x.toml", or "<stdin>").
+        /// The file path (or `data/hardware/x.toml` for built-in data, or `<stdin>`).
         source_name: String,
         /// The parser's message, including line/column or key where known.
         message: String,

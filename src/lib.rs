@@ -53,6 +53,7 @@
 //! byte/s); conversion happens only in [`units`] and [`report`].
 #![deny(missing_docs)]
 
+pub mod calibrate;
 pub mod dtype;
 pub mod engine;
 pub mod error;
@@ -62,10 +63,12 @@ pub mod memory;
 pub mod model;
 pub mod ops;
 pub mod plan;
+pub mod plot;
 pub mod predict;
 pub mod report;
 pub mod roofline;
 pub mod sweep;
+pub mod train;
 pub mod units;
 
 pub use error::{Error, Result};

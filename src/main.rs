@@ -48,11 +48,21 @@ enum Command {
         /// Print a Markdown report instead of text.
         #[arg(long)]
         markdown: bool,
+        /// Also write a chart (SVG) to FILE; --chart picks which.
+        #[arg(long, value_name = "FILE")]
+        svg: Option<PathBuf>,
+        /// Chart for --svg: decode throughput and latency vs batch (the default), the
+        /// roofline with the model's ops, or memory per weight format.
+        #[arg(long, value_enum)]
+        chart: Option<ChartArg>,
     },
     /// Plain-language report: what binds, why, and what would help.
     Explain {
         #[command(flatten)]
         args: PredictArgs,
+        /// Also write the roofline chart (ops placed on the device's roofs) as SVG.
+        #[arg(long, value_name = "FILE.svg")]
+        svg: Option<PathBuf>,
     },
     /// Evaluate every combination of LISTs in parallel; CSV rows (default) or --json.
     Sweep {
@@ -64,6 +74,212 @@ enum Command {
         #[command(flatten)]
         args: PlanArgs,
     },
+    /// Training: memory per device and step time (ZeRO, 3D parallelism, LoRA/QLoRA).
+    Train {
+        #[command(flatten)]
+        args: TrainArgs,
+    },
+    /// Fit engine efficiency factors to published measurements (CSV) and report errors.
+    Calibrate {
+        /// Measurements CSV (columns id,kind,gpu,num_gpus,model,precision,batch,
+        /// prompt_len,gen_len,framework,metric,value,unit,source_url_or_repo_path,notes).
+        #[arg(long, value_name = "FILE.csv")]
+        measurements: PathBuf,
+        /// Fit only this engine (default: every engine with rows, and typical).
+        #[arg(long)]
+        engine: Option<String>,
+        /// Write the fitted engines to an engines TOML (load it with --engine-file).
+        #[arg(long, value_name = "FILE.toml")]
+        save: Option<PathBuf>,
+    },
+    /// Roofline chart (SVG) of the model's ops on one or more devices (--gpu G,G2,...).
+    Roofline {
+        #[command(flatten)]
+        args: PredictArgs,
+        /// Output SVG file (`-` for stdout).
+        #[arg(long, value_name = "FILE.svg")]
+        out: PathBuf,
+        /// Draw the host-link and scale-up-link slopes (by default: the host link with
+        /// --offload cpu, the scale-up link with --gpus > 1).
+        #[arg(long)]
+        links: bool,
+    },
+}
+
+/// Options of `ridgeline train`.
+#[derive(Args, Clone)]
+struct TrainArgs {
+    /// Model id (see `ridgeline models`) or path to a Hugging Face config.json.
+    #[arg(long)]
+    model: String,
+    /// Device id or alias (see `ridgeline hardware`).
+    #[arg(long)]
+    gpu: String,
+    /// Number of devices (tp x pp x dp).
+    #[arg(long, default_value_t = 1)]
+    gpus: u64,
+    /// Tensor-parallel degree.
+    #[arg(long, default_value_t = 1)]
+    tp: u64,
+    /// Pipeline-parallel degree.
+    #[arg(long, default_value_t = 1)]
+    pp: u64,
+    /// ZeRO stage: 0, 1 (optimizer states sharded), 2 (+ gradients), 3 (+ weights).
+    #[arg(long, default_value_t = 0)]
+    zero: u64,
+    /// Sequences per micro-batch per data-parallel rank.
+    #[arg(long = "micro-batch", default_value_t = 1)]
+    micro_batch: u64,
+    /// Sequences per optimizer step (default: micro-batch x dp, x 4pp with pipelining).
+    #[arg(long = "global-batch")]
+    global_batch: Option<u64>,
+    /// Tokens per sequence.
+    #[arg(long, default_value_t = 2048)]
+    seq: u64,
+    /// full, lora or qlora.
+    #[arg(long, default_value = "full")]
+    method: String,
+    /// LoRA rank (adapters on q and v).
+    #[arg(long = "lora-rank", default_value_t = 8)]
+    lora_rank: u64,
+    /// Activation recomputation: none, selective, full.
+    #[arg(long, default_value = "none")]
+    recompute: String,
+    /// Mixed precision: bf16, fp16, fp8.
+    #[arg(long, default_value = "bf16")]
+    precision: String,
+    /// Optimizer: adamw, sgd, adafactor.
+    #[arg(long, default_value = "adamw")]
+    optimizer: String,
+    /// Optimizer states in host memory: none, cpu.
+    #[arg(long, default_value = "none")]
+    offload: String,
+    /// Interleaved pipeline: model chunks per device.
+    #[arg(long = "virtual-stages", default_value_t = 1)]
+    virtual_stages: u64,
+    /// Inter-node network bandwidth per GPU, bytes/s (400 Gb/s InfiniBand = 50e9).
+    #[arg(long = "inter-node-bw", default_value_t = ridgeline::train::DEFAULT_INTER_NODE_BYTES_PER_S)]
+    inter_node_bw: f64,
+    /// Naive attention that materializes the score matrix.
+    #[arg(long = "no-flash")]
+    no_flash: bool,
+    /// Tensor parallelism without sequence parallelism.
+    #[arg(long = "no-sequence-parallel")]
+    no_sequence_parallel: bool,
+}
+
+fn train_config(a: &TrainArgs) -> Result<ridgeline::train::TrainConfig> {
+    use ridgeline::train::{Method, Offload, Optimizer, Recompute, TrainConfig, TrainPrecision};
+    Ok(TrainConfig {
+        gpus: a.gpus,
+        tp: a.tp,
+        pp: a.pp,
+        zero: u8::try_from(a.zero).unwrap_or(u8::MAX),
+        micro_batch: a.micro_batch,
+        global_batch: a.global_batch,
+        seq: a.seq,
+        method: Method::parse(&a.method)?,
+        lora_rank: a.lora_rank,
+        recompute: Recompute::parse(&a.recompute)?,
+        precision: TrainPrecision::parse(&a.precision)?,
+        optimizer: Optimizer::parse(&a.optimizer)?,
+        offload: Offload::parse(&a.offload)?,
+        sequence_parallel: !a.no_sequence_parallel,
+        flash: !a.no_flash,
+        virtual_stages: a.virtual_stages,
+        inter_node_bytes_per_s: a.inter_node_bw,
+        ..TrainConfig::default()
+    })
+}
+
+#[derive(ValueEnum, Clone, Copy, PartialEq, Eq)]
+enum ChartArg {
+    Throughput,
+    Roofline,
+    Memory,
+}
+
+/// `--gpu G[,G2,...]`: each name resolved (unknown ones with suggestions), duplicates
+/// dropped.
+fn gpu_list<'a>(db: &'a HardwareDb, list: &str) -> Result<Vec<&'a ridgeline::hardware::Hardware>> {
+    let mut out: Vec<&ridgeline::hardware::Hardware> = Vec::new();
+    for name in list.split(',') {
+        if name.trim().is_empty() {
+            return Err(Error::invalid(
+                "--gpu",
+                format!("empty device name in '{list}'"),
+            ));
+        }
+        let hw = db.get(name)?;
+        if !out.iter().any(|o| o.id == hw.id) {
+            out.push(hw);
+        }
+    }
+    if out.len() > 7 {
+        return Err(Error::invalid(
+            "--gpu",
+            format!(
+                "{} devices on one chart; at most 7 stay readable",
+                out.len()
+            ),
+        ));
+    }
+    Ok(out)
+}
+
+/// Writes an SVG to `path` (given by `flag`).
+fn write_svg(flag: &str, path: &std::path::Path, svg: &str) -> Result<()> {
+    std::fs::write(path, svg)
+        .map_err(|e| Error::invalid(flag, format!("cannot write {}: {e}", path.display())))
+}
+
+/// The chart `predict --svg` writes.
+fn predict_chart(ctx: &Ctx, a: &PredictArgs, chart: ChartArg) -> Result<String> {
+    use ridgeline::plot::{memory, roofline, throughput};
+    let model = resolve_model(&a.model)?;
+    let hw = ctx.hardware.get(&a.gpu)?;
+    let engine = ctx.engines.get(&a.engine)?;
+    let s = scenario(a)?;
+    let pred = Predictor::new(&model, hw, engine, &s)?;
+    match chart {
+        ChartArg::Throughput => {
+            let limit = throughput::batch_limit(&[&pred], s.prompt, s.gen_tokens)?;
+            let series = throughput::series(&pred, s.prompt, s.gen_tokens, limit)?;
+            let (title, subtitle) = throughput::titles(&pred, s.prompt, s.gen_tokens);
+            throughput::throughput(
+                &[series],
+                &throughput::ThroughputOptions {
+                    title,
+                    subtitle,
+                    ..Default::default()
+                },
+            )
+        }
+        ChartArg::Roofline => {
+            let p = pred.predict(s.batch, s.prompt, s.gen_tokens)?;
+            roofline::roofline(
+                &[roofline::RooflineDevice {
+                    hardware: hw,
+                    prediction: &p,
+                }],
+                &roofline::RooflineOptions {
+                    host_link: s.offload,
+                    scaleup_link: s.gpus > 1,
+                    ..Default::default()
+                },
+            )
+        }
+        ChartArg::Memory => {
+            let c = memory::format_comparison(
+                &model,
+                hw,
+                engine,
+                &s,
+                &memory::default_formats(&model),
+            )?;
+            memory::memory(&c)
+        }
+    }
 }
 
 struct Ctx {
@@ -211,8 +427,24 @@ fn run(cli: Cli) -> Result<String> {
                 Ok(ridgeline::report::table::model_list(models))
             }
         }
-        Command::Predict { args, markdown } => {
+        Command::Predict {
+            args,
+            markdown,
+            svg,
+            chart,
+        } => {
             let p = prediction(&ctx, &args)?;
+            match (&svg, chart) {
+                (Some(path), chart) => {
+                    let chart = chart.unwrap_or(ChartArg::Throughput);
+                    write_svg("--svg", path, &predict_chart(&ctx, &args, chart)?)?;
+                    eprintln!("wrote {}", path.display());
+                }
+                (None, Some(_)) => {
+                    return Err(Error::invalid("--chart", "applies only with --svg FILE"));
+                }
+                (None, None) => {}
+            }
             if cli.json {
                 to_json(&p)
             } else if markdown {
@@ -221,7 +453,12 @@ fn run(cli: Cli) -> Result<String> {
                 Ok(ridgeline::report::text::prediction(&p))
             }
         }
-        Command::Explain { args } => {
+        Command::Explain { args, svg } => {
+            if let Some(path) = &svg {
+                let chart = predict_chart(&ctx, &args, ChartArg::Roofline)?;
+                write_svg("--svg", path, &chart)?;
+                eprintln!("wrote roofline chart to {}", path.display());
+            }
             let p = prediction(&ctx, &args)?;
             let model = resolve_model(&args.model)?;
             let hw = ctx.hardware.get(&args.gpu)?;
@@ -245,6 +482,89 @@ fn run(cli: Cli) -> Result<String> {
                 to_json(&report)
             } else {
                 Ok(ridgeline::report::plan::render(&report))
+            }
+        }
+        Command::Train { args } => {
+            let model = resolve_model(&args.model)?;
+            let hw = ctx.hardware.get(&args.gpu)?;
+            let report = ridgeline::train::train(&model, hw, &train_config(&args)?)?;
+            if cli.json {
+                to_json(&report)
+            } else {
+                Ok(ridgeline::report::train::render(&report))
+            }
+        }
+        Command::Calibrate {
+            measurements,
+            engine,
+            save,
+        } => {
+            let rows = ridgeline::calibrate::read_measurements(&measurements)?;
+            let mapped = ridgeline::calibrate::cases_with(&rows, db, ModelDb::builtin()?);
+            let cal = ridgeline::calibrate::calibrate(&mapped, &ctx.engines, engine.as_deref())?;
+            if let Some(path) = save {
+                let text = ridgeline::calibrate::engines_toml(&cal.engines)?;
+                std::fs::write(&path, text).map_err(|e| Error::Io {
+                    path: path.display().to_string(),
+                    message: e.to_string(),
+                })?;
+                eprintln!(
+                    "saved {} engine profile(s) to {}",
+                    cal.engines.len(),
+                    path.display()
+                );
+            }
+            if cli.json {
+                to_json(&cal)
+            } else {
+                Ok(ridgeline::report::calibration::text(&cal))
+            }
+        }
+        Command::Roofline { args, out, links } => {
+            use ridgeline::plot::roofline::{RooflineDevice, RooflineOptions, roofline};
+            let to_stdout = out.as_os_str() == "-";
+            if to_stdout && cli.json {
+                return Err(Error::Conflict(
+                    "--json and --out - would both write to stdout".into(),
+                ));
+            }
+            if args.batch == 0 {
+                return Err(Error::invalid("--batch", "must be at least 1"));
+            }
+            let model = resolve_model(&args.model)?;
+            let engine = ctx.engines.get(&args.engine)?;
+            let s = scenario(&args)?;
+            let hws = gpu_list(db, &args.gpu)?;
+            let preds = hws
+                .iter()
+                .map(|hw| {
+                    Predictor::new(&model, hw, engine, &s)?.predict(s.batch, s.prompt, s.gen_tokens)
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let devices: Vec<RooflineDevice> = hws
+                .iter()
+                .zip(&preds)
+                .map(|(hw, p)| RooflineDevice {
+                    hardware: hw,
+                    prediction: p,
+                })
+                .collect();
+            let svg = roofline(
+                &devices,
+                &RooflineOptions {
+                    host_link: links || s.offload,
+                    scaleup_link: links || s.gpus > 1,
+                    ..RooflineOptions::default()
+                },
+            )?;
+            if to_stdout {
+                return Ok(svg);
+            }
+            write_svg("--out", &out, &svg)?;
+            if cli.json {
+                to_json(&serde_json::json!({ "out": out, "predictions": preds }))
+            } else {
+                Ok(format!("wrote {}", out.display()))
             }
         }
         Command::Hardware { action: None } => {

@@ -43,6 +43,44 @@ pub struct Scenario {
     pub offload: bool,
 }
 
+/// Largest batch, prompt or generation length accepted (10^12): far beyond any device,
+/// small enough that every product stays exact in `f64` and no `u64` sum overflows.
+pub const MAX_COUNT: u64 = 1_000_000_000_000;
+
+/// Largest `batch x (prompt + gen)` accepted (10^15 tokens).
+pub const MAX_TOKENS: u64 = 1_000_000_000_000_000;
+
+impl Scenario {
+    /// Checks ranges; the error names the CLI flag.
+    pub fn validate(&self) -> Result<()> {
+        if self.batch == 0 {
+            return Err(Error::invalid("--batch", "must be at least 1"));
+        }
+        for (flag, v) in [
+            ("--batch", self.batch),
+            ("--prompt", self.prompt),
+            ("--gen", self.gen_tokens),
+        ] {
+            if v > MAX_COUNT {
+                return Err(Error::invalid(
+                    flag,
+                    format!("{v} is above the supported maximum of {MAX_COUNT}"),
+                ));
+            }
+        }
+        let tokens = self.batch as f64 * (self.prompt + self.gen_tokens) as f64;
+        if tokens > MAX_TOKENS as f64 {
+            return Err(Error::invalid(
+                "--batch",
+                format!(
+                    "batch x (prompt + gen) = {tokens:e} tokens is above the supported maximum of {MAX_TOKENS:e}"
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
 impl Default for Scenario {
     /// The CLI defaults: batch 1, prompt 512, gen 128, native formats, 1 device, flash.
     fn default() -> Self {
@@ -514,9 +552,13 @@ impl<'a> Predictor<'a> {
 
     /// The full prediction with the per-op table (the `predict --json` document).
     pub fn predict(&self, batch: u64, prompt: u64, gen_tokens: u64) -> Result<Prediction> {
-        if batch == 0 {
-            return Err(Error::invalid("--batch", "must be at least 1"));
+        Scenario {
+            batch,
+            prompt,
+            gen_tokens,
+            ..Scenario::default()
         }
+        .validate()?;
         let s = self.summary(batch, prompt, gen_tokens);
         let params = self.model.params();
         let mid = (prompt + (gen_tokens / 2).max(1)).max(1);

@@ -481,3 +481,57 @@ fn human_output_and_explain() {
             .contains("mixtral-8x7b")
     );
 }
+
+#[test]
+fn huge_inputs_are_rejected_not_wrapped() {
+    let dir = std::env::temp_dir().join(format!("ridgeline-huge-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let huge = dir.join("huge.json");
+    std::fs::write(
+        &huge,
+        r#"{"hidden_size": 1e14, "num_hidden_layers": 1e14, "num_attention_heads": 1, "vocab_size": 1e14, "intermediate_size": 1e14}"#,
+    )
+    .unwrap();
+    fails_with(
+        &[
+            "predict",
+            "--model",
+            huge.to_str().unwrap(),
+            "--gpu",
+            "h100",
+        ],
+        &["parameters"],
+    );
+    let e40 = dir.join("e40.json");
+    std::fs::write(&e40, r#"{"hidden_size": 1e40, "num_hidden_layers": 2, "num_attention_heads": 2, "vocab_size": 10}"#).unwrap();
+    fails_with(
+        &["predict", "--model", e40.to_str().unwrap(), "--gpu", "h100"],
+        &["hidden_size"],
+    );
+    fails_with(
+        &[
+            "predict",
+            "--model",
+            "llama-2-7b",
+            "--gpu",
+            "h100",
+            "--prompt",
+            "18446744073709551615",
+        ],
+        &["--prompt"],
+    );
+    fails_with(
+        &[
+            "predict",
+            "--model",
+            "llama-2-7b",
+            "--gpu",
+            "h100",
+            "--batch",
+            "1000000000",
+            "--prompt",
+            "1000000000",
+        ],
+        &["--batch"],
+    );
+}

@@ -160,3 +160,70 @@ fn user_file_errors_name_the_key() {
     assert!(e.contains("capacity_byte"), "{e}");
     assert!(ridgeline::hardware::Hardware::from_toml("id = ", "t.toml").is_err());
 }
+
+#[test]
+fn units_are_si_base_units() {
+    // Catches numbers entered in GB, GB/s or TFLOP/s instead of bytes, bytes/s, FLOP/s.
+    let db = HardwareDb::builtin().unwrap();
+    for d in db.devices() {
+        let m = &d.memory;
+        assert!(
+            (4e9..=1e12).contains(&m.capacity_bytes),
+            "{}: capacity {}",
+            d.id,
+            m.capacity_bytes
+        );
+        assert!(
+            (1e11..=1e14).contains(&m.bandwidth_bytes_per_s),
+            "{}: bandwidth",
+            d.id
+        );
+        if let Some(l2) = m.l2_bytes {
+            assert!((1e6..=1e9).contains(&l2), "{}: l2 {l2}", d.id);
+        }
+        let peaks =
+            std::iter::once(&d.peak_flops_per_s).chain(d.estimated_peak_flops_per_s.as_ref());
+        for p in peaks {
+            for t in ComputeDtype::ALL {
+                if let Some(v) = p.get(t) {
+                    assert!(
+                        (1e12..=1e17).contains(&v),
+                        "{}: {} peak {v}",
+                        d.id,
+                        t.name()
+                    );
+                }
+            }
+        }
+        for l in [&d.host_link, &d.scaleup_link].into_iter().flatten() {
+            assert!(
+                (1e9..=1e13).contains(&l.bytes_per_s_per_direction),
+                "{}: link {}",
+                d.id,
+                l.name
+            );
+            assert!(!l.source.is_empty(), "{}: link source", d.id);
+        }
+        if let Some(t) = d.tdp_w {
+            assert!((10.0..=2000.0).contains(&t), "{}: tdp {t}", d.id);
+        }
+    }
+}
+
+#[test]
+fn sparse_halving_is_declared_where_datasheets_print_sparse() {
+    // NVIDIA Hopper/Ada/Blackwell datasheets print tensor rates with sparsity; the files
+    // must say they halved them.
+    let db = HardwareDb::builtin().unwrap();
+    for id in [
+        "h100-sxm",
+        "h100-pcie",
+        "h100-nvl",
+        "h200-sxm",
+        "b200",
+        "gb200",
+        "l4",
+    ] {
+        assert!(db.get(id).unwrap().peak_flops_per_s.sparse_halved, "{id}");
+    }
+}

@@ -284,7 +284,12 @@ pub fn forward(
         g.push(
             "allreduce_attn",
             l,
-            collective(Collective::AllReduce, tp, (tokens * h) as f64, act_bits),
+            collective(
+                Collective::AllReduce,
+                tp,
+                tokens as f64 * h as f64,
+                act_bits,
+            ),
             Unit::Vector,
         );
     }
@@ -347,7 +352,12 @@ pub fn forward(
         g.push(
             "allreduce_mlp",
             l,
-            collective(Collective::AllReduce, tp, (tokens * h) as f64, act_bits),
+            collective(
+                Collective::AllReduce,
+                tp,
+                tokens as f64 * h as f64,
+                act_bits,
+            ),
             Unit::Vector,
         );
     }

@@ -12,6 +12,10 @@ use serde_json::{Map, Value};
 use std::path::Path;
 use std::sync::OnceLock;
 
+/// Largest parameter count accepted from a config (10^15): keeps every derived count
+/// exact in `u64` and `f64`.
+pub const MAX_PARAMS: u64 = 1_000_000_000_000_000;
+
 /// Normalized architecture of a decoder-only transformer.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ModelConfig {
@@ -279,9 +283,15 @@ impl ModelConfig {
             src,
         )?
         .unwrap_or(1);
-        let experts_per_token = uint(m, &["num_experts_per_tok", "moe_top_k", "top_k"], src)?
-            .unwrap_or(1)
-            .min(experts);
+        let experts_per_token = uint(m, &["num_experts_per_tok", "moe_top_k"], src)?.unwrap_or(1);
+        if experts_per_token > experts {
+            return Err(Error::Parse {
+                source_name: src.into(),
+                message: format!(
+                    "field num_experts_per_tok: {experts_per_token} is more than num_local_experts {experts}"
+                ),
+            });
+        }
         let no_bias = boolean(m, &["no_bias"], false, src)?;
         let (qkv_bias, o_bias, mlp_bias, norm) = match family.as_str() {
             "gpt2" | "gpt_neox" | "gptj" | "opt" | "bloom" | "gpt_bigcode" | "phi" => {
@@ -349,7 +359,15 @@ impl ModelConfig {
             experts_per_token,
             native_format,
         };
-        Ok(cfg)
+        match cfg.try_params() {
+            Some(p) if p.total <= MAX_PARAMS => Ok(cfg),
+            _ => Err(Error::Parse {
+                source_name: src.into(),
+                message: format!(
+                    "the sizes (hidden_size {hidden}, num_hidden_layers {layers}, intermediate_size {intermediate}, vocab_size {vocab}, experts {experts}) give more than {MAX_PARAMS} parameters"
+                ),
+            }),
+        }
     }
 
     /// Reads a `config.json` file.
@@ -390,50 +408,87 @@ impl ModelConfig {
     /// `h·E` for MoE; two norms of `h` (×2 with LayerNorm bias). Plus embedding `V·h`,
     /// learned positions `P·h`, final norm, and an untied lm_head `V·h`.
     pub fn params(&self) -> ParamCounts {
+        // Parsing rejects configs whose count overflows (see `try_params`).
+        self.try_params().unwrap_or(ParamCounts {
+            embedding: 0,
+            attention: 0,
+            mlp: 0,
+            norms: 0,
+            lm_head: 0,
+            total: u64::MAX,
+            active: u64::MAX,
+        })
+    }
+
+    /// [`ModelConfig::params`] with checked arithmetic: `None` when a count overflows.
+    pub fn try_params(&self) -> Option<ParamCounts> {
+        let mul = |a: u64, b: u64| a.checked_mul(b);
         let (h, v) = (self.hidden, self.vocab);
         let norm_params = match self.norm {
-            NormKind::Layer => 2 * h,
+            NormKind::Layer => mul(2, h)?,
             _ => h,
         };
-        let mut attn = h * self.q_width() + 2 * h * self.kv_width() + self.q_width() * h;
+        let q = mul(self.heads, self.head_dim)?;
+        let kv = mul(self.kv_heads, self.head_dim)?;
+        let mut attn = mul(h, q)?
+            .checked_add(mul(mul(2, h)?, kv)?)?
+            .checked_add(mul(q, h)?)?;
         if self.qkv_bias {
-            attn += self.q_width() + 2 * self.kv_width();
+            attn = attn.checked_add(q)?.checked_add(mul(2, kv)?)?;
         }
         if self.o_bias {
-            attn += h;
+            attn = attn.checked_add(h)?;
         }
-        let expert = self.expert_params();
-        let router = if self.is_moe() { h * self.experts } else { 0 };
-        let mlp_layer = expert * self.experts + router;
-        let embedding = v * h
-            + if self.learned_positions {
-                self.max_context * h
-            } else {
-                0
-            };
-        let lm_head = if self.tied_embeddings { 0 } else { v * h };
-        let norms = (2 * self.layers + 1) * norm_params;
-        let total = embedding + self.layers * (attn + mlp_layer) + norms + lm_head;
-        let active = total - self.layers * expert * (self.experts - self.experts_per_token);
-        ParamCounts {
+        let expert = self.try_expert_params()?;
+        let router = if self.is_moe() {
+            mul(h, self.experts)?
+        } else {
+            0
+        };
+        let mlp_layer = mul(expert, self.experts)?.checked_add(router)?;
+        let positions = if self.learned_positions {
+            mul(self.max_context, h)?
+        } else {
+            0
+        };
+        let embedding = mul(v, h)?.checked_add(positions)?;
+        let lm_head = if self.tied_embeddings { 0 } else { mul(v, h)? };
+        let norms = mul(mul(2, self.layers)?.checked_add(1)?, norm_params)?;
+        let attention = mul(self.layers, attn)?;
+        let mlp = mul(self.layers, mlp_layer)?;
+        let total = embedding
+            .checked_add(attention)?
+            .checked_add(mlp)?
+            .checked_add(norms)?
+            .checked_add(lm_head)?;
+        let unused = mul(
+            mul(self.layers, expert)?,
+            self.experts - self.experts_per_token,
+        )?;
+        Some(ParamCounts {
             embedding,
-            attention: self.layers * attn,
-            mlp: self.layers * mlp_layer,
+            attention,
+            mlp,
             norms,
             lm_head,
             total,
-            active,
-        }
+            active: total - unused,
+        })
     }
 
     /// Parameters of one MLP (one expert for MoE), biases included.
     pub fn expert_params(&self) -> u64 {
+        self.try_expert_params().unwrap_or(u64::MAX)
+    }
+
+    fn try_expert_params(&self) -> Option<u64> {
         let (h, i) = (self.hidden, self.intermediate);
-        let mut p = if self.gated_mlp { 3 * h * i } else { 2 * h * i };
+        let hi = h.checked_mul(i)?;
+        let mut p = hi.checked_mul(if self.gated_mlp { 3 } else { 2 })?;
         if self.mlp_bias {
-            p += if self.gated_mlp { 2 * i + h } else { i + h };
+            p = p.checked_add(if self.gated_mlp { 2 * i + h } else { i + h })?;
         }
-        p
+        Some(p)
     }
 }
 

@@ -1,11 +1,13 @@
 //! Renderers: every output format reads the same serde report structs; formatting of
 //! numbers for people (GB, TFLOP/s, ms) happens only here.
 
+pub mod calibration;
 pub mod explain;
 pub mod markdown;
 pub mod plan;
 pub mod table;
 pub mod text;
+pub mod train;
 
 use crate::model::ModelConfig;
 use serde::Serialize;

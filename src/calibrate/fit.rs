@@ -1,0 +1,995 @@
+//! Fitting an engine's few physical factors to its measurements.
+//!
+//! Parameters: `memory_efficiency.<group>` for each memory group (`hbm`, `gddr`,
+//! `apple`, ...; see [`crate::engine::memory_group`]) some row depends on,
+//! `compute_efficiency` when some row depends on it, and one per-pass overhead
+//! (`step_overhead_s` or `layer_overhead_s`) when there are enough rows. A row "depends
+//! on" a factor when a 1% change of the factor moves its prediction by at least
+//! [`FitOptions::sensitivity`] %.
+//!
+//! The fit minimizes `Σ ln(predicted_i / measured_i)²` (Levenberg-Marquardt on
+//! `ln(efficiency)` and on the overhead in ms, with box bounds: efficiencies at most the
+//! kind F ceilings, see [`bounds_from_ceilings`]). Confidence intervals are Student-t on
+//! the log-ratios: `θ ± t(0.975, n - p) · sqrt(s² (JᵀJ)⁻¹)` with `s² = SSR / (n - p)`,
+//! mapped back to the factor; none when there are no more rows than free parameters.
+
+use super::{Case, Kind, Target, predict_case};
+use crate::engine::{Engine, memory_group};
+use crate::error::{Error, Result};
+use serde::Serialize;
+use statrs::distribution::{ContinuousCDF, StudentsT};
+use std::collections::BTreeMap;
+
+/// Engines whose rows together define `typical` ("a well-tuned engine"): the serving and
+/// compiled engines, not llama.cpp (its own profile) nor eager PyTorch.
+pub const TYPICAL_POOL: [&str; 7] = [
+    "vllm",
+    "trt-llm",
+    "sglang",
+    "gpt-fast",
+    "lmdeploy",
+    "mlc",
+    "exllamav2",
+];
+
+/// Which per-pass overhead the fit may use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OverheadKind {
+    /// Keep the base engine's overheads.
+    None,
+    /// Fit `step_overhead_s` (per forward pass).
+    Step,
+    /// Fit `layer_overhead_s` (per layer per forward pass).
+    Layer,
+}
+
+/// Upper bounds on efficiencies (from measured ceilings) and on the overhead.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Bounds {
+    /// Highest memory efficiency by memory group.
+    pub memory: BTreeMap<String, f64>,
+    /// Highest memory efficiency for groups without a ceiling.
+    pub memory_default: f64,
+    /// Highest compute efficiency.
+    pub compute: f64,
+    /// Lowest efficiency the fit may reach.
+    pub min_efficiency: f64,
+    /// Largest per-pass overhead, s (per layer for [`OverheadKind::Layer`]).
+    pub max_overhead_s: f64,
+    /// Ids of the rows the bounds came from.
+    pub from: Vec<String>,
+}
+
+impl Default for Bounds {
+    fn default() -> Self {
+        Bounds {
+            memory: BTreeMap::new(),
+            memory_default: 1.0,
+            compute: 1.0,
+            min_efficiency: 0.02,
+            max_overhead_s: 0.1,
+            from: Vec::new(),
+        }
+    }
+}
+
+impl Bounds {
+    fn memory_for(&self, group: &str) -> f64 {
+        self.memory
+            .get(group)
+            .copied()
+            .unwrap_or(self.memory_default)
+    }
+}
+
+/// Ceilings from kind F rows: per memory group, the highest measured fraction of
+/// datasheet bandwidth (STREAM triad, or an engine author's "empirical peak"); for
+/// compute the highest measured fraction of dense peak (MAMF). Groups with no row take
+/// the highest fraction over all groups.
+pub fn bounds_from_ceilings(cases: &[Case]) -> Bounds {
+    let mut b = Bounds::default();
+    let mut any_mem: f64 = 0.0;
+    let mut comp: f64 = 0.0;
+    for c in cases.iter().filter(|c| c.kind == Kind::F) {
+        match c.target {
+            Target::MemoryBytesPerS => {
+                let f = c.measured / c.hardware.memory.bandwidth_bytes_per_s;
+                if f > 0.0 && f <= 1.0 {
+                    let g = memory_group(&c.hardware).to_string();
+                    let e = b.memory.entry(g).or_insert(0.0);
+                    *e = e.max(f);
+                    any_mem = any_mem.max(f);
+                    b.from.push(c.id.clone());
+                }
+            }
+            Target::MatmulFlopsPerS(d) => {
+                let f = c.measured / c.hardware.peak(d).0;
+                if f > 0.0 && f <= 1.0 {
+                    comp = comp.max(f);
+                    b.from.push(c.id.clone());
+                }
+            }
+            _ => {}
+        }
+    }
+    if any_mem > 0.0 {
+        b.memory_default = any_mem;
+    }
+    if comp > 0.0 {
+        b.compute = comp;
+    }
+    b
+}
+
+/// Options of [`fit`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FitOptions {
+    /// Which overhead to fit.
+    pub overhead: OverheadKind,
+    /// Fit the overhead only with at least this many rows.
+    pub min_rows_for_overhead: usize,
+    /// Smallest `|d ln(pred) / d ln(factor)|` for a row to count as informing a factor.
+    pub sensitivity: f64,
+    /// Bounds.
+    pub bounds: Bounds,
+    /// Engine whose efficiencies the fit is pulled toward (partial pooling), if any.
+    pub prior: Option<Engine>,
+    /// How many rows the prior counts as: each fitted efficiency adds the residual
+    /// `sqrt(prior_rows) · ln(value / prior value)`. With many rows it hardly matters;
+    /// with one or two it keeps a framework's few (possibly unrepresentative) rows from
+    /// setting its factors alone.
+    pub prior_rows: f64,
+    /// Fit the efficiencies (false: only the overhead moves; for engines that run the
+    /// same kernels as `typical` and differ by their overheads).
+    pub fit_efficiencies: bool,
+    /// Huber threshold on `ln(pred / measured)`: rows off by more than this count
+    /// linearly, not quadratically, so one odd row cannot drag a factor (None: plain
+    /// least squares).
+    pub huber: Option<f64>,
+}
+
+impl Default for FitOptions {
+    fn default() -> Self {
+        FitOptions {
+            overhead: OverheadKind::Layer,
+            min_rows_for_overhead: 6,
+            sensitivity: 0.2,
+            bounds: Bounds::default(),
+            prior: None,
+            prior_rows: 3.0,
+            fit_efficiencies: true,
+            huber: Some(0.3),
+        }
+    }
+}
+
+/// Which engine field a parameter sets.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ParamKind {
+    /// `memory_efficiency.<group>`.
+    Memory(String),
+    /// `compute_efficiency`.
+    Compute,
+    /// `step_overhead_s`.
+    StepOverhead,
+    /// `layer_overhead_s`.
+    LayerOverhead,
+}
+
+impl ParamKind {
+    /// The TOML key (`memory_efficiency.hbm`).
+    pub fn key(&self) -> String {
+        match self {
+            ParamKind::Memory(g) => format!("memory_efficiency.{g}"),
+            ParamKind::Compute => "compute_efficiency".into(),
+            ParamKind::StepOverhead => "step_overhead_s".into(),
+            ParamKind::LayerOverhead => "layer_overhead_s".into(),
+        }
+    }
+
+    fn is_overhead(&self) -> bool {
+        matches!(self, ParamKind::StepOverhead | ParamKind::LayerOverhead)
+    }
+
+    fn get(&self, e: &Engine) -> f64 {
+        match self {
+            ParamKind::Memory(g) => e
+                .memory_efficiency
+                .get(g)
+                .or_else(|| e.memory_efficiency.get("default"))
+                .copied()
+                .unwrap_or(1.0),
+            ParamKind::Compute => e.compute_efficiency,
+            ParamKind::StepOverhead => e.step_overhead_s,
+            ParamKind::LayerOverhead => e.layer_overhead_s,
+        }
+    }
+
+    fn set(&self, e: &mut Engine, v: f64) {
+        match self {
+            ParamKind::Memory(g) => {
+                e.memory_efficiency.insert(g.clone(), v);
+            }
+            ParamKind::Compute => e.compute_efficiency = v,
+            ParamKind::StepOverhead => e.step_overhead_s = v,
+            ParamKind::LayerOverhead => e.layer_overhead_s = v,
+        }
+    }
+
+    // internal coordinates: ln(efficiency), overhead in ms
+    fn to_internal(&self, v: f64) -> f64 {
+        if self.is_overhead() { v * 1e3 } else { v.ln() }
+    }
+
+    fn to_value(&self, x: f64) -> f64 {
+        if self.is_overhead() {
+            x * 1e-3
+        } else {
+            x.exp()
+        }
+    }
+}
+
+/// One fitted factor.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FittedParam {
+    /// Which field.
+    pub kind: ParamKind,
+    /// The TOML key.
+    pub key: String,
+    /// Value before the fit.
+    pub start: f64,
+    /// Fitted value.
+    pub value: f64,
+    /// 95% confidence interval, low end, clipped to the bounds (None: too few rows, or
+    /// at a bound).
+    pub ci_low: Option<f64>,
+    /// 95% confidence interval, high end.
+    pub ci_high: Option<f64>,
+    /// Lower and upper bound the fit was held to.
+    pub bounds: (f64, f64),
+    /// Whether the value sits on a bound (then it is not free and has no interval).
+    pub at_bound: bool,
+    /// Rows that inform it (sensitivity above the threshold).
+    pub rows: Vec<String>,
+}
+
+/// The result of fitting one engine.
+#[derive(Debug, Clone, Serialize)]
+pub struct EngineFit {
+    /// The fitted engine (base engine with the fitted factors set, `fitted_on` filled).
+    pub engine: Engine,
+    /// Fitted factors.
+    pub params: Vec<FittedParam>,
+    /// Rows used.
+    pub rows: Vec<String>,
+    /// Rows minus free parameters.
+    pub dof: usize,
+    /// Root-mean-square of `ln(pred / measured)` before the fit.
+    pub rms_log_before: f64,
+    /// Root-mean-square of `ln(pred / measured)` after the fit.
+    pub rms_log_after: f64,
+    /// Plain-language remarks (parameters left out, bounds hit).
+    pub notes: Vec<String>,
+}
+
+fn residuals(engine: &Engine, cases: &[&Case]) -> Result<Vec<f64>> {
+    cases
+        .iter()
+        .map(|c| {
+            let p = predict_case(c, engine)?;
+            if p.is_finite() && p > 0.0 {
+                Ok((p / c.measured).ln())
+            } else {
+                Err(Error::invalid(
+                    c.id.clone(),
+                    format!("prediction {p} is not a positive number"),
+                ))
+            }
+        })
+        .collect()
+}
+
+/// Data residuals followed by the prior residuals of the efficiencies.
+struct Problem<'a> {
+    start: Engine,
+    params: Vec<ParamKind>,
+    cases: &'a [&'a Case],
+    prior: Vec<Option<f64>>,
+    prior_weight: f64,
+    huber: Option<f64>,
+}
+
+/// `sign(r) · sqrt(2 ρ(r))` for Huber's ρ: equal to `r` within `k`, growing like
+/// `sqrt(|r|)` beyond, smooth at `k`; its square is the loss.
+fn huber_residual(r: f64, k: Option<f64>) -> f64 {
+    match k {
+        Some(k) if r.abs() > k => r.signum() * (2.0 * k * r.abs() - k * k).sqrt(),
+        _ => r,
+    }
+}
+
+impl Problem<'_> {
+    fn residuals(&self, x: &[f64]) -> Result<Vec<f64>> {
+        let mut r: Vec<f64> = residuals(&with(&self.start, &self.params, x), self.cases)?
+            .into_iter()
+            .map(|v| huber_residual(v, self.huber))
+            .collect();
+        for (xi, p) in x.iter().zip(&self.prior) {
+            if let Some(p) = p {
+                r.push(self.prior_weight * (xi - p));
+            }
+        }
+        Ok(r)
+    }
+
+    fn jacobian(&self, x: &[f64], r0: &[f64]) -> Result<Vec<Vec<f64>>> {
+        let h = 1e-4;
+        let mut cols = Vec::with_capacity(x.len());
+        for j in 0..x.len() {
+            let mut xh = x.to_vec();
+            xh[j] -= h;
+            let r = self.residuals(&xh)?;
+            cols.push(
+                r.iter()
+                    .zip(r0)
+                    .map(|(a, b)| (b - a) / h)
+                    .collect::<Vec<f64>>(),
+            );
+        }
+        Ok(cols)
+    }
+}
+
+fn with(base: &Engine, params: &[ParamKind], x: &[f64]) -> Engine {
+    let mut e = base.clone();
+    for (p, &xi) in params.iter().zip(x) {
+        p.set(&mut e, p.to_value(xi));
+    }
+    e
+}
+
+fn jacobian(
+    base: &Engine,
+    params: &[ParamKind],
+    x: &[f64],
+    r0: &[f64],
+    cases: &[&Case],
+) -> Result<Vec<Vec<f64>>> {
+    // forward differences; a step toward the interior when at an upper bound
+    let mut cols = Vec::with_capacity(params.len());
+    for j in 0..params.len() {
+        let h = 1e-4;
+        let mut xh = x.to_vec();
+        xh[j] -= h;
+        let r = residuals(&with(base, params, &xh), cases)?;
+        cols.push(
+            r.iter()
+                .zip(r0)
+                .map(|(a, b)| (b - a) / h)
+                .collect::<Vec<f64>>(),
+        );
+    }
+    Ok(cols)
+}
+
+/// Solves `a x = b` for a small dense system (Gauss-Jordan with partial pivoting);
+/// `None` when singular.
+fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Option<Vec<f64>> {
+    let n = b.len();
+    for col in 0..n {
+        let piv = (col..n).max_by(|&i, &j| a[i][col].abs().total_cmp(&a[j][col].abs()))?;
+        if a[piv][col].abs() < 1e-12 {
+            return None;
+        }
+        a.swap(col, piv);
+        b.swap(col, piv);
+        for row in 0..n {
+            if row != col {
+                let f = a[row][col] / a[col][col];
+                if f != 0.0 {
+                    let pivot_row = a[col].clone();
+                    for (x, p) in a[row].iter_mut().zip(&pivot_row).skip(col) {
+                        *x -= f * p;
+                    }
+                    b[row] -= f * b[col];
+                }
+            }
+        }
+    }
+    Some((0..n).map(|i| b[i] / a[i][i]).collect())
+}
+
+fn inverse(a: &[Vec<f64>]) -> Option<Vec<Vec<f64>>> {
+    let n = a.len();
+    let mut cols = Vec::with_capacity(n);
+    for k in 0..n {
+        let e: Vec<f64> = (0..n).map(|i| if i == k { 1.0 } else { 0.0 }).collect();
+        cols.push(solve(a.to_vec(), e)?);
+    }
+    // cols[k] is column k of the inverse
+    Some(
+        (0..n)
+            .map(|i| (0..n).map(|k| cols[k][i]).collect())
+            .collect(),
+    )
+}
+
+fn ssr(r: &[f64]) -> f64 {
+    r.iter().map(|v| v * v).sum()
+}
+
+fn rms(r: &[f64]) -> f64 {
+    if r.is_empty() {
+        0.0
+    } else {
+        (ssr(r) / r.len() as f64).sqrt()
+    }
+}
+
+/// Fits `base`'s factors to `cases` (the rows of one engine; kind F rows are ignored).
+///
+/// Returns the fitted engine with `fitted_on` set to the row ids, the factors with
+/// confidence intervals, and the fit's residuals before and after.
+pub fn fit(base: &Engine, cases: &[&Case], opts: &FitOptions) -> Result<EngineFit> {
+    let cases: Vec<&Case> = cases
+        .iter()
+        .copied()
+        .filter(|c| c.kind != Kind::F && c.model.is_some())
+        .collect();
+    let mut notes = Vec::new();
+    let b = &opts.bounds;
+    // start inside the bounds
+    let mut start = base.clone();
+    start.compute_efficiency = start.compute_efficiency.clamp(b.min_efficiency, b.compute);
+    let mut groups: Vec<String> = cases
+        .iter()
+        .map(|c| memory_group(&c.hardware).to_string())
+        .collect();
+    groups.sort();
+    groups.dedup();
+    for g in &groups {
+        let k = ParamKind::Memory(g.clone());
+        let v = k.get(&start).clamp(b.min_efficiency, b.memory_for(g));
+        k.set(&mut start, v);
+    }
+    let r0 = residuals(&start, &cases)?;
+    let rms_before = rms(&r0);
+    if cases.is_empty() {
+        return Ok(EngineFit {
+            engine: start,
+            params: Vec::new(),
+            rows: Vec::new(),
+            dof: 0,
+            rms_log_before: 0.0,
+            rms_log_after: 0.0,
+            notes: vec!["no rows: factors left as given".into()],
+        });
+    }
+    // candidate parameters and the rows that inform each
+    let mut cand: Vec<ParamKind> = Vec::new();
+    if opts.fit_efficiencies {
+        cand.extend(groups.iter().cloned().map(ParamKind::Memory));
+        cand.push(ParamKind::Compute);
+    } else {
+        notes.push("efficiencies kept as given: only the overhead is fitted".into());
+    }
+    let x0: Vec<f64> = cand.iter().map(|p| p.to_internal(p.get(&start))).collect();
+    let j0 = jacobian(&start, &cand, &x0, &r0, &cases)?;
+    let mut params = Vec::new();
+    let mut informing = Vec::new();
+    for (p, col) in cand.iter().zip(&j0) {
+        let rows: Vec<String> = cases
+            .iter()
+            .zip(col)
+            .filter(|(_, d)| d.abs() >= opts.sensitivity)
+            .map(|(c, _)| c.id.clone())
+            .collect();
+        if rows.is_empty() {
+            notes.push(format!(
+                "{} kept at {:.3}: no row depends on it",
+                p.key(),
+                p.get(&start)
+            ));
+        } else {
+            params.push(p.clone());
+            informing.push(rows);
+        }
+    }
+    let overhead = match opts.overhead {
+        OverheadKind::Step => Some(ParamKind::StepOverhead),
+        OverheadKind::Layer => Some(ParamKind::LayerOverhead),
+        OverheadKind::None => None,
+    };
+    if let Some(o) = overhead {
+        if cases.len() >= opts.min_rows_for_overhead.max(params.len() + 1) {
+            params.push(o);
+            informing.push(cases.iter().map(|c| c.id.clone()).collect());
+        } else {
+            notes.push(format!(
+                "{} kept at {:.3e} s: {} rows are too few to separate it from the efficiencies (needs {})",
+                o.key(),
+                o.get(&start),
+                cases.len(),
+                opts.min_rows_for_overhead.max(params.len() + 1)
+            ));
+        }
+    }
+    let lo_hi = |p: &ParamKind| -> (f64, f64) {
+        match p {
+            ParamKind::Memory(g) => (b.min_efficiency, b.memory_for(g)),
+            ParamKind::Compute => (b.min_efficiency, b.compute),
+            _ => (0.0, b.max_overhead_s),
+        }
+    };
+    let xb: Vec<(f64, f64)> = params
+        .iter()
+        .map(|p| {
+            let (l, h) = lo_hi(p);
+            (p.to_internal(l), p.to_internal(h))
+        })
+        .collect();
+    let prior: Vec<Option<f64>> = params
+        .iter()
+        .map(|p| match (&opts.prior, p.is_overhead()) {
+            (Some(e), false) => {
+                let (l, h) = lo_hi(p);
+                Some(p.to_internal(p.get(e).clamp(l, h)))
+            }
+            _ => None,
+        })
+        .collect();
+    let problem = Problem {
+        start: start.clone(),
+        params: params.clone(),
+        cases: &cases,
+        prior,
+        prior_weight: opts.prior_rows.max(0.0).sqrt(),
+        huber: opts.huber,
+    };
+    let n_data = cases.len();
+    let mut x: Vec<f64> = params
+        .iter()
+        .map(|p| p.to_internal(p.get(&start)))
+        .collect();
+    let mut r = problem.residuals(&x)?;
+    let mut cost = ssr(&r);
+    let mut lambda = 1e-3;
+    for _ in 0..200 {
+        let jac = problem.jacobian(&x, &r)?;
+        let n = params.len();
+        let mut jtj = vec![vec![0.0; n]; n];
+        let mut jtr = vec![0.0; n];
+        for a in 0..n {
+            for c in 0..n {
+                jtj[a][c] = jac[a].iter().zip(&jac[c]).map(|(u, v)| u * v).sum();
+            }
+            jtr[a] = jac[a].iter().zip(&r).map(|(u, v)| u * v).sum();
+        }
+        let mut improved = false;
+        for _ in 0..30 {
+            let mut m = jtj.clone();
+            for (i, row) in m.iter_mut().enumerate() {
+                row[i] += lambda * (jtj[i][i].max(1e-9));
+            }
+            let Some(step) = solve(m, jtr.iter().map(|v| -v).collect()) else {
+                lambda *= 10.0;
+                continue;
+            };
+            let xn: Vec<f64> = x
+                .iter()
+                .zip(&step)
+                .zip(&xb)
+                .map(|((xi, s), (l, h))| (xi + s).clamp(*l, *h))
+                .collect();
+            let rn = problem.residuals(&xn)?;
+            let cn = ssr(&rn);
+            if cn < cost - 1e-15 {
+                let gain = cost - cn;
+                x = xn;
+                r = rn;
+                cost = cn;
+                lambda = (lambda / 3.0).max(1e-9);
+                improved = gain > 1e-12 * cost.max(1e-12);
+                break;
+            }
+            lambda *= 4.0;
+        }
+        if !improved {
+            break;
+        }
+    }
+    let data_r = &r[..n_data];
+    let raw_after = residuals(&with(&start, &params, &x), &cases)?;
+    // intervals over the free (interior) parameters
+    let at_bound: Vec<bool> = x
+        .iter()
+        .zip(&xb)
+        .map(|(xi, (l, h))| (xi - l).abs() < 1e-6 || (h - xi).abs() < 1e-6)
+        .collect();
+    let free: Vec<usize> = (0..params.len()).filter(|&j| !at_bound[j]).collect();
+    let dof = n_data.saturating_sub(free.len());
+    let mut ci: Vec<Option<(f64, f64)>> = vec![None; params.len()];
+    if dof > 0 && !free.is_empty() {
+        let jac = problem.jacobian(&x, &r)?;
+        let jtj: Vec<Vec<f64>> = free
+            .iter()
+            .map(|&a| {
+                free.iter()
+                    .map(|&c| jac[a].iter().zip(&jac[c]).map(|(u, v)| u * v).sum())
+                    .collect()
+            })
+            .collect();
+        let s2 = ssr(data_r) / dof as f64;
+        let t = StudentsT::new(0.0, 1.0, dof as f64)
+            .map(|d| d.inverse_cdf(0.975))
+            .unwrap_or(f64::NAN);
+        match inverse(&jtj) {
+            Some(inv) => {
+                for (k, &j) in free.iter().enumerate() {
+                    let se = (s2 * inv[k][k]).max(0.0).sqrt();
+                    let p = &params[j];
+                    let (lo, hi) = (x[j] - t * se, x[j] + t * se);
+                    // an interval never leaves the bounds the value is held to
+                    let (bl, bh) = xb[j];
+                    ci[j] = Some((p.to_value(lo.max(bl)), p.to_value(hi.min(bh))));
+                }
+            }
+            None => notes.push(
+                "the fitted factors are not separable with these rows (singular JᵀJ): no intervals"
+                    .into(),
+            ),
+        }
+    } else if !free.is_empty() {
+        notes.push(format!(
+            "{} rows for {} free factors: no confidence intervals",
+            n_data,
+            free.len()
+        ));
+    }
+    let mut engine = with(&start, &params, &x);
+    engine.fitted_on = cases.iter().map(|c| c.id.clone()).collect();
+    let fitted: Vec<FittedParam> = params
+        .iter()
+        .enumerate()
+        .map(|(j, p)| {
+            let (l, h) = lo_hi(p);
+            FittedParam {
+                kind: p.clone(),
+                key: p.key(),
+                start: p.get(&start),
+                value: p.to_value(x[j]),
+                ci_low: ci[j].map(|c| c.0),
+                ci_high: ci[j].map(|c| c.1),
+                bounds: (l, h),
+                at_bound: at_bound[j],
+                rows: informing[j].clone(),
+            }
+        })
+        .collect();
+    for p in fitted.iter().filter(|p| p.at_bound) {
+        notes.push(format!(
+            "{} stopped at its bound {:.4} (bounds {:.4}..{:.4})",
+            p.key, p.value, p.bounds.0, p.bounds.1
+        ));
+    }
+    Ok(EngineFit {
+        engine,
+        params: fitted,
+        rows: cases.iter().map(|c| c.id.clone()).collect(),
+        dof,
+        rms_log_before: rms_before,
+        rms_log_after: rms(&raw_after),
+        notes,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::calibrate::{BatchSpec, Target};
+    use crate::hardware::HardwareDb;
+    use crate::memory::Parallel;
+    use crate::model::ModelDb;
+    use crate::predict::Scenario;
+
+    fn engine(hbm: f64, gddr: f64, compute: f64, layer_s: f64) -> Engine {
+        let mut e = Engine::ideal();
+        e.id = "synthetic".into();
+        e.memory_efficiency = BTreeMap::from([("hbm".into(), hbm), ("gddr".into(), gddr)]);
+        e.compute_efficiency = compute;
+        e.layer_overhead_s = layer_s;
+        e
+    }
+
+    fn case(
+        id: &str,
+        gpu: &str,
+        model: &str,
+        batch: u64,
+        prompt: u64,
+        gen_tokens: u64,
+        target: Target,
+    ) -> Case {
+        let kind = match target {
+            Target::TtftS | Target::PrefillTokensPerS => Kind::C,
+            _ if batch > 1 => Kind::B,
+            _ => Kind::A,
+        };
+        Case {
+            id: id.into(),
+            line: 0,
+            kind,
+            engine: "synthetic".into(),
+            hardware: HardwareDb::builtin().unwrap().get(gpu).unwrap().clone(),
+            model: Some(ModelDb::builtin().unwrap().resolve(model).unwrap()),
+            scenario: Scenario {
+                batch,
+                prompt,
+                gen_tokens,
+                weights: None,
+                kv: None,
+                gpus: 1,
+                parallel: Parallel::Tp,
+                flash: true,
+                offload: false,
+            },
+            batch: BatchSpec::Fixed(batch),
+            target,
+            measured: 1.0,
+            assumptions: Vec::new(),
+        }
+    }
+
+    /// Sets each case's measurement to `truth`'s prediction times `noise[i]`.
+    fn measure(cases: &mut [Case], truth: &Engine, noise: &[f64]) {
+        for (i, c) in cases.iter_mut().enumerate() {
+            c.measured = predict_case(c, truth).unwrap() * noise.get(i).copied().unwrap_or(1.0);
+        }
+    }
+
+    fn plain() -> FitOptions {
+        FitOptions {
+            overhead: OverheadKind::None,
+            huber: None,
+            prior: None,
+            ..FitOptions::default()
+        }
+    }
+
+    #[test]
+    fn half_the_roofline_decode_rate_is_half_the_bandwidth() {
+        // Batch-1 decode on the ideal roofline is memory-bound in every op, so its time
+        // is Σ bytes / (bandwidth · e): measuring half the ideal tokens/s means e = 0.5,
+        // whatever the model.
+        let mut c = case(
+            "d1",
+            "a100-80gb-sxm",
+            "llama-2-7b",
+            1,
+            16,
+            16,
+            Target::DecodeTokensPerS,
+        );
+        let ideal = predict_case(&c, &Engine::ideal()).unwrap();
+        c.measured = ideal / 2.0;
+        let f = fit(&engine(1.0, 1.0, 1.0, 0.0), &[&c], &plain()).unwrap();
+        assert_eq!(f.params.len(), 1, "{:?}", f.params);
+        assert_eq!(f.params[0].key, "memory_efficiency.hbm");
+        assert!(
+            (f.params[0].value - 0.5).abs() < 1e-4,
+            "{}",
+            f.params[0].value
+        );
+        assert!(
+            f.notes
+                .iter()
+                .any(|n| n.contains("compute_efficiency kept")),
+            "{:?}",
+            f.notes
+        );
+        assert!(f.rms_log_after < 1e-4);
+        assert_eq!(f.engine.fitted_on, vec!["d1".to_string()]);
+    }
+
+    #[test]
+    fn prior_pulls_to_the_geometric_mean_when_it_weighs_one_row() {
+        // one row implying e = 0.4, a prior of 0.8 worth one row: minimizing
+        // (ln e - ln 0.4)² + (ln e - ln 0.8)² gives e = sqrt(0.4 · 0.8) = 0.5657.
+        let mut c = case(
+            "d1",
+            "rtx-4090",
+            "llama-2-7b",
+            1,
+            16,
+            16,
+            Target::DecodeTokensPerS,
+        );
+        c.measured = 0.4 * predict_case(&c, &Engine::ideal()).unwrap();
+        let opts = FitOptions {
+            prior: Some(engine(0.8, 0.8, 0.8, 0.0)),
+            prior_rows: 1.0,
+            ..plain()
+        };
+        let f = fit(&engine(1.0, 1.0, 1.0, 0.0), &[&c], &opts).unwrap();
+        let v = f.engine.memory_efficiency["gddr"];
+        assert!((v - (0.4f64 * 0.8).sqrt()).abs() < 1e-3, "{v}");
+    }
+
+    fn synthetic_cases() -> Vec<Case> {
+        use Target::*;
+        vec![
+            case(
+                "a1",
+                "a100-80gb-sxm",
+                "llama-2-7b",
+                1,
+                128,
+                128,
+                DecodeTokensPerS,
+            ),
+            case(
+                "a2",
+                "a100-80gb-sxm",
+                "llama-2-13b",
+                1,
+                128,
+                256,
+                DecodeTokensPerS,
+            ),
+            case("a3", "rtx-4090", "llama-2-7b", 1, 0, 128, DecodeTokensPerS),
+            case(
+                "a4",
+                "rtx-4090",
+                "qwen2.5-coder-3b",
+                1,
+                0,
+                128,
+                DecodeTokensPerS,
+            ),
+            case("c1", "a100-80gb-sxm", "llama-2-7b", 1, 2048, 1, TtftS),
+            case(
+                "c2",
+                "rtx-4090",
+                "llama-2-7b",
+                1,
+                1024,
+                1,
+                PrefillTokensPerS,
+            ),
+            case(
+                "b1",
+                "a100-80gb-sxm",
+                "llama-2-7b",
+                64,
+                128,
+                128,
+                OutputTokensPerS,
+            ),
+            case(
+                "b2",
+                "a100-80gb-sxm",
+                "llama-2-13b",
+                32,
+                512,
+                128,
+                OutputTokensPerS,
+            ),
+        ]
+    }
+
+    #[test]
+    fn recovers_a_known_engine_from_its_own_predictions() {
+        let truth = engine(0.6, 0.85, 0.55, 80e-6);
+        let mut cs = synthetic_cases();
+        measure(&mut cs, &truth, &[]);
+        let refs: Vec<&Case> = cs.iter().collect();
+        let opts = FitOptions {
+            min_rows_for_overhead: 6,
+            overhead: OverheadKind::Layer,
+            ..plain()
+        };
+        let f = fit(&engine(0.8, 0.8, 0.7, 0.0), &refs, &opts).unwrap();
+        let got = |k: &str| f.params.iter().find(|p| p.key == k).unwrap().value;
+        assert!((got("memory_efficiency.hbm") / 0.6 - 1.0).abs() < 0.01);
+        assert!((got("memory_efficiency.gddr") / 0.85 - 1.0).abs() < 0.01);
+        assert!((got("compute_efficiency") / 0.55 - 1.0).abs() < 0.01);
+        assert!((got("layer_overhead_s") / 80e-6 - 1.0).abs() < 0.02);
+        assert!(f.rms_log_after < 1e-3, "{}", f.rms_log_after);
+        assert_eq!(f.dof, cs.len() - 4);
+    }
+
+    #[test]
+    fn intervals_cover_the_truth_under_noise_and_widen_with_it() {
+        let truth = engine(0.6, 0.85, 0.55, 80e-6);
+        let opts = FitOptions {
+            overhead: OverheadKind::Layer,
+            ..plain()
+        };
+        let width = |noise: &[f64]| {
+            let mut cs = synthetic_cases();
+            measure(&mut cs, &truth, noise);
+            let refs: Vec<&Case> = cs.iter().collect();
+            let f = fit(&engine(0.8, 0.8, 0.7, 0.0), &refs, &opts).unwrap();
+            let p = f
+                .params
+                .iter()
+                .find(|p| p.key == "memory_efficiency.hbm")
+                .unwrap();
+            let (lo, hi) = (p.ci_low.unwrap(), p.ci_high.unwrap());
+            assert!(
+                lo <= 0.6 && 0.6 <= hi,
+                "{lo}..{hi} misses 0.6 (noise {noise:?})"
+            );
+            hi / lo
+        };
+        let quiet = width(&[1.01, 0.99, 1.01, 0.99, 1.01, 0.99, 1.01, 0.99]);
+        let loud = width(&[1.08, 0.93, 1.06, 0.95, 1.07, 0.92, 1.05, 0.94]);
+        assert!(quiet > 1.0 && loud > quiet, "{quiet} vs {loud}");
+    }
+
+    #[test]
+    fn ceilings_bound_the_fit() {
+        // rows implying e = 0.98 on HBM against a measured ceiling of 0.9
+        let truth = engine(0.98, 0.98, 0.7, 0.0);
+        let mut cs = synthetic_cases();
+        cs.retain(|c| c.id.starts_with('a'));
+        measure(&mut cs, &truth, &[]);
+        let refs: Vec<&Case> = cs.iter().collect();
+        let mut opts = plain();
+        opts.bounds.memory.insert("hbm".into(), 0.9);
+        let f = fit(&engine(0.8, 0.8, 0.7, 0.0), &refs, &opts).unwrap();
+        let p = f
+            .params
+            .iter()
+            .find(|p| p.key == "memory_efficiency.hbm")
+            .unwrap();
+        assert!(p.at_bound && (p.value - 0.9).abs() < 1e-9, "{p:?}");
+        assert!(p.ci_low.is_none());
+        assert!(f.notes.iter().any(|n| n.contains("bound")), "{:?}", f.notes);
+    }
+
+    #[test]
+    fn huber_limits_one_outlier() {
+        let truth = engine(0.6, 0.85, 0.55, 0.0);
+        let mut cs = synthetic_cases();
+        cs.retain(|c| c.id == "a1" || c.id == "a2" || c.id == "b1");
+        // a1 measured 3x slower than the truth
+        measure(&mut cs, &truth, &[1.0 / 3.0, 1.0, 1.0]);
+        let refs: Vec<&Case> = cs.iter().collect();
+        let ls = fit(&engine(0.8, 0.8, 0.7, 0.0), &refs, &plain()).unwrap();
+        let robust = fit(
+            &engine(0.8, 0.8, 0.7, 0.0),
+            &refs,
+            &FitOptions {
+                huber: Some(0.3),
+                ..plain()
+            },
+        )
+        .unwrap();
+        let hbm = |f: &EngineFit| f.engine.memory_efficiency["hbm"];
+        assert!(
+            (hbm(&robust) / 0.6 - 1.0).abs() < (hbm(&ls) / 0.6 - 1.0).abs(),
+            "robust {} vs least squares {}",
+            hbm(&robust),
+            hbm(&ls)
+        );
+    }
+
+    #[test]
+    fn ceilings_from_f_rows() {
+        let rows = crate::calibrate::parse_measurements(
+            crate::calibrate::BUILTIN_MEASUREMENTS_CSV,
+            "m.csv",
+        )
+        .unwrap();
+        let m = crate::calibrate::cases(&rows).unwrap();
+        let b = bounds_from_ceilings(&m.cases);
+        // A40: 663 / 696 GB/s; A100 SXM MAMF: 271.2 / 312 TFLOP/s
+        assert!((b.memory["gddr"] - 663.0 / 696.0).abs() < 1e-9, "{b:?}");
+        assert!((b.compute - 271.2 / 312.0).abs() < 1e-9, "{b:?}");
+        assert!(b.memory["hbm"] < 0.95 && b.memory["hbm"] > 0.85, "{b:?}");
+    }
+}

@@ -1,0 +1,149 @@
+//! Hostile inputs: parsers return errors, never panic; mutated configs name the field.
+//! (A libFuzzer target needs a nightly toolchain, which this project's machines lack; these
+//! proptest-driven runs and the replayed corpus in tests/corpus/ take its place.)
+
+use proptest::prelude::*;
+use ridgeline::dtype::Format;
+use ridgeline::engine::EngineDb;
+use ridgeline::hardware::Hardware;
+use ridgeline::model::ModelConfig;
+
+const VALID: &str = r#"{"model_type": "llama", "hidden_size": 4096, "intermediate_size": 11008,
+ "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 32, "vocab_size": 32000}"#;
+
+const FIELDS: [&str; 6] = [
+    "hidden_size",
+    "intermediate_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "vocab_size",
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn config_parser_never_panics(s in ".{0,200}") {
+        let _ = ModelConfig::from_json_str(&s, "x", "fuzz.json");
+    }
+
+    #[test]
+    fn truncated_configs_are_errors(cut in 0usize..VALID.len()) {
+        let s = &VALID[..cut];
+        prop_assert!(ModelConfig::from_json_str(s, "x", "t.json").is_err());
+    }
+
+    #[test]
+    fn bad_field_values_name_the_field(
+        fi in 0usize..FIELDS.len(),
+        value in prop::sample::select(vec!["0", "-1", "-4096", "1.5", "\"abc\"", "true", "[]", "1e40", "{}"]),
+    ) {
+        let field = FIELDS[fi];
+        let mut v: serde_json::Value = serde_json::from_str(VALID).unwrap();
+        v[field] = serde_json::from_str(value).unwrap();
+        let e = ModelConfig::from_json_str(&v.to_string(), "x", "m.json").unwrap_err().to_string();
+        prop_assert!(e.contains(field) || e.contains("parameters") || e.contains("num_attention_heads"), "{}: {}", field, e);
+    }
+
+    #[test]
+    fn hardware_parser_never_panics(s in ".{0,300}") {
+        let _ = Hardware::from_toml(&s, "fuzz.toml");
+    }
+
+    #[test]
+    fn engine_parser_never_panics(s in ".{0,300}") {
+        let _ = EngineDb::from_toml(&s, "fuzz.toml");
+    }
+
+    #[test]
+    fn format_parser_never_panics(s in ".{0,30}") {
+        if let Ok(f) = Format::parse(&s) {
+            prop_assert!(f.bits() > 0.0 && f.bits().is_finite());
+        }
+    }
+}
+
+#[test]
+fn missing_fields_are_named() {
+    for field in [
+        "hidden_size",
+        "num_hidden_layers",
+        "num_attention_heads",
+        "vocab_size",
+    ] {
+        let mut v: serde_json::Value = serde_json::from_str(VALID).unwrap();
+        v.as_object_mut().unwrap().remove(field);
+        let e = ModelConfig::from_json_str(&v.to_string(), "x", "m.json")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(field) && e.contains("m.json"), "{e}");
+    }
+}
+
+#[test]
+fn gqa_constraints() {
+    let mut v: serde_json::Value = serde_json::from_str(VALID).unwrap();
+    v["num_key_value_heads"] = 64.into();
+    let e = ModelConfig::from_json_str(&v.to_string(), "x", "m.json")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("more than"), "{e}");
+    v["num_key_value_heads"] = 5.into();
+    let e = ModelConfig::from_json_str(&v.to_string(), "x", "m.json")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("does not divide"), "{e}");
+    v["num_key_value_heads"] = 8.into();
+    v["hidden_size"] = 4000.into();
+    v["num_attention_heads"] = 48.into();
+    let e = ModelConfig::from_json_str(&v.to_string(), "x", "m.json")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("not divisible"), "{e}");
+}
+
+#[test]
+fn corpus_replays_without_panic() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus/config");
+    let mut n = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let text = std::fs::read_to_string(entry.unwrap().path()).unwrap_or_default();
+        let _ = ModelConfig::from_json_str(&text, "x", "corpus");
+        n += 1;
+    }
+    assert!(n >= 5, "corpus is missing");
+}
+
+#[test]
+fn engine_file_errors_name_the_key() {
+    let e = EngineDb::from_toml(
+        "[x]\ncompute_efficiency = 1.5\n[x.memory_efficiency]\ndefault = 0.8\n",
+        "e.toml",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("e.toml") && e.contains("compute_efficiency"),
+        "{e}"
+    );
+    let e = EngineDb::from_toml(
+        "[x]\ncompute_efficiency = 0.5\n[x.memory_efficiency]\ngpu = 0.8\n",
+        "e.toml",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("memory_efficiency.gpu"), "{e}");
+}
+
+#[test]
+fn moe_top_k_above_experts_is_an_error() {
+    let e = ModelConfig::from_json_str(
+        r#"{"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 100, "num_local_experts": 8, "num_experts_per_tok": 9}"#,
+        "x",
+        "moe.json",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("num_experts_per_tok"), "{e}");
+}
