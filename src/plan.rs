@@ -285,12 +285,12 @@ pub fn plan(req: &PlanRequest<'_>) -> Result<Plan> {
             "must be at least 1 for planning (cost is per output token)",
         ));
     }
-    if req.prompt > crate::sweep::MAX_VALUE || req.gen_tokens > crate::sweep::MAX_VALUE {
-        return Err(Error::invalid(
-            "--prompt",
-            format!("prompt and gen must be at most {}", crate::sweep::MAX_VALUE),
-        ));
+    Scenario {
+        prompt: req.prompt,
+        gen_tokens: req.gen_tokens,
+        ..Scenario::default()
     }
+    .validate()?;
     for (name, v) in [
         ("--max-ttft-ms", req.targets.max_ttft_s),
         ("--max-tpot-ms", req.targets.max_tpot_s),

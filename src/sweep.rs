@@ -50,8 +50,9 @@ pub const MAX_CONFIGS: usize = 1_000_000_000;
 /// larger sweeps with [`Sweep::write_csv`] or [`Sweep::for_each`].
 pub const MAX_GRID_CELLS: usize = 50_000_000;
 
-/// Largest batch, prompt or gen a sweep accepts (2^40).
-pub const MAX_VALUE: u64 = 1 << 40;
+/// Largest batch, prompt or gen a sweep accepts (the same as `predict`:
+/// [`crate::predict::MAX_COUNT`]).
+pub const MAX_VALUE: u64 = crate::predict::MAX_COUNT;
 
 /// Largest device count a sweep accepts.
 pub const MAX_GPUS: u64 = 1_000_000;
@@ -440,8 +441,9 @@ impl<'a> Sweep<'a> {
     }
 
     /// Checks what [`Sweep::from_lists`] checks, for sweeps built by hand: no empty
-    /// axis, batch >= 1, values within [`MAX_VALUE`] / [`MAX_GPUS`], at most
-    /// [`MAX_CONFIGS`] configurations.
+    /// axis, batch >= 1, values within [`MAX_VALUE`] / [`MAX_GPUS`], batch x (prompt +
+    /// gen) within [`crate::predict::MAX_TOKENS`], at most [`MAX_CONFIGS`]
+    /// configurations.
     pub fn validate(&self) -> Result<()> {
         for (axis, n) in AXES.iter().zip(self.shape()) {
             if n == 0 {
@@ -462,6 +464,17 @@ impl<'a> Sweep<'a> {
         check("--batch", &self.batch, 1, MAX_VALUE)?;
         check("--prompt", &self.prompt, 0, MAX_VALUE)?;
         check("--gen", &self.gen_tokens, 0, MAX_VALUE)?;
+        let max = |v: &[u64]| v.iter().copied().max().unwrap_or(0) as f64;
+        let tokens = max(&self.batch) * (max(&self.prompt) + max(&self.gen_tokens));
+        if tokens > crate::predict::MAX_TOKENS as f64 {
+            return Err(Error::invalid(
+                "--batch",
+                format!(
+                    "batch x (prompt + gen) reaches {tokens:e} tokens at the largest values; the supported maximum is {:e}",
+                    crate::predict::MAX_TOKENS as f64
+                ),
+            ));
+        }
         let n = self
             .shape()
             .iter()

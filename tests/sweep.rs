@@ -442,7 +442,7 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(200))]
 
     /// The cached evaluator used by sweeps and plans equals `Predictor::summary` on
-    /// random models, devices, layouts, formats and shapes (to rounding: 1e-12).
+    /// random models, devices, engines, layouts, formats and shapes (to rounding: 1e-12).
     #[test]
     fn optimised_summary_equals_plain(
         m in 0..MODELS.len(),
@@ -452,11 +452,13 @@ proptest! {
         w in 0..FORMATS.len(),
         kv8 in any::<bool>(),
         flash in any::<bool>(),
+        e in 0usize..100,
         shapes in proptest::collection::vec((1u64..4096, 0u64..40_000, 0u64..9_000), 1..6),
     ) {
         let model = ModelDb::builtin().unwrap().resolve(MODELS[m]).unwrap();
         let hw = HardwareDb::builtin().unwrap().get(GPUS[g]).unwrap();
-        let engine = EngineDb::builtin().unwrap().get("typical").unwrap();
+        let engines = EngineDb::builtin().unwrap().engines();
+        let engine = &engines[e % engines.len()];
         let s = Scenario {
             gpus: 1 << tp,
             parallel: if pp { Parallel::Pp } else { Parallel::Tp },

@@ -802,6 +802,46 @@ mod tests {
         let mut checked = 0;
         for (model, gpu, gpus, parallel, weights, flash, offload, engine) in [
             (
+                "llama-3-8b",
+                "rtx-4090",
+                1,
+                Parallel::Tp,
+                Some(Format::Q4KM),
+                true,
+                false,
+                "llama.cpp",
+            ),
+            (
+                "llama-3-70b",
+                "h100",
+                4,
+                Parallel::Tp,
+                Some(Format::Fp8),
+                true,
+                false,
+                "vllm",
+            ),
+            (
+                "mixtral-8x7b",
+                "a100",
+                2,
+                Parallel::Pp,
+                None,
+                true,
+                false,
+                "hf",
+            ),
+            (
+                "mistral-7b",
+                "l40s",
+                1,
+                Parallel::Tp,
+                Some(Format::AwqInt4),
+                true,
+                false,
+                "exllamav2",
+            ),
+            (
                 "llama-2-7b",
                 "h100",
                 1,
@@ -916,7 +956,7 @@ mod tests {
                 }
             }
         }
-        assert_eq!(checked, 8 * 4 * 5 * 5);
+        assert_eq!(checked, 12 * 4 * 5 * 5);
     }
 
     #[test]
