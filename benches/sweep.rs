@@ -1,6 +1,7 @@
 //! Sweep throughput: one configuration end to end, and a 1,000,000-configuration sweep
-//! through the evaluation core alone, as CSV, and with a single `gen` value (no prefill
-//! reuse). Figures and how to reproduce them: benches/README.md.
+//! through the evaluation core alone, as CSV, with a single `gen` value (no prefill
+//! reuse), and through the plain `Predictor::summary` path for comparison. Figures and
+//! how to reproduce them: benches/README.md.
 //!
 //! `cargo bench --bench sweep`
 
@@ -51,6 +52,38 @@ fn core(s: &Sweep<'_>) -> f64 {
     total
 }
 
+/// The plain path for comparison: one `Predictor` per (model, gpu, gpus, weights, kv,
+/// engine), `Predictor::summary` per (batch, prompt, gen), in parallel over predictors.
+fn plain(s: &Sweep<'_>) -> f64 {
+    use rayon::prelude::*;
+    let [nm, nd, nn, _, _, _, nw, nk, ne] = s.shape();
+    let outer: Vec<[usize; 9]> = (0..nm * nd * nn * nw * nk * ne)
+        .map(|mut i| {
+            let mut ix = [0; 9];
+            for (a, n) in [(8, ne), (7, nk), (6, nw), (2, nn), (1, nd), (0, nm)] {
+                ix[a] = i % n;
+                i /= n;
+            }
+            ix
+        })
+        .collect();
+    outer
+        .par_iter()
+        .map(|ix| {
+            let Ok(p) = s.predictor(ix) else { return 0.0 };
+            let mut acc = 0.0;
+            for &b in &s.batch {
+                for &prompt in &s.prompt {
+                    for &g in &s.gen_tokens {
+                        acc += p.summary(b, prompt, g).decode_total_s / g as f64;
+                    }
+                }
+            }
+            acc
+        })
+        .sum()
+}
+
 fn bench(c: &mut Criterion) {
     let hw = HardwareDb::builtin().unwrap();
     let engines = EngineDb::builtin().unwrap();
@@ -87,6 +120,7 @@ fn bench(c: &mut Criterion) {
     let one_gen = Sweep::from_lists(&MILLION_ONE_GEN, hw, engines).unwrap();
     assert_eq!(one_gen.len(), 1_000_000);
     g.bench_function("core_one_gen", |b| b.iter(|| black_box(core(&one_gen))));
+    g.bench_function("plain_summary", |b| b.iter(|| black_box(plain(&million))));
     g.finish();
 }
 
