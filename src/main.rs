@@ -65,11 +65,21 @@ enum Command {
         svg: Option<PathBuf>,
     },
     /// Evaluate every combination of LISTs in parallel; CSV rows (default) or --json.
+    ///
+    /// LIST: comma-separated values and inclusive ranges, mixed freely: `1,2,4`, `1..64`,
+    /// `128..8192:x2` (geometric), `0..1000:+50` (arithmetic). Rows come in the order
+    /// model, gpu, gpus, batch, prompt, gen, weights, kv, engine (outermost first); a
+    /// combination that cannot be laid out is a row with an `error` column, and a count of
+    /// them goes to stderr.
     Sweep {
         #[command(flatten)]
         args: SweepArgs,
     },
     /// Cheapest configuration meeting latency/throughput targets, and the Pareto front.
+    ///
+    /// Searches devices (default: those with a price), counts 1, 2, 4, 8 (tp or pp) and
+    /// 16, 32 (pp), weight and KV formats and batch sizes; ranks by USD per million output
+    /// tokens (price x gpus / output tokens per hour) and says which target binds.
     Plan {
         #[command(flatten)]
         args: PlanArgs,
