@@ -29,9 +29,9 @@
 //! ```
 
 use super::{
-    GREY, GRID, INK, LABEL_PX, OKABE_ITO, Placer, Rect, SMALL_PX, Side, TINY_PX, TITLE_PX,
-    chart_err, check_size, draw_dashed, draw_line, draw_text, draw_text_in, fill_rect,
-    fit_axis_titles, fit_text, font, rgb, text_width,
+    GRID, INK, LABEL_PX, OKABE_ITO, Placer, Rect, SMALL_PX, Side, TINY_PX, chart_err, check_size,
+    draw_dashed, draw_footnote, draw_header, draw_line, draw_text, draw_text_in, fill_rect,
+    fit_axis_titles, fit_text, font, plot_rect, rgb, text_width,
 };
 use crate::dtype::Format;
 use crate::engine::Engine;
@@ -223,20 +223,7 @@ pub fn memory(chart: &MemoryChart) -> Result<String> {
         let root =
             SVGBackend::with_string(&mut svg, (chart.width, chart.height)).into_drawing_area();
         root.fill(&WHITE).map_err(chart_err)?;
-        let (t, ts) = fit_text(&chart.title, w - 24.0, TITLE_PX, LABEL_PX, true);
-        draw_text(&root, &t, 12.0, 10.0, ts, true, &INK, HPos::Left, VPos::Top)?;
-        let (st, ss) = fit_text(&chart.subtitle, w - 24.0, LABEL_PX, TINY_PX, false);
-        draw_text(
-            &root,
-            &st,
-            12.0,
-            33.0,
-            ss,
-            false,
-            &GREY,
-            HPos::Left,
-            VPos::Top,
-        )?;
+        draw_header(&root, &chart.title, &chart.subtitle, w)?;
 
         let area = root.margin(top as i32, (label_area + 8.0) as i32, 8, panel_w as i32);
         let (area_w, area_h) = area.dim_in_pixel();
@@ -266,12 +253,7 @@ pub fn memory(chart: &MemoryChart) -> Result<String> {
             .draw()
             .map_err(chart_err)?;
         let (xr, yr) = c.plotting_area().get_pixel_range();
-        let plot = Rect::new(
-            xr.start as f64,
-            yr.start as f64,
-            xr.end as f64 - 1.0,
-            yr.end as f64 - 1.0,
-        );
+        let plot = plot_rect(xr, yr);
         let to_px = |x: f64, y_gb: f64| {
             let (a, b) = c.backend_coord(&(x, y_gb));
             (a as f64, b as f64)
@@ -472,27 +454,14 @@ pub fn memory(chart: &MemoryChart) -> Result<String> {
             )?;
             y += 18.0;
         }
-        let foot = super::roofline::wrap(
+        draw_footnote(
+            &root,
             "Numbers in GB (1e9 bytes); segments too thin to label are in the total.",
+            panel_x,
             inner,
-            TINY_PX,
-        );
-        let foot_top = h - 10.0 - foot.len() as f64 * 13.0;
-        if foot_top > y + 4.0 {
-            for (k, line) in foot.iter().enumerate() {
-                draw_text(
-                    &root,
-                    line,
-                    panel_x,
-                    foot_top + 13.0 * k as f64,
-                    TINY_PX,
-                    false,
-                    &GREY,
-                    HPos::Left,
-                    VPos::Top,
-                )?;
-            }
-        }
+            y + 4.0,
+            h,
+        )?;
         root.present().map_err(chart_err)?;
     }
     Ok(svg)

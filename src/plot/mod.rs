@@ -613,6 +613,66 @@ fn px(p: (f64, f64)) -> (i32, i32) {
     (p.0.round() as i32, p.1.round() as i32)
 }
 
+/// Draws a chart's title (bold) and subtitle (grey) at the top left, each shrunk to fit
+/// the canvas width `w`.
+pub(crate) fn draw_header(root: &Root, title: &str, subtitle: &str, w: f64) -> Result<()> {
+    let (t, ts) = fit_text(title, w - 24.0, TITLE_PX, LABEL_PX, true);
+    draw_text(root, &t, 12.0, 10.0, ts, true, &INK, HPos::Left, VPos::Top)?;
+    let (st, ss) = fit_text(subtitle, w - 24.0, LABEL_PX, TINY_PX, false);
+    draw_text(
+        root,
+        &st,
+        12.0,
+        33.0,
+        ss,
+        false,
+        &GREY,
+        HPos::Left,
+        VPos::Top,
+    )
+}
+
+/// Draws a footnote wrapped to `width` at the bottom of the side panel at `x`, only if
+/// it fits below `y_min` on a canvas of height `h` (otherwise it is left out).
+pub(crate) fn draw_footnote(
+    root: &Root,
+    text: &str,
+    x: f64,
+    width: f64,
+    y_min: f64,
+    h: f64,
+) -> Result<()> {
+    let foot = roofline::wrap(text, width, TINY_PX);
+    let foot_top = h - 10.0 - foot.len() as f64 * 13.0;
+    if foot_top > y_min {
+        for (k, line) in foot.iter().enumerate() {
+            let y = foot_top + 13.0 * k as f64;
+            draw_text(
+                root,
+                line,
+                x,
+                y,
+                TINY_PX,
+                false,
+                &GREY,
+                HPos::Left,
+                VPos::Top,
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// The plotting area of a chart as a [`Rect`] in pixels (inclusive edges).
+pub(crate) fn plot_rect(xr: std::ops::Range<i32>, yr: std::ops::Range<i32>) -> Rect {
+    Rect::new(
+        xr.start as f64,
+        yr.start as f64,
+        xr.end as f64 - 1.0,
+        yr.end as f64 - 1.0,
+    )
+}
+
 /// Draws text with its top-left corner (or other anchor) at `(x, y)`.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn draw_text(

@@ -12,10 +12,10 @@
 
 use super::{
     GREY, GRID, GRID_LIGHT, INK, LABEL_PX, MarkerShape, Placer, Rect, Root, SMALL_PX, Side,
-    TINY_PX, TITLE_PX, chart_err, check_size, decade_ceil, decade_floor, decades, draw_dashed,
+    TINY_PX, chart_err, check_size, decade_ceil, decade_floor, decades, draw_dashed, draw_header,
     draw_label, draw_leader, draw_line, draw_marker, draw_text, draw_text_in, fill_rect,
-    fit_axis_titles, fit_text, font, marker_box, minor_decades, rgb, series_color, text_width,
-    tick_label,
+    fit_axis_titles, fit_text, font, marker_box, minor_decades, plot_rect, rgb, series_color,
+    text_width, tick_label,
 };
 use crate::dtype::{ComputeDtype, Format};
 use crate::error::{Error, Result};
@@ -371,26 +371,7 @@ pub fn roofline(devices: &[RooflineDevice], opts: &RooflineOptions) -> Result<St
 
         // title and subtitle
         let title = opts.title.clone().unwrap_or_else(|| default_title(devices));
-        let (t, ts) = fit_text(&title, w - 24.0, TITLE_PX, LABEL_PX, true);
-        draw_text(&root, &t, 12.0, 10.0, ts, true, &INK, HPos::Left, VPos::Top)?;
-        let (st, ss) = fit_text(
-            &subtitle(first.prediction),
-            w - 24.0,
-            LABEL_PX,
-            TINY_PX,
-            false,
-        );
-        draw_text(
-            &root,
-            &st,
-            12.0,
-            33.0,
-            ss,
-            false,
-            &GREY,
-            HPos::Left,
-            VPos::Top,
-        )?;
+        draw_header(&root, &title, &subtitle(first.prediction), w)?;
 
         let area = root.margin(top as i32, 8, 8, panel_w as i32);
         let x_spec = (x_lo..x_hi)
@@ -433,12 +414,7 @@ pub fn roofline(devices: &[RooflineDevice], opts: &RooflineOptions) -> Result<St
             .draw()
             .map_err(chart_err)?;
         let (xr, yr) = chart.plotting_area().get_pixel_range();
-        let plot = Rect::new(
-            xr.start as f64,
-            yr.start as f64,
-            xr.end as f64 - 1.0,
-            yr.end as f64 - 1.0,
-        );
+        let plot = plot_rect(xr, yr);
         let to_px = |x: f64, y: f64| {
             let (a, b) = chart.backend_coord(&(x, y));
             (a as f64, b as f64)

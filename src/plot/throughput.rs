@@ -8,10 +8,10 @@
 //! memory and compute-bound batches, so the curves end exactly at the cut.
 
 use super::{
-    GREY, GRID, GRID_LIGHT, INK, LABEL_PX, MarkerShape, Placer, Rect, SMALL_PX, Side, TINY_PX,
-    TITLE_PX, chart_err, check_size, draw_dashed, draw_leader, draw_line, draw_marker, draw_text,
-    draw_text_in, fit_axis_titles, fit_text, font, log_ticks, rgb, series_color, text_width,
-    tick_label,
+    GREY, GRID, GRID_LIGHT, INK, LABEL_PX, MarkerShape, Placer, SMALL_PX, Side, TINY_PX, chart_err,
+    check_size, draw_dashed, draw_footnote, draw_header, draw_leader, draw_line, draw_marker,
+    draw_text, draw_text_in, fit_axis_titles, fit_text, font, log_ticks, plot_rect, rgb,
+    series_color, text_width, tick_label,
 };
 use crate::error::{Error, Result};
 use crate::predict::Predictor;
@@ -227,20 +227,7 @@ pub fn throughput(series: &[ThroughputSeries], opts: &ThroughputOptions) -> Resu
     {
         let root = SVGBackend::with_string(&mut svg, (opts.width, opts.height)).into_drawing_area();
         root.fill(&WHITE).map_err(chart_err)?;
-        let (t, ts) = fit_text(&opts.title, w - 24.0, TITLE_PX, LABEL_PX, true);
-        draw_text(&root, &t, 12.0, 10.0, ts, true, &INK, HPos::Left, VPos::Top)?;
-        let (st, ss) = fit_text(&opts.subtitle, w - 24.0, LABEL_PX, TINY_PX, false);
-        draw_text(
-            &root,
-            &st,
-            12.0,
-            33.0,
-            ss,
-            false,
-            &GREY,
-            HPos::Left,
-            VPos::Top,
-        )?;
+        draw_header(&root, &opts.title, &opts.subtitle, w)?;
 
         let area = root.margin(top as i32, 8, 8, panel_w as i32);
         let split = ((h - top - 8.0 - 46.0) / 2.0 + 6.0) as i32;
@@ -335,14 +322,7 @@ pub fn throughput(series: &[ThroughputSeries], opts: &ThroughputOptions) -> Resu
             .draw()
             .map_err(chart_err)?;
 
-        let rect_of = |xr: std::ops::Range<i32>, yr: std::ops::Range<i32>| {
-            Rect::new(
-                xr.start as f64,
-                yr.start as f64,
-                xr.end as f64 - 1.0,
-                yr.end as f64 - 1.0,
-            )
-        };
+        let rect_of = |xr: std::ops::Range<i32>, yr: std::ops::Range<i32>| plot_rect(xr, yr);
         let (xr, yr) = top_chart.plotting_area().get_pixel_range();
         let top_rect = rect_of(xr, yr);
         let (xr, yr) = bottom_chart.plotting_area().get_pixel_range();
@@ -658,26 +638,14 @@ pub fn throughput(series: &[ThroughputSeries], opts: &ThroughputOptions) -> Resu
                 VPos::Top,
             )?;
         }
-        let foot = super::roofline::wrap(
+        draw_footnote(
+            &root,
             "Throughput: batch × generated tokens / decode time. Latency: mean time per output token over the generation.",
+            panel_x,
             inner,
-            TINY_PX,
-        );
-        let foot_top = h - 10.0 - foot.len() as f64 * 13.0;
-        let room = foot_top > y + line_h + 4.0;
-        for (k, line) in foot.iter().enumerate().filter(|_| room) {
-            draw_text(
-                &root,
-                line,
-                panel_x,
-                foot_top + 13.0 * k as f64,
-                TINY_PX,
-                false,
-                &GREY,
-                HPos::Left,
-                VPos::Top,
-            )?;
-        }
+            y + line_h + 4.0,
+            h,
+        )?;
         root.present().map_err(chart_err)?;
     }
     Ok(svg)
