@@ -145,6 +145,17 @@ impl PassResult {
     }
 }
 
+/// Adds one placed op to a pass.
+fn accumulate(r: &mut PassResult, op: &OpInstance, p: &Placement) {
+    r.flops += p.flops;
+    r.bytes += p.bytes;
+    r.weight_bytes += op.cost.read.weights * op.count;
+    r.kv_bytes += (op.cost.read.kv + op.cost.written.kv) * op.count;
+    r.time_s += p.time_s;
+    r.roofline_time_s += p.roofline_time_s;
+    r.by_bound[bound_index(p.bound)] += p.time_s;
+}
+
 fn bound_index(b: Bound) -> usize {
     match b {
         Bound::Compute => 0,
@@ -399,16 +410,65 @@ impl<'a> Predictor<'a> {
         let g = self.graph(step);
         let mut r = PassResult::default();
         for op in g.ops() {
-            let p = self.place_op(op);
-            r.flops += p.flops;
-            r.bytes += p.bytes;
-            r.weight_bytes += op.cost.read.weights * op.count;
-            r.kv_bytes += (op.cost.read.kv + op.cost.written.kv) * op.count;
-            r.time_s += p.time_s;
-            r.roofline_time_s += p.roofline_time_s;
-            r.by_bound[bound_index(p.bound)] += p.time_s;
+            accumulate(&mut r, op, &self.place_op(op));
         }
         if g.ops().is_empty() { None } else { Some(r) }
+    }
+
+    /// One decode step at context `mid` and the sums over the steps at contexts
+    /// `lo..=hi` ([`Predictor::decode_sum`]) in one walk over the graph: ops whose cost
+    /// does not depend on the context are placed once, not three times.
+    pub fn decode_with_sum(
+        &self,
+        batch: u64,
+        mid: u64,
+        lo: u64,
+        hi: u64,
+        offloaded: f64,
+    ) -> (PassResult, f64, f64) {
+        let gm = self.graph(&Step::decode(batch, mid));
+        let have_sum = hi >= lo;
+        let (gl, gh) = if have_sum {
+            (
+                self.graph(&Step::decode(batch, lo)),
+                self.graph(&Step::decode(batch, hi)),
+            )
+        } else {
+            (gm, gm)
+        };
+        let mut r = PassResult::default();
+        let (mut pred, mut ideal) = (0.0, 0.0);
+        for ((m, a), b) in gm.ops().iter().zip(gl.ops()).zip(gh.ops()) {
+            let pm = self.place_op(m);
+            accumulate(&mut r, m, &pm);
+            if have_sum {
+                let pa = if a.cost == m.cost {
+                    pm
+                } else {
+                    self.place_op(a)
+                };
+                let pb = if b.cost == a.cost {
+                    pa
+                } else if b.cost == m.cost {
+                    pm
+                } else {
+                    self.place_op(b)
+                };
+                let (p, i) = self.op_sum(a, &pa, &pb, lo, hi);
+                pred += p;
+                ideal += i;
+            }
+        }
+        let step = if gm.ops().is_empty() {
+            PassResult::default()
+        } else {
+            self.finish_pass(r, batch, offloaded)
+        };
+        if !have_sum {
+            return (step, 0.0, 0.0);
+        }
+        let (tail, tail_ideal) = self.decode_sum_tail(batch, (hi - lo + 1) as f64, offloaded);
+        (step, pred + tail, ideal + tail_ideal)
     }
 
     /// Adds the per-pass terms (step overhead, pipeline sends, host offload) to the
@@ -438,41 +498,67 @@ impl<'a> Predictor<'a> {
         let n = (hi - lo + 1) as f64;
         let ga = self.graph(&Step::decode(batch, lo));
         let gb = self.graph(&Step::decode(batch, hi));
-        let span = (hi - lo) as f64;
         let (mut pred, mut ideal) = (0.0, 0.0);
         for (a, b) in ga.ops().iter().zip(gb.ops()) {
             let pa = self.place_op(a);
-            let pb = self.place_op(b);
-            let line = |ya: f64, yb: f64| {
-                let slope = if span > 0.0 { (yb - ya) / span } else { 0.0 };
-                (ya - slope * lo as f64, slope)
+            // only context-dependent ops (attention) differ between the two ends
+            let pb = if a.cost == b.cost {
+                pa
+            } else {
+                self.place_op(b)
             };
-            let lines = [
-                line(pa.compute_time_s, pb.compute_time_s),
-                line(pa.memory_time_s, pb.memory_time_s),
-                line(pa.link_time_s, pb.link_time_s),
-            ];
-            pred += sum_max_affine(&lines, lo, hi) + pa.overhead_s * n;
-            let c = self.ceilings(a.unit);
-            let ideal_t = |p: &Placement| {
-                let f = if c.peak_flops_per_s > 0.0 {
-                    p.flops / c.peak_flops_per_s
-                } else {
-                    0.0
-                };
-                let m = p.bytes / c.memory_bytes_per_s;
-                let l = match c.link_bytes_per_s {
-                    Some(bw) if p.link_bytes > 0.0 => p.link_bytes / bw,
-                    _ => 0.0,
-                };
-                (f, m, l)
-            };
-            let (fa, ma, la) = ideal_t(&pa);
-            let (fb, mb, lb) = ideal_t(&pb);
-            ideal += sum_max_affine(&[line(fa, fb), line(ma, mb), line(la, lb)], lo, hi);
+            let (p, i) = self.op_sum(a, &pa, &pb, lo, hi);
+            pred += p;
+            ideal += i;
         }
         let (tail, tail_ideal) = self.decode_sum_tail(batch, n, offloaded);
         (pred + tail, ideal + tail_ideal)
+    }
+
+    /// One op's (predicted, ideal) time summed over contexts `lo..=hi`, from its
+    /// placements at both ends (each term is affine in the context).
+    fn op_sum(
+        &self,
+        op: &OpInstance,
+        pa: &Placement,
+        pb: &Placement,
+        lo: u64,
+        hi: u64,
+    ) -> (f64, f64) {
+        let span = (hi - lo) as f64;
+        let n = span + 1.0;
+        if pa == pb {
+            // the op does not depend on the context: every step costs the same
+            return (n * pa.time_s, n * pa.roofline_time_s);
+        }
+        let line = |ya: f64, yb: f64| {
+            let slope = if span > 0.0 { (yb - ya) / span } else { 0.0 };
+            (ya - slope * lo as f64, slope)
+        };
+        let lines = [
+            line(pa.compute_time_s, pb.compute_time_s),
+            line(pa.memory_time_s, pb.memory_time_s),
+            line(pa.link_time_s, pb.link_time_s),
+        ];
+        let pred = sum_max_affine(&lines, lo, hi) + pa.overhead_s * n;
+        let c = self.ceilings(op.unit);
+        let ideal_t = |p: &Placement| {
+            let f = if c.peak_flops_per_s > 0.0 {
+                p.flops / c.peak_flops_per_s
+            } else {
+                0.0
+            };
+            let m = p.bytes / c.memory_bytes_per_s;
+            let l = match c.link_bytes_per_s {
+                Some(bw) if p.link_bytes > 0.0 => p.link_bytes / bw,
+                _ => 0.0,
+            };
+            (f, m, l)
+        };
+        let (fa, ma, la) = ideal_t(pa);
+        let (fb, mb, lb) = ideal_t(pb);
+        let ideal = sum_max_affine(&[line(fa, fb), line(ma, mb), line(la, lb)], lo, hi);
+        (pred, ideal)
     }
 
     /// The per-pass terms of `n` decode steps: (predicted, ideal) seconds.
@@ -508,9 +594,8 @@ impl<'a> Predictor<'a> {
         let (memory, offloaded) = self.memory(batch, prompt, gen_tokens);
         let prefill = self.pass(&Step::prefill(batch, prompt), offloaded);
         let mid = (prompt + (gen_tokens / 2).max(1)).max(1);
-        let decode = self.pass(&Step::decode(batch, mid), offloaded);
-        let (decode_total_s, decode_total_roofline_s) =
-            self.decode_sum(batch, prompt + 1, prompt + gen_tokens, offloaded);
+        let (decode, decode_total_s, decode_total_roofline_s) =
+            self.decode_with_sum(batch, mid, prompt + 1, prompt + gen_tokens, offloaded);
         Summary {
             prefill,
             decode,
