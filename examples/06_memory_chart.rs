@@ -8,8 +8,9 @@
 use ridgeline::engine::EngineDb;
 use ridgeline::hardware::HardwareDb;
 use ridgeline::model::ModelDb;
-use ridgeline::plot::memory::{MemoryBar, MemoryChart, default_formats, format_comparison, memory};
+use ridgeline::plot::memory::{default_formats, format_comparison, memory, zero_comparison};
 use ridgeline::predict::Scenario;
+use ridgeline::train::TrainConfig;
 
 fn inference() -> ridgeline::Result<String> {
     let model = ModelDb::builtin()?.resolve("llama-3-70b")?;
@@ -25,35 +26,19 @@ fn inference() -> ridgeline::Result<String> {
     memory(&chart)
 }
 
-/// Mixed-precision Adam on a 7B model over 8 devices: 2 + 2 + 12 bytes per parameter,
-/// sharded by ZeRO stage (illustrative numbers until the training model lands).
+/// Llama-2-7B full fine-tuning with mixed-precision AdamW on 8 A100s, ZeRO 0-3 side by
+/// side (ridgeline's training memory model: 2 + 2 + 12 bytes per parameter sharded by
+/// stage, Korthikanti activations, framework overhead).
 fn training() -> ridgeline::Result<String> {
-    let params = 7e9;
-    let devices = 8.0;
-    let activations = 18e9;
-    let bars = (0..4)
-        .map(|stage| {
-            let shard = |from: u32| if stage >= from { devices } else { 1.0 };
-            MemoryBar::new(
-                &format!("ZeRO-{stage}"),
-                [
-                    ("params (bf16)", 2.0 * params / shard(3)),
-                    ("grads (bf16)", 2.0 * params / shard(2)),
-                    ("optimizer (fp32 master, m, v)", 12.0 * params / shard(1)),
-                    ("activations", activations),
-                    ("overhead", 2e9),
-                ],
-            )
-        })
-        .collect();
-    memory(&MemoryChart {
-        title: "Training memory per device: 7B model, mixed-precision Adam, 8 devices".into(),
-        subtitle: "micro-batch activations fixed at 18 GB; ZeRO stage shards optimizer (1), grads (2), params (3)".into(),
-        bars,
-        capacity_bytes: Some(80e9),
-        capacity_label: "A100 80GB".into(),
-        ..MemoryChart::default()
-    })
+    let model = ModelDb::builtin()?.resolve("llama-2-7b")?;
+    let hw = HardwareDb::builtin()?.get("a100-80gb-sxm")?;
+    let cfg = TrainConfig {
+        gpus: 8,
+        micro_batch: 2,
+        seq: 4096,
+        ..TrainConfig::default()
+    };
+    memory(&zero_comparison(&model, hw, &cfg)?)
 }
 
 fn write(name: &str, svg: &str) -> std::io::Result<std::path::PathBuf> {

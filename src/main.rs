@@ -88,6 +88,9 @@ enum Command {
     Train {
         #[command(flatten)]
         args: TrainArgs,
+        /// Also write a chart of memory per device at ZeRO stages 0-3 (SVG).
+        #[arg(long, value_name = "FILE.svg")]
+        svg: Option<PathBuf>,
     },
     /// Fit engine efficiency factors to published measurements (CSV) and report errors.
     Calibrate {
@@ -494,10 +497,16 @@ fn run(cli: Cli) -> Result<String> {
                 Ok(ridgeline::report::plan::render(&report))
             }
         }
-        Command::Train { args } => {
+        Command::Train { args, svg } => {
             let model = resolve_model(&args.model)?;
             let hw = ctx.hardware.get(&args.gpu)?;
-            let report = ridgeline::train::train(&model, hw, &train_config(&args)?)?;
+            let cfg = train_config(&args)?;
+            let report = ridgeline::train::train(&model, hw, &cfg)?;
+            if let Some(path) = &svg {
+                let chart = ridgeline::plot::memory::zero_comparison(&model, hw, &cfg)?;
+                write_svg("--svg", path, &ridgeline::plot::memory::memory(&chart)?)?;
+                eprintln!("wrote ZeRO memory chart to {}", path.display());
+            }
             if cli.json {
                 to_json(&report)
             } else {

@@ -538,3 +538,52 @@ pub fn format_comparison(
         ..MemoryChart::default()
     })
 }
+
+/// Training memory per device at ZeRO stages 0 to 3 side by side (params, grads,
+/// optimizer states, activations, overhead; from [`crate::train::zero_stages`]), with the
+/// device capacity as a line.
+pub fn zero_comparison(
+    model: &ModelConfig,
+    hw: &Hardware,
+    cfg: &crate::train::TrainConfig,
+) -> Result<MemoryChart> {
+    let stages = crate::train::zero_stages(model, hw, cfg)?;
+    let bars = stages
+        .iter()
+        .enumerate()
+        .map(|(stage, m)| {
+            MemoryBar::new(
+                &format!("ZeRO-{stage}"),
+                [
+                    ("params", m.params_bytes),
+                    ("grads", m.grads_bytes),
+                    ("optimizer states", m.optimizer_bytes),
+                    ("activations", m.activations_bytes),
+                    ("overhead", m.overhead_bytes),
+                ],
+            )
+        })
+        .collect();
+    Ok(MemoryChart {
+        title: format!(
+            "Training memory per device by ZeRO stage: {} on {}",
+            model.name, hw.name
+        ),
+        subtitle: format!(
+            "{} devices (tp {} · pp {}) · {} {} · {} · micro-batch {} · seq {} · recompute {}",
+            cfg.gpus,
+            cfg.tp,
+            cfg.pp,
+            cfg.method.name(),
+            cfg.precision.name(),
+            cfg.optimizer.name(),
+            cfg.micro_batch,
+            cfg.seq,
+            cfg.recompute.name()
+        ),
+        bars,
+        capacity_bytes: Some(hw.memory.capacity_bytes),
+        capacity_label: hw.name.clone(),
+        ..MemoryChart::default()
+    })
+}
