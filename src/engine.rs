@@ -45,6 +45,10 @@ pub struct Engine {
     /// Fraction of capacity left unused (e.g. vLLM's gpu_memory_utilization = 0.9 -> 0.1).
     #[serde(default)]
     pub reserve_fraction: f64,
+    /// Most tokens one prefill chunk processes (chunked prefill, llama.cpp's ubatch):
+    /// bounds the activation workspace. `None`: the whole `batch x prompt` at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_batched_tokens: Option<u64>,
     /// Measurement ids the factors were fitted on.
     #[serde(default)]
     pub fitted_on: Vec<String>,
@@ -133,6 +137,7 @@ impl Engine {
             collective_latency_s: 0.0,
             overhead_bytes: 0.0,
             reserve_fraction: 0.0,
+            max_batched_tokens: None,
             fitted_on: Vec::new(),
         }
     }
@@ -216,6 +221,12 @@ impl Engine {
             return Err(bad(
                 "reserve_fraction".into(),
                 format!("must be in [0, 1), got {}", self.reserve_fraction),
+            ));
+        }
+        if self.max_batched_tokens == Some(0) {
+            return Err(bad(
+                "max_batched_tokens".into(),
+                "must be at least 1".into(),
             ));
         }
         Ok(())

@@ -48,6 +48,10 @@ enum Command {
         /// Print a Markdown report instead of text.
         #[arg(long)]
         markdown: bool,
+        /// Print only the planning limits: the largest batch that fits at this prompt
+        /// and gen, and the longest context that fits at this batch.
+        #[arg(long)]
+        max: bool,
         /// Also write a chart (SVG) to FILE; --chart picks which.
         #[arg(long, value_name = "FILE")]
         svg: Option<PathBuf>,
@@ -443,6 +447,7 @@ fn run(cli: Cli) -> Result<String> {
         Command::Predict {
             args,
             markdown,
+            max,
             svg,
             chart,
         } => {
@@ -457,6 +462,14 @@ fn run(cli: Cli) -> Result<String> {
                     return Err(Error::invalid("--chart", "applies only with --svg FILE"));
                 }
                 (None, None) => {}
+            }
+            if max {
+                let limits = ridgeline::report::limits(&p);
+                return if cli.json {
+                    to_json(&limits)
+                } else {
+                    Ok(ridgeline::report::text::limits(&limits))
+                };
             }
             if cli.json {
                 to_json(&p)

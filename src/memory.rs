@@ -80,6 +80,8 @@ pub struct MemoryModel {
     scores_per_seq_sq: f64,
     overhead_bytes: f64,
     capacity_bytes: f64,
+    /// prefill tokens in flight at once (the engine's chunk), or unbounded.
+    chunk_tokens: f64,
 }
 
 impl MemoryModel {
@@ -124,6 +126,9 @@ impl MemoryModel {
             overhead_bytes: engine.overhead_bytes
                 + engine.reserve_fraction * hw.memory.capacity_bytes,
             capacity_bytes: hw.memory.capacity_bytes,
+            chunk_tokens: engine
+                .max_batched_tokens
+                .map_or(f64::INFINITY, |t| t as f64),
         }
     }
 
@@ -132,10 +137,11 @@ impl MemoryModel {
         let b = batch as f64;
         let p = prompt as f64;
         let kv = self.kv_per_token * b * (p + gen_tokens as f64);
-        let act = b
-            * (self.act_per_token * p.max(1.0)
-                + self.logits_per_seq
-                + self.scores_per_seq_sq * p * p);
+        // the prefill workspace holds one chunk of tokens at most (all of batch x prompt
+        // without chunking); logits are kept for every sequence's last token
+        let in_flight = (b * p.max(1.0)).min(self.chunk_tokens.max(b));
+        let act = self.act_per_token * in_flight
+            + b * (self.logits_per_seq + self.scores_per_seq_sq * p * p);
         let total = self.weights_bytes + kv + act + self.overhead_bytes;
         InferenceMemory {
             weights_bytes: self.weights_bytes,
@@ -150,18 +156,23 @@ impl MemoryModel {
 
     /// Largest batch that fits at this prompt and gen (0: not even one sequence).
     pub fn max_batch(&self, prompt: u64, gen_tokens: u64) -> u64 {
-        let one = self.at(1, prompt, gen_tokens);
-        let per_seq = one.kv_cache_bytes + one.activation_bytes;
-        let free = self.capacity_bytes - self.weights_bytes - self.overhead_bytes;
-        if free < per_seq || per_seq <= 0.0 {
+        if !self.at(1, prompt, gen_tokens).fits {
             return 0;
         }
-        let b = (free / per_seq).floor();
-        if b >= 1e15 {
-            1_000_000_000_000_000
-        } else {
-            b as u64
+        // memory grows monotonically (piecewise linearly) with the batch: bisect
+        let (mut lo, mut hi) = (1u64, 1u64 << 50);
+        if self.at(hi, prompt, gen_tokens).fits {
+            return hi;
         }
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if self.at(mid, prompt, gen_tokens).fits {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
     }
 
     /// Largest total context (prompt, with generation adding to it) that fits at this

@@ -147,3 +147,45 @@ fn moe_top_k_above_experts_is_an_error() {
     .to_string();
     assert!(e.contains("num_experts_per_tok"), "{e}");
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn list_parser_never_panics(s in "[0-9.,:x+ -]{0,40}") {
+        if let Ok(v) = ridgeline::list::parse_u64_list("--batch", &s) {
+            prop_assert!(!v.is_empty());
+        }
+    }
+
+    #[test]
+    fn list_parser_never_panics_on_any_text(s in ".{0,40}") {
+        let _ = ridgeline::list::parse_u64_list("--batch", &s);
+        let _ = ridgeline::list::parse_names("--gpu", &s);
+    }
+
+    #[test]
+    fn ranges_expand_as_written(a in 0u64..1000, len in 0u64..500, step in 1u64..50) {
+        let b = a + len;
+        let v = ridgeline::list::parse_u64_list("--batch", &format!("{a}..{b}:+{step}")).unwrap();
+        prop_assert_eq!(v[0], a);
+        prop_assert!(v.windows(2).all(|w| w[1] == w[0] + step));
+        prop_assert!(*v.last().unwrap() <= b && *v.last().unwrap() + step > b);
+    }
+}
+
+#[test]
+fn malformed_lists_name_the_token() {
+    for (text, token) in [
+        ("64..1", "64..1"),
+        ("1..x", "1..x"),
+        ("", ""),
+        ("1,,2", ""),
+        ("4..64:x1", "x1"),
+    ] {
+        let e = ridgeline::list::parse_u64_list("--batch", text)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--batch") && e.contains(token), "{text}: {e}");
+    }
+}

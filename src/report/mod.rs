@@ -56,3 +56,56 @@ pub fn model_summary(m: &ModelConfig) -> ModelSummary {
         source: m.source.clone(),
     }
 }
+
+/// The planning limits of `predict --max`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Limits {
+    /// Model id.
+    pub model: String,
+    /// Device id.
+    pub hardware: String,
+    /// Devices.
+    pub gpus: u64,
+    /// Weight format.
+    pub weights: String,
+    /// KV format.
+    pub kv: String,
+    /// Batch the context limit is for.
+    pub batch: u64,
+    /// Prompt tokens the batch limit is for.
+    pub prompt: u64,
+    /// Generated tokens the batch limit is for.
+    pub r#gen: u64,
+    /// Largest batch that fits at `prompt + gen` tokens per sequence.
+    pub max_batch: u64,
+    /// Longest context (tokens per sequence) that fits at `batch`.
+    pub max_context: u64,
+    /// Weights per device, bytes.
+    pub weights_bytes: f64,
+    /// KV cache per token of one sequence on one device, bytes.
+    pub kv_bytes_per_token: f64,
+    /// Device capacity, bytes.
+    pub capacity_bytes: f64,
+}
+
+/// Extracts the planning limits from a prediction.
+pub fn limits(p: &crate::predict::Prediction) -> Limits {
+    let c = &p.config;
+    let m = &p.memory.inner;
+    let tokens = (c.batch * (c.prompt + c.r#gen)).max(1) as f64;
+    Limits {
+        model: p.model.id.clone(),
+        hardware: p.hardware.id.clone(),
+        gpus: p.hardware.count,
+        weights: c.weights.clone(),
+        kv: c.kv.clone(),
+        batch: c.batch,
+        prompt: c.prompt,
+        r#gen: c.r#gen,
+        max_batch: p.memory.max_batch,
+        max_context: p.memory.max_context,
+        weights_bytes: m.weights_bytes,
+        kv_bytes_per_token: m.kv_cache_bytes / tokens,
+        capacity_bytes: m.capacity_bytes,
+    }
+}

@@ -114,3 +114,23 @@ pub fn prediction(p: &Prediction) -> String {
     );
     s
 }
+
+/// `ridgeline predict --max` as text.
+pub fn limits(l: &super::Limits) -> String {
+    format!(
+        "{} on {}x {} (weights {}, kv {}):\n  largest batch at {} + {} tokens per sequence: {}\n  longest context at batch {}: {} tokens\n  weights {} per device, KV cache {:.1} kB per token per sequence, capacity {}\nGB = 1e9 bytes, kB = 1e3 bytes.\n",
+        l.model,
+        l.gpus,
+        l.hardware,
+        l.weights,
+        l.kv,
+        l.prompt,
+        l.r#gen,
+        l.max_batch,
+        l.batch,
+        l.max_context,
+        fmt_gb(l.weights_bytes),
+        l.kv_bytes_per_token / 1e3,
+        fmt_gb(l.capacity_bytes)
+    )
+}
