@@ -542,21 +542,8 @@ impl<'a> Predictor<'a> {
         ];
         let pred = sum_max_affine(&lines, lo, hi) + pa.overhead_s * n;
         let c = self.ceilings(op.unit);
-        let ideal_t = |p: &Placement| {
-            let f = if c.peak_flops_per_s > 0.0 {
-                p.flops / c.peak_flops_per_s
-            } else {
-                0.0
-            };
-            let m = p.bytes / c.memory_bytes_per_s;
-            let l = match c.link_bytes_per_s {
-                Some(bw) if p.link_bytes > 0.0 => p.link_bytes / bw,
-                _ => 0.0,
-            };
-            (f, m, l)
-        };
-        let (fa, ma, la) = ideal_t(pa);
-        let (fb, mb, lb) = ideal_t(pb);
+        let [fa, ma, la] = c.ideal_terms(pa);
+        let [fb, mb, lb] = c.ideal_terms(pb);
         let ideal = sum_max_affine(&[line(fa, fb), line(ma, mb), line(la, lb)], lo, hi);
         (pred, ideal)
     }

@@ -53,6 +53,22 @@ pub struct Ceilings {
 }
 
 impl Ceilings {
+    /// The ideal (not derated) compute, memory and link times of a placed op, s; a term
+    /// with no work is 0, never NaN.
+    pub fn ideal_terms(&self, p: &Placement) -> [f64; 3] {
+        let f = if self.peak_flops_per_s > 0.0 {
+            p.flops / self.peak_flops_per_s
+        } else {
+            0.0
+        };
+        let m = p.bytes / self.memory_bytes_per_s;
+        let l = match self.link_bytes_per_s {
+            Some(bw) if p.link_bytes > 0.0 => p.link_bytes / bw,
+            _ => 0.0,
+        };
+        [f, m, l]
+    }
+
     /// FLOP per byte where the memory slope meets the compute roof.
     pub fn ridge_point(&self) -> f64 {
         ridge_point(self.peak_flops_per_s, self.memory_bytes_per_s)

@@ -24,7 +24,6 @@ use super::{PassResult, Predictor, Summary, activation_dtype, bound_index, forma
 use crate::dtype::Format;
 use crate::model::ModelConfig;
 use crate::model::graph::{MAX_OPS, OpInstance, Precision, Step};
-use crate::roofline::Placement;
 
 /// Probe contexts: far apart, with a power-of-two span, so slopes lose little precision.
 const PROBE_LO: u64 = 1 << 10;
@@ -241,20 +240,7 @@ impl DecodeLines {
                 return None;
             }
             let c = p.ceilings(a.unit);
-            let ideal = |pl: &Placement| {
-                let f = if c.peak_flops_per_s > 0.0 {
-                    pl.flops / c.peak_flops_per_s
-                } else {
-                    0.0
-                };
-                let m = pl.bytes / c.memory_bytes_per_s;
-                let l = match c.link_bytes_per_s {
-                    Some(bw) if pl.link_bytes > 0.0 => pl.link_bytes / bw,
-                    _ => 0.0,
-                };
-                [f, m, l]
-            };
-            let (ia, ib) = (ideal(&pa), ideal(&pb));
+            let (ia, ib) = (c.ideal_terms(&pa), c.ideal_terms(&pb));
             let pred = [
                 line(pa.compute_time_s, pb.compute_time_s),
                 line(pa.memory_time_s, pb.memory_time_s),
