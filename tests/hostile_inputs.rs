@@ -103,16 +103,41 @@ fn gqa_constraints() {
     assert!(e.contains("not divisible"), "{e}");
 }
 
+/// Replays the hand-written corpus and the libFuzzer corpora (fuzz/corpus, minimized with
+/// `cargo fuzz cmin`) through the same checks as the fuzz targets.
 #[test]
 fn corpus_replays_without_panic() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus/config");
-    let mut n = 0;
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let text = std::fs::read_to_string(entry.unwrap().path()).unwrap_or_default();
-        let _ = ModelConfig::from_json_str(&text, "x", "corpus");
-        n += 1;
+    use ridgeline::prelude::*;
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let gpu = HardwareDb::builtin().unwrap().get("h100").unwrap();
+    let engine = EngineDb::builtin().unwrap().get("typical").unwrap();
+    let s = Scenario { prompt: 64, gen_tokens: 16, ..Scenario::default() };
+    let (mut n, mut parsed) = (0, 0);
+    for dir in ["tests/corpus/config", "fuzz/corpus/config_json"] {
+        for entry in std::fs::read_dir(root.join(dir)).unwrap() {
+            let bytes = std::fs::read(entry.unwrap().path()).unwrap();
+            n += 1;
+            let Ok(text) = std::str::from_utf8(&bytes) else { continue };
+            let Ok(model) = ModelConfig::from_json_str(text, "x", "corpus") else { continue };
+            parsed += 1;
+            if let Ok(p) = Predictor::new(&model, gpu, engine, &s) {
+                let sum = p.summary(1, 64, 16);
+                assert!(sum.decode.time_s.is_finite() && sum.memory.total_bytes.is_finite());
+            }
+        }
     }
-    assert!(n >= 5, "corpus is missing");
+    assert!(n >= 100 && parsed >= 5, "corpus is missing: {n} files, {parsed} parsed");
+    let mut lists = 0;
+    for entry in std::fs::read_dir(root.join("fuzz/corpus/list")).unwrap() {
+        let bytes = std::fs::read(entry.unwrap().path()).unwrap();
+        if let Ok(text) = std::str::from_utf8(&bytes) {
+            if let Ok(v) = ridgeline::list::parse_u64_list("--batch", text) {
+                assert!(!v.is_empty());
+            }
+            lists += 1;
+        }
+    }
+    assert!(lists >= 5);
 }
 
 #[test]
