@@ -111,14 +111,22 @@ fn corpus_replays_without_panic() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let gpu = HardwareDb::builtin().unwrap().get("h100").unwrap();
     let engine = EngineDb::builtin().unwrap().get("typical").unwrap();
-    let s = Scenario { prompt: 64, gen_tokens: 16, ..Scenario::default() };
+    let s = Scenario {
+        prompt: 64,
+        gen_tokens: 16,
+        ..Scenario::default()
+    };
     let (mut n, mut parsed) = (0, 0);
     for dir in ["tests/corpus/config", "fuzz/corpus/config_json"] {
         for entry in std::fs::read_dir(root.join(dir)).unwrap() {
             let bytes = std::fs::read(entry.unwrap().path()).unwrap();
             n += 1;
-            let Ok(text) = std::str::from_utf8(&bytes) else { continue };
-            let Ok(model) = ModelConfig::from_json_str(text, "x", "corpus") else { continue };
+            let Ok(text) = std::str::from_utf8(&bytes) else {
+                continue;
+            };
+            let Ok(model) = ModelConfig::from_json_str(text, "x", "corpus") else {
+                continue;
+            };
             parsed += 1;
             if let Ok(p) = Predictor::new(&model, gpu, engine, &s) {
                 let sum = p.summary(1, 64, 16);
@@ -126,7 +134,10 @@ fn corpus_replays_without_panic() {
             }
         }
     }
-    assert!(n >= 100 && parsed >= 5, "corpus is missing: {n} files, {parsed} parsed");
+    assert!(
+        n >= 100 && parsed >= 5,
+        "corpus is missing: {n} files, {parsed} parsed"
+    );
     let mut lists = 0;
     for entry in std::fs::read_dir(root.join("fuzz/corpus/list")).unwrap() {
         let bytes = std::fs::read(entry.unwrap().path()).unwrap();

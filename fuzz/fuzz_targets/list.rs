@@ -5,7 +5,9 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else { return };
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
     if let Ok(v) = ridgeline::list::parse_u64_list("--batch", text) {
         assert!(!v.is_empty());
     }
