@@ -22,6 +22,13 @@ fn json(args: &[&str]) -> Value {
         .unwrap_or_else(|e| panic!("{args:?}: not one JSON document: {e}"))
 }
 
+/// A per-process scratch folder for config files written by a test.
+fn scratch_dir(tag: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("ridgeline-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
 fn fails_with(args: &[&str], needles: &[&str]) {
     let out = run(args);
     assert_eq!(out.status.code(), Some(2), "{args:?} should exit 2");
@@ -193,8 +200,7 @@ fn bad_values_exit_2_naming_the_field() {
 
 #[test]
 fn malformed_config_json_exits_2() {
-    let dir = std::env::temp_dir().join(format!("ridgeline-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch_dir("cli");
     let truncated = dir.join("truncated.json");
     std::fs::write(&truncated, "{\"hidden_size\": 4096, \"num_hidden").unwrap();
     fails_with(
@@ -237,8 +243,7 @@ fn malformed_config_json_exits_2() {
 
 #[test]
 fn user_config_json_predicts() {
-    let dir = std::env::temp_dir().join(format!("ridgeline-cfg-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch_dir("cfg");
     let cfg = dir.join("config.json");
     // A TinyLlama-1.1B-shaped config: 22 layers, 2048 wide, 32 heads, 4 KV heads.
     std::fs::write(
@@ -484,8 +489,7 @@ fn human_output_and_explain() {
 
 #[test]
 fn huge_inputs_are_rejected_not_wrapped() {
-    let dir = std::env::temp_dir().join(format!("ridgeline-huge-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch_dir("huge");
     let huge = dir.join("huge.json");
     std::fs::write(
         &huge,

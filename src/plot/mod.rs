@@ -632,6 +632,13 @@ pub(crate) fn draw_header(root: &Root, title: &str, subtitle: &str, w: f64) -> R
     )
 }
 
+/// Draws one line of legend or side-panel text at `(x, y)` (top left), shrunk from the
+/// small to the tiny size, then shortened, to fit `max_w`.
+pub(crate) fn legend_text(root: &Root, text: &str, x: f64, y: f64, max_w: f64) -> Result<()> {
+    let (t, size) = fit_text(text, max_w, SMALL_PX, TINY_PX, false);
+    draw_text(root, &t, x, y, size, false, &INK, HPos::Left, VPos::Top)
+}
+
 /// Draws a footnote wrapped to `width` at the bottom of the side panel at `x`, only if
 /// it fits below `y_min` on a canvas of height `h` (otherwise it is left out).
 pub(crate) fn draw_footnote(

@@ -14,8 +14,8 @@ use super::{
     GREY, GRID, GRID_LIGHT, INK, LABEL_PX, MarkerShape, Placer, Rect, Root, SMALL_PX, Side,
     TINY_PX, chart_err, check_size, decade_ceil, decade_floor, decades, draw_dashed, draw_header,
     draw_label, draw_leader, draw_line, draw_marker, draw_text, draw_text_in, fill_rect,
-    fit_axis_titles, fit_text, font, marker_box, minor_decades, plot_rect, rgb, series_color,
-    text_width, tick_label,
+    fit_axis_titles, fit_text, font, legend_text, marker_box, minor_decades, plot_rect, rgb,
+    series_color, text_width, tick_label,
 };
 use crate::dtype::{ComputeDtype, Format};
 use crate::error::{Error, Result};
@@ -788,18 +788,7 @@ pub fn roofline(devices: &[RooflineDevice], opts: &RooflineOptions) -> Result<St
                 3.0,
                 3.0,
             )?;
-            let (t, s) = fit_text(label, panel_inner - 28.0, SMALL_PX, TINY_PX, false);
-            draw_text(
-                &root,
-                &t,
-                panel_x + 28.0,
-                y,
-                s,
-                false,
-                &INK,
-                HPos::Left,
-                VPos::Top,
-            )?;
+            legend_text(&root, label, panel_x + 28.0, y, panel_inner - 28.0)?;
             y += line_h;
         }
         y += line_h * 0.4;
@@ -853,18 +842,7 @@ pub fn roofline(devices: &[RooflineDevice], opts: &RooflineOptions) -> Result<St
                 rgb(fill).to_rgba(),
                 RGBColor(40, 40, 40).to_rgba(),
             )?;
-            let (t, s) = fit_text(&label, panel_inner - 28.0, SMALL_PX, TINY_PX, false);
-            draw_text(
-                &root,
-                &t,
-                panel_x + 28.0,
-                y,
-                s,
-                false,
-                &INK,
-                HPos::Left,
-                VPos::Top,
-            )?;
+            legend_text(&root, &label, panel_x + 28.0, y, panel_inner - 28.0)?;
             y += line_h;
         }
         if !numbered.is_empty() {
@@ -898,23 +876,12 @@ pub fn roofline(devices: &[RooflineDevice], opts: &RooflineOptions) -> Result<St
                     HPos::Right,
                     VPos::Top,
                 )?;
-                let (t, s) = fit_text(
-                    &format!("{}  {:.0}%", p.name, p.share * 100.0),
-                    panel_inner - 36.0,
-                    SMALL_PX,
-                    TINY_PX,
-                    false,
-                );
-                draw_text(
+                legend_text(
                     &root,
-                    &t,
+                    &format!("{}  {:.0}%", p.name, p.share * 100.0),
                     panel_x + 36.0,
                     y,
-                    s,
-                    false,
-                    &INK,
-                    HPos::Left,
-                    VPos::Top,
+                    panel_inner - 36.0,
                 )?;
                 y += line_h;
             }

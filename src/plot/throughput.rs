@@ -10,8 +10,8 @@
 use super::{
     GREY, GRID, GRID_LIGHT, INK, LABEL_PX, MarkerShape, Placer, SMALL_PX, Side, TINY_PX, chart_err,
     check_size, draw_dashed, draw_footnote, draw_header, draw_leader, draw_line, draw_marker,
-    draw_text, draw_text_in, fit_axis_titles, fit_text, font, log_ticks, plot_rect, rgb,
-    series_color, text_width, tick_label,
+    draw_text, draw_text_in, fit_axis_titles, fit_text, font, legend_text, log_ticks, plot_rect,
+    rgb, series_color, text_width, tick_label,
 };
 use crate::error::{Error, Result};
 use crate::predict::Predictor;
@@ -590,23 +590,12 @@ pub fn throughput(series: &[ThroughputSeries], opts: &ThroughputOptions) -> Resu
                 WHITE.to_rgba(),
                 GREY.to_rgba(),
             )?;
-            let (t, s) = fit_text(
-                "decode turns compute-bound",
-                inner - 30.0,
-                SMALL_PX,
-                TINY_PX,
-                false,
-            );
-            draw_text(
+            legend_text(
                 &root,
-                &t,
+                "decode turns compute-bound",
                 panel_x + 30.0,
                 y,
-                s,
-                false,
-                &INK,
-                HPos::Left,
-                VPos::Top,
+                inner - 30.0,
             )?;
             y += line_h;
         }
@@ -619,23 +608,12 @@ pub fn throughput(series: &[ThroughputSeries], opts: &ThroughputOptions) -> Resu
                 6.0,
                 4.0,
             )?;
-            let (t, s) = fit_text(
-                "memory full (curves stop)",
-                inner - 30.0,
-                SMALL_PX,
-                TINY_PX,
-                false,
-            );
-            draw_text(
+            legend_text(
                 &root,
-                &t,
+                "memory full (curves stop)",
                 panel_x + 30.0,
                 y,
-                s,
-                false,
-                &INK,
-                HPos::Left,
-                VPos::Top,
+                inner - 30.0,
             )?;
         }
         draw_footnote(
