@@ -393,10 +393,13 @@ pub fn predict_case(c: &Case, engine: &Engine) -> Result<f64> {
         BatchSpec::MaxLoad => {
             let max = p_max_batch(&p, s.prompt, s.gen_tokens);
             if max == 0 {
-                return Err(crate::error::Error::Conflict(format!(
-                    "{}: not even one sequence of {} + {} tokens fits",
-                    c.id, s.prompt, s.gen_tokens
-                )));
+                return Err(crate::error::Error::conflict(
+                    &["batch"],
+                    format!(
+                        "{}: not even one sequence of {} + {} tokens fits",
+                        c.id, s.prompt, s.gen_tokens
+                    ),
+                ));
             }
             max.min(MAX_LOAD_BATCH)
         }
@@ -832,7 +835,7 @@ pub fn engines_toml(fits: &[EngineFit]) -> Result<String> {
         let id = e.id.clone();
         let table = std::collections::BTreeMap::from([(id, e)]);
         let text = toml::to_string(&table)
-            .map_err(|err| crate::error::Error::invalid("engine toml", err.to_string()))?;
+            .map_err(|err| crate::error::Error::internal("engine TOML writer", err))?;
         out.push_str(&text);
     }
     Ok(out)

@@ -265,10 +265,7 @@ impl EngineDb {
 
     /// Adds or replaces engines from a user's TOML file.
     pub fn load_file(&mut self, path: &std::path::Path) -> Result<()> {
-        let text = std::fs::read_to_string(path).map_err(|e| Error::Io {
-            path: path.display().to_string(),
-            message: e.to_string(),
-        })?;
+        let text = crate::files::read_text(path)?;
         let other = EngineDb::from_toml(&text, &path.display().to_string())?;
         for e in other.engines {
             self.engines.retain(|x| x.id != e.id);

@@ -7,8 +7,11 @@ pub type Result<T> = std::result::Result<T, Error>;
 
 /// Everything that can go wrong on user input or data files.
 ///
-/// Each variant names the field, file or flag at fault; unknown names carry the
-/// closest valid names so the CLI can print "did you mean ...".
+/// Each variant names the field, file or option at fault in the library's own words
+/// (the field names of [`crate::predict::Scenario`], [`crate::train::TrainConfig`], the
+/// keys of a data file); unknown names carry the closest valid names so a front end can
+/// print "did you mean ...". A front end that calls the fields something else (the CLI's
+/// `--gen` for `gen_tokens`) renames them with [`Error::rename_fields`].
 #[derive(Debug, Error, Clone, PartialEq)]
 pub enum Error {
     /// A name (GPU id, model id, format, engine, ...) that is not known.
@@ -24,7 +27,7 @@ pub enum Error {
     /// A value outside its valid range (zero heads, negative sizes, NaN, ...).
     #[error("invalid {field}: {message}")]
     InvalidValue {
-        /// The field, key or flag at fault (e.g. `num_attention_heads`, `--batch`).
+        /// The field or key at fault (e.g. `num_attention_heads`, `batch`).
         field: String,
         /// What is wrong and what would be valid.
         message: String,
@@ -39,15 +42,38 @@ pub enum Error {
     },
     /// A file that could not be read.
     #[error("cannot read {path}: {message}")]
-    Io {
+    Read {
         /// The path that failed.
         path: String,
         /// The operating system's message.
         message: String,
     },
+    /// A file (or stream) that could not be written.
+    #[error("cannot write {path}: {message}")]
+    Write {
+        /// The path that failed (`<stdout>` for standard output), with the option
+        /// that named it where there is one.
+        path: String,
+        /// The operating system's message.
+        message: String,
+    },
     /// Options that are each valid but contradict each other (e.g. tp x pp x dp != gpus).
-    #[error("conflicting options: {0}")]
-    Conflict(String),
+    #[error("conflicting {}: {message}", field_list(.fields))]
+    Conflict {
+        /// The fields involved, in the order the message names them.
+        fields: Vec<String>,
+        /// What contradicts what, and how to resolve it.
+        message: String,
+    },
+    /// A failure inside ridgeline that no input should cause (a chart backend error,
+    /// a serializer failure): a bug to report, not a bad input.
+    #[error("internal error in {what}: {message}")]
+    Internal {
+        /// The component that failed.
+        what: &'static str,
+        /// Its message.
+        message: String,
+    },
 }
 
 fn did_you_mean(suggestions: &[String]) -> String {
@@ -58,12 +84,82 @@ fn did_you_mean(suggestions: &[String]) -> String {
     }
 }
 
+fn field_list(fields: &[String]) -> String {
+    if fields.is_empty() {
+        "options".to_string()
+    } else {
+        fields.join(", ")
+    }
+}
+
 impl Error {
     /// Shorthand for [`Error::InvalidValue`].
     pub fn invalid(field: impl Into<String>, message: impl Into<String>) -> Self {
         Error::InvalidValue {
             field: field.into(),
             message: message.into(),
+        }
+    }
+
+    /// Shorthand for [`Error::Conflict`].
+    pub fn conflict(fields: &[&str], message: impl Into<String>) -> Self {
+        Error::Conflict {
+            fields: fields.iter().map(|f| f.to_string()).collect(),
+            message: message.into(),
+        }
+    }
+
+    /// [`Error::Read`] for `path` from an I/O error.
+    pub fn read(path: impl AsRef<std::path::Path>, e: impl std::fmt::Display) -> Self {
+        Error::Read {
+            path: path.as_ref().display().to_string(),
+            message: e.to_string(),
+        }
+    }
+
+    /// [`Error::Write`] for `path` from an I/O error.
+    pub fn write(path: impl AsRef<std::path::Path>, e: impl std::fmt::Display) -> Self {
+        Error::Write {
+            path: path.as_ref().display().to_string(),
+            message: e.to_string(),
+        }
+    }
+
+    /// Shorthand for [`Error::Internal`].
+    pub fn internal(what: &'static str, message: impl std::fmt::Display) -> Self {
+        Error::Internal {
+            what,
+            message: message.to_string(),
+        }
+    }
+
+    /// Whether the error is ridgeline's fault rather than the input's.
+    pub fn is_internal(&self) -> bool {
+        matches!(self, Error::Internal { .. })
+    }
+
+    /// Renames the fields of [`Error::InvalidValue`] and [`Error::Conflict`] with `f`
+    /// (`None`: keep the name): how a front end shows its own option names.
+    ///
+    /// ```
+    /// use ridgeline::Error;
+    /// let e = Error::invalid("gen_tokens", "must be at most 10").rename_fields(|f| {
+    ///     (f == "gen_tokens").then(|| "--gen".to_string())
+    /// });
+    /// assert_eq!(e.to_string(), "invalid --gen: must be at most 10");
+    /// ```
+    pub fn rename_fields(self, f: impl Fn(&str) -> Option<String>) -> Self {
+        let rename = |name: String| f(&name).unwrap_or(name);
+        match self {
+            Error::InvalidValue { field, message } => Error::InvalidValue {
+                field: rename(field),
+                message,
+            },
+            Error::Conflict { fields, message } => Error::Conflict {
+                fields: fields.into_iter().map(rename).collect(),
+                message,
+            },
+            other => other,
         }
     }
 

@@ -425,7 +425,7 @@ fn hardware_db(files: &[PathBuf]) -> Result<HardwareDb> {
 }
 
 fn to_json<T: serde::Serialize>(v: &T) -> Result<String> {
-    serde_json::to_string_pretty(v).map_err(|e| Error::invalid("json output", e.to_string()))
+    serde_json::to_string_pretty(v).map_err(|e| Error::internal("JSON writer", e))
 }
 
 fn run(cli: Cli) -> Result<String> {
@@ -536,10 +536,7 @@ fn run(cli: Cli) -> Result<String> {
             let cal = ridgeline::calibrate::calibrate(&mapped, &ctx.engines, engine.as_deref())?;
             if let Some(path) = save {
                 let text = ridgeline::calibrate::engines_toml(&cal.engines)?;
-                std::fs::write(&path, text).map_err(|e| Error::Io {
-                    path: path.display().to_string(),
-                    message: e.to_string(),
-                })?;
+                std::fs::write(&path, text).map_err(|e| Error::write(&path, e))?;
                 eprintln!(
                     "saved {} engine profile(s) to {}",
                     cal.engines.len(),
@@ -556,8 +553,9 @@ fn run(cli: Cli) -> Result<String> {
             use ridgeline::plot::roofline::{RooflineDevice, RooflineOptions, roofline};
             let to_stdout = out.as_os_str() == "-";
             if to_stdout && cli.json {
-                return Err(Error::Conflict(
-                    "--json and --out - would both write to stdout".into(),
+                return Err(Error::conflict(
+                    &["--json", "--out"],
+                    "--json and --out - would both write to stdout",
                 ));
             }
             if args.batch == 0 {
@@ -785,7 +783,7 @@ fn sweep_cmd(ctx: &Ctx, a: &SweepArgs, json: bool) -> Result<()> {
     use ridgeline::sweep::{Sweep, SweepLists, WriteOptions};
     use std::io::{BufWriter, IsTerminal, Write};
     if a.csv && json {
-        return Err(Error::Conflict("--csv and --json: choose one".into()));
+        return Err(Error::conflict(&["--csv", "--json"], "choose one"));
     }
     let lists = SweepLists {
         model: &a.model,
@@ -815,10 +813,7 @@ fn sweep_cmd(ctx: &Ctx, a: &SweepArgs, json: bool) -> Result<()> {
     };
     let stats = match &a.out {
         Some(path) => {
-            let mut f = std::fs::File::create(path).map_err(|e| Error::Io {
-                path: path.display().to_string(),
-                message: e.to_string(),
-            })?;
+            let mut f = std::fs::File::create(path).map_err(|e| Error::write(path, e))?;
             write(&mut f)?
         }
         None => write(&mut std::io::stdout().lock())?,
@@ -839,6 +834,26 @@ fn sweep_cmd(ctx: &Ctx, a: &SweepArgs, json: bool) -> Result<()> {
     Ok(())
 }
 
+/// The command-line flag for a library field name (`gen_tokens` -> `--gen`); `None`
+/// for names that are not options (config.json keys, data-file keys).
+fn flag_of(field: &str) -> Option<String> {
+    let flag = match field {
+        "gen_tokens" | "gen" => "--gen",
+        "gpu_counts" => "--gpus",
+        "inter_node_bytes_per_s" => "--inter-node-bw",
+        "max_ttft_s" => "--max-ttft-ms",
+        "max_tpot_s" => "--max-tpot-ms",
+        "min_output_tokens_per_s" => "--min-throughput",
+        "max_usd_per_hour" => "--budget-usd-per-hour",
+        "model" | "gpu" | "gpus" | "batch" | "prompt" | "weights" | "kv" | "engine"
+        | "parallel" | "tp" | "pp" | "zero" | "micro_batch" | "global_batch" | "seq"
+        | "lora_rank" | "virtual_stages" | "offload" | "method" | "recompute" | "precision"
+        | "optimizer" => return Some(format!("--{}", field.replace('_', "-"))),
+        _ => return None,
+    };
+    Some(flag.to_string())
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(cli) {
@@ -855,8 +870,9 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::from(2)
+            let code = if e.is_internal() { 1 } else { 2 };
+            eprintln!("error: {}", e.rename_fields(flag_of));
+            ExitCode::from(code)
         }
     }
 }

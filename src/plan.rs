@@ -281,7 +281,7 @@ fn ms(s: f64) -> String {
 pub fn plan(req: &PlanRequest<'_>) -> Result<Plan> {
     if req.gen_tokens == 0 {
         return Err(Error::invalid(
-            "--gen",
+            "gen_tokens",
             "must be at least 1 for planning (cost is per output token)",
         ));
     }
@@ -292,10 +292,13 @@ pub fn plan(req: &PlanRequest<'_>) -> Result<Plan> {
     }
     .validate()?;
     for (name, v) in [
-        ("--max-ttft-ms", req.targets.max_ttft_s),
-        ("--max-tpot-ms", req.targets.max_tpot_s),
-        ("--min-throughput", req.targets.min_output_tokens_per_s),
-        ("--budget-usd-per-hour", req.targets.max_usd_per_hour),
+        ("max_ttft_s", req.targets.max_ttft_s),
+        ("max_tpot_s", req.targets.max_tpot_s),
+        (
+            "min_output_tokens_per_s",
+            req.targets.min_output_tokens_per_s,
+        ),
+        ("max_usd_per_hour", req.targets.max_usd_per_hour),
     ] {
         if let Some(v) = v {
             crate::error::require_positive(name, v)?;
@@ -313,7 +316,7 @@ pub fn plan(req: &PlanRequest<'_>) -> Result<Plan> {
         .find(|&&n| n == 0 || n > crate::sweep::MAX_GPUS)
     {
         return Err(Error::invalid(
-            "--gpus",
+            "gpu_counts",
             format!("{n} is outside 1..{}", crate::sweep::MAX_GPUS),
         ));
     }

@@ -51,15 +51,15 @@ pub const MAX_COUNT: u64 = 1_000_000_000_000;
 pub const MAX_TOKENS: u64 = 1_000_000_000_000_000;
 
 impl Scenario {
-    /// Checks ranges; the error names the CLI flag.
+    /// Checks ranges; the error names the field (`batch`, `prompt`, `gen_tokens`).
     pub fn validate(&self) -> Result<()> {
         if self.batch == 0 {
-            return Err(Error::invalid("--batch", "must be at least 1"));
+            return Err(Error::invalid("batch", "must be at least 1"));
         }
         for (flag, v) in [
-            ("--batch", self.batch),
-            ("--prompt", self.prompt),
-            ("--gen", self.gen_tokens),
+            ("batch", self.batch),
+            ("prompt", self.prompt),
+            ("gen_tokens", self.gen_tokens),
         ] {
             if v > MAX_COUNT {
                 return Err(Error::invalid(
@@ -71,7 +71,7 @@ impl Scenario {
         let tokens = self.batch as f64 * (self.prompt + self.gen_tokens) as f64;
         if tokens > MAX_TOKENS as f64 {
             return Err(Error::invalid(
-                "--batch",
+                "batch",
                 format!(
                     "batch x (prompt + gen) = {tokens:e} tokens is above the supported maximum of {MAX_TOKENS:e}"
                 ),
@@ -237,11 +237,11 @@ impl<'a> Predictor<'a> {
         s: &Scenario,
     ) -> Result<Self> {
         if s.gpus == 0 {
-            return Err(Error::invalid("--gpus", "must be at least 1"));
+            return Err(Error::invalid("gpus", "must be at least 1"));
         }
         if s.gpus > 1_000_000 {
             return Err(Error::invalid(
-                "--gpus",
+                "gpus",
                 format!("{} devices is beyond any layout ridgeline models", s.gpus),
             ));
         }
@@ -251,28 +251,37 @@ impl<'a> Predictor<'a> {
         let (tp, layers) = match s.parallel {
             Parallel::Tp => {
                 if !model.heads.is_multiple_of(s.gpus) {
-                    return Err(Error::Conflict(format!(
-                        "tensor parallel over {} devices does not divide {}'s {} attention heads (num_attention_heads); use a divisor of {} or --parallel pp",
-                        s.gpus, model.id, model.heads, model.heads
-                    )));
+                    return Err(Error::conflict(
+                        &["gpus", "parallel"],
+                        format!(
+                            "tensor parallel over {} devices does not divide {}'s {} attention heads (num_attention_heads); use a divisor of {} or pipeline parallel",
+                            s.gpus, model.id, model.heads, model.heads
+                        ),
+                    ));
                 }
                 (s.gpus, model.layers)
             }
             Parallel::Pp => {
                 if s.gpus > model.layers {
-                    return Err(Error::Conflict(format!(
-                        "pipeline parallel over {} devices exceeds {}'s {} layers",
-                        s.gpus, model.id, model.layers
-                    )));
+                    return Err(Error::conflict(
+                        &["gpus", "parallel"],
+                        format!(
+                            "pipeline parallel over {} devices exceeds {}'s {} layers",
+                            s.gpus, model.id, model.layers
+                        ),
+                    ));
                 }
                 (1, model.layers)
             }
         };
         if s.gpus > 1 && hardware.device_link().is_none() {
-            return Err(Error::Conflict(format!(
-                "{} has no host or scale-up link in the database, so it cannot be used with --gpus {}",
-                hardware.id, s.gpus
-            )));
+            return Err(Error::conflict(
+                &["gpu", "gpus"],
+                format!(
+                    "{} has no host or scale-up link in the database, so it cannot be used with {} devices",
+                    hardware.id, s.gpus
+                ),
+            ));
         }
         let matmul_dtype = weights.compute_dtype(activations);
         let (matmul_peak, used) = hardware.peak(matmul_dtype);

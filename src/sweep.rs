@@ -381,27 +381,27 @@ impl<'a> Sweep<'a> {
         let db = ModelDb::builtin()?;
         let names = |flag: &str, text: &str| parse_names(flag, text);
         let sweep = Sweep {
-            models: names("--model", l.model)?
+            models: names("model", l.model)?
                 .iter()
                 .map(|m| db.resolve(m))
                 .collect::<Result<_>>()?,
-            devices: names("--gpu", l.gpu)?
+            devices: names("gpu", l.gpu)?
                 .iter()
                 .map(|g| hardware.get(g))
                 .collect::<Result<_>>()?,
-            gpus: parse_u64_list_in("--gpus", l.gpus, 1, MAX_GPUS)?,
-            batch: parse_u64_list_in("--batch", l.batch, 1, MAX_VALUE)?,
-            prompt: parse_u64_list_in("--prompt", l.prompt, 0, MAX_VALUE)?,
-            gen_tokens: parse_u64_list_in("--gen", l.gen_tokens, 0, MAX_VALUE)?,
-            weights: names("--weights", l.weights)?
+            gpus: parse_u64_list_in("gpus", l.gpus, 1, MAX_GPUS)?,
+            batch: parse_u64_list_in("batch", l.batch, 1, MAX_VALUE)?,
+            prompt: parse_u64_list_in("prompt", l.prompt, 0, MAX_VALUE)?,
+            gen_tokens: parse_u64_list_in("gen", l.gen_tokens, 0, MAX_VALUE)?,
+            weights: names("weights", l.weights)?
                 .iter()
                 .map(|f| format_item(f))
                 .collect::<Result<_>>()?,
-            kv: names("--kv", l.kv)?
+            kv: names("kv", l.kv)?
                 .iter()
                 .map(|f| format_item(f))
                 .collect::<Result<_>>()?,
-            engines: names("--engine", l.engine)?
+            engines: names("engine", l.engine)?
                 .iter()
                 .map(|e| engines.get(e))
                 .collect::<Result<_>>()?,
@@ -448,7 +448,7 @@ impl<'a> Sweep<'a> {
         for (axis, n) in AXES.iter().zip(self.shape()) {
             if n == 0 {
                 return Err(Error::invalid(
-                    format!("--{axis}"),
+                    axis.to_string(),
                     "the list is empty; give at least one value",
                 ));
             }
@@ -460,15 +460,15 @@ impl<'a> Sweep<'a> {
             Some(x) => Err(Error::invalid(flag, format!("{x} is outside {min}..{max}"))),
             None => Ok(()),
         };
-        check("--gpus", &self.gpus, 1, MAX_GPUS)?;
-        check("--batch", &self.batch, 1, MAX_VALUE)?;
-        check("--prompt", &self.prompt, 0, MAX_VALUE)?;
-        check("--gen", &self.gen_tokens, 0, MAX_VALUE)?;
+        check("gpus", &self.gpus, 1, MAX_GPUS)?;
+        check("batch", &self.batch, 1, MAX_VALUE)?;
+        check("prompt", &self.prompt, 0, MAX_VALUE)?;
+        check("gen", &self.gen_tokens, 0, MAX_VALUE)?;
         let max = |v: &[u64]| v.iter().copied().max().unwrap_or(0) as f64;
         let tokens = max(&self.batch) * (max(&self.prompt) + max(&self.gen_tokens));
         if tokens > crate::predict::MAX_TOKENS as f64 {
             return Err(Error::invalid(
-                "--batch",
+                "batch",
                 format!(
                     "batch x (prompt + gen) reaches {tokens:e} tokens at the largest values; the supported maximum is {:e}",
                     crate::predict::MAX_TOKENS as f64
@@ -764,10 +764,7 @@ impl<'a> Sweep<'a> {
                 stats.truncated = true;
                 Ok(stats)
             }
-            Some(e) => Err(Error::Io {
-                path: "sweep output".into(),
-                message: e.to_string(),
-            }),
+            Some(e) => Err(Error::write("sweep output", e)),
         }
     }
 
@@ -840,12 +837,10 @@ impl<'a> Sweep<'a> {
             });
         let shape = IxDyn(&self.shape());
         let arr = |v: Vec<f64>| {
-            ArrayD::from_shape_vec(shape.clone(), v)
-                .map_err(|e| Error::invalid("sweep", e.to_string()))
+            ArrayD::from_shape_vec(shape.clone(), v).map_err(|e| Error::internal("sweep grid", e))
         };
         let arr_b = |v: Vec<bool>| {
-            ArrayD::from_shape_vec(shape.clone(), v)
-                .map_err(|e| Error::invalid("sweep", e.to_string()))
+            ArrayD::from_shape_vec(shape.clone(), v).map_err(|e| Error::internal("sweep grid", e))
         };
         let fmt_name = |f: &Option<Format>| f.map_or("native".to_string(), |f| f.name());
         Ok(Grid {
@@ -1176,15 +1171,15 @@ mod tests {
                     batch: "0..4",
                     ..base
                 },
-                "invalid --batch: '0..4'",
+                "invalid batch: '0..4'",
             ),
-            (SweepLists { gpus: "0", ..base }, "invalid --gpus: '0'"),
+            (SweepLists { gpus: "0", ..base }, "invalid gpus: '0'"),
             (
                 SweepLists {
                     prompt: "1..x",
                     ..base
                 },
-                "invalid --prompt: '1..x'",
+                "invalid prompt: '1..x'",
             ),
             (
                 SweepLists {

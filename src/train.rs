@@ -982,26 +982,26 @@ impl<'a> Trainer<'a> {
     /// Validates the configuration against the model and device.
     ///
     /// Errors ([`Error::InvalidValue`] or [`Error::Conflict`], naming the options):
-    /// zero sizes, ZeRO stage above 3, `tp · pp` not dividing `--gpus`, `tp` not
+    /// zero sizes, ZeRO stage above 3, `tp · pp` not dividing `gpus`, `tp` not
     /// dividing the attention heads (or KV heads), more stages than layers, a global
     /// batch that is not a multiple of `micro_batch · dp`, LoRA rank 0, non-finite or
     /// non-positive bandwidths, offload without a host link.
     pub fn new(model: &'a ModelConfig, hardware: &'a Hardware, cfg: &TrainConfig) -> Result<Self> {
-        let gpus = positive_u64("--gpus", cfg.gpus)?;
-        let tp = positive_u64("--tp", cfg.tp)?;
-        let pp = positive_u64("--pp", cfg.pp)?;
-        let mb = positive_u64("--micro-batch", cfg.micro_batch)?;
-        let seq = positive_u64("--seq", cfg.seq)?;
+        let gpus = positive_u64("gpus", cfg.gpus)?;
+        let tp = positive_u64("tp", cfg.tp)?;
+        let pp = positive_u64("pp", cfg.pp)?;
+        let mb = positive_u64("micro_batch", cfg.micro_batch)?;
+        let seq = positive_u64("seq", cfg.seq)?;
         let v = positive_u64("virtual_stages", cfg.virtual_stages)?;
         if gpus > 10_000_000 {
             return Err(Error::invalid(
-                "--gpus",
+                "gpus",
                 format!("{gpus} devices is beyond any layout ridgeline models"),
             ));
         }
         if cfg.zero > 3 {
             return Err(Error::invalid(
-                "--zero",
+                "zero",
                 format!(
                     "ZeRO stage {} does not exist; stages are 0, 1, 2, 3",
                     cfg.zero
@@ -1010,72 +1010,98 @@ impl<'a> Trainer<'a> {
         }
         if seq > 100_000_000 || mb > 100_000_000 {
             return Err(Error::invalid(
-                "--seq / --micro-batch",
+                if seq > 100_000_000 {
+                    "seq"
+                } else {
+                    "micro_batch"
+                },
                 "sizes beyond 1e8 are not modelled",
             ));
         }
         require_positive("inter_node_bytes_per_s", cfg.inter_node_bytes_per_s)?;
         let tp_pp = tp.saturating_mul(pp);
         if !gpus.is_multiple_of(tp_pp) {
-            return Err(Error::Conflict(format!(
-                "--tp {tp} x --pp {pp} = {tp_pp} does not divide --gpus {gpus}: tp x pp x dp must equal the number of GPUs"
-            )));
+            return Err(Error::conflict(
+                &["tp", "pp", "gpus"],
+                format!(
+                    "tp {tp} x pp {pp} = {tp_pp} does not divide gpus {gpus}: tp x pp x dp must equal the number of GPUs"
+                ),
+            ));
         }
         let dp = gpus / tp_pp;
         if !model.heads.is_multiple_of(tp) {
-            return Err(Error::Conflict(format!(
-                "--tp {tp} does not divide {}'s {} attention heads (num_attention_heads)",
-                model.id, model.heads
-            )));
+            return Err(Error::conflict(
+                &["tp"],
+                format!(
+                    "tp {tp} does not divide {}'s {} attention heads (num_attention_heads)",
+                    model.id, model.heads
+                ),
+            ));
         }
         if !(model.kv_heads.is_multiple_of(tp) || tp.is_multiple_of(model.kv_heads)) {
-            return Err(Error::Conflict(format!(
-                "--tp {tp} neither divides nor is a multiple of {}'s {} key/value heads (num_key_value_heads)",
-                model.id, model.kv_heads
-            )));
+            return Err(Error::conflict(
+                &["tp"],
+                format!(
+                    "tp {tp} neither divides nor is a multiple of {}'s {} key/value heads (num_key_value_heads)",
+                    model.id, model.kv_heads
+                ),
+            ));
         }
         if pp > model.layers {
-            return Err(Error::Conflict(format!(
-                "--pp {pp} exceeds {}'s {} layers",
-                model.id, model.layers
-            )));
+            return Err(Error::conflict(
+                &["pp"],
+                format!("pp {pp} exceeds {}'s {} layers", model.id, model.layers),
+            ));
         }
         if v > 1 && pp == 1 {
-            return Err(Error::Conflict(
-                "virtual pipeline stages need --pp > 1".into(),
+            return Err(Error::conflict(
+                &["virtual_stages", "pp"],
+                "virtual pipeline stages need pp > 1",
             ));
         }
         let per_step = mb.saturating_mul(dp);
         let global = match cfg.global_batch {
-            Some(0) => return Err(Error::invalid("--global-batch", "must be at least 1")),
+            Some(0) => return Err(Error::invalid("global_batch", "must be at least 1")),
             Some(g) => g,
             None => per_step.saturating_mul(if pp > 1 { 4 * pp } else { 1 }),
         };
         if global < per_step {
-            return Err(Error::Conflict(format!(
-                "--micro-batch {mb} is larger than --global-batch {global} / dp {dp} = {}",
-                global / dp
-            )));
+            return Err(Error::conflict(
+                &["micro_batch", "global_batch"],
+                format!(
+                    "micro_batch {mb} is larger than global_batch {global} / dp {dp} = {}",
+                    global / dp
+                ),
+            ));
         }
         if !global.is_multiple_of(per_step) {
-            return Err(Error::Conflict(format!(
-                "--global-batch {global} is not a multiple of --micro-batch {mb} x dp {dp} = {per_step}"
-            )));
+            return Err(Error::conflict(
+                &["global_batch", "micro_batch"],
+                format!(
+                    "global_batch {global} is not a multiple of micro_batch {mb} x dp {dp} = {per_step}"
+                ),
+            ));
         }
         if cfg.method != Method::Full {
-            positive_u64("--lora-rank", cfg.lora_rank)?;
+            positive_u64("lora_rank", cfg.lora_rank)?;
         }
         if cfg.offload == Offload::Cpu && hardware.host_link.is_none() {
-            return Err(Error::Conflict(format!(
-                "--offload cpu needs a host link, and {} has none in the database",
-                hardware.id
-            )));
+            return Err(Error::conflict(
+                &["offload", "gpu"],
+                format!(
+                    "offloading to the CPU needs a host link, and {} has none in the database",
+                    hardware.id
+                ),
+            ));
         }
         if gpus > 1 && hardware.device_link().is_none() {
-            return Err(Error::Conflict(format!(
-                "{} has no host or scale-up link in the database, so it cannot be used with --gpus {gpus}",
-                hardware.id
-            )));
+            return Err(Error::conflict(
+                &["gpu", "gpus"],
+                format!(
+                    "{} has no host or scale-up link in the database, so it cannot be used with {gpus} devices",
+                    hardware.id
+                ),
+            ));
         }
         let eff = cfg
             .efficiency
@@ -1115,7 +1141,7 @@ impl<'a> Trainer<'a> {
         };
         if seq > model.max_context {
             notes.push(format!(
-                "--seq {seq} exceeds the model's trained context of {} tokens",
+                "seq {seq} exceeds the model's trained context of {} tokens",
                 model.max_context
             ));
         }

@@ -41,7 +41,14 @@ const CASES: &[Case] = &[
     case("models_text", &["models"]),
     case(
         "predict_llama3_8b_h100_json",
-        &["predict", "--model", "llama-3-8b", "--gpu", "h100", "--json"],
+        &[
+            "predict",
+            "--model",
+            "llama-3-8b",
+            "--gpu",
+            "h100",
+            "--json",
+        ],
     ),
     case(
         "predict_llama2_70b_a100x2_json",
@@ -147,7 +154,16 @@ const CASES: &[Case] = &[
     ),
     case(
         "predict_max_text",
-        &["predict", "--model", "llama-3-70b", "--gpu", "h100", "--gpus", "2", "--max"],
+        &[
+            "predict",
+            "--model",
+            "llama-3-70b",
+            "--gpu",
+            "h100",
+            "--gpus",
+            "2",
+            "--max",
+        ],
     ),
     case(
         "explain_json",
@@ -164,7 +180,15 @@ const CASES: &[Case] = &[
     ),
     case(
         "explain_text",
-        &["explain", "--model", "llama-2-70b", "--gpu", "a100", "--gpus", "4"],
+        &[
+            "explain",
+            "--model",
+            "llama-2-70b",
+            "--gpu",
+            "a100",
+            "--gpus",
+            "4",
+        ],
     ),
     case(
         "train_7b_zero3_json",
@@ -398,8 +422,8 @@ fn tokens(s: &str) -> Vec<(bool, &str)> {
     let mut i = 0;
     let mut start = 0;
     while i < b.len() {
-        let starts_number = b[i].is_ascii_digit()
-            || (b[i] == b'-' && i + 1 < b.len() && b[i + 1].is_ascii_digit());
+        let starts_number =
+            b[i].is_ascii_digit() || (b[i] == b'-' && i + 1 < b.len() && b[i + 1].is_ascii_digit());
         if starts_number {
             if start < i {
                 out.push((false, &s[start..i]));

@@ -361,10 +361,7 @@ pub fn parse_measurements(text: &str, source_name: &str) -> Result<Vec<Measureme
 
 /// Reads and parses a measurements file.
 pub fn read_measurements(path: &std::path::Path) -> Result<Vec<Measurement>> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::Io {
-        path: path.display().to_string(),
-        message: e.to_string(),
-    })?;
+    let text = crate::files::read_text(path)?;
     parse_measurements(&text, &path.display().to_string())
 }
 

@@ -140,6 +140,10 @@ pub struct Hardware {
     pub vendor: String,
     /// Market segment.
     pub class: DeviceClass,
+    /// Chip generation (`ampere`, `hopper`, `ada`, `cdna3`, ...): keys the training
+    /// efficiencies; empty when unknown (user files may leave it out).
+    #[serde(default)]
+    pub architecture: String,
     /// Other names that resolve to this device.
     #[serde(default)]
     pub aliases: Vec<String>,
@@ -331,6 +335,7 @@ impl Hardware {
             name: self.name.clone(),
             vendor: self.vendor.clone(),
             class: self.class,
+            architecture: self.architecture.clone(),
             aliases: self.aliases.clone(),
             memory: MemoryReport {
                 kind: self.memory.kind.clone(),
@@ -440,6 +445,8 @@ pub struct HardwareReport {
     pub vendor: String,
     /// Market segment.
     pub class: DeviceClass,
+    /// Chip generation (empty when unknown).
+    pub architecture: String,
     /// Other accepted names.
     pub aliases: Vec<String>,
     /// Memory.
@@ -516,10 +523,7 @@ impl HardwareDb {
 
     /// Reads a user's TOML file (same schema as `data/hardware/*.toml`) and adds it.
     pub fn load_file(&mut self, path: &std::path::Path) -> Result<&Hardware> {
-        let text = std::fs::read_to_string(path).map_err(|e| Error::Io {
-            path: path.display().to_string(),
-            message: e.to_string(),
-        })?;
+        let text = crate::files::read_text(path)?;
         let hw = Hardware::from_toml(&text, &path.display().to_string())?;
         let id = hw.id.clone();
         self.insert(hw);

@@ -372,10 +372,7 @@ impl ModelConfig {
 
     /// Reads a `config.json` file.
     pub fn from_file(path: &Path) -> Result<ModelConfig> {
-        let text = std::fs::read_to_string(path).map_err(|e| Error::Io {
-            path: path.display().to_string(),
-            message: e.to_string(),
-        })?;
+        let text = crate::files::read_text(path)?;
         let stem = path
             .parent()
             .and_then(|p| p.file_name())

@@ -500,7 +500,7 @@ pub fn format_comparison(
         formats.push(w);
     }
     if formats.is_empty() {
-        return Err(Error::invalid("--weights", "no weight formats to compare"));
+        return Err(Error::invalid("weights", "no weight formats to compare"));
     }
     let mut bars = Vec::new();
     let mut kv_name = String::new();

@@ -290,7 +290,7 @@ pub(crate) fn decade_ceil(x: f64) -> f64 {
 /// Maps any drawing error (they cannot happen when rendering into a `String`, but are
 /// values anyway) to the crate's error.
 pub(crate) fn chart_err<E: std::fmt::Debug>(e: E) -> Error {
-    Error::invalid("chart", format!("rendering failed: {e:?}"))
+    Error::internal("chart rendering", format!("{e:?}"))
 }
 
 /// An RGB triple as a plotters colour.

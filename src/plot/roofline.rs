@@ -240,7 +240,7 @@ fn radius(share: f64) -> f64 {
 pub fn roofline(devices: &[RooflineDevice], opts: &RooflineOptions) -> Result<String> {
     if devices.is_empty() {
         return Err(Error::invalid(
-            "--gpu",
+            "gpu",
             "a roofline chart needs at least one device",
         ));
     }

@@ -183,7 +183,7 @@ fn short(name: &str) -> &str {
 pub fn throughput(series: &[ThroughputSeries], opts: &ThroughputOptions) -> Result<String> {
     if series.is_empty() || series.iter().any(|s| s.points.is_empty()) {
         return Err(Error::invalid(
-            "--gpu",
+            "gpu",
             "a throughput chart needs at least one device with points",
         ));
     }
