@@ -107,7 +107,7 @@ impl fmt::Display for ComputeDtype {
 /// Which layers stay in higher precision: AWQ, GPTQ, bitsandbytes (nf4, int8) and fp8
 /// checkpoints keep the token embedding and `lm_head` in 16-bit; GGUF formats quantize
 /// them too (counted at the same bits here); `bpw:N` applies to every weight.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Format {
     /// IEEE single.
     Fp32,
@@ -280,6 +280,20 @@ impl Format {
 impl fmt::Display for Format {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.name())
+    }
+}
+
+impl Serialize for Format {
+    /// By name (`"q4_k_m"`, `"bpw:4.5"`), as on the command line.
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Format {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Format::parse(&s).map_err(serde::de::Error::custom)
     }
 }
 

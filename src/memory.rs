@@ -7,23 +7,13 @@ use crate::hardware::Hardware;
 use crate::model::ModelConfig;
 use serde::Serialize;
 
-/// How a model is split over devices.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Parallel {
-    /// Tensor parallel: every layer split over all devices.
-    Tp,
-    /// Pipeline parallel: layers split into consecutive stages.
-    Pp,
-}
-
-impl Parallel {
-    /// `"tp"` or `"pp"`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Parallel::Tp => "tp",
-            Parallel::Pp => "pp",
-        }
+crate::named_enum! {
+    /// How a model is split over devices.
+    pub enum Parallel: "parallelism" {
+        /// Tensor parallel: every layer split over all devices.
+        Tp = "tp",
+        /// Pipeline parallel: layers split into consecutive stages.
+        Pp = "pp",
     }
 }
 

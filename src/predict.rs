@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::hardware::Hardware;
 use crate::memory::{InferenceMemory, MemoryModel, Parallel};
 use crate::model::ModelConfig;
-use crate::model::graph::{self, Graph, OpInstance, Precision, Step, Unit};
+use crate::model::graph::{self, Graph, OpInstance, OpKind, Phase, Precision, Step, Unit};
 use crate::roofline::{Bound, Ceilings, Efficiency, Placement, place};
 use serde::Serialize;
 
@@ -645,13 +645,13 @@ impl<'a> Predictor<'a> {
         let mid = (prompt + (gen_tokens / 2).max(1)).max(1);
         let mut ops = Vec::new();
         for (phase, step) in [
-            ("prefill", Step::prefill(batch, prompt)),
-            ("decode", Step::decode(batch, mid)),
+            (Phase::Prefill, Step::prefill(batch, prompt)),
+            (Phase::Decode, Step::decode(batch, mid)),
         ] {
             for op in self.graph(&step).ops() {
                 let p = self.place_op(op);
                 ops.push(OpReport {
-                    name: op.name,
+                    kind: op.kind,
                     phase,
                     count: op.count,
                     flops: p.flops,
@@ -662,10 +662,7 @@ impl<'a> Predictor<'a> {
                     time_s: p.time_s,
                     roofline_time_s: p.roofline_time_s,
                     bound: p.bound,
-                    unit: match op.unit {
-                        Unit::Matrix(d) => d.name(),
-                        Unit::Vector => "vector",
-                    },
+                    unit: op.unit,
                 });
             }
         }
@@ -713,11 +710,11 @@ impl<'a> Predictor<'a> {
                 batch,
                 prompt,
                 r#gen: gen_tokens,
-                weights: self.precision.weights.name(),
-                kv: self.precision.kv.name(),
-                activations: self.precision.activations.name(),
+                weights: self.precision.weights,
+                kv: self.precision.kv,
+                activations: self.precision.activations,
                 engine: self.engine.id.clone(),
-                parallel: self.parallel.name(),
+                parallel: self.parallel,
                 flash: self.flash,
             },
             memory: MemoryReport {
@@ -863,15 +860,15 @@ pub struct ConfigInfo {
     /// Generated tokens.
     pub r#gen: u64,
     /// Weight format.
-    pub weights: String,
+    pub weights: Format,
     /// KV format.
-    pub kv: String,
+    pub kv: Format,
     /// Activation dtype.
-    pub activations: &'static str,
+    pub activations: ComputeDtype,
     /// Engine id.
     pub engine: String,
-    /// `tp` or `pp`.
-    pub parallel: &'static str,
+    /// How the devices split the model.
+    pub parallel: Parallel,
     /// Fused attention.
     pub flash: bool,
 }
@@ -962,10 +959,11 @@ pub struct GenerationReport {
 /// One row of `ops`.
 #[derive(Debug, Clone, Serialize)]
 pub struct OpReport {
-    /// Op name.
-    pub name: &'static str,
-    /// `prefill` or `decode`.
-    pub phase: &'static str,
+    /// What the op is (serialized as its name, `qkv_proj`).
+    #[serde(rename = "name")]
+    pub kind: OpKind,
+    /// Prefill or decode.
+    pub phase: Phase,
     /// Executions per pass.
     pub count: f64,
     /// FLOPs of all executions.
@@ -985,7 +983,7 @@ pub struct OpReport {
     /// Which ceiling binds.
     pub bound: Bound,
     /// Compute unit / dtype (`bf16`, `fp8`, `vector`).
-    pub unit: &'static str,
+    pub unit: Unit,
 }
 
 /// The `predict --json` document.

@@ -87,7 +87,7 @@ use crate::dtype::{ComputeDtype, Format};
 use crate::error::{Error, Result, require_positive};
 use crate::hardware::Hardware;
 use crate::model::ModelConfig;
-use crate::model::graph::{self, Precision, Step, Unit};
+use crate::model::graph::{self, OpKind, Precision, Step, Unit};
 use crate::ops::{ByteClasses, Cost};
 use crate::roofline::{Bound, Ceilings, Efficiency, place};
 use serde::Serialize;
@@ -943,9 +943,9 @@ fn stage_params(cfg: &ModelConfig, tp: u64, layers: u64, first: bool, last: bool
     }
 }
 
-/// What an op of the training step is, for choosing its efficiency and link.
+/// Which efficiency and link an op of the training step uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum OpKind {
+enum KernelClass {
     /// Attention core (fused kernel or the naive score/value matmuls).
     Attention,
     /// A tensor-parallel collective.
@@ -1401,7 +1401,7 @@ impl<'a> Trainer<'a> {
 
     /// Ops of one micro-batch on the slowest (last) stage, each as (cost of all its
     /// executions, unit, kind, whether it is recomputation).
-    fn micro_batch_ops(&self) -> Vec<(Cost, Unit, OpKind, bool)> {
+    fn micro_batch_ops(&self) -> Vec<(Cost, Unit, KernelClass, bool)> {
         let l = &self.layout;
         let step = Step {
             batch: l.micro_batch,
@@ -1430,25 +1430,20 @@ impl<'a> Trainer<'a> {
             let mut fwd = op.total();
             let is_comm = op.cost.link_bytes > 0.0;
             let kind = if is_comm {
-                OpKind::Collective
-            } else if matches!(op.name, "attention" | "attn_scores" | "attn_values") {
-                OpKind::Attention
+                KernelClass::Collective
+            } else if op.kind.is_attention_matmul() {
+                KernelClass::Attention
             } else {
-                OpKind::Other
+                KernelClass::Other
             };
             let per_layer = op.count > 1.0 || l.layers_per_stage == 1;
-            if self.cfg.sequence_parallel
-                && matches!(
-                    op.name,
-                    "attn_norm" | "mlp_norm" | "attn_residual" | "mlp_residual" | "final_norm"
-                )
-            {
+            if self.cfg.sequence_parallel && op.kind.is_norm_or_residual() {
                 fwd = fwd.times(1.0 / sp_div);
             }
-            let bwd = match (op.name, op.unit) {
-                ("embedding" | "position_embedding", _) if frozen => Cost::default(),
-                ("attention", _) => scale(fwd, 2.5, 2.0),
-                ("attn_scores" | "attn_values", _) => fwd.times(2.0),
+            let bwd = match (op.kind, op.unit) {
+                (k, _) if frozen && k.is_embedding() => Cost::default(),
+                (OpKind::Attention, _) => scale(fwd, 2.5, 2.0),
+                (OpKind::AttnScores | OpKind::AttnValues, _) => fwd.times(2.0),
                 (_, Unit::Matrix(_)) => backward_cost(&fwd, w_bits, grad_bits, frozen),
                 _ if is_comm => fwd,
                 _ => fwd.times(2.0),
@@ -1457,19 +1452,8 @@ impl<'a> Trainer<'a> {
             out.push((bwd, op.unit, kind, false));
             let recompute = match self.cfg.recompute {
                 Recompute::None => false,
-                Recompute::Selective => {
-                    matches!(
-                        op.name,
-                        "attention" | "attn_scores" | "attn_softmax" | "attn_values"
-                    )
-                }
-                Recompute::Full => {
-                    per_layer
-                        && !matches!(
-                            op.name,
-                            "embedding" | "position_embedding" | "final_norm" | "lm_head"
-                        )
-                }
+                Recompute::Selective => op.kind.is_attention_core(),
+                Recompute::Full => per_layer && !op.kind.is_outside_layers(),
             };
             if recompute {
                 out.push((fwd, op.unit, kind, true));
@@ -1503,8 +1487,8 @@ impl<'a> Trainer<'a> {
                 link_bytes: 0.0,
             };
             let unit = Unit::Matrix(self.precision.activations);
-            out.push((fwd, unit, OpKind::Other, false));
-            out.push((fwd.times(2.0), unit, OpKind::Other, false));
+            out.push((fwd, unit, KernelClass::Other, false));
+            out.push((fwd.times(2.0), unit, KernelClass::Other, false));
             if self.frozen.bits() < 16.0 {
                 // dequantize the frozen matrices to 16 bits before each forward and
                 // backward matmul: read the packed weights, write 16-bit copies.
@@ -1525,7 +1509,7 @@ impl<'a> Trainer<'a> {
                 } else {
                     2.0
                 };
-                out.push((dq.times(times), Unit::Vector, OpKind::Other, false));
+                out.push((dq.times(times), Unit::Vector, KernelClass::Other, false));
             }
         }
         out
@@ -1593,7 +1577,7 @@ impl<'a> Trainer<'a> {
                         link_bytes_per_s: None,
                     },
                     Efficiency {
-                        compute: if kind == OpKind::Attention {
+                        compute: if kind == KernelClass::Attention {
                             self.eff.attention
                         } else {
                             self.eff.compute_for(d)
@@ -1608,7 +1592,7 @@ impl<'a> Trainer<'a> {
                 re_flops += cost.flops;
             }
             let p = place(&cost, &ceil, &eff);
-            if kind == OpKind::Collective {
+            if kind == KernelClass::Collective {
                 tp_t += p.time_s;
             } else if p.bound == Bound::Compute {
                 c_t += p.time_s;

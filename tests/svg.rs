@@ -167,7 +167,7 @@ fn render_roofline(gpus: &[&str], opts: &RooflineOptions) -> (String, Vec<Predic
 fn plotted(p: &Prediction, phase: &str) -> usize {
     p.ops
         .iter()
-        .filter(|o| o.phase == phase && o.flops > 0.0 && o.time_s > 0.0)
+        .filter(|o| o.phase.name() == phase && o.flops > 0.0 && o.time_s > 0.0)
         .count()
 }
 
@@ -237,12 +237,12 @@ fn roofline_labels_axes_ridges_and_key() {
     let big = preds[0]
         .ops
         .iter()
-        .filter(|o| o.phase == "prefill")
+        .filter(|o| o.phase.name() == "prefill")
         .max_by(|a, b| a.time_s.total_cmp(&b.time_s))
         .unwrap();
     assert!(
         t.iter()
-            .any(|s| s.starts_with(big.name) && s.ends_with('%'))
+            .any(|s| s.starts_with(big.kind.name()) && s.ends_with('%'))
     );
 }
 

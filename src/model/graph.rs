@@ -16,6 +16,107 @@ use crate::ops::{
     softmax,
 };
 
+crate::named_enum! {
+    /// What an operator of the layer graph is. Training arithmetic and reports match on
+    /// the kind, never on a name string; the name (`qkv_proj`) is what JSON shows.
+    pub enum OpKind: "op kind" {
+        /// Token-embedding lookup.
+        Embedding = "embedding",
+        /// Learned position-embedding lookup (GPT-2, MPT-style models without RoPE).
+        PositionEmbedding = "position_embedding",
+        /// Norm before attention.
+        AttnNorm = "attn_norm",
+        /// Fused q, k, v projection (K and V written to the cache).
+        QkvProj = "qkv_proj",
+        /// Rotary position embedding on q and k.
+        Rope = "rope",
+        /// Fused (flash) attention.
+        Attention = "attention",
+        /// Naive attention: scores `Q·Kᵀ`.
+        AttnScores = "attn_scores",
+        /// Naive attention: softmax over the scores.
+        AttnSoftmax = "attn_softmax",
+        /// Naive attention: probabilities times `V`.
+        AttnValues = "attn_values",
+        /// Attention output projection.
+        OProj = "o_proj",
+        /// Tensor-parallel all-reduce after attention.
+        AllreduceAttn = "allreduce_attn",
+        /// Residual add after attention.
+        AttnResidual = "attn_residual",
+        /// Norm before the MLP.
+        MlpNorm = "mlp_norm",
+        /// MoE router.
+        Router = "router",
+        /// Gated MLP: gate and up projections together.
+        GateUpProj = "gate_up_proj",
+        /// Plain MLP: up projection.
+        UpProj = "up_proj",
+        /// Gated MLP: activation times gate.
+        ActMul = "act_mul",
+        /// Plain MLP: activation.
+        Activation = "activation",
+        /// MLP down projection.
+        DownProj = "down_proj",
+        /// Tensor-parallel all-reduce after the MLP.
+        AllreduceMlp = "allreduce_mlp",
+        /// Residual add after the MLP.
+        MlpResidual = "mlp_residual",
+        /// Norm before the lm_head.
+        FinalNorm = "final_norm",
+        /// Output projection to the vocabulary.
+        LmHead = "lm_head",
+    }
+}
+
+impl OpKind {
+    /// The attention core whose work grows with the context (fused, or the score and
+    /// value matmuls of the naive form; the softmax is elementwise).
+    pub fn is_attention_matmul(self) -> bool {
+        matches!(
+            self,
+            OpKind::Attention | OpKind::AttnScores | OpKind::AttnValues
+        )
+    }
+
+    /// Any part of the attention core, softmax included.
+    pub fn is_attention_core(self) -> bool {
+        self.is_attention_matmul() || self == OpKind::AttnSoftmax
+    }
+
+    /// An embedding lookup (token or position).
+    pub fn is_embedding(self) -> bool {
+        matches!(self, OpKind::Embedding | OpKind::PositionEmbedding)
+    }
+
+    /// A norm or residual add over the hidden width (split by sequence parallelism).
+    pub fn is_norm_or_residual(self) -> bool {
+        matches!(
+            self,
+            OpKind::AttnNorm
+                | OpKind::MlpNorm
+                | OpKind::AttnResidual
+                | OpKind::MlpResidual
+                | OpKind::FinalNorm
+        )
+    }
+
+    /// Ops outside the layer stack (embedding lookups, the final norm, the lm_head).
+    pub fn is_outside_layers(self) -> bool {
+        self.is_embedding() || matches!(self, OpKind::FinalNorm | OpKind::LmHead)
+    }
+}
+
+crate::named_enum! {
+    /// The phase of inference a pass belongs to.
+    pub enum Phase: "phase" {
+        /// The prompt, all tokens at once (time to first token).
+        Prefill = "prefill",
+        /// One new token per sequence.
+        Decode = "decode",
+    }
+}
+
 /// Most operators one forward pass can have.
 pub const MAX_OPS: usize = 24;
 
@@ -74,11 +175,27 @@ pub enum Unit {
     Vector,
 }
 
+impl Unit {
+    /// `bf16`, `fp8`, ... for matrix units, `vector` otherwise.
+    pub fn name(self) -> &'static str {
+        match self {
+            Unit::Matrix(d) => d.name(),
+            Unit::Vector => "vector",
+        }
+    }
+}
+
+impl serde::Serialize for Unit {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
 /// One operator of the graph.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct OpInstance {
-    /// Stable name (`qkv_proj`, `attention`, `lm_head`, ...).
-    pub name: &'static str,
+    /// What the op is (its name in reports: `qkv_proj`, `attention`, ...).
+    pub kind: OpKind,
     /// Executions per forward pass (layers for per-layer ops, 1 otherwise).
     pub count: f64,
     /// Cost of one execution on one device.
@@ -102,7 +219,7 @@ pub struct Graph {
 }
 
 const EMPTY: OpInstance = OpInstance {
-    name: "",
+    kind: OpKind::Embedding,
     count: 0.0,
     cost: Cost {
         flops: 0.0,
@@ -122,10 +239,10 @@ const EMPTY: OpInstance = OpInstance {
 };
 
 impl Graph {
-    fn push(&mut self, name: &'static str, count: f64, cost: Cost, unit: Unit) {
+    fn push(&mut self, kind: OpKind, count: f64, cost: Cost, unit: Unit) {
         if self.len < MAX_OPS {
             self.ops[self.len] = OpInstance {
-                name,
+                kind,
                 count,
                 cost,
                 unit,
@@ -209,21 +326,21 @@ pub fn forward(
     }
 
     g.push(
-        "embedding",
+        OpKind::Embedding,
         1.0,
         embedding(tokens, h, cfg.vocab, emb_bits, act_bits),
         Unit::Vector,
     );
     if cfg.learned_positions {
         g.push(
-            "position_embedding",
+            OpKind::PositionEmbedding,
             1.0,
             embedding(tokens, h, cfg.max_context, 16.0, act_bits),
             Unit::Vector,
         );
     }
     g.push(
-        "attn_norm",
+        OpKind::AttnNorm,
         l,
         norm(norm_kind, tokens, h, act_bits, 16.0),
         Unit::Vector,
@@ -242,10 +359,10 @@ pub fn forward(
     qkv.flops += kv.flops;
     qkv.read.weights += kv.read.weights;
     qkv.written = qkv.written + kv.written;
-    g.push("qkv_proj", l, qkv, matmul);
+    g.push(OpKind::QkvProj, l, qkv, matmul);
     if cfg.rope {
         g.push(
-            "rope",
+            OpKind::Rope,
             l,
             rope(tokens, heads, kv_heads, cfg.head_dim, act_bits),
             Unit::Vector,
@@ -262,27 +379,27 @@ pub fn forward(
         kv_bits,
     };
     if flash {
-        g.push("attention", l, attention_fused(&shape), attn_unit);
+        g.push(OpKind::Attention, l, attention_fused(&shape), attn_unit);
     } else {
         let (rows, cols) = shape.score_matrix();
-        g.push("attn_scores", l, attention_scores(&shape), attn_unit);
+        g.push(OpKind::AttnScores, l, attention_scores(&shape), attn_unit);
         g.push(
-            "attn_softmax",
+            OpKind::AttnSoftmax,
             l,
             softmax(rows, cols, act_bits),
             Unit::Vector,
         );
-        g.push("attn_values", l, attention_values(&shape), attn_unit);
+        g.push(OpKind::AttnValues, l, attention_values(&shape), attn_unit);
     }
     g.push(
-        "o_proj",
+        OpKind::OProj,
         l,
         linear(tokens, q_w, h, w_bits, act_bits, act, cfg.o_bias),
         matmul,
     );
     if tp > 1 {
         g.push(
-            "allreduce_attn",
+            OpKind::AllreduceAttn,
             l,
             collective(
                 Collective::AllReduce,
@@ -294,13 +411,13 @@ pub fn forward(
         );
     }
     g.push(
-        "attn_residual",
+        OpKind::AttnResidual,
         l,
         residual_add(tokens, h, act_bits),
         Unit::Vector,
     );
     g.push(
-        "mlp_norm",
+        OpKind::MlpNorm,
         l,
         norm(norm_kind, tokens, h, act_bits, 16.0),
         Unit::Vector,
@@ -313,7 +430,7 @@ pub fn forward(
     let mut down = linear(routed, inter, h, w_bits, act_bits, act, cfg.mlp_bias);
     if cfg.is_moe() {
         g.push(
-            "router",
+            OpKind::Router,
             l,
             linear(tokens, h, cfg.experts, 16.0, act_bits, act, false),
             matmul,
@@ -324,9 +441,9 @@ pub fn forward(
     }
     g.push(
         if cfg.gated_mlp {
-            "gate_up_proj"
+            OpKind::GateUpProj
         } else {
-            "up_proj"
+            OpKind::UpProj
         },
         l,
         up,
@@ -339,18 +456,18 @@ pub fn forward(
     };
     g.push(
         if cfg.gated_mlp {
-            "act_mul"
+            OpKind::ActMul
         } else {
-            "activation"
+            OpKind::Activation
         },
         l,
         act_op,
         Unit::Vector,
     );
-    g.push("down_proj", l, down, matmul);
+    g.push(OpKind::DownProj, l, down, matmul);
     if tp > 1 {
         g.push(
-            "allreduce_mlp",
+            OpKind::AllreduceMlp,
             l,
             collective(
                 Collective::AllReduce,
@@ -362,7 +479,7 @@ pub fn forward(
         );
     }
     g.push(
-        "mlp_residual",
+        OpKind::MlpResidual,
         l,
         residual_add(tokens, h, act_bits),
         Unit::Vector,
@@ -372,14 +489,14 @@ pub fn forward(
         .batch
         .saturating_mul(step.logits_per_sequence.min(step.new_tokens));
     g.push(
-        "final_norm",
+        OpKind::FinalNorm,
         1.0,
         norm(norm_kind, logit_rows, h, act_bits, 16.0),
         Unit::Vector,
     );
     let vocab = ceil_div(cfg.vocab, tp);
     g.push(
-        "lm_head",
+        OpKind::LmHead,
         1.0,
         linear(logit_rows, h, vocab, emb_bits, act_bits, act, false),
         Unit::Matrix(if p.weights.keeps_embeddings_16bit() {

@@ -17,9 +17,10 @@ use super::{
     fit_axis_titles, fit_text, font, legend_text, marker_box, minor_decades, plot_rect, rgb,
     series_color, text_width, tick_label,
 };
-use crate::dtype::{ComputeDtype, Format};
+use crate::dtype::ComputeDtype;
 use crate::error::{Error, Result};
 use crate::hardware::Hardware;
+use crate::model::graph::{Phase, Unit};
 use crate::predict::Prediction;
 use crate::units::{fmt_bytes_per_s, fmt_flops_per_s};
 use plotters::prelude::*;
@@ -121,8 +122,8 @@ struct LinkRoof {
 
 /// The compute dtype the prediction's weight matmuls run in, as the device publishes it.
 fn matmul_dtype(hw: &Hardware, p: &Prediction) -> Option<ComputeDtype> {
-    let w = Format::parse(&p.config.weights).ok()?;
-    let a = ComputeDtype::parse(p.config.activations).ok()?;
+    let w = p.config.weights;
+    let a = p.config.activations;
     Some(hw.peak(w.compute_dtype(a)).1)
 }
 
@@ -168,7 +169,7 @@ pub fn subtitle(p: &Prediction) -> String {
 fn op_points(p: &Prediction) -> (Vec<OpPoint>, usize) {
     let mut totals = [0.0f64; 2];
     for op in &p.ops {
-        let i = usize::from(op.phase == "decode");
+        let i = usize::from(op.phase == Phase::Decode);
         if op.time_s.is_finite() && op.time_s > 0.0 {
             totals[i] += op.time_s;
         }
@@ -176,7 +177,7 @@ fn op_points(p: &Prediction) -> (Vec<OpPoint>, usize) {
     let mut pts = Vec::new();
     let mut skipped = 0;
     for op in &p.ops {
-        let i = usize::from(op.phase == "decode");
+        let i = usize::from(op.phase == Phase::Decode);
         let ok = op.flops > 0.0
             && op.flops.is_finite()
             && op.time_s > 0.0
@@ -188,7 +189,7 @@ fn op_points(p: &Prediction) -> (Vec<OpPoint>, usize) {
             continue;
         }
         pts.push(OpPoint {
-            name: op.name,
+            name: op.kind.name(),
             decode: i == 1,
             intensity: op.arithmetic_intensity,
             flops_per_s: op.flops / op.time_s,
@@ -292,14 +293,13 @@ pub fn roofline(devices: &[RooflineDevice], opts: &RooflineOptions) -> Result<St
     if opts.unit_ceilings {
         let main_peak = first.prediction.hardware.peak_flops_per_s;
         for pt in first.prediction.ops.iter() {
-            let dtype = if pt.unit == "vector" {
-                Some(ComputeDtype::Fp32)
-            } else {
-                ComputeDtype::parse(pt.unit).ok()
+            let dtype = match pt.unit {
+                Unit::Vector => ComputeDtype::Fp32,
+                Unit::Matrix(d) => d,
             };
-            if let Some(d) = dtype {
-                let (peak, used) = first.hardware.peak(d);
-                let label = if pt.unit == "vector" {
+            {
+                let (peak, used) = first.hardware.peak(dtype);
+                let label = if pt.unit == Unit::Vector {
                     format!("{} vector units {}", used.name(), fmt_flops_per_s(peak))
                 } else {
                     format!("{} matrix units {}", used.name(), fmt_flops_per_s(peak))

@@ -219,7 +219,7 @@ impl DecodeLines {
         };
         let (mut sa, mut sb) = ([0.0f64; 4], [0.0f64; 4]);
         for (a, b) in ga.ops().iter().zip(gb.ops()) {
-            if a.name != b.name || a.unit != b.unit || a.count != b.count {
+            if a.kind != b.kind || a.unit != b.unit || a.count != b.count {
                 return None;
             }
             let pa = p.place_op(a);
@@ -418,7 +418,7 @@ impl PrefillLines {
         };
         let (mut sa, mut sb) = ([0.0; 4], [0.0; 4]);
         for (i, (a, b)) in ga.ops().iter().zip(gb.ops()).enumerate() {
-            if a.name != b.name || a.unit != b.unit || a.count != b.count {
+            if a.kind != b.kind || a.unit != b.unit || a.count != b.count {
                 return None;
             }
             let (pa, ia, oa, xa) = op_values(p, a);

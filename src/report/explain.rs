@@ -162,7 +162,7 @@ pub fn explain(pred: &Predictor<'_>, p: &Prediction) -> Explanation {
             weights: Some(Format::Q4KM),
             kv: Some(pred.precision().kv),
             gpus: hw.count,
-            parallel: if c.parallel == "pp" {
+            parallel: if c.parallel == Parallel::Pp {
                 Parallel::Pp
             } else {
                 Parallel::Tp

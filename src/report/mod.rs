@@ -67,9 +67,9 @@ pub struct Limits {
     /// Devices.
     pub gpus: u64,
     /// Weight format.
-    pub weights: String,
+    pub weights: crate::dtype::Format,
     /// KV format.
-    pub kv: String,
+    pub kv: crate::dtype::Format,
     /// Batch the context limit is for.
     pub batch: u64,
     /// Prompt tokens the batch limit is for.
@@ -97,8 +97,8 @@ pub fn limits(p: &crate::predict::Prediction) -> Limits {
         model: p.model.id.clone(),
         hardware: p.hardware.id.clone(),
         gpus: p.hardware.count,
-        weights: c.weights.clone(),
-        kv: c.kv.clone(),
+        weights: c.weights,
+        kv: c.kv,
         batch: c.batch,
         prompt: c.prompt,
         r#gen: c.r#gen,
