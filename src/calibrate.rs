@@ -391,7 +391,7 @@ pub fn predict_case(c: &Case, engine: &Engine) -> Result<f64> {
     let batch = match c.batch {
         BatchSpec::Fixed(n) => n,
         BatchSpec::MaxLoad => {
-            let max = p_max_batch(&p, s.prompt, s.gen_tokens);
+            let max = p.max_batch(s.prompt, s.gen_tokens);
             if max == 0 {
                 return Err(crate::error::Error::conflict(
                     &["batch"],
@@ -423,23 +423,7 @@ pub fn predict_case(c: &Case, engine: &Engine) -> Result<f64> {
     })
 }
 
-fn p_max_batch(p: &Predictor<'_>, prompt: u64, gen_tokens: u64) -> u64 {
-    // largest batch whose footprint fits (the memory model's own search)
-    let one = p.memory(1, prompt, gen_tokens).0;
-    if !one.fits {
-        return 0;
-    }
-    let (mut lo, mut hi) = (1u64, 1u64 << 20);
-    while lo < hi {
-        let mid = lo + (hi - lo).div_ceil(2);
-        if p.memory(mid, prompt, gen_tokens).0.fits {
-            lo = mid;
-        } else {
-            hi = mid - 1;
-        }
-    }
-    lo
-}
+
 
 /// One case's prediction against its measurement.
 #[derive(Debug, Clone, Serialize)]

@@ -69,6 +69,7 @@ pub mod plot;
 pub mod predict;
 pub mod report;
 pub mod roofline;
+pub mod search;
 pub mod sweep;
 pub mod train;
 pub mod units;

@@ -144,44 +144,6 @@ impl MemoryModel {
         }
     }
 
-    /// Largest batch that fits at this prompt and gen (0: not even one sequence).
-    pub fn max_batch(&self, prompt: u64, gen_tokens: u64) -> u64 {
-        if !self.at(1, prompt, gen_tokens).fits {
-            return 0;
-        }
-        // memory grows monotonically (piecewise linearly) with the batch: bisect
-        let (mut lo, mut hi) = (1u64, 1u64 << 50);
-        if self.at(hi, prompt, gen_tokens).fits {
-            return hi;
-        }
-        while hi - lo > 1 {
-            let mid = lo + (hi - lo) / 2;
-            if self.at(mid, prompt, gen_tokens).fits {
-                lo = mid;
-            } else {
-                hi = mid;
-            }
-        }
-        lo
-    }
-
-    /// Largest total context (prompt, with generation adding to it) that fits at this
-    /// batch, treating the whole context as prompt (0: nothing fits).
-    pub fn max_context(&self, batch: u64) -> u64 {
-        if !self.at(batch, 1, 0).fits {
-            return 0;
-        }
-        let (mut lo, mut hi) = (1u64, 1u64 << 40);
-        while lo < hi {
-            let mid = lo + (hi - lo).div_ceil(2);
-            if self.at(batch, mid, 0).fits {
-                lo = mid;
-            } else {
-                hi = mid - 1;
-            }
-        }
-        lo
-    }
 }
 
 #[cfg(test)]

@@ -585,6 +585,20 @@ impl<'a> Predictor<'a> {
         (m, offloaded)
     }
 
+    /// Largest batch that fits in device memory at this prompt and gen, with weights
+    /// streamed from the host where the scenario offloads (0: not even one sequence).
+    pub fn max_batch(&self, prompt: u64, gen_tokens: u64) -> u64 {
+        // memory grows monotonically (piecewise linearly) with the batch
+        crate::search::largest(1, 1 << 50, |b| self.memory(b, prompt, gen_tokens).0.fits)
+            .unwrap_or(0)
+    }
+
+    /// Largest context per sequence (prompt, with generation adding to it) that fits
+    /// at `batch` (0: nothing fits).
+    pub fn max_context(&self, batch: u64) -> u64 {
+        crate::search::largest(1, 1 << 40, |c| self.memory(batch, c, 0).0.fits).unwrap_or(0)
+    }
+
     /// The core numbers without per-op detail (no heap allocation).
     pub fn summary(&self, batch: u64, prompt: u64, gen_tokens: u64) -> Summary {
         let (memory, offloaded) = self.memory(batch, prompt, gen_tokens);
@@ -616,19 +630,7 @@ impl<'a> Predictor<'a> {
             }
             c >= m
         };
-        let (mut lo, mut hi) = (1u64, 1u64 << 24);
-        if !is_compute(hi) {
-            return None;
-        }
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            if is_compute(mid) {
-                hi = mid
-            } else {
-                lo = mid + 1
-            }
-        }
-        Some(lo)
+        crate::search::smallest(1, 1 << 24, is_compute)
     }
 
     /// The full prediction with the per-op table (the `predict --json` document).
@@ -720,8 +722,8 @@ impl<'a> Predictor<'a> {
             memory: MemoryReport {
                 inner: s.memory,
                 offloaded_bytes: s.offloaded_bytes,
-                max_batch: self.memory.max_batch(prompt, gen_tokens),
-                max_context: self.memory.max_context(batch),
+                max_batch: self.max_batch(prompt, gen_tokens),
+                max_context: self.max_context(batch),
             },
             prefill: PrefillReport {
                 flops: s.prefill.flops,

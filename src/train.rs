@@ -1361,23 +1361,7 @@ impl<'a> Trainer<'a> {
     /// Largest micro-batch whose memory fits (0 when one sequence does not), searched up
     /// to 2^20 sequences; the global batch is held fixed where it allows.
     pub fn max_micro_batch(&self) -> u64 {
-        let fits = |b: u64| self.memory_at(b).0.fits;
-        if !fits(1) {
-            return 0;
-        }
-        let (mut lo, mut hi) = (1u64, 1u64 << 20);
-        if fits(hi) {
-            return hi;
-        }
-        while hi - lo > 1 {
-            let mid = lo + (hi - lo) / 2;
-            if fits(mid) {
-                lo = mid;
-            } else {
-                hi = mid;
-            }
-        }
-        lo
+        crate::search::largest(1, 1 << 20, |b| self.memory_at(b).0.fits).unwrap_or(0)
     }
 
     /// Effective per-GPU bandwidth of a collective over a group of `size` ranks spaced

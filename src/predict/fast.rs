@@ -57,14 +57,6 @@ pub fn resolve_formats(
     }
 }
 
-impl Predictor<'_> {
-    /// Largest batch that fits in device memory at this prompt and gen (0: not even one
-    /// sequence).
-    pub fn max_batch(&self, prompt: u64, gen_tokens: u64) -> u64 {
-        self.memory.max_batch(prompt, gen_tokens)
-    }
-}
-
 /// The upper envelope of three lines over contexts `L >= 1`: piece `k` is the largest
 /// line for the integers up to `floor(ends[k])`. Built once per batch, so the sum over
 /// a range of contexts needs no crossing points, sorting or division
