@@ -40,7 +40,7 @@ use crate::error::Result;
 use crate::hardware::{Hardware, HardwareDb};
 use crate::memory::Parallel;
 use crate::model::{ModelConfig, ModelDb};
-use crate::predict::{Predictor, Scenario};
+use crate::predict::{GenerationReport, Predictor, Scenario};
 use serde::Serialize;
 
 /// The bundled `data/measurements/measurements.csv`.
@@ -405,15 +405,13 @@ pub fn predict_case(c: &Case, engine: &Engine) -> Result<f64> {
         }
     };
     let sum = p.summary(batch, s.prompt, s.gen_tokens);
-    let b = batch as f64;
-    let gen_f = s.gen_tokens as f64;
-    let ttft = sum.prefill.time_s;
+    let g = GenerationReport::from_summary(&sum, batch, s.gen_tokens);
     Ok(match c.target {
-        Target::DecodeTokensPerS => b * gen_f / sum.decode_total_s,
-        Target::OutputTokensPerS => b * gen_f / (ttft + sum.decode_total_s),
-        Target::OutputTokensPerSPerGpu => b * gen_f / (ttft + sum.decode_total_s) / s.gpus as f64,
-        Target::PrefillTokensPerS => b * s.prompt as f64 / ttft,
-        Target::TtftS => ttft,
+        Target::DecodeTokensPerS => g.decode_tokens_per_s,
+        Target::OutputTokensPerS => g.output_tokens_per_s,
+        Target::OutputTokensPerSPerGpu => g.output_tokens_per_s / s.gpus as f64,
+        Target::PrefillTokensPerS => batch as f64 * s.prompt as f64 / g.ttft_s,
+        Target::TtftS => g.ttft_s,
         Target::MatmulFlopsPerS(_) | Target::MemoryBytesPerS => {
             return Err(crate::error::Error::invalid(
                 "target",
@@ -422,8 +420,6 @@ pub fn predict_case(c: &Case, engine: &Engine) -> Result<f64> {
         }
     })
 }
-
-
 
 /// One case's prediction against its measurement.
 #[derive(Debug, Clone, Serialize)]

@@ -143,7 +143,6 @@ impl MemoryModel {
             fits: total <= self.capacity_bytes,
         }
     }
-
 }
 
 #[cfg(test)]

@@ -98,6 +98,23 @@ impl Default for Scenario {
     }
 }
 
+/// The context of the decode step reported as "the" decode step of a generation:
+/// mid-generation, `prompt + gen/2` (at least one token of context, at least one
+/// generated token).
+///
+/// ```
+/// assert_eq!(ridgeline::predict::decode_context(512, 128), 576);
+/// assert_eq!(ridgeline::predict::decode_context(0, 0), 1);
+/// ```
+pub fn decode_context(prompt: u64, gen_tokens: u64) -> u64 {
+    (prompt + (gen_tokens / 2).max(1)).max(1)
+}
+
+/// `num / den`, or 0 where the denominator is 0 (no tokens, no time).
+fn ratio(num: f64, den: f64) -> f64 {
+    if den > 0.0 { num / den } else { 0.0 }
+}
+
 /// Time and work of one forward pass.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct PassResult {
@@ -424,9 +441,14 @@ impl<'a> Predictor<'a> {
         if g.ops().is_empty() { None } else { Some(r) }
     }
 
-    /// One decode step at context `mid` and the sums over the steps at contexts
-    /// `lo..=hi` ([`Predictor::decode_sum`]) in one walk over the graph: ops whose cost
-    /// does not depend on the context are placed once, not three times.
+    /// One decode step at context `mid` and the sums of the (predicted, ideal) step
+    /// times over the steps at contexts `lo..=hi`, in one walk over the graph.
+    ///
+    /// The sum is in closed form: every op's compute, memory and link times are affine
+    /// in the context `L`, so each op's time is the max of three lines, and the sum over
+    /// integer `L` splits at the lines' crossings into arithmetic series
+    /// ([`sum_max_affine`]). Ops whose cost does not depend on the context are placed
+    /// once, not three times.
     pub fn decode_with_sum(
         &self,
         batch: u64,
@@ -494,34 +516,6 @@ impl<'a> Predictor<'a> {
             0.0
         };
         r
-    }
-
-    /// Sum of decode step times at contexts `lo..=hi`, closed form: every op's compute,
-    /// memory and link times are affine in the context `L`, so each op's time is the max
-    /// of three lines; the sum over integer `L` splits at the lines' crossings into
-    /// arithmetic series. Returns (predicted, ideal).
-    pub fn decode_sum(&self, batch: u64, lo: u64, hi: u64, offloaded: f64) -> (f64, f64) {
-        if hi < lo {
-            return (0.0, 0.0);
-        }
-        let n = (hi - lo + 1) as f64;
-        let ga = self.graph(&Step::decode(batch, lo));
-        let gb = self.graph(&Step::decode(batch, hi));
-        let (mut pred, mut ideal) = (0.0, 0.0);
-        for (a, b) in ga.ops().iter().zip(gb.ops()) {
-            let pa = self.place_op(a);
-            // only context-dependent ops (attention) differ between the two ends
-            let pb = if a.cost == b.cost {
-                pa
-            } else {
-                self.place_op(b)
-            };
-            let (p, i) = self.op_sum(a, &pa, &pb, lo, hi);
-            pred += p;
-            ideal += i;
-        }
-        let (tail, tail_ideal) = self.decode_sum_tail(batch, n, offloaded);
-        (pred + tail, ideal + tail_ideal)
     }
 
     /// One op's (predicted, ideal) time summed over contexts `lo..=hi`, from its
@@ -603,7 +597,7 @@ impl<'a> Predictor<'a> {
     pub fn summary(&self, batch: u64, prompt: u64, gen_tokens: u64) -> Summary {
         let (memory, offloaded) = self.memory(batch, prompt, gen_tokens);
         let prefill = self.pass(&Step::prefill(batch, prompt), offloaded);
-        let mid = (prompt + (gen_tokens / 2).max(1)).max(1);
+        let mid = decode_context(prompt, gen_tokens);
         let (decode, decode_total_s, decode_total_roofline_s) =
             self.decode_with_sum(batch, mid, prompt + 1, prompt + gen_tokens, offloaded);
         Summary {
@@ -644,7 +638,7 @@ impl<'a> Predictor<'a> {
         .validate()?;
         let s = self.summary(batch, prompt, gen_tokens);
         let params = self.model.params();
-        let mid = (prompt + (gen_tokens / 2).max(1)).max(1);
+        let mid = decode_context(prompt, gen_tokens);
         let mut ops = Vec::new();
         for (phase, step) in [
             (Phase::Prefill, Step::prefill(batch, prompt)),
@@ -669,10 +663,6 @@ impl<'a> Predictor<'a> {
             }
         }
         let b = batch as f64;
-        let ttft = s.prefill.time_s;
-        let gen_f = gen_tokens as f64;
-        let total = ttft + s.decode_total_s;
-        let ratio = |num: f64, den: f64| if den > 0.0 { num / den } else { 0.0 };
         let mut notes: Vec<String> = self.notes.iter().flatten().map(|s| s.to_string()).collect();
         if prompt + gen_tokens > self.model.max_context {
             notes.push(format!(
@@ -732,7 +722,7 @@ impl<'a> Predictor<'a> {
                 time_s: s.prefill.time_s,
                 roofline_time_s: s.prefill.roofline_time_s,
                 bound: s.prefill.bound(),
-                tokens_per_s: ratio(b * prompt as f64, ttft),
+                tokens_per_s: ratio(b * prompt as f64, s.prefill.time_s),
             },
             decode: DecodeReport {
                 context: mid,
@@ -748,16 +738,7 @@ impl<'a> Predictor<'a> {
                 roofline_tokens_per_s: ratio(b, s.decode.roofline_time_s),
                 compute_bound_batch: self.compute_bound_batch(mid),
             },
-            generation: GenerationReport {
-                ttft_s: ttft,
-                tpot_s: ratio(s.decode_total_s, gen_f),
-                total_s: total,
-                output_tokens_per_s: ratio(b * gen_f, total),
-                decode_tokens_per_s: ratio(b * gen_f, s.decode_total_s),
-                roofline_ttft_s: s.prefill.roofline_time_s,
-                roofline_tpot_s: ratio(s.decode_total_roofline_s, gen_f),
-                roofline_decode_tokens_per_s: ratio(b * gen_f, s.decode_total_roofline_s),
-            },
+            generation: GenerationReport::from_summary(&s, batch, gen_tokens),
             ops,
             notes,
         })
@@ -956,6 +937,28 @@ pub struct GenerationReport {
     pub roofline_tpot_s: f64,
     /// Ideal decode tokens/s.
     pub roofline_decode_tokens_per_s: f64,
+}
+
+impl GenerationReport {
+    /// The one home of the derived generation metrics: TTFT is the prefill; the
+    /// generation adds the `gen` decode steps of the summary; per-token and per-second
+    /// figures divide by the tokens made (0 where no token is made).
+    pub fn from_summary(s: &Summary, batch: u64, gen_tokens: u64) -> GenerationReport {
+        let b = batch as f64;
+        let gen_f = gen_tokens as f64;
+        let ttft = s.prefill.time_s;
+        let total = ttft + s.decode_total_s;
+        GenerationReport {
+            ttft_s: ttft,
+            tpot_s: ratio(s.decode_total_s, gen_f),
+            total_s: total,
+            output_tokens_per_s: ratio(b * gen_f, total),
+            decode_tokens_per_s: ratio(b * gen_f, s.decode_total_s),
+            roofline_ttft_s: s.prefill.roofline_time_s,
+            roofline_tpot_s: ratio(s.decode_total_roofline_s, gen_f),
+            roofline_decode_tokens_per_s: ratio(b * gen_f, s.decode_total_roofline_s),
+        }
+    }
 }
 
 /// One row of `ops`.

@@ -153,7 +153,9 @@ pub struct Placement {
     pub bound: Bound,
 }
 
-fn div(num: f64, rate: f64) -> f64 {
+/// Time to do `num` units of work at `rate` per second: 0 for no work, infinite for
+/// work at a rate of 0 (a ceiling the device does not have).
+pub fn time_at(num: f64, rate: f64) -> f64 {
     if num == 0.0 {
         0.0
     } else if rate > 0.0 {
@@ -163,16 +165,23 @@ fn div(num: f64, rate: f64) -> f64 {
     }
 }
 
-fn bound_of(c: f64, m: f64, l: f64, overhead: f64) -> (f64, Bound) {
-    let mut best = (c, Bound::Compute);
-    if m > best.0 {
-        best = (m, Bound::Memory);
+/// The slowest of the compute, memory and link times and the bound it makes: ties go
+/// to compute, then memory, then communication; an overhead longer than all three
+/// makes the op overhead-bound; an op with no work and no overhead is memory-bound.
+#[inline]
+pub fn slowest(compute_s: f64, memory_s: f64, link_s: f64, overhead_s: f64) -> (f64, Bound) {
+    let mut best = (compute_s, Bound::Compute);
+    if memory_s > best.0 {
+        best = (memory_s, Bound::Memory);
     }
-    if l > best.0 {
-        best = (l, Bound::Communication);
+    if link_s > best.0 {
+        best = (link_s, Bound::Communication);
     }
-    if overhead > best.0 {
-        best = (overhead, Bound::Overhead);
+    if overhead_s > best.0 {
+        best.1 = Bound::Overhead;
+    }
+    if best.0 == 0.0 && overhead_s == 0.0 {
+        best.1 = Bound::Memory;
     }
     best
 }
@@ -182,19 +191,13 @@ fn bound_of(c: f64, m: f64, l: f64, overhead: f64) -> (f64, Bound) {
 pub fn place(cost: &Cost, ceilings: &Ceilings, eff: &Efficiency) -> Placement {
     let bytes = cost.bytes();
     let link = ceilings.link_bytes_per_s.unwrap_or(0.0);
-    let ideal_c = div(cost.flops, ceilings.peak_flops_per_s);
-    let ideal_m = div(bytes, ceilings.memory_bytes_per_s);
-    let ideal_l = div(cost.link_bytes, link);
-    let compute_time_s = div(cost.flops, ceilings.peak_flops_per_s * eff.compute);
-    let memory_time_s = div(bytes, ceilings.memory_bytes_per_s * eff.memory);
-    let link_time_s = div(cost.link_bytes, link * eff.link);
-    let (slowest, mut bound) = bound_of(compute_time_s, memory_time_s, link_time_s, 0.0);
-    if eff.overhead_s > slowest {
-        bound = Bound::Overhead;
-    }
-    if slowest == 0.0 && eff.overhead_s == 0.0 {
-        bound = Bound::Memory;
-    }
+    let ideal_c = time_at(cost.flops, ceilings.peak_flops_per_s);
+    let ideal_m = time_at(bytes, ceilings.memory_bytes_per_s);
+    let ideal_l = time_at(cost.link_bytes, link);
+    let compute_time_s = time_at(cost.flops, ceilings.peak_flops_per_s * eff.compute);
+    let memory_time_s = time_at(bytes, ceilings.memory_bytes_per_s * eff.memory);
+    let link_time_s = time_at(cost.link_bytes, link * eff.link);
+    let (slowest, bound) = slowest(compute_time_s, memory_time_s, link_time_s, eff.overhead_s);
     let intensity = cost.intensity();
     Placement {
         flops: cost.flops,

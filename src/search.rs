@@ -66,9 +66,16 @@ mod tests {
             let scan_largest = (1..=200u64).filter(|&n| n <= limit).max();
             assert_eq!(largest(1, 200, |n| n <= limit), scan_largest, "{limit}");
             let scan_smallest = (1..=200u64).find(|&n| n >= limit.max(1));
-            assert_eq!(smallest(1, 200, |n| n >= limit.max(1)), scan_smallest, "{limit}");
+            assert_eq!(
+                smallest(1, 200, |n| n >= limit.max(1)),
+                scan_smallest,
+                "{limit}"
+            );
         }
         assert_eq!(largest(5, 4, |_| true), None);
-        assert_eq!(smallest(u64::MAX - 3, u64::MAX, |n| n >= u64::MAX - 1), Some(u64::MAX - 1));
+        assert_eq!(
+            smallest(u64::MAX - 3, u64::MAX, |n| n >= u64::MAX - 1),
+            Some(u64::MAX - 1)
+        );
     }
 }

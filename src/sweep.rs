@@ -30,7 +30,7 @@ use crate::hardware::{Hardware, HardwareDb};
 use crate::list::{parse_names, parse_u64_list_in};
 use crate::memory::Parallel;
 use crate::model::{ModelConfig, ModelDb};
-use crate::predict::{Evaluator, Predictor, Scenario, Summary, resolve_formats};
+use crate::predict::{Evaluator, GenerationReport, Predictor, Scenario, Summary, resolve_formats};
 use crate::roofline::Bound;
 use ndarray::{ArrayD, IxDyn};
 use rayon::prelude::*;
@@ -191,18 +191,14 @@ impl Point {
     /// [`Predictor::predict`]'s `generation` block. `usd_per_hour` is the price of all
     /// the devices together.
     pub fn new(summary: Summary, batch: u64, gen_tokens: u64, usd_per_hour: Option<f64>) -> Point {
-        let ratio = |num: f64, den: f64| if den > 0.0 { num / den } else { 0.0 };
-        let b = batch as f64;
-        let gen_f = gen_tokens as f64;
-        let ttft = summary.prefill.time_s;
-        let total = ttft + summary.decode_total_s;
-        let output = ratio(b * gen_f, total);
+        let g = GenerationReport::from_summary(&summary, batch, gen_tokens);
+        let output = g.output_tokens_per_s;
         Point {
             summary,
-            ttft_s: ttft,
-            tpot_s: ratio(summary.decode_total_s, gen_f),
-            total_s: total,
-            decode_tokens_per_s: ratio(b * gen_f, summary.decode_total_s),
+            ttft_s: g.ttft_s,
+            tpot_s: g.tpot_s,
+            total_s: g.total_s,
+            decode_tokens_per_s: g.decode_tokens_per_s,
             output_tokens_per_s: output,
             usd_per_hour,
             usd_per_million_tokens: match usd_per_hour {

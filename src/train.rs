@@ -89,7 +89,7 @@ use crate::hardware::Hardware;
 use crate::model::ModelConfig;
 use crate::model::graph::{self, OpKind, Precision, Step, Unit};
 use crate::ops::{ByteClasses, Cost};
-use crate::roofline::{Bound, Ceilings, Efficiency, place};
+use crate::roofline::{Bound, Ceilings, Efficiency, place, time_at};
 use serde::Serialize;
 
 fn parse_choice<T: Copy>(kind: &'static str, s: &str, table: &[(&'static str, T)]) -> Result<T> {
@@ -1604,7 +1604,7 @@ impl<'a> Trainer<'a> {
         } else {
             0.0
         };
-        let pp_t = m * div(pp_bytes, pp_bw * self.eff.link);
+        let pp_t = m * time_at(pp_bytes, pp_bw * self.eff.link);
 
         // data-parallel gradient synchronisation / ZeRO traffic per step
         let sp = stage_params(self.model, l.tp, l.layers_per_stage, l.pp == 1, true);
@@ -1626,7 +1626,7 @@ impl<'a> Trainer<'a> {
             // of the gradients, overlapping the last micro-batch's backward.
             (2.0 * ring * trainable * grad_b, op_t)
         };
-        let dp_t = div(dp_bytes, dp_bw * self.eff.link);
+        let dp_t = time_at(dp_bytes, dp_bw * self.eff.link);
         let dp_exposed = dp_t - (self.eff.overlap_dp * dp_t).min(overlappable);
 
         // optimizer update (sharded by ZeRO >= 1)
@@ -1644,7 +1644,7 @@ impl<'a> Trainer<'a> {
                     .map_or(0.0, |h| h.bytes_per_s_per_direction);
                 // gradients down and updated 16-bit weights up; the two directions of
                 // the link run concurrently.
-                (0.0, div(upd * grad_b, host * self.eff.link))
+                (0.0, time_at(upd * grad_b, host * self.eff.link))
             }
         };
 
@@ -1692,14 +1692,14 @@ impl<'a> Trainer<'a> {
         StepReport {
             flops: model_flops,
             time_s: time,
-            tokens_per_s: div(tokens, time),
-            tokens_per_s_per_gpu: div(tokens, time * gpus),
+            tokens_per_s: time_at(tokens, time),
+            tokens_per_s_per_gpu: time_at(tokens, time * gpus),
             mfu: util(model_flops),
             bound,
             hardware_flops,
             hfu: util(hardware_flops),
             executed_flops,
-            model_flops_per_s_per_gpu: div(model_flops, time * gpus),
+            model_flops_per_s_per_gpu: time_at(model_flops, time * gpus),
             peak_flops_per_s: peak,
             tokens,
             micro_batch_time_s: t_micro,
@@ -1793,16 +1793,6 @@ impl<'a> Trainer<'a> {
             efficiency: self.eff,
             notes,
         }
-    }
-}
-
-fn div(num: f64, rate: f64) -> f64 {
-    if num == 0.0 {
-        0.0
-    } else if rate > 0.0 {
-        num / rate
-    } else {
-        f64::INFINITY
     }
 }
 

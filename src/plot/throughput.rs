@@ -80,8 +80,8 @@ pub fn point(pred: &Predictor, batch: u64, prompt: u64, gen_tokens: u64) -> Thro
     let b = batch as f64;
     let ratio = |n: f64, d: f64| if d > 0.0 { n / d } else { 0.0 };
     let (step, ideal_step) = if gen_tokens > 0 {
-        let g = gen_tokens as f64;
-        (s.decode_total_s / g, s.decode_total_roofline_s / g)
+        let g = crate::predict::GenerationReport::from_summary(&s, batch, gen_tokens);
+        (g.tpot_s, g.roofline_tpot_s)
     } else {
         (s.decode.time_s, s.decode.roofline_time_s)
     };
@@ -95,11 +95,6 @@ pub fn point(pred: &Predictor, batch: u64, prompt: u64, gen_tokens: u64) -> Thro
     }
 }
 
-/// The decode context the compute-bound batch is evaluated at: mid-generation.
-fn mid_context(prompt: u64, gen_tokens: u64) -> u64 {
-    (prompt + (gen_tokens / 2).max(1)).max(1)
-}
-
 /// The batch axis limit for a set of devices: the next power of two at or above every
 /// device's memory limit and compute-bound batch, within 8 ..= 4096.
 pub fn batch_limit(preds: &[&Predictor], prompt: u64, gen_tokens: u64) -> Result<u64> {
@@ -107,7 +102,7 @@ pub fn batch_limit(preds: &[&Predictor], prompt: u64, gen_tokens: u64) -> Result
     for p in preds {
         let m = p.predict(1, prompt, gen_tokens)?.memory.max_batch;
         need = need.max(m.saturating_add(1).min(4096));
-        if let Some(c) = p.compute_bound_batch(mid_context(prompt, gen_tokens)) {
+        if let Some(c) = p.compute_bound_batch(crate::predict::decode_context(prompt, gen_tokens)) {
             need = need.max(c.saturating_mul(2).min(4096));
         }
     }
@@ -129,7 +124,7 @@ pub fn series(
         ));
     }
     let max_batch = pred.predict(1, prompt, gen_tokens)?.memory.max_batch;
-    let cb = pred.compute_bound_batch(mid_context(prompt, gen_tokens));
+    let cb = pred.compute_bound_batch(crate::predict::decode_context(prompt, gen_tokens));
     let mut batches: Vec<u64> = std::iter::successors(Some(1u64), |b| b.checked_mul(2))
         .take_while(|&b| b <= limit)
         .collect();

@@ -24,6 +24,7 @@ use super::{PassResult, Predictor, Summary, activation_dtype, bound_index, forma
 use crate::dtype::Format;
 use crate::model::ModelConfig;
 use crate::model::graph::{MAX_OPS, OpInstance, Precision, Step};
+use crate::roofline::slowest;
 
 /// Probe contexts: far apart, with a power-of-two span, so slopes lose little precision.
 const PROBE_LO: u64 = 1 << 10;
@@ -163,23 +164,15 @@ pub struct DecodeLines {
     n_varying: usize,
 }
 
-/// The slowest of compute, memory and link and the bound `place` reports for it.
+/// Adds one op, given as lines, at `x` to a pass: what [`crate::roofline::place`]
+/// would give for it there.
 #[inline]
-fn slowest(c: f64, m: f64, l: f64, overhead_s: f64) -> (f64, usize) {
-    let mut best = (c, 0);
-    if m > best.0 {
-        best = (m, 1);
-    }
-    if l > best.0 {
-        best = (l, 2);
-    }
-    if overhead_s > best.0 {
-        best.1 = 3;
-    }
-    if best.0 == 0.0 && overhead_s == 0.0 {
-        best.1 = 1;
-    }
-    best
+fn add_op_at(r: &mut PassResult, pred: &[Line; 3], ideal: &[Line; 3], overhead_s: f64, x: f64) {
+    let (s, b) = slowest(at(pred[0], x), at(pred[1], x), at(pred[2], x), overhead_s);
+    let t = s + overhead_s;
+    r.time_s += t;
+    r.by_bound[bound_index(b)] += t;
+    r.roofline_time_s += at(ideal[0], x).max(at(ideal[1], x)).max(at(ideal[2], x));
 }
 
 impl DecodeLines {
@@ -292,18 +285,7 @@ impl DecodeLines {
             by_bound: self.const_by_bound,
         };
         for v in self.varying() {
-            let (s, b) = slowest(
-                at(v.pred[0], x),
-                at(v.pred[1], x),
-                at(v.pred[2], x),
-                v.overhead_s,
-            );
-            let t = s + v.overhead_s;
-            r.time_s += t;
-            r.by_bound[b] += t;
-            r.roofline_time_s += at(v.ideal[0], x)
-                .max(at(v.ideal[1], x))
-                .max(at(v.ideal[2], x));
+            add_op_at(&mut r, &v.pred, &v.ideal, v.overhead_s, x);
         }
         r
     }
@@ -472,18 +454,7 @@ impl PrefillLines {
             ..PassResult::default()
         };
         for o in &self.ops[..self.n] {
-            let (s, b) = slowest(
-                at(o.pred[0], x),
-                at(o.pred[1], x),
-                at(o.pred[2], x),
-                o.overhead_s,
-            );
-            let t = s + o.overhead_s;
-            r.time_s += t;
-            r.by_bound[b] += t;
-            r.roofline_time_s += at(o.ideal[0], x)
-                .max(at(o.ideal[1], x))
-                .max(at(o.ideal[2], x));
+            add_op_at(&mut r, &o.pred, &o.ideal, o.overhead_s, x);
         }
         r
     }
@@ -701,7 +672,7 @@ impl<'p, 'a> Evaluator<'p, 'a> {
             Some(r) => p.finish_pass(r, batch.saturating_mul(prompt), offloaded),
             None => PassResult::default(),
         };
-        let mid = (prompt + (gen_tokens / 2).max(1)).max(1);
+        let mid = super::decode_context(prompt, gen_tokens);
         let decode = p.finish_pass(lines.step_ops(mid), batch, offloaded);
         let (lo, hi) = (prompt + 1, prompt + gen_tokens);
         let (decode_total_s, decode_total_roofline_s) = if hi < lo {

@@ -85,7 +85,11 @@ pub fn prediction(p: &Prediction) -> String {
         rate(g.output_tokens_per_s),
         rate(g.roofline_decode_tokens_per_s)
     ));
-    let mut ops: Vec<_> = p.ops.iter().filter(|o| o.phase == crate::model::graph::Phase::Decode).collect();
+    let mut ops: Vec<_> = p
+        .ops
+        .iter()
+        .filter(|o| o.phase == crate::model::graph::Phase::Decode)
+        .collect();
     ops.sort_by(|a, b| b.time_s.total_cmp(&a.time_s));
     let total: f64 = ops.iter().map(|o| o.time_s).sum();
     s.push_str("\nDecode step by operator (top 6):\n");
