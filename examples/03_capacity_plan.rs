@@ -3,6 +3,7 @@
 //!
 //! `cargo run --example 03_capacity_plan`
 
+use ridgeline::predict::GenerationReport;
 use ridgeline::prelude::*;
 
 /// (device, format, devices needed, max batch at 4096 + 512 tokens, decode tok/s/seq at batch 1)
@@ -30,19 +31,8 @@ fn plan() -> Result<Vec<Row>> {
                         gpu.to_string(),
                         fmt.to_string(),
                         gpus,
-                        ridgeline::memory::MemoryModel::new(
-                            &model,
-                            hw,
-                            engine,
-                            p.precision().weights,
-                            p.precision().kv,
-                            p.precision().activations,
-                            gpus,
-                            Parallel::Tp,
-                            true,
-                        )
-                        .max_batch(4096, 512),
-                        512.0 / summary.decode_total_s,
+                        p.max_batch(4096, 512),
+                        GenerationReport::from_summary(&summary, 1, 512).decode_tokens_per_s,
                     ));
                     break;
                 }
