@@ -1,0 +1,174 @@
+//! Cached evaluation for sweeps and planning: [`Evaluator::summary`] returns the same
+//! [`Summary`] as [`Predictor::summary`] (equal to floating-point rounding, checked by the
+//! tests below) at a fraction of the cost, by keeping what neighbouring configurations
+//! share instead of rebuilding layer graphs:
+//!
+//! - a decode step at batch `b` and context `L`: every op but attention depends on `b`
+//!   only, and attention is affine in `L` (it streams `L` tokens of KV cache). For one
+//!   batch, [`DecodeLines`] holds the summed times of the context-free ops and the
+//!   compute / memory / link lines of the context-dependent ones, so a decode step and
+//!   the closed-form sum over all `gen` steps cost a few multiply-adds;
+//! - the prefill depends on (batch, prompt) only, so it is kept across `gen` values;
+//!   and with the prompt fixed, every op of a dense model is affine in the batch between
+//!   a few known kinks, so a prompt met again with another batch gets per-op lines in
+//!   the batch (verified at an extra point; MoE layers below expert saturation are not
+//!   affine and keep the plain path).
+//!
+//! The lines are measured on the same layer graph and placement the plain path uses,
+//! so changes to op costs or efficiencies carry over; where a graph does not have the
+//! expected shape, or a line fails its check, the evaluator falls back to the plain path
+//! rather than guess. The Summary is therefore the plain one up to rounding (relative
+//! differences of about 1e-15; the tests hold it to 1e-12).
+
+mod decode;
+mod prefill;
+
+use super::{PassResult, Predictor, Summary, activation_dtype, format_for};
+use crate::dtype::Format;
+use crate::model::ModelConfig;
+use crate::model::graph::{Precision, Step};
+use crate::predict::pass::bound_index;
+use crate::roofline::slowest;
+pub use decode::DecodeLines;
+use prefill::PrefillCache;
+
+/// `(intercept, slope)` of an affine function of the context.
+pub(super) type Line = (f64, f64);
+
+#[inline]
+pub(super) fn at(l: Line, x: f64) -> f64 {
+    l.0 + l.1 * x
+}
+
+/// Adds one op, given as lines, at `x` to a pass: what [`crate::roofline::place`]
+/// would give for it there.
+#[inline]
+pub(super) fn add_op_at(r: &mut PassResult, pred: &[Line; 3], ideal: &[Line; 3], overhead_s: f64, x: f64) {
+    let (s, b) = slowest(at(pred[0], x), at(pred[1], x), at(pred[2], x), overhead_s);
+    let t = s + overhead_s;
+    r.time_s += t;
+    r.by_bound[bound_index(b)] += t;
+    r.roofline_time_s += at(ideal[0], x).max(at(ideal[1], x)).max(at(ideal[2], x));
+}
+
+/// The formats a [`Predictor`] uses for `weights` and `kv` (`None`: the model's native
+/// weight format; the activation dtype for the KV cache), without building one.
+pub fn resolve_formats(
+    model: &ModelConfig,
+    weights: Option<Format>,
+    kv: Option<Format>,
+) -> Precision {
+    let weights = weights.unwrap_or(model.native_format);
+    let activations = activation_dtype(model, weights);
+    Precision {
+        weights,
+        kv: kv.unwrap_or(format_for(activations)),
+        activations,
+    }
+}
+
+/// A [`Predictor`] with memory of the last batch and (batch, prompt) it saw:
+/// [`Evaluator::summary`] equals [`Predictor::summary`] but is much cheaper when
+/// consecutive calls share the batch (and the prompt), as in a sweep whose inner axes
+/// are prompt and gen. No allocation.
+///
+/// ```
+/// use ridgeline::prelude::*;
+/// use ridgeline::predict::Evaluator;
+///
+/// let model = ModelDb::builtin()?.resolve("llama-3-8b")?;
+/// let gpu = HardwareDb::builtin()?.get("h100")?;
+/// let engine = EngineDb::builtin()?.get("typical")?;
+/// let p = Predictor::new(&model, gpu, engine, &Scenario::default())?;
+/// let mut ev = Evaluator::new(&p);
+/// for g in [1, 128, 1024] {
+///     let (fast, plain) = (ev.summary(8, 512, g), p.summary(8, 512, g));
+///     assert!((fast.decode_total_s / plain.decode_total_s - 1.0).abs() < 1e-12);
+/// }
+/// # Ok::<(), ridgeline::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct Evaluator<'p, 'a> {
+    predictor: &'p Predictor<'a>,
+    /// Decode lines of the last batch (`None` inside: the plain path serves that batch).
+    lines: Option<(u64, Option<DecodeLines>)>,
+    /// Per-op prefill of the last (batch, prompt) (`None` inside: empty graph).
+    prefill: Option<((u64, u64), Option<PassResult>)>,
+    /// Prefill lines by prompt (`None`: not kept, see [`Evaluator::lean`]).
+    prefill_lines: Option<Box<PrefillCache>>,
+}
+
+impl<'p, 'a> Evaluator<'p, 'a> {
+    /// An evaluator with empty caches.
+    pub fn new(predictor: &'p Predictor<'a>) -> Self {
+        Evaluator {
+            predictor,
+            lines: None,
+            prefill: None,
+            prefill_lines: Some(Box::new(PrefillCache::new())),
+        }
+    }
+
+    /// An evaluator without prefill lines by prompt (about 80 kB less once they are
+    /// used): for many evaluators alive at once.
+    pub fn lean(predictor: &'p Predictor<'a>) -> Self {
+        Evaluator {
+            prefill_lines: None,
+            ..Evaluator::new(predictor)
+        }
+    }
+
+    /// The predictor evaluated.
+    pub fn predictor(&self) -> &'p Predictor<'a> {
+        self.predictor
+    }
+
+    /// [`Predictor::summary`] with caching.
+    pub fn summary(&mut self, batch: u64, prompt: u64, gen_tokens: u64) -> Summary {
+        let p = self.predictor;
+        if !matches!(self.lines, Some((b, _)) if b == batch) {
+            self.lines = Some((batch, DecodeLines::new(p, batch)));
+        }
+        // borrowed, not copied: the lines are over a kilobyte
+        let Some((_, Some(lines))) = &self.lines else {
+            return p.summary(batch, prompt, gen_tokens);
+        };
+        let prefill_ops = match self.prefill {
+            Some((key, r)) if key == (batch, prompt) => r,
+            _ => {
+                let r = match self.prefill_lines.as_deref_mut() {
+                    Some(cache) => cache.pass_ops(p, batch, prompt),
+                    None => p.pass_ops(&Step::prefill(batch, prompt)),
+                };
+                self.prefill = Some(((batch, prompt), r));
+                r
+            }
+        };
+        let (memory, offloaded) = p.memory(batch, prompt, gen_tokens);
+        let prefill = match prefill_ops {
+            Some(r) => p.finish_pass(r, batch.saturating_mul(prompt), offloaded),
+            None => PassResult::default(),
+        };
+        let mid = super::decode_context(prompt, gen_tokens);
+        let decode = p.finish_pass(lines.step_ops(mid), batch, offloaded);
+        let (lo, hi) = (prompt + 1, prompt + gen_tokens);
+        let (decode_total_s, decode_total_roofline_s) = if hi < lo {
+            (0.0, 0.0)
+        } else {
+            let (pred, ideal) = lines.sum_ops(lo, hi);
+            let (tp, ti) = p.decode_sum_tail(batch, (hi - lo + 1) as f64, offloaded);
+            (pred + tp, ideal + ti)
+        };
+        Summary {
+            prefill,
+            decode,
+            decode_total_s,
+            decode_total_roofline_s,
+            memory,
+            offloaded_bytes: offloaded,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

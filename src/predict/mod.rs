@@ -1,0 +1,407 @@
+//! Inference prediction: prefill (TTFT), decode per step, and the whole generation, on
+//! one device or a tensor/pipeline-parallel group, with both the engine's prediction and
+//! the ideal roofline figure.
+//!
+//! [`Predictor`] holds everything that depends only on (model, device, engine, formats,
+//! layout) so that sweeps over batch, prompt and generation length reuse it;
+//! [`Predictor::summary`] is allocation-free, [`Predictor::predict`] adds the per-op
+//! table and planning limits.
+
+use crate::dtype::{ComputeDtype, Format};
+use crate::engine::Engine;
+use crate::error::{Error, Result};
+use crate::hardware::Hardware;
+use crate::memory::{InferenceMemory, MemoryModel, Parallel};
+use crate::model::ModelConfig;
+use crate::model::graph::{self, Graph, OpInstance, Precision, Step, Unit};
+use crate::roofline::{Ceilings, Efficiency, Placement, place};
+
+mod fast;
+mod pass;
+mod report;
+
+pub use fast::{DecodeLines, Evaluator, resolve_formats};
+pub use pass::{PassResult, sum_max_affine};
+pub use report::{
+    ConfigInfo, DecodeReport, GenerationReport, HardwareInfo, MemoryReport, ModelInfo, OpReport,
+    Prediction, PrefillReport, predict,
+};
+
+/// What to predict: shapes, formats, layout.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Scenario {
+    /// Concurrent sequences.
+    pub batch: u64,
+    /// Prompt tokens per sequence.
+    pub prompt: u64,
+    /// Generated tokens per sequence.
+    pub gen_tokens: u64,
+    /// Weight format (`None`: the model's native dtype).
+    pub weights: Option<Format>,
+    /// KV-cache format (`None`: the activation dtype).
+    pub kv: Option<Format>,
+    /// Devices.
+    pub gpus: u64,
+    /// How the devices split the model.
+    pub parallel: Parallel,
+    /// Fused (flash) attention.
+    pub flash: bool,
+    /// Stream weights that do not fit from host memory over the host link.
+    pub offload: bool,
+}
+
+/// Largest batch, prompt or generation length accepted (10^12): far beyond any device,
+/// small enough that every product stays exact in `f64` and no `u64` sum overflows.
+pub const MAX_COUNT: u64 = 1_000_000_000_000;
+
+/// Largest `batch x (prompt + gen)` accepted (10^15 tokens).
+pub const MAX_TOKENS: u64 = 1_000_000_000_000_000;
+
+impl Scenario {
+    /// Checks ranges; the error names the field (`batch`, `prompt`, `gen_tokens`).
+    pub fn validate(&self) -> Result<()> {
+        if self.batch == 0 {
+            return Err(Error::invalid("batch", "must be at least 1"));
+        }
+        for (flag, v) in [
+            ("batch", self.batch),
+            ("prompt", self.prompt),
+            ("gen_tokens", self.gen_tokens),
+        ] {
+            if v > MAX_COUNT {
+                return Err(Error::invalid(
+                    flag,
+                    format!("{v} is above the supported maximum of {MAX_COUNT}"),
+                ));
+            }
+        }
+        let tokens = self.batch as f64 * (self.prompt + self.gen_tokens) as f64;
+        if tokens > MAX_TOKENS as f64 {
+            return Err(Error::invalid(
+                "batch",
+                format!(
+                    "batch x (prompt + gen) = {tokens:e} tokens is above the supported maximum of {MAX_TOKENS:e}"
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl Default for Scenario {
+    /// The CLI defaults: batch 1, prompt 512, gen 128, native formats, 1 device, flash.
+    fn default() -> Self {
+        Scenario {
+            batch: 1,
+            prompt: 512,
+            gen_tokens: 128,
+            weights: None,
+            kv: None,
+            gpus: 1,
+            parallel: Parallel::Tp,
+            flash: true,
+            offload: false,
+        }
+    }
+}
+
+/// The context of the decode step reported as "the" decode step of a generation:
+/// mid-generation, `prompt + gen/2` (at least one token of context, at least one
+/// generated token).
+///
+/// ```
+/// assert_eq!(ridgeline::predict::decode_context(512, 128), 576);
+/// assert_eq!(ridgeline::predict::decode_context(0, 0), 1);
+/// ```
+pub fn decode_context(prompt: u64, gen_tokens: u64) -> u64 {
+    (prompt + (gen_tokens / 2).max(1)).max(1)
+}
+
+/// `num / den`, or 0 where the denominator is 0 (no tokens, no time).
+fn ratio(num: f64, den: f64) -> f64 {
+    if den > 0.0 { num / den } else { 0.0 }
+}
+
+/// The allocation-free core numbers of a prediction.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Summary {
+    /// Prefill pass.
+    pub prefill: PassResult,
+    /// One decode step at context `prompt + gen/2`.
+    pub decode: PassResult,
+    /// Sum of the `gen` decode steps (predicted), s.
+    pub decode_total_s: f64,
+    /// Sum of the `gen` decode steps (ideal roofline), s.
+    pub decode_total_roofline_s: f64,
+    /// Memory per device.
+    pub memory: InferenceMemory,
+    /// Bytes streamed from host memory per pass (offload), per device.
+    pub offloaded_bytes: f64,
+}
+
+/// Everything that does not depend on batch, prompt or gen.
+#[derive(Debug, Clone)]
+pub struct Predictor<'a> {
+    /// The model.
+    pub model: &'a ModelConfig,
+    /// The device.
+    pub hardware: &'a Hardware,
+    /// The engine.
+    pub engine: &'a Engine,
+    precision: Precision,
+    gpus: u64,
+    parallel: Parallel,
+    flash: bool,
+    offload: bool,
+    tp: u64,
+    layers: u64,
+    matmul: Ceilings,
+    attention: Ceilings,
+    vector: Ceilings,
+    eff: Efficiency,
+    comm_eff: Efficiency,
+    memory: MemoryModel,
+    host_bw: f64,
+    link_bw: f64,
+    notes: [Option<&'static str>; 4],
+}
+
+/// Default activation dtype of a model: its native 16-bit dtype (fp32 models run fp32).
+pub fn activation_dtype(model: &ModelConfig, weights: Format) -> ComputeDtype {
+    match weights {
+        Format::Fp32 => ComputeDtype::Fp32,
+        _ => model
+            .native_format
+            .as_activation_dtype()
+            .unwrap_or(ComputeDtype::Bf16),
+    }
+}
+
+fn format_for(d: ComputeDtype) -> Format {
+    match d {
+        ComputeDtype::Fp32 | ComputeDtype::Tf32 | ComputeDtype::Fp64 => Format::Fp32,
+        ComputeDtype::Fp16 => Format::Fp16,
+        _ => Format::Bf16,
+    }
+}
+
+impl<'a> Predictor<'a> {
+    /// Validates the layout and precomputes ceilings, efficiencies and the memory model.
+    pub fn new(
+        model: &'a ModelConfig,
+        hardware: &'a Hardware,
+        engine: &'a Engine,
+        s: &Scenario,
+    ) -> Result<Self> {
+        if s.gpus == 0 {
+            return Err(Error::invalid("gpus", "must be at least 1"));
+        }
+        if s.gpus > 1_000_000 {
+            return Err(Error::invalid(
+                "gpus",
+                format!("{} devices is beyond any layout ridgeline models", s.gpus),
+            ));
+        }
+        let precision = resolve_formats(model, s.weights, s.kv);
+        let Precision {
+            weights,
+            kv,
+            activations,
+        } = precision;
+        let (tp, layers) = match s.parallel {
+            Parallel::Tp => {
+                if !model.heads.is_multiple_of(s.gpus) {
+                    return Err(Error::conflict(
+                        &["gpus", "parallel"],
+                        format!(
+                            "tensor parallel over {} devices does not divide {}'s {} attention heads (num_attention_heads); use a divisor of {} or pipeline parallel",
+                            s.gpus, model.id, model.heads, model.heads
+                        ),
+                    ));
+                }
+                (s.gpus, model.layers)
+            }
+            Parallel::Pp => {
+                if s.gpus > model.layers {
+                    return Err(Error::conflict(
+                        &["gpus", "parallel"],
+                        format!(
+                            "pipeline parallel over {} devices exceeds {}'s {} layers",
+                            s.gpus, model.id, model.layers
+                        ),
+                    ));
+                }
+                (1, model.layers)
+            }
+        };
+        if s.gpus > 1 && hardware.device_link().is_none() {
+            return Err(Error::conflict(
+                &["gpu", "gpus"],
+                format!(
+                    "{} has no host or scale-up link in the database, so it cannot be used with {} devices",
+                    hardware.id, s.gpus
+                ),
+            ));
+        }
+        let matmul_dtype = weights.compute_dtype(activations);
+        let (matmul_peak, used) = hardware.peak(matmul_dtype);
+        let mut notes = [None; 4];
+        if used != matmul_dtype {
+            notes[0] = Some(
+                "the device publishes no peak for the weights' compute dtype; the nearest published rate was used",
+            );
+        }
+        let mut matmul = hardware.ceilings(matmul_dtype);
+        matmul.peak_flops_per_s = matmul_peak;
+        let attention = hardware.ceilings(activations);
+        let vector = hardware.ceilings(ComputeDtype::Fp32);
+        let eff = engine.efficiency(hardware);
+        let comm_eff = Efficiency {
+            overhead_s: engine.collective_latency_s,
+            ..eff
+        };
+        let memory = MemoryModel::new(
+            model,
+            hardware,
+            engine,
+            weights,
+            kv,
+            activations,
+            s.gpus,
+            s.parallel,
+            s.flash,
+        );
+        Ok(Predictor {
+            model,
+            hardware,
+            engine,
+            precision,
+            gpus: s.gpus,
+            parallel: s.parallel,
+            flash: s.flash,
+            offload: s.offload,
+            tp,
+            layers,
+            matmul,
+            attention,
+            vector,
+            eff,
+            comm_eff,
+            memory,
+            host_bw: hardware
+                .host_link
+                .as_ref()
+                .map_or(0.0, |l| l.bytes_per_s_per_direction),
+            link_bw: hardware
+                .device_link()
+                .map_or(0.0, |l| l.bytes_per_s_per_direction),
+            notes,
+        })
+    }
+
+    /// The formats in use.
+    pub fn precision(&self) -> Precision {
+        self.precision
+    }
+
+    pub(super) fn graph(&self, step: &Step) -> Graph {
+        graph::forward(
+            self.model,
+            step,
+            &self.precision,
+            self.tp,
+            self.flash,
+            self.layers,
+        )
+    }
+
+    pub(super) fn ceilings(&self, unit: Unit) -> &Ceilings {
+        match unit {
+            Unit::Vector => &self.vector,
+            Unit::Matrix(d) if d == self.precision.activations => &self.attention,
+            Unit::Matrix(_) => &self.matmul,
+        }
+    }
+
+    /// Places one op instance (all its executions).
+    pub fn place_op(&self, op: &OpInstance) -> Placement {
+        let eff = if op.cost.link_bytes > 0.0 {
+            &self.comm_eff
+        } else {
+            &self.eff
+        };
+        place(
+            &op.total(),
+            self.ceilings(op.unit),
+            &Efficiency {
+                overhead_s: eff.overhead_s * op.count,
+                ..*eff
+            },
+        )
+    }
+
+    /// Memory at this batch/prompt/gen and the bytes streamed from the host per pass.
+    pub fn memory(&self, batch: u64, prompt: u64, gen_tokens: u64) -> (InferenceMemory, f64) {
+        let mut m = self.memory.at(batch, prompt, gen_tokens);
+        let mut offloaded = 0.0;
+        if self.offload && !m.fits && self.host_bw > 0.0 {
+            let excess = m.total_bytes - m.capacity_bytes;
+            if excess <= m.weights_bytes {
+                offloaded = excess;
+                m.weights_bytes -= excess;
+                m.total_bytes -= excess;
+                m.fits = true;
+            }
+        }
+        (m, offloaded)
+    }
+
+    /// Largest batch that fits in device memory at this prompt and gen, with weights
+    /// streamed from the host where the scenario offloads (0: not even one sequence).
+    pub fn max_batch(&self, prompt: u64, gen_tokens: u64) -> u64 {
+        // memory grows monotonically (piecewise linearly) with the batch
+        crate::search::largest(1, 1 << 50, |b| self.memory(b, prompt, gen_tokens).0.fits)
+            .unwrap_or(0)
+    }
+
+    /// Largest context per sequence (prompt, with generation adding to it) that fits
+    /// at `batch` (0: nothing fits).
+    pub fn max_context(&self, batch: u64) -> u64 {
+        crate::search::largest(1, 1 << 40, |c| self.memory(batch, c, 0).0.fits).unwrap_or(0)
+    }
+
+    /// The core numbers without per-op detail (no heap allocation).
+    pub fn summary(&self, batch: u64, prompt: u64, gen_tokens: u64) -> Summary {
+        let (memory, offloaded) = self.memory(batch, prompt, gen_tokens);
+        let prefill = self.pass(&Step::prefill(batch, prompt), offloaded);
+        let mid = decode_context(prompt, gen_tokens);
+        let (decode, decode_total_s, decode_total_roofline_s) =
+            self.decode_with_sum(batch, mid, prompt + 1, prompt + gen_tokens, offloaded);
+        Summary {
+            prefill,
+            decode,
+            decode_total_s,
+            decode_total_roofline_s,
+            memory,
+            offloaded_bytes: offloaded,
+        }
+    }
+
+    /// Smallest batch at which a decode step at `context` is compute-bound on the ideal
+    /// roofline (`None` if not below 2^24, e.g. when KV reads keep it memory-bound).
+    pub fn compute_bound_batch(&self, context: u64) -> Option<u64> {
+        let is_compute = |b: u64| {
+            let g = self.graph(&Step::decode(b, context));
+            let (mut c, mut m) = (0.0, 0.0);
+            for op in g.ops() {
+                let t = op.total();
+                let ce = self.ceilings(op.unit);
+                c += t.flops / ce.peak_flops_per_s;
+                m += t.bytes() / ce.memory_bytes_per_s;
+            }
+            c >= m
+        };
+        crate::search::smallest(1, 1 << 24, is_compute)
+    }
+
+}

@@ -1,0 +1,323 @@
+//! One forward pass on the roofline: ops placed and summed into a [`PassResult`], the
+//! per-pass terms (step overhead, pipeline sends, host offload), and the closed-form
+//! sum of the decode steps of a generation.
+
+use super::Predictor;
+use crate::memory::Parallel;
+use crate::model::graph::{OpInstance, Step};
+use crate::roofline::{Bound, Placement};
+
+/// Time and work of one forward pass.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct PassResult {
+    /// FLOPs on one device.
+    pub flops: f64,
+    /// Memory bytes on one device.
+    pub bytes: f64,
+    /// Of which weight bytes.
+    pub weight_bytes: f64,
+    /// Of which KV-cache bytes (reads and writes).
+    pub kv_bytes: f64,
+    /// Predicted time, s.
+    pub time_s: f64,
+    /// Ideal roofline time, s.
+    pub roofline_time_s: f64,
+    /// Time by bound: compute, memory, communication, overhead.
+    pub by_bound: [f64; 4],
+}
+
+impl PassResult {
+    /// The bound that accounts for most of the time.
+    pub fn bound(&self) -> Bound {
+        const B: [Bound; 4] = [
+            Bound::Compute,
+            Bound::Memory,
+            Bound::Communication,
+            Bound::Overhead,
+        ];
+        let mut best = 1;
+        for i in 0..4 {
+            if self.by_bound[i] > self.by_bound[best] {
+                best = i;
+            }
+        }
+        B[best]
+    }
+
+    /// FLOP per byte of the whole pass.
+    pub fn intensity(&self) -> f64 {
+        if self.bytes > 0.0 {
+            self.flops / self.bytes
+        } else {
+            0.0
+        }
+    }
+}
+
+/// Adds one placed op to a pass.
+pub(super) fn accumulate(r: &mut PassResult, op: &OpInstance, p: &Placement) {
+    r.flops += p.flops;
+    r.bytes += p.bytes;
+    r.weight_bytes += op.cost.read.weights * op.count;
+    r.kv_bytes += (op.cost.read.kv + op.cost.written.kv) * op.count;
+    r.time_s += p.time_s;
+    r.roofline_time_s += p.roofline_time_s;
+    r.by_bound[bound_index(p.bound)] += p.time_s;
+}
+
+pub(super) fn bound_index(b: Bound) -> usize {
+    match b {
+        Bound::Compute => 0,
+        Bound::Memory => 1,
+        Bound::Communication => 2,
+        Bound::Overhead => 3,
+    }
+}
+
+
+impl Predictor<'_> {
+    /// Fixed per-pass overhead: step + per-layer, plus pipeline sends between stages.
+    pub(super) fn pass_overhead(&self, tokens: u64) -> (f64, f64) {
+        let overhead =
+            self.engine.step_overhead_s + self.engine.layer_overhead_s * self.layers as f64;
+        let mut comm = 0.0;
+        if self.parallel == Parallel::Pp && self.gpus > 1 {
+            let bytes =
+                tokens as f64 * self.model.hidden as f64 * self.precision.activations.bytes();
+            comm = (self.gpus - 1) as f64
+                * (bytes / (self.link_bw * self.eff.link) + self.engine.collective_latency_s);
+        }
+        (overhead, comm)
+    }
+
+    pub(super) fn offload_time(&self, offloaded: f64) -> f64 {
+        if offloaded > 0.0 {
+            offloaded / (self.host_bw * self.eff.link)
+        } else {
+            0.0
+        }
+    }
+
+    /// Evaluates one forward pass.
+    pub fn pass(&self, step: &Step, offloaded: f64) -> PassResult {
+        match self.pass_ops(step) {
+            Some(r) => self.finish_pass(r, step.batch.saturating_mul(step.new_tokens), offloaded),
+            None => PassResult::default(),
+        }
+    }
+
+    /// The per-op part of a pass (`None`: the graph is empty, e.g. a prefill of 0 tokens).
+    pub(super) fn pass_ops(&self, step: &Step) -> Option<PassResult> {
+        let g = self.graph(step);
+        let mut r = PassResult::default();
+        for op in g.ops() {
+            accumulate(&mut r, op, &self.place_op(op));
+        }
+        if g.ops().is_empty() { None } else { Some(r) }
+    }
+
+    /// One decode step at context `mid` and the sums of the (predicted, ideal) step
+    /// times over the steps at contexts `lo..=hi`, in one walk over the graph.
+    ///
+    /// The sum is in closed form: every op's compute, memory and link times are affine
+    /// in the context `L`, so each op's time is the max of three lines, and the sum over
+    /// integer `L` splits at the lines' crossings into arithmetic series
+    /// ([`sum_max_affine`]). Ops whose cost does not depend on the context are placed
+    /// once, not three times.
+    pub fn decode_with_sum(
+        &self,
+        batch: u64,
+        mid: u64,
+        lo: u64,
+        hi: u64,
+        offloaded: f64,
+    ) -> (PassResult, f64, f64) {
+        let gm = self.graph(&Step::decode(batch, mid));
+        let have_sum = hi >= lo;
+        let (gl, gh) = if have_sum {
+            (
+                self.graph(&Step::decode(batch, lo)),
+                self.graph(&Step::decode(batch, hi)),
+            )
+        } else {
+            (gm, gm)
+        };
+        let mut r = PassResult::default();
+        let (mut pred, mut ideal) = (0.0, 0.0);
+        for ((m, a), b) in gm.ops().iter().zip(gl.ops()).zip(gh.ops()) {
+            let pm = self.place_op(m);
+            accumulate(&mut r, m, &pm);
+            if have_sum {
+                let pa = if a.cost == m.cost {
+                    pm
+                } else {
+                    self.place_op(a)
+                };
+                let pb = if b.cost == a.cost {
+                    pa
+                } else if b.cost == m.cost {
+                    pm
+                } else {
+                    self.place_op(b)
+                };
+                let (p, i) = self.op_sum(a, &pa, &pb, lo, hi);
+                pred += p;
+                ideal += i;
+            }
+        }
+        let step = if gm.ops().is_empty() {
+            PassResult::default()
+        } else {
+            self.finish_pass(r, batch, offloaded)
+        };
+        if !have_sum {
+            return (step, 0.0, 0.0);
+        }
+        let (tail, tail_ideal) = self.decode_sum_tail(batch, (hi - lo + 1) as f64, offloaded);
+        (step, pred + tail, ideal + tail_ideal)
+    }
+
+    /// Adds the per-pass terms (step overhead, pipeline sends, host offload) to the
+    /// per-op part of a pass over `tokens` tokens.
+    pub(super) fn finish_pass(&self, mut r: PassResult, tokens: u64, offloaded: f64) -> PassResult {
+        let (overhead, comm) = self.pass_overhead(tokens);
+        let off = self.offload_time(offloaded);
+        r.time_s += overhead + comm + off;
+        r.by_bound[3] += overhead;
+        r.by_bound[2] += comm + off;
+        r.roofline_time_s += if self.host_bw > 0.0 && offloaded > 0.0 {
+            offloaded / self.host_bw
+        } else {
+            0.0
+        };
+        r
+    }
+
+    /// One op's (predicted, ideal) time summed over contexts `lo..=hi`, from its
+    /// placements at both ends (each term is affine in the context).
+    pub(super) fn op_sum(
+        &self,
+        op: &OpInstance,
+        pa: &Placement,
+        pb: &Placement,
+        lo: u64,
+        hi: u64,
+    ) -> (f64, f64) {
+        let span = (hi - lo) as f64;
+        let n = span + 1.0;
+        if pa == pb {
+            // the op does not depend on the context: every step costs the same
+            return (n * pa.time_s, n * pa.roofline_time_s);
+        }
+        let line = |ya: f64, yb: f64| {
+            let slope = if span > 0.0 { (yb - ya) / span } else { 0.0 };
+            (ya - slope * lo as f64, slope)
+        };
+        let lines = [
+            line(pa.compute_time_s, pb.compute_time_s),
+            line(pa.memory_time_s, pb.memory_time_s),
+            line(pa.link_time_s, pb.link_time_s),
+        ];
+        let pred = sum_max_affine(&lines, lo, hi) + pa.overhead_s * n;
+        let c = self.ceilings(op.unit);
+        let [fa, ma, la] = c.ideal_terms(pa);
+        let [fb, mb, lb] = c.ideal_terms(pb);
+        let ideal = sum_max_affine(&[line(fa, fb), line(ma, mb), line(la, lb)], lo, hi);
+        (pred, ideal)
+    }
+
+    /// The per-pass terms of `n` decode steps: (predicted, ideal) seconds.
+    pub(super) fn decode_sum_tail(&self, batch: u64, n: f64, offloaded: f64) -> (f64, f64) {
+        let (overhead, comm) = self.pass_overhead(batch);
+        let pred = n * (overhead + comm + self.offload_time(offloaded));
+        let ideal = if self.host_bw > 0.0 && offloaded > 0.0 {
+            n * offloaded / self.host_bw
+        } else {
+            0.0
+        };
+        (pred, ideal)
+    }
+
+}
+
+/// `Σ_{L=lo}^{hi} max_i (c_i + s_i·L)` for affine lines `(c_i, s_i)`, exactly, in
+/// O(lines²) without iterating over `L`.
+pub fn sum_max_affine(lines: &[(f64, f64)], lo: u64, hi: u64) -> f64 {
+    if hi < lo || lines.is_empty() {
+        return 0.0;
+    }
+    let (lo_f, hi_f) = (lo as f64, hi as f64);
+    let mut cuts = [0.0f64; 8];
+    let mut n = 0;
+    for i in 0..lines.len() {
+        for j in i + 1..lines.len() {
+            let ds = lines[i].1 - lines[j].1;
+            if ds != 0.0 {
+                let x = (lines[j].0 - lines[i].0) / ds;
+                if x > lo_f && x < hi_f && n < cuts.len() {
+                    cuts[n] = x;
+                    n += 1;
+                }
+            }
+        }
+    }
+    let cuts = &mut cuts[..n];
+    cuts.sort_by(|a, b| a.total_cmp(b));
+    let mut total = 0.0;
+    let mut start = lo;
+    let ends = cuts
+        .iter()
+        .map(|x| (x.floor() as u64).min(hi))
+        .chain(std::iter::once(hi));
+    for end in ends {
+        if end < start {
+            continue;
+        }
+        let mid = (start as f64 + end as f64) / 2.0;
+        let (c, s) = lines
+            .iter()
+            .copied()
+            .fold((f64::NEG_INFINITY, 0.0), |best, l| {
+                if l.0 + l.1 * mid > best.0 + best.1 * mid {
+                    l
+                } else {
+                    best
+                }
+            });
+        let count = (end - start + 1) as f64;
+        total += count * c + s * (start as f64 + end as f64) * count / 2.0;
+        start = end + 1;
+        if start > hi {
+            break;
+        }
+    }
+    total
+}
+
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sum_max_affine_matches_loop() {
+        let lines = [(1.0, 0.5), (10.0, 0.1), (3.0, 0.0)];
+        for (lo, hi) in [(1u64, 100u64), (5, 5), (20, 30), (0, 1000)] {
+            let brute: f64 = (lo..=hi)
+                .map(|l| {
+                    lines
+                        .iter()
+                        .map(|(c, s)| c + s * l as f64)
+                        .fold(f64::MIN, f64::max)
+                })
+                .sum();
+            let fast = sum_max_affine(&lines, lo, hi);
+            assert!(
+                (brute - fast).abs() < 1e-9 * brute.abs().max(1.0),
+                "{lo}..{hi}: {brute} vs {fast}"
+            );
+        }
+        assert_eq!(sum_max_affine(&lines, 5, 4), 0.0);
+    }
+}
+

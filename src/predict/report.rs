@@ -1,0 +1,359 @@
+//! The `predict --json` document: [`Prediction`] and its parts, built by
+//! [`Predictor::predict`] from a [`super::Summary`] and the per-op placements.
+
+use super::{Predictor, Scenario, Summary, decode_context, ratio};
+use crate::dtype::{ComputeDtype, Format};
+use crate::engine::Engine;
+use crate::error::Result;
+use crate::hardware::Hardware;
+use crate::memory::{InferenceMemory, Parallel};
+use crate::model::ModelConfig;
+use crate::model::graph::{OpKind, Phase, Step, Unit};
+use crate::roofline::Bound;
+use serde::Serialize;
+
+impl Predictor<'_> {
+    /// The full prediction with the per-op table (the `predict --json` document).
+    pub fn predict(&self, batch: u64, prompt: u64, gen_tokens: u64) -> Result<Prediction> {
+        Scenario {
+            batch,
+            prompt,
+            gen_tokens,
+            ..Scenario::default()
+        }
+        .validate()?;
+        let s = self.summary(batch, prompt, gen_tokens);
+        let params = self.model.params();
+        let mid = decode_context(prompt, gen_tokens);
+        let mut ops = Vec::new();
+        for (phase, step) in [
+            (Phase::Prefill, Step::prefill(batch, prompt)),
+            (Phase::Decode, Step::decode(batch, mid)),
+        ] {
+            for op in self.graph(&step).ops() {
+                let p = self.place_op(op);
+                ops.push(OpReport {
+                    kind: op.kind,
+                    phase,
+                    count: op.count,
+                    flops: p.flops,
+                    bytes: p.bytes,
+                    link_bytes: p.link_bytes,
+                    arithmetic_intensity: finite(p.arithmetic_intensity),
+                    attainable_flops_per_s: p.attainable_flops_per_s,
+                    time_s: p.time_s,
+                    roofline_time_s: p.roofline_time_s,
+                    bound: p.bound,
+                    unit: op.unit,
+                });
+            }
+        }
+        let b = batch as f64;
+        let mut notes: Vec<String> = self.notes.iter().flatten().map(|s| s.to_string()).collect();
+        if prompt + gen_tokens > self.model.max_context {
+            notes.push(format!(
+                "prompt + gen = {} exceeds the model's trained context of {} tokens",
+                prompt + gen_tokens,
+                self.model.max_context
+            ));
+        }
+        if s.offloaded_bytes > 0.0 {
+            notes.push(format!(
+                "{:.2} GB of weights per device stream from host memory over the host link every pass",
+                s.offloaded_bytes / 1e9
+            ));
+        }
+        if !s.memory.fits {
+            notes.push(
+                "does not fit in device memory: times are what it would take if it did".into(),
+            );
+        }
+        let ridge = self.matmul.ridge_point();
+        Ok(Prediction {
+            model: ModelInfo {
+                id: self.model.id.clone(),
+                name: self.model.name.clone(),
+                params: params.total,
+                active_params: params.active,
+            },
+            hardware: HardwareInfo {
+                id: self.hardware.id.clone(),
+                name: self.hardware.name.clone(),
+                count: self.gpus,
+                ridge_point: ridge,
+                peak_flops_per_s: self.matmul.peak_flops_per_s,
+                bandwidth_bytes_per_s: self.matmul.memory_bytes_per_s,
+            },
+            config: ConfigInfo {
+                batch,
+                prompt,
+                r#gen: gen_tokens,
+                weights: self.precision.weights,
+                kv: self.precision.kv,
+                activations: self.precision.activations,
+                engine: self.engine.id.clone(),
+                parallel: self.parallel,
+                flash: self.flash,
+            },
+            memory: MemoryReport {
+                inner: s.memory,
+                offloaded_bytes: s.offloaded_bytes,
+                max_batch: self.max_batch(prompt, gen_tokens),
+                max_context: self.max_context(batch),
+            },
+            prefill: PrefillReport {
+                flops: s.prefill.flops,
+                bytes: s.prefill.bytes,
+                arithmetic_intensity: s.prefill.intensity(),
+                time_s: s.prefill.time_s,
+                roofline_time_s: s.prefill.roofline_time_s,
+                bound: s.prefill.bound(),
+                tokens_per_s: ratio(b * prompt as f64, s.prefill.time_s),
+            },
+            decode: DecodeReport {
+                context: mid,
+                flops_per_step: s.decode.flops,
+                bytes_per_step: s.decode.bytes,
+                weight_bytes_per_step: s.decode.weight_bytes,
+                kv_bytes_per_step: s.decode.kv_bytes,
+                arithmetic_intensity: s.decode.intensity(),
+                time_per_step_s: s.decode.time_s,
+                roofline_time_per_step_s: s.decode.roofline_time_s,
+                bound: s.decode.bound(),
+                tokens_per_s: ratio(b, s.decode.time_s),
+                roofline_tokens_per_s: ratio(b, s.decode.roofline_time_s),
+                compute_bound_batch: self.compute_bound_batch(mid),
+            },
+            generation: GenerationReport::from_summary(&s, batch, gen_tokens),
+            ops,
+            notes,
+        })
+    }
+}
+
+fn finite(x: f64) -> f64 {
+    if x.is_finite() { x } else { f64::MAX }
+}
+
+/// `model` in the prediction document.
+#[derive(Debug, Clone, Serialize)]
+pub struct ModelInfo {
+    /// Model id.
+    pub id: String,
+    /// Human name.
+    pub name: String,
+    /// Total parameters.
+    pub params: u64,
+    /// Parameters used per token (MoE: routed experts only).
+    pub active_params: u64,
+}
+
+/// `hardware` in the prediction document.
+#[derive(Debug, Clone, Serialize)]
+pub struct HardwareInfo {
+    /// Device id.
+    pub id: String,
+    /// Device name.
+    pub name: String,
+    /// Devices.
+    pub count: u64,
+    /// Ridge point of the weight matmul dtype, FLOP/byte.
+    pub ridge_point: f64,
+    /// Peak of the weight matmul dtype, FLOP/s.
+    pub peak_flops_per_s: f64,
+    /// Memory bandwidth, bytes/s.
+    pub bandwidth_bytes_per_s: f64,
+}
+
+/// `config` in the prediction document.
+#[derive(Debug, Clone, Serialize)]
+pub struct ConfigInfo {
+    /// Sequences.
+    pub batch: u64,
+    /// Prompt tokens.
+    pub prompt: u64,
+    /// Generated tokens.
+    pub r#gen: u64,
+    /// Weight format.
+    pub weights: Format,
+    /// KV format.
+    pub kv: Format,
+    /// Activation dtype.
+    pub activations: ComputeDtype,
+    /// Engine id.
+    pub engine: String,
+    /// How the devices split the model.
+    pub parallel: Parallel,
+    /// Fused attention.
+    pub flash: bool,
+}
+
+/// `memory` in the prediction document (per device).
+#[derive(Debug, Clone, Serialize)]
+pub struct MemoryReport {
+    /// The contract keys.
+    #[serde(flatten)]
+    pub inner: InferenceMemory,
+    /// Weights streamed from host memory per pass (offload), bytes.
+    pub offloaded_bytes: f64,
+    /// Largest batch that fits at this prompt + gen.
+    pub max_batch: u64,
+    /// Largest context that fits at this batch.
+    pub max_context: u64,
+}
+
+/// `prefill` in the prediction document.
+#[derive(Debug, Clone, Serialize)]
+pub struct PrefillReport {
+    /// FLOPs per device.
+    pub flops: f64,
+    /// Memory bytes per device.
+    pub bytes: f64,
+    /// FLOP/byte.
+    pub arithmetic_intensity: f64,
+    /// Predicted time (= TTFT), s.
+    pub time_s: f64,
+    /// Ideal roofline time, s.
+    pub roofline_time_s: f64,
+    /// Dominant bound.
+    pub bound: Bound,
+    /// batch × prompt / time.
+    pub tokens_per_s: f64,
+}
+
+/// `decode` in the prediction document: one step at context `prompt + gen/2`.
+#[derive(Debug, Clone, Serialize)]
+pub struct DecodeReport {
+    /// Context of the step.
+    pub context: u64,
+    /// FLOPs per device per step.
+    pub flops_per_step: f64,
+    /// Memory bytes per device per step.
+    pub bytes_per_step: f64,
+    /// Of which weights, bytes.
+    pub weight_bytes_per_step: f64,
+    /// Of which KV cache, bytes.
+    pub kv_bytes_per_step: f64,
+    /// FLOP/byte.
+    pub arithmetic_intensity: f64,
+    /// Predicted step time, s.
+    pub time_per_step_s: f64,
+    /// Ideal roofline step time, s.
+    pub roofline_time_per_step_s: f64,
+    /// Dominant bound.
+    pub bound: Bound,
+    /// batch / step time.
+    pub tokens_per_s: f64,
+    /// batch / ideal step time.
+    pub roofline_tokens_per_s: f64,
+    /// Smallest batch at which this step turns compute-bound (ideal), or null.
+    pub compute_bound_batch: Option<u64>,
+}
+
+/// `generation` in the prediction document.
+#[derive(Debug, Clone, Serialize)]
+pub struct GenerationReport {
+    /// Time to first token (the prefill), s.
+    pub ttft_s: f64,
+    /// Mean time per output token over the decode steps, s.
+    pub tpot_s: f64,
+    /// TTFT + all decode steps, s.
+    pub total_s: f64,
+    /// batch × gen / total_s.
+    pub output_tokens_per_s: f64,
+    /// batch × gen / decode time (what `llama-bench tg` reports).
+    pub decode_tokens_per_s: f64,
+    /// Ideal TTFT, s.
+    pub roofline_ttft_s: f64,
+    /// Ideal time per output token, s.
+    pub roofline_tpot_s: f64,
+    /// Ideal decode tokens/s.
+    pub roofline_decode_tokens_per_s: f64,
+}
+
+impl GenerationReport {
+    /// The one home of the derived generation metrics: TTFT is the prefill; the
+    /// generation adds the `gen` decode steps of the summary; per-token and per-second
+    /// figures divide by the tokens made (0 where no token is made).
+    pub fn from_summary(s: &Summary, batch: u64, gen_tokens: u64) -> GenerationReport {
+        let b = batch as f64;
+        let gen_f = gen_tokens as f64;
+        let ttft = s.prefill.time_s;
+        let total = ttft + s.decode_total_s;
+        GenerationReport {
+            ttft_s: ttft,
+            tpot_s: ratio(s.decode_total_s, gen_f),
+            total_s: total,
+            output_tokens_per_s: ratio(b * gen_f, total),
+            decode_tokens_per_s: ratio(b * gen_f, s.decode_total_s),
+            roofline_ttft_s: s.prefill.roofline_time_s,
+            roofline_tpot_s: ratio(s.decode_total_roofline_s, gen_f),
+            roofline_decode_tokens_per_s: ratio(b * gen_f, s.decode_total_roofline_s),
+        }
+    }
+}
+
+/// One row of `ops`.
+#[derive(Debug, Clone, Serialize)]
+pub struct OpReport {
+    /// What the op is (serialized as its name, `qkv_proj`).
+    #[serde(rename = "name")]
+    pub kind: OpKind,
+    /// Prefill or decode.
+    pub phase: Phase,
+    /// Executions per pass.
+    pub count: f64,
+    /// FLOPs of all executions.
+    pub flops: f64,
+    /// Memory bytes of all executions.
+    pub bytes: f64,
+    /// Link bytes of all executions.
+    pub link_bytes: f64,
+    /// FLOP/byte.
+    pub arithmetic_intensity: f64,
+    /// Ideal attainable FLOP/s.
+    pub attainable_flops_per_s: f64,
+    /// Predicted time of all executions, s.
+    pub time_s: f64,
+    /// Ideal time, s.
+    pub roofline_time_s: f64,
+    /// Which ceiling binds.
+    pub bound: Bound,
+    /// Compute unit / dtype (`bf16`, `fp8`, `vector`).
+    pub unit: Unit,
+}
+
+/// The `predict --json` document.
+#[derive(Debug, Clone, Serialize)]
+pub struct Prediction {
+    /// Model.
+    pub model: ModelInfo,
+    /// Device(s).
+    pub hardware: HardwareInfo,
+    /// Configuration.
+    pub config: ConfigInfo,
+    /// Memory per device.
+    pub memory: MemoryReport,
+    /// Prefill.
+    pub prefill: PrefillReport,
+    /// Decode step at mid-generation context.
+    pub decode: DecodeReport,
+    /// Whole generation.
+    pub generation: GenerationReport,
+    /// Per-op placements for prefill and the decode step.
+    pub ops: Vec<OpReport>,
+    /// Caveats.
+    pub notes: Vec<String>,
+}
+
+
+/// One-call prediction: builds a [`Predictor`] and predicts.
+pub fn predict(
+    model: &ModelConfig,
+    hardware: &Hardware,
+    engine: &Engine,
+    s: &Scenario,
+) -> Result<Prediction> {
+    Predictor::new(model, hardware, engine, s)?.predict(s.batch, s.prompt, s.gen_tokens)
+}
+
