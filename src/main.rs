@@ -435,10 +435,7 @@ fn run(cli: Cli) -> Result<String> {
         Command::Models => {
             let models = ModelDb::builtin()?.models();
             if cli.json {
-                let rows: Vec<_> = models
-                    .iter()
-                    .map(ridgeline::report::model_summary)
-                    .collect();
+                let rows: Vec<_> = models.iter().map(ModelConfig::summary).collect();
                 to_json(&rows)
             } else {
                 Ok(ridgeline::report::table::model_list(models))
@@ -464,7 +461,7 @@ fn run(cli: Cli) -> Result<String> {
                 (None, None) => {}
             }
             if max {
-                let limits = ridgeline::report::limits(&p);
+                let limits = p.limits();
                 return if cli.json {
                     to_json(&limits)
                 } else {
@@ -491,7 +488,8 @@ fn run(cli: Cli) -> Result<String> {
             let engine = ctx.engines.get(&args.engine)?;
             let s = scenario(&args)?;
             let pred = Predictor::new(&model, hw, engine, &s)?;
-            let e = ridgeline::report::explain::explain(&pred, &p);
+            let w = pred.what_ifs(s.batch, s.prompt, s.gen_tokens, p.memory.max_batch);
+            let e = ridgeline::report::explain::explain(&p, &w);
             if cli.json {
                 to_json(&e)
             } else {

@@ -19,13 +19,15 @@ use crate::roofline::{Ceilings, Efficiency, Placement, place};
 mod fast;
 mod pass;
 mod report;
+mod whatif;
 
 pub use fast::{DecodeLines, Evaluator, resolve_formats};
 pub use pass::{PassResult, sum_max_affine};
 pub use report::{
-    ConfigInfo, DecodeReport, GenerationReport, HardwareInfo, MemoryReport, ModelInfo, OpReport,
-    Prediction, PrefillReport, predict,
+    ConfigInfo, DecodeReport, GenerationReport, HardwareInfo, Limits, MemoryReport, ModelInfo,
+    Note, OpReport, Prediction, PrefillReport, predict,
 };
+pub use whatif::{QUANTIZED_WHAT_IF, WhatIf, WhatIfs};
 
 /// What to predict: shapes, formats, layout.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -163,7 +165,8 @@ pub struct Predictor<'a> {
     memory: MemoryModel,
     host_bw: f64,
     link_bw: f64,
-    notes: [Option<&'static str>; 4],
+    /// The compute dtype the weights' matmuls wanted and the one whose peak was used.
+    matmul_dtypes: (ComputeDtype, ComputeDtype),
 }
 
 /// Default activation dtype of a model: its native 16-bit dtype (fp32 models run fp32).
@@ -245,12 +248,6 @@ impl<'a> Predictor<'a> {
         }
         let matmul_dtype = weights.compute_dtype(activations);
         let (matmul_peak, used) = hardware.peak(matmul_dtype);
-        let mut notes = [None; 4];
-        if used != matmul_dtype {
-            notes[0] = Some(
-                "the device publishes no peak for the weights' compute dtype; the nearest published rate was used",
-            );
-        }
         let mut matmul = hardware.ceilings(matmul_dtype);
         matmul.peak_flops_per_s = matmul_peak;
         let attention = hardware.ceilings(activations);
@@ -295,7 +292,7 @@ impl<'a> Predictor<'a> {
             link_bw: hardware
                 .device_link()
                 .map_or(0.0, |l| l.bytes_per_s_per_direction),
-            notes,
+            matmul_dtypes: (matmul_dtype, used),
         })
     }
 
@@ -403,5 +400,4 @@ impl<'a> Predictor<'a> {
         };
         crate::search::smallest(1, 1 << 24, is_compute)
     }
-
 }

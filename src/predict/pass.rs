@@ -74,7 +74,6 @@ pub(super) fn bound_index(b: Bound) -> usize {
     }
 }
 
-
 impl Predictor<'_> {
     /// Fixed per-pass overhead: step + per-layer, plus pipeline sends between stages.
     pub(super) fn pass_overhead(&self, tokens: u64) -> (f64, f64) {
@@ -237,7 +236,6 @@ impl Predictor<'_> {
         };
         (pred, ideal)
     }
-
 }
 
 /// `Σ_{L=lo}^{hi} max_i (c_i + s_i·L)` for affine lines `(c_i, s_i)`, exactly, in
@@ -294,7 +292,6 @@ pub fn sum_max_affine(lines: &[(f64, f64)], lo: u64, hi: u64) -> f64 {
     total
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -320,4 +317,3 @@ mod tests {
         assert_eq!(sum_max_affine(&lines, 5, 4), 0.0);
     }
 }
-

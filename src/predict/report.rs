@@ -49,24 +49,24 @@ impl Predictor<'_> {
             }
         }
         let b = batch as f64;
-        let mut notes: Vec<String> = self.notes.iter().flatten().map(|s| s.to_string()).collect();
+        let mut notes = Vec::new();
+        let (wanted, used) = self.matmul_dtypes;
+        if used != wanted {
+            notes.push(Note::NearestPeak { wanted, used });
+        }
         if prompt + gen_tokens > self.model.max_context {
-            notes.push(format!(
-                "prompt + gen = {} exceeds the model's trained context of {} tokens",
-                prompt + gen_tokens,
-                self.model.max_context
-            ));
+            notes.push(Note::BeyondContext {
+                tokens: prompt + gen_tokens,
+                max_context: self.model.max_context,
+            });
         }
         if s.offloaded_bytes > 0.0 {
-            notes.push(format!(
-                "{:.2} GB of weights per device stream from host memory over the host link every pass",
-                s.offloaded_bytes / 1e9
-            ));
+            notes.push(Note::Offloaded {
+                bytes: s.offloaded_bytes,
+            });
         }
         if !s.memory.fits {
-            notes.push(
-                "does not fit in device memory: times are what it would take if it did".into(),
-            );
+            notes.push(Note::DoesNotFit);
         }
         let ridge = self.matmul.ridge_point();
         Ok(Prediction {
@@ -323,6 +323,90 @@ pub struct OpReport {
     pub unit: Unit,
 }
 
+/// A caveat attached to a prediction: data here, a sentence in
+/// [`crate::report::notes`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Note {
+    /// The device publishes no peak for the weights' matmul dtype; the nearest
+    /// published rate was used.
+    NearestPeak {
+        /// The dtype the matmuls run in.
+        wanted: ComputeDtype,
+        /// The dtype whose peak was used.
+        used: ComputeDtype,
+    },
+    /// Prompt plus generation exceed the model's trained context.
+    BeyondContext {
+        /// Prompt + gen tokens per sequence.
+        tokens: u64,
+        /// The model's trained context.
+        max_context: u64,
+    },
+    /// Weights streamed from host memory every pass (offload).
+    Offloaded {
+        /// Bytes per device per pass.
+        bytes: f64,
+    },
+    /// The configuration does not fit in device memory; times are what it would take
+    /// if it did.
+    DoesNotFit,
+}
+
+/// The planning limits of `predict --max`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Limits {
+    /// Model id.
+    pub model: String,
+    /// Device id.
+    pub hardware: String,
+    /// Devices.
+    pub gpus: u64,
+    /// Weight format.
+    pub weights: Format,
+    /// KV format.
+    pub kv: Format,
+    /// Batch the context limit is for.
+    pub batch: u64,
+    /// Prompt tokens the batch limit is for.
+    pub prompt: u64,
+    /// Generated tokens the batch limit is for.
+    pub r#gen: u64,
+    /// Largest batch that fits at `prompt + gen` tokens per sequence.
+    pub max_batch: u64,
+    /// Longest context (tokens per sequence) that fits at `batch`.
+    pub max_context: u64,
+    /// Weights per device, bytes.
+    pub weights_bytes: f64,
+    /// KV cache per token of one sequence on one device, bytes.
+    pub kv_bytes_per_token: f64,
+    /// Device capacity, bytes.
+    pub capacity_bytes: f64,
+}
+
+impl Prediction {
+    /// The planning limits (`predict --max`).
+    pub fn limits(&self) -> Limits {
+        let c = &self.config;
+        let m = &self.memory.inner;
+        let tokens = (c.batch * (c.prompt + c.r#gen)).max(1) as f64;
+        Limits {
+            model: self.model.id.clone(),
+            hardware: self.hardware.id.clone(),
+            gpus: self.hardware.count,
+            weights: c.weights,
+            kv: c.kv,
+            batch: c.batch,
+            prompt: c.prompt,
+            r#gen: c.r#gen,
+            max_batch: self.memory.max_batch,
+            max_context: self.memory.max_context,
+            weights_bytes: m.weights_bytes,
+            kv_bytes_per_token: m.kv_cache_bytes / tokens,
+            capacity_bytes: m.capacity_bytes,
+        }
+    }
+}
+
 /// The `predict --json` document.
 #[derive(Debug, Clone, Serialize)]
 pub struct Prediction {
@@ -342,10 +426,9 @@ pub struct Prediction {
     pub generation: GenerationReport,
     /// Per-op placements for prefill and the decode step.
     pub ops: Vec<OpReport>,
-    /// Caveats.
-    pub notes: Vec<String>,
+    /// Caveats (serialized as sentences, see [`crate::report::notes`]).
+    pub notes: Vec<Note>,
 }
-
 
 /// One-call prediction: builds a [`Predictor`] and predicts.
 pub fn predict(
@@ -356,4 +439,3 @@ pub fn predict(
 ) -> Result<Prediction> {
     Predictor::new(model, hardware, engine, s)?.predict(s.batch, s.prompt, s.gen_tokens)
 }
-

@@ -1,8 +1,8 @@
-//! `ridgeline explain`: a short plain-language report, each claim with its number.
+//! `ridgeline explain`: a short plain-language report, each claim with its number. It
+//! reads a finished [`Prediction`] and the alternatives the core evaluated for it
+//! ([`WhatIfs`]); it computes nothing but the sentences.
 
-use crate::dtype::Format;
-use crate::memory::Parallel;
-use crate::predict::{Prediction, Predictor, Scenario};
+use crate::predict::{Prediction, QUANTIZED_WHAT_IF, WhatIf, WhatIfs};
 use crate::units::{fmt_bytes_per_s, fmt_flops, fmt_gb, fmt_seconds};
 use serde::Serialize;
 
@@ -32,101 +32,139 @@ fn tok(x: f64) -> String {
     }
 }
 
-/// Builds the explanation from a prediction and the predictor that made it (used to
-/// evaluate the alternatives it suggests: larger batch, smaller formats, more devices).
-pub fn explain(pred: &Predictor<'_>, p: &Prediction) -> Explanation {
-    let mut f = Vec::new();
-    let d = &p.decode;
-    let hw = &p.hardware;
-    let m = &p.memory.inner;
-    let c = &p.config;
-    let weights_read = d.weight_bytes_per_step;
-    let kv_read = d.kv_bytes_per_step;
+fn finding(topic: &'static str, text: String) -> Finding {
+    Finding { topic, text }
+}
+
+/// Builds the explanation from a prediction and the alternatives evaluated for it
+/// ([`crate::predict::Predictor::what_ifs`]).
+pub fn explain(p: &Prediction, w: &WhatIfs) -> Explanation {
+    let mut f = decode_findings(p);
+    f.extend(batching_findings(p, w.larger_batch.as_ref()));
+    if p.config.prompt > 0 {
+        f.push(prefill_finding(p));
+    }
+    f.push(memory_finding(p));
+    if let Some(q) = &w.quantized {
+        f.push(quantized_finding(p, w, q));
+    }
+    f.push(attention_finding(p, w));
+    if let Some(t) = &w.more_devices {
+        f.push(more_devices_finding(p, t));
+    }
+    Explanation {
+        headline: headline(p),
+        findings: f,
+    }
+}
+
+/// What a decode step does and where it sits against the ridge point.
+fn decode_findings(p: &Prediction) -> Vec<Finding> {
+    let (d, hw, c) = (&p.decode, &p.hardware, &p.config);
     let ridge = hw.ridge_point;
     let params = p.model.active_params as f64;
-
-    f.push(Finding {
-        topic: "decode",
-        text: format!(
-            "Each decode step does {} ({:.1} FLOP per active parameter per sequence, ~2 per weight) but must stream {} from memory ({} of weights, {} of KV cache, the rest activations), so its arithmetic intensity is {:.2} FLOP/byte.",
-            fmt_flops(d.flops_per_step),
-            d.flops_per_step / params.max(1.0) / c.batch as f64 * hw.count as f64,
-            fmt_gb(d.bytes_per_step),
-            fmt_gb(weights_read),
-            fmt_gb(kv_read),
-            d.arithmetic_intensity
-        ),
-    });
+    let first = format!(
+        "Each decode step does {} ({:.1} FLOP per active parameter per sequence, ~2 per weight) but must stream {} from memory ({} of weights, {} of KV cache, the rest activations), so its arithmetic intensity is {:.2} FLOP/byte.",
+        fmt_flops(d.flops_per_step),
+        d.flops_per_step / params.max(1.0) / c.batch as f64 * hw.count as f64,
+        fmt_gb(d.bytes_per_step),
+        fmt_gb(d.weight_bytes_per_step),
+        fmt_gb(d.kv_bytes_per_step),
+        d.arithmetic_intensity
+    );
     let verdict = if d.arithmetic_intensity < ridge {
         "below"
     } else {
         "above"
     };
-    f.push(Finding {
-        topic: "decode",
-        text: format!(
-            "The {} ridge point is {:.0} FLOP/byte ({} peak / {}), so decode sits {:.0}x {} it: it is {}-bound. At full bandwidth a step takes {} ({} tok/s); the {} engine is predicted at {} per step ({} tok/s).",
-            hw.name,
-            ridge,
-            fmt_flops(hw.peak_flops_per_s).replace("FLOP", "FLOP/s"),
-            fmt_bytes_per_s(hw.bandwidth_bytes_per_s),
-            if d.arithmetic_intensity > 0.0 { (ridge / d.arithmetic_intensity).max(d.arithmetic_intensity / ridge) } else { 0.0 },
-            verdict,
-            d.bound,
-            fmt_seconds(d.roofline_time_per_step_s),
-            tok(d.roofline_tokens_per_s),
-            c.engine,
-            fmt_seconds(d.time_per_step_s),
-            tok(d.tokens_per_s)
-        ),
-    });
-    match d.compute_bound_batch {
-        Some(b) => f.push(Finding {
-            topic: "batching",
-            text: format!(
+    let factor = if d.arithmetic_intensity > 0.0 {
+        (ridge / d.arithmetic_intensity).max(d.arithmetic_intensity / ridge)
+    } else {
+        0.0
+    };
+    let second = format!(
+        "The {} ridge point is {:.0} FLOP/byte ({} peak / {}), so decode sits {:.0}x {} it: it is {}-bound. At full bandwidth a step takes {} ({} tok/s); the {} engine is predicted at {} per step ({} tok/s).",
+        hw.name,
+        ridge,
+        fmt_flops(hw.peak_flops_per_s).replace("FLOP", "FLOP/s"),
+        fmt_bytes_per_s(hw.bandwidth_bytes_per_s),
+        factor,
+        verdict,
+        d.bound,
+        fmt_seconds(d.roofline_time_per_step_s),
+        tok(d.roofline_tokens_per_s),
+        c.engine,
+        fmt_seconds(d.time_per_step_s),
+        tok(d.tokens_per_s)
+    );
+    vec![finding("decode", first), finding("decode", second)]
+}
+
+/// Where batching turns decode compute-bound, and what a larger batch gives.
+fn batching_findings(p: &Prediction, larger: Option<&WhatIf>) -> Vec<Finding> {
+    let (d, c) = (&p.decode, &p.config);
+    let mut f = vec![match d.compute_bound_batch {
+        Some(b) => finding(
+            "batching",
+            format!(
                 "Weights are read once per step whatever the batch, so batching raises intensity: decode turns compute-bound at batch {b} (at context {}).{}",
                 d.context,
-                if b > p.memory.max_batch { format!(" Memory allows at most batch {} here, so it stays memory-bound.", p.memory.max_batch) } else { String::new() }
+                if b > p.memory.max_batch {
+                    format!(
+                        " Memory allows at most batch {} here, so it stays memory-bound.",
+                        p.memory.max_batch
+                    )
+                } else {
+                    String::new()
+                }
             ),
-        }),
-        None => f.push(Finding {
-            topic: "batching",
-            text: format!(
+        ),
+        None => finding(
+            "batching",
+            format!(
                 "Decode never turns compute-bound by batching at context {}: every sequence adds its own KV-cache reads, which grow as fast as the FLOPs.",
                 d.context
             ),
-        }),
-    }
-    let b8 = (c.batch * 8).min(p.memory.max_batch.max(c.batch));
-    if b8 > c.batch {
-        let s = pred.summary(b8, c.prompt, c.r#gen);
-        f.push(Finding {
-            topic: "batching",
-            text: format!(
-                "Batch {b8} instead of {}: {} tok/s in total instead of {} ({:.1}x), at {} per step.",
+        ),
+    }];
+    if let Some(w) = larger {
+        let step = w.summary.decode.time_s;
+        let rate = w.batch as f64 / step;
+        f.push(finding(
+            "batching",
+            format!(
+                "Batch {} instead of {}: {} tok/s in total instead of {} ({:.1}x), at {} per step.",
+                w.batch,
                 c.batch,
-                tok(b8 as f64 / s.decode.time_s),
+                tok(rate),
                 tok(d.tokens_per_s),
-                (b8 as f64 / s.decode.time_s) / d.tokens_per_s.max(f64::MIN_POSITIVE),
-                fmt_seconds(s.decode.time_s)
+                rate / d.tokens_per_s.max(f64::MIN_POSITIVE),
+                fmt_seconds(step)
             ),
-        });
+        ));
     }
-    if c.prompt > 0 {
-        f.push(Finding {
-            topic: "prefill",
-            text: format!(
-                "Prefill processes {} tokens at once, reusing each weight {} times: {} at {:.0} FLOP/byte, {}-bound; TTFT {} (roofline {}).",
-                c.batch * c.prompt,
-                c.batch * c.prompt,
-                fmt_flops(p.prefill.flops),
-                p.prefill.arithmetic_intensity,
-                p.prefill.bound,
-                fmt_seconds(p.prefill.time_s),
-                fmt_seconds(p.prefill.roofline_time_s)
-            ),
-        });
-    }
+    f
+}
+
+fn prefill_finding(p: &Prediction) -> Finding {
+    let c = &p.config;
+    finding(
+        "prefill",
+        format!(
+            "Prefill processes {} tokens at once, reusing each weight {} times: {} at {:.0} FLOP/byte, {}-bound; TTFT {} (roofline {}).",
+            c.batch * c.prompt,
+            c.batch * c.prompt,
+            fmt_flops(p.prefill.flops),
+            p.prefill.arithmetic_intensity,
+            p.prefill.bound,
+            fmt_seconds(p.prefill.time_s),
+            fmt_seconds(p.prefill.roofline_time_s)
+        ),
+    )
+}
+
+fn memory_finding(p: &Prediction) -> Finding {
+    let m = &p.memory.inner;
     let parts = [
         ("weights", m.weights_bytes),
         ("KV cache", m.kv_cache_bytes),
@@ -137,9 +175,9 @@ pub fn explain(pred: &Predictor<'_>, p: &Prediction) -> Explanation {
         .iter()
         .copied()
         .fold(("", 0.0), |a, b| if b.1 > a.1 { b } else { a });
-    f.push(Finding {
-        topic: "memory",
-        text: format!(
+    finding(
+        "memory",
+        format!(
             "Memory per device: {} of {} ({}); {} dominate with {} ({:.0}%). Largest batch at this length: {}; longest context at batch {}: {} tokens.",
             fmt_gb(m.total_bytes),
             fmt_gb(m.capacity_bytes),
@@ -148,110 +186,95 @@ pub fn explain(pred: &Predictor<'_>, p: &Prediction) -> Explanation {
             fmt_gb(big_b),
             100.0 * big_b / m.total_bytes,
             p.memory.max_batch,
-            c.batch,
+            p.config.batch,
             p.memory.max_context
         ),
-    });
-    // What would help.
-    let weights_fmt = pred.precision().weights;
-    if weights_fmt.bits() > 5.0 {
-        let alt = Scenario {
-            batch: c.batch,
-            prompt: c.prompt,
-            gen_tokens: c.r#gen,
-            weights: Some(Format::Q4KM),
-            kv: Some(pred.precision().kv),
-            gpus: hw.count,
-            parallel: if c.parallel == Parallel::Pp {
-                Parallel::Pp
-            } else {
-                Parallel::Tp
-            },
-            flash: c.flash,
-            offload: false,
-        };
-        if let Ok(q) = Predictor::new(pred.model, pred.hardware, pred.engine, &alt) {
-            let s = q.summary(c.batch, c.prompt, c.r#gen);
-            f.push(Finding {
-                topic: "help",
-                text: format!(
-                    "Quantizing weights from {} to q4_k_m (4.85 bits) cuts weight memory to {} and decode to {} per step ({} tok/s, {:.1}x).",
-                    weights_fmt,
-                    fmt_gb(s.memory.weights_bytes),
-                    fmt_seconds(s.decode.time_s),
-                    tok(c.batch as f64 / s.decode.time_s),
-                    d.time_per_step_s / s.decode.time_s
-                ),
-            });
-        }
-    }
-    let model = pred.model;
-    if model.kv_heads == model.heads {
-        f.push(Finding {
-            topic: "help",
-            text: format!(
+    )
+}
+
+fn quantized_finding(p: &Prediction, w: &WhatIfs, q: &WhatIf) -> Finding {
+    let s = &q.summary;
+    finding(
+        "help",
+        format!(
+            "Quantizing weights from {} to {} ({} bits) cuts weight memory to {} and decode to {} per step ({} tok/s, {:.1}x).",
+            w.weights,
+            QUANTIZED_WHAT_IF,
+            QUANTIZED_WHAT_IF.bits(),
+            fmt_gb(s.memory.weights_bytes),
+            fmt_seconds(s.decode.time_s),
+            tok(p.config.batch as f64 / s.decode.time_s),
+            p.decode.time_per_step_s / s.decode.time_s
+        ),
+    )
+}
+
+/// Grouped-query attention: what it saves, or what it would.
+fn attention_finding(p: &Prediction, w: &WhatIfs) -> Finding {
+    let kv = p.memory.inner.kv_cache_bytes;
+    if w.kv_heads == w.heads {
+        let gqa = 8.0_f64.min(w.heads as f64);
+        finding(
+            "help",
+            format!(
                 "This model has no grouped-query attention ({} KV heads for {} query heads); a GQA model with 8 KV heads would hold {:.0}x less KV cache ({} instead of {} here).",
-                model.kv_heads,
-                model.heads,
-                model.heads as f64 / 8.0_f64.min(model.heads as f64),
-                fmt_gb(m.kv_cache_bytes * 8.0_f64.min(model.heads as f64) / model.heads as f64),
-                fmt_gb(m.kv_cache_bytes)
+                w.kv_heads,
+                w.heads,
+                w.heads as f64 / gqa,
+                fmt_gb(kv * gqa / w.heads as f64),
+                fmt_gb(kv)
             ),
-        });
+        )
     } else {
-        f.push(Finding {
-            topic: "memory",
-            text: format!(
+        finding(
+            "memory",
+            format!(
                 "Grouped-query attention ({} KV heads for {} query heads) already makes the KV cache {}x smaller than full multi-head attention would.",
-                model.kv_heads,
-                model.heads,
-                model.heads / model.kv_heads
+                w.kv_heads,
+                w.heads,
+                w.heads / w.kv_heads
             ),
-        });
+        )
     }
-    if !m.fits || hw.count == 1 {
-        let n = 2 * hw.count;
-        let alt = Scenario {
-            batch: c.batch,
-            prompt: c.prompt,
-            gen_tokens: c.r#gen,
-            weights: Some(weights_fmt),
-            kv: Some(pred.precision().kv),
-            gpus: n,
-            parallel: Parallel::Tp,
-            flash: c.flash,
-            offload: false,
-        };
-        if let Ok(q) = Predictor::new(pred.model, pred.hardware, pred.engine, &alt) {
-            let s = q.summary(c.batch, c.prompt, c.r#gen);
-            f.push(Finding {
-                topic: "help",
-                text: format!(
-                    "Tensor parallel over {n} devices splits weights and KV: {} per device ({}), decode {} per step ({} tok/s).",
-                    fmt_gb(s.memory.total_bytes),
-                    if s.memory.fits { "fits" } else { "still does not fit" },
-                    fmt_seconds(s.decode.time_s),
-                    tok(c.batch as f64 / s.decode.time_s)
-                ),
-            });
-        }
-    }
-    let headline = format!(
+}
+
+fn more_devices_finding(p: &Prediction, t: &WhatIf) -> Finding {
+    let s = &t.summary;
+    finding(
+        "help",
+        format!(
+            "Tensor parallel over {} devices splits weights and KV: {} per device ({}), decode {} per step ({} tok/s).",
+            t.gpus,
+            fmt_gb(s.memory.total_bytes),
+            if s.memory.fits {
+                "fits"
+            } else {
+                "still does not fit"
+            },
+            fmt_seconds(s.decode.time_s),
+            tok(p.config.batch as f64 / s.decode.time_s)
+        ),
+    )
+}
+
+fn headline(p: &Prediction) -> String {
+    let (d, hw) = (&p.decode, &p.hardware);
+    format!(
         "{} on {}x {}: {} — decode is {}-bound at {:.2} FLOP/byte (ridge {:.0}); {} tok/s per sequence, TTFT {}.",
         p.model.name,
         hw.count,
         hw.name,
-        if m.fits { "fits" } else { "does not fit" },
+        if p.memory.inner.fits {
+            "fits"
+        } else {
+            "does not fit"
+        },
         d.bound,
         d.arithmetic_intensity,
-        ridge,
-        tok(d.tokens_per_s / c.batch as f64),
+        hw.ridge_point,
+        tok(d.tokens_per_s / p.config.batch as f64),
         fmt_seconds(p.generation.ttft_s)
-    );
-    Explanation {
-        headline,
-        findings: f,
-    }
+    )
 }
 
 /// Renders the explanation as text paragraphs.

@@ -120,7 +120,7 @@ pub fn prediction(p: &Prediction) -> String {
 }
 
 /// `ridgeline predict --max` as text.
-pub fn limits(l: &super::Limits) -> String {
+pub fn limits(l: &crate::predict::Limits) -> String {
     format!(
         "{} on {}x {} (weights {}, kv {}):\n  largest batch at {} + {} tokens per sequence: {}\n  longest context at batch {}: {} tokens\n  weights {} per device, KV cache {:.1} kB per token per sequence, capacity {}\nGB = 1e9 bytes, kB = 1e3 bytes.\n",
         l.model,

@@ -249,4 +249,3 @@ impl DecodeLines {
         (pred, ideal)
     }
 }
-

@@ -43,7 +43,13 @@ pub(super) fn at(l: Line, x: f64) -> f64 {
 /// Adds one op, given as lines, at `x` to a pass: what [`crate::roofline::place`]
 /// would give for it there.
 #[inline]
-pub(super) fn add_op_at(r: &mut PassResult, pred: &[Line; 3], ideal: &[Line; 3], overhead_s: f64, x: f64) {
+pub(super) fn add_op_at(
+    r: &mut PassResult,
+    pred: &[Line; 3],
+    ideal: &[Line; 3],
+    overhead_s: f64,
+    x: f64,
+) {
     let (s, b) = slowest(at(pred[0], x), at(pred[1], x), at(pred[2], x), overhead_s);
     let t = s + overhead_s;
     r.time_s += t;

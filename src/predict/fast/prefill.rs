@@ -269,7 +269,12 @@ impl PrefillCache {
     }
 
     /// The per-op prefill at (batch, prompt).
-    pub(super) fn pass_ops(&mut self, p: &Predictor<'_>, batch: u64, prompt: u64) -> Option<PassResult> {
+    pub(super) fn pass_ops(
+        &mut self,
+        p: &Predictor<'_>,
+        batch: u64,
+        prompt: u64,
+    ) -> Option<PassResult> {
         let small = batch
             .checked_mul(prompt)
             .is_some_and(|t| t <= PREFILL_MAX_TOKENS);
@@ -292,4 +297,3 @@ impl PrefillCache {
         }
     }
 }
-

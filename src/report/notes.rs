@@ -1,0 +1,37 @@
+//! Caveats as sentences: the typed notes of the core ([`crate::predict::Note`])
+//! rendered to text, which is also how they serialize in JSON.
+
+use crate::predict::Note;
+use std::fmt;
+
+impl fmt::Display for Note {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Note::NearestPeak { .. } => f.write_str(
+                "the device publishes no peak for the weights' compute dtype; the nearest published rate was used",
+            ),
+            Note::BeyondContext {
+                tokens,
+                max_context,
+            } => write!(
+                f,
+                "prompt + gen = {tokens} exceeds the model's trained context of {max_context} tokens"
+            ),
+            Note::Offloaded { bytes } => write!(
+                f,
+                "{:.2} GB of weights per device stream from host memory over the host link every pass",
+                bytes / 1e9
+            ),
+            Note::DoesNotFit => {
+                f.write_str("does not fit in device memory: times are what it would take if it did")
+            }
+        }
+    }
+}
+
+impl serde::Serialize for Note {
+    /// As its sentence.
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
