@@ -277,6 +277,191 @@ fn ceil_div(a: u64, b: u64) -> u64 {
     a.div_ceil(b.max(1))
 }
 
+/// Shapes and formats shared by the ops of one forward pass on one device.
+struct Pass<'c> {
+    cfg: &'c ModelConfig,
+    step: &'c Step,
+    tp: u64,
+    /// Tokens processed in this pass: batch x new tokens.
+    tokens: u64,
+    /// Executions of per-layer ops (layers on this device).
+    layers: f64,
+    act_bits: f64,
+    w_bits: f64,
+    kv_bits: f64,
+    /// Bits of the embedding table and lm_head (16 where the format keeps them so).
+    emb_bits: f64,
+    /// Where the weight matmuls run.
+    matmul: Unit,
+    /// Query heads and KV heads on this device.
+    heads: u64,
+    kv_heads: u64,
+    act: Operand,
+}
+
+impl Pass<'_> {
+    fn q_width(&self) -> u64 {
+        self.heads * self.cfg.head_dim
+    }
+
+    fn kv_width(&self) -> u64 {
+        self.kv_heads * self.cfg.head_dim
+    }
+
+    /// A tensor-parallel all-reduce of the hidden states (none on one device).
+    fn allreduce(&self, g: &mut Graph, kind: OpKind) {
+        if self.tp > 1 {
+            let elements = self.tokens as f64 * self.cfg.hidden as f64;
+            let cost = collective(Collective::AllReduce, self.tp, elements, self.act_bits);
+            g.push(kind, self.layers, cost, Unit::Vector);
+        }
+    }
+
+    fn norm(&self, g: &mut Graph, kind: OpKind, count: f64, rows: u64) {
+        let cost = norm(self.cfg.norm, rows, self.cfg.hidden, self.act_bits, 16.0);
+        g.push(kind, count, cost, Unit::Vector);
+    }
+
+    /// Token (and learned position) embedding lookups.
+    fn embeddings(&self, g: &mut Graph) {
+        let (cfg, h) = (self.cfg, self.cfg.hidden);
+        let cost = embedding(self.tokens, h, cfg.vocab, self.emb_bits, self.act_bits);
+        g.push(OpKind::Embedding, 1.0, cost, Unit::Vector);
+        if cfg.learned_positions {
+            let cost = embedding(self.tokens, h, cfg.max_context, 16.0, self.act_bits);
+            g.push(OpKind::PositionEmbedding, 1.0, cost, Unit::Vector);
+        }
+    }
+
+    /// Norm, fused q/k/v projection (K and V written straight into the cache), RoPE,
+    /// the attention core, output projection, all-reduce and residual.
+    fn attention_block(&self, g: &mut Graph, flash: bool, attn_unit: Unit) {
+        let (cfg, l, h, t) = (self.cfg, self.layers, self.cfg.hidden, self.tokens);
+        self.norm(g, OpKind::AttnNorm, l, t);
+        let mut qkv = linear(
+            t,
+            h,
+            self.q_width(),
+            self.w_bits,
+            self.act_bits,
+            self.act,
+            cfg.qkv_bias,
+        );
+        let kv_out = Operand::kv(self.kv_bits);
+        let kv = linear(
+            t,
+            h,
+            2 * self.kv_width(),
+            self.w_bits,
+            self.act_bits,
+            kv_out,
+            cfg.qkv_bias,
+        );
+        qkv.flops += kv.flops;
+        qkv.read.weights += kv.read.weights;
+        qkv.written = qkv.written + kv.written;
+        g.push(OpKind::QkvProj, l, qkv, self.matmul);
+        if cfg.rope {
+            let cost = rope(t, self.heads, self.kv_heads, cfg.head_dim, self.act_bits);
+            g.push(OpKind::Rope, l, cost, Unit::Vector);
+        }
+        let shape = AttentionShape {
+            batch: self.step.batch,
+            q_len: self.step.new_tokens,
+            kv_len: self.step.context.max(self.step.new_tokens),
+            heads: self.heads,
+            kv_heads: self.kv_heads,
+            head_dim: cfg.head_dim,
+            act_bits: self.act_bits,
+            kv_bits: self.kv_bits,
+        };
+        if flash {
+            g.push(OpKind::Attention, l, attention_fused(&shape), attn_unit);
+        } else {
+            let (rows, cols) = shape.score_matrix();
+            g.push(OpKind::AttnScores, l, attention_scores(&shape), attn_unit);
+            let cost = softmax(rows, cols, self.act_bits);
+            g.push(OpKind::AttnSoftmax, l, cost, Unit::Vector);
+            g.push(OpKind::AttnValues, l, attention_values(&shape), attn_unit);
+        }
+        let o = linear(
+            t,
+            self.q_width(),
+            h,
+            self.w_bits,
+            self.act_bits,
+            self.act,
+            cfg.o_bias,
+        );
+        g.push(OpKind::OProj, l, o, self.matmul);
+        self.allreduce(g, OpKind::AllreduceAttn);
+        g.push(
+            OpKind::AttnResidual,
+            l,
+            residual_add(t, h, self.act_bits),
+            Unit::Vector,
+        );
+    }
+
+    /// Norm, then a dense MLP or an MoE (router + the experts the tokens touch), the
+    /// all-reduce and the residual.
+    fn mlp_block(&self, g: &mut Graph) {
+        let (cfg, l, h, t) = (self.cfg, self.layers, self.cfg.hidden, self.tokens);
+        self.norm(g, OpKind::MlpNorm, l, t);
+        let inter = ceil_div(cfg.intermediate, self.tp);
+        let routed = t.saturating_mul(cfg.experts_per_token);
+        let up_width = if cfg.gated_mlp { 2 * inter } else { inter };
+        let (w, a) = (self.w_bits, self.act_bits);
+        let mut up = linear(routed, h, up_width, w, a, self.act, cfg.mlp_bias);
+        let mut down = linear(routed, inter, h, w, a, self.act, cfg.mlp_bias);
+        if cfg.is_moe() {
+            let router = linear(t, h, cfg.experts, 16.0, a, self.act, false);
+            g.push(OpKind::Router, l, router, self.matmul);
+            let touched = expected_experts(cfg.experts, cfg.experts_per_token, t);
+            up.read.weights *= touched;
+            down.read.weights *= touched;
+        }
+        let (up_kind, act_kind, act_op) = if cfg.gated_mlp {
+            let cost = gated_activation(cfg.activation, routed, inter, a);
+            (OpKind::GateUpProj, OpKind::ActMul, cost)
+        } else {
+            let cost = ops::activation(cfg.activation, routed, inter, a);
+            (OpKind::UpProj, OpKind::Activation, cost)
+        };
+        g.push(up_kind, l, up, self.matmul);
+        g.push(act_kind, l, act_op, Unit::Vector);
+        g.push(OpKind::DownProj, l, down, self.matmul);
+        self.allreduce(g, OpKind::AllreduceMlp);
+        g.push(OpKind::MlpResidual, l, residual_add(t, h, a), Unit::Vector);
+    }
+
+    /// Final norm and the lm_head (split over the vocabulary) on the rows that need
+    /// logits.
+    fn head(&self, g: &mut Graph, p: &Precision) {
+        let step = self.step;
+        let rows = step
+            .batch
+            .saturating_mul(step.logits_per_sequence.min(step.new_tokens));
+        self.norm(g, OpKind::FinalNorm, 1.0, rows);
+        let vocab = ceil_div(self.cfg.vocab, self.tp);
+        let cost = linear(
+            rows,
+            self.cfg.hidden,
+            vocab,
+            self.emb_bits,
+            self.act_bits,
+            self.act,
+            false,
+        );
+        let unit = Unit::Matrix(if p.weights.keeps_embeddings_16bit() {
+            p.activations
+        } else {
+            matmul_dtype(self.matmul)
+        });
+        g.push(OpKind::LmHead, 1.0, cost, unit);
+    }
+}
+
 /// Builds the forward-pass graph for one device of a `tp`-way tensor-parallel group
 /// (`tp = 1`: a single device). With `flash` the attention is one fused op; without,
 /// it is scores + softmax + values with the score matrix in memory.
@@ -301,210 +486,34 @@ pub fn forward(
     };
     let tp = tp.max(1);
     let tokens = step.batch.saturating_mul(step.new_tokens);
-    let act_bits = p.activations.bytes() * 8.0;
-    let w_bits = p.weights.bits();
-    let kv_bits = p.kv.bits();
-    let emb_bits = if p.weights.keeps_embeddings_16bit() {
-        16.0
-    } else {
-        w_bits
-    };
-    let matmul = Unit::Matrix(p.weights.compute_dtype(p.activations));
-    let attn_unit = Unit::Matrix(p.activations);
-    let l = layers as f64;
-    let h = cfg.hidden;
-    let heads = ceil_div(cfg.heads, tp);
-    let kv_heads = ceil_div(cfg.kv_heads, tp);
-    let q_w = heads * cfg.head_dim;
-    let kv_w = kv_heads * cfg.head_dim;
-    let inter = ceil_div(cfg.intermediate, tp);
-    let act = Operand::activations(act_bits);
-    let norm_kind = cfg.norm;
-
     if tokens == 0 {
         return g;
     }
-
-    g.push(
-        OpKind::Embedding,
-        1.0,
-        embedding(tokens, h, cfg.vocab, emb_bits, act_bits),
-        Unit::Vector,
-    );
-    if cfg.learned_positions {
-        g.push(
-            OpKind::PositionEmbedding,
-            1.0,
-            embedding(tokens, h, cfg.max_context, 16.0, act_bits),
-            Unit::Vector,
-        );
-    }
-    g.push(
-        OpKind::AttnNorm,
-        l,
-        norm(norm_kind, tokens, h, act_bits, 16.0),
-        Unit::Vector,
-    );
-    // fused q, k, v projection: x read once; K and V written straight into the cache.
-    let mut qkv = linear(tokens, h, q_w, w_bits, act_bits, act, cfg.qkv_bias);
-    let kv = linear(
+    let act_bits = p.activations.bytes() * 8.0;
+    let w_bits = p.weights.bits();
+    let pass = Pass {
+        cfg,
+        step,
+        tp,
         tokens,
-        h,
-        2 * kv_w,
+        layers: layers as f64,
+        act_bits,
         w_bits,
-        act_bits,
-        Operand::kv(kv_bits),
-        cfg.qkv_bias,
-    );
-    qkv.flops += kv.flops;
-    qkv.read.weights += kv.read.weights;
-    qkv.written = qkv.written + kv.written;
-    g.push(OpKind::QkvProj, l, qkv, matmul);
-    if cfg.rope {
-        g.push(
-            OpKind::Rope,
-            l,
-            rope(tokens, heads, kv_heads, cfg.head_dim, act_bits),
-            Unit::Vector,
-        );
-    }
-    let shape = AttentionShape {
-        batch: step.batch,
-        q_len: step.new_tokens,
-        kv_len: step.context.max(step.new_tokens),
-        heads,
-        kv_heads,
-        head_dim: cfg.head_dim,
-        act_bits,
-        kv_bits,
-    };
-    if flash {
-        g.push(OpKind::Attention, l, attention_fused(&shape), attn_unit);
-    } else {
-        let (rows, cols) = shape.score_matrix();
-        g.push(OpKind::AttnScores, l, attention_scores(&shape), attn_unit);
-        g.push(
-            OpKind::AttnSoftmax,
-            l,
-            softmax(rows, cols, act_bits),
-            Unit::Vector,
-        );
-        g.push(OpKind::AttnValues, l, attention_values(&shape), attn_unit);
-    }
-    g.push(
-        OpKind::OProj,
-        l,
-        linear(tokens, q_w, h, w_bits, act_bits, act, cfg.o_bias),
-        matmul,
-    );
-    if tp > 1 {
-        g.push(
-            OpKind::AllreduceAttn,
-            l,
-            collective(
-                Collective::AllReduce,
-                tp,
-                tokens as f64 * h as f64,
-                act_bits,
-            ),
-            Unit::Vector,
-        );
-    }
-    g.push(
-        OpKind::AttnResidual,
-        l,
-        residual_add(tokens, h, act_bits),
-        Unit::Vector,
-    );
-    g.push(
-        OpKind::MlpNorm,
-        l,
-        norm(norm_kind, tokens, h, act_bits, 16.0),
-        Unit::Vector,
-    );
-
-    // MLP: dense, or MoE with router + top-k experts.
-    let routed = tokens.saturating_mul(cfg.experts_per_token);
-    let up_width = if cfg.gated_mlp { 2 * inter } else { inter };
-    let mut up = linear(routed, h, up_width, w_bits, act_bits, act, cfg.mlp_bias);
-    let mut down = linear(routed, inter, h, w_bits, act_bits, act, cfg.mlp_bias);
-    if cfg.is_moe() {
-        g.push(
-            OpKind::Router,
-            l,
-            linear(tokens, h, cfg.experts, 16.0, act_bits, act, false),
-            matmul,
-        );
-        let touched = expected_experts(cfg.experts, cfg.experts_per_token, tokens);
-        up.read.weights *= touched;
-        down.read.weights *= touched;
-    }
-    g.push(
-        if cfg.gated_mlp {
-            OpKind::GateUpProj
+        kv_bits: p.kv.bits(),
+        emb_bits: if p.weights.keeps_embeddings_16bit() {
+            16.0
         } else {
-            OpKind::UpProj
+            w_bits
         },
-        l,
-        up,
-        matmul,
-    );
-    let act_op = if cfg.gated_mlp {
-        gated_activation(cfg.activation, routed, inter, act_bits)
-    } else {
-        ops::activation(cfg.activation, routed, inter, act_bits)
+        matmul: Unit::Matrix(p.weights.compute_dtype(p.activations)),
+        heads: ceil_div(cfg.heads, tp),
+        kv_heads: ceil_div(cfg.kv_heads, tp),
+        act: Operand::activations(act_bits),
     };
-    g.push(
-        if cfg.gated_mlp {
-            OpKind::ActMul
-        } else {
-            OpKind::Activation
-        },
-        l,
-        act_op,
-        Unit::Vector,
-    );
-    g.push(OpKind::DownProj, l, down, matmul);
-    if tp > 1 {
-        g.push(
-            OpKind::AllreduceMlp,
-            l,
-            collective(
-                Collective::AllReduce,
-                tp,
-                tokens as f64 * h as f64,
-                act_bits,
-            ),
-            Unit::Vector,
-        );
-    }
-    g.push(
-        OpKind::MlpResidual,
-        l,
-        residual_add(tokens, h, act_bits),
-        Unit::Vector,
-    );
-
-    let logit_rows = step
-        .batch
-        .saturating_mul(step.logits_per_sequence.min(step.new_tokens));
-    g.push(
-        OpKind::FinalNorm,
-        1.0,
-        norm(norm_kind, logit_rows, h, act_bits, 16.0),
-        Unit::Vector,
-    );
-    let vocab = ceil_div(cfg.vocab, tp);
-    g.push(
-        OpKind::LmHead,
-        1.0,
-        linear(logit_rows, h, vocab, emb_bits, act_bits, act, false),
-        Unit::Matrix(if p.weights.keeps_embeddings_16bit() {
-            p.activations
-        } else {
-            matmul_dtype(matmul)
-        }),
-    );
+    pass.embeddings(&mut g);
+    pass.attention_block(&mut g, flash, Unit::Matrix(p.activations));
+    pass.mlp_block(&mut g);
+    pass.head(&mut g, p);
     g
 }
 
