@@ -1,0 +1,276 @@
+//! The plan's search: every (device, count, layout, formats, engine) the request
+//! allows, each at powers of two up to the largest batch that fits; the cheapest, and
+//! the Pareto front of what meets every target.
+
+use super::{Config, Entry, PlanRequest, Target, Targets, default_weight_formats};
+use crate::dtype::Format;
+use crate::engine::Engine;
+use crate::hardware::Hardware;
+use crate::memory::Parallel;
+use crate::model::ModelConfig;
+use crate::predict::{Evaluator, Predictor, Scenario, resolve_formats};
+use crate::sweep::Point;
+use rayon::prelude::*;
+
+use super::MAX_PLAN_BATCH;
+
+/// One evaluated configuration, compact.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Cand {
+    /// Index of its [`Layout`].
+    pub layout: usize,
+    pub batch: u64,
+    pub max_batch: u64,
+    pub fits: bool,
+    pub ttft_s: f64,
+    pub tpot_s: f64,
+    pub decode_tokens_per_s: f64,
+    pub output_tokens_per_s: f64,
+    pub total_bytes: f64,
+    pub capacity_bytes: f64,
+    pub usd_per_hour: Option<f64>,
+    pub usd_per_million_tokens: Option<f64>,
+}
+
+impl Cand {
+    /// USD per million tokens, infinite without a price.
+    pub fn cost(&self) -> f64 {
+        self.usd_per_million_tokens.unwrap_or(f64::INFINITY)
+    }
+
+    /// Which of [`Target::CHECKED`] it misses.
+    pub fn violations(&self, t: &Targets) -> [bool; 5] {
+        [
+            !self.fits,
+            t.max_ttft_s.is_some_and(|x| self.ttft_s > x),
+            t.max_tpot_s.is_some_and(|x| self.tpot_s > x),
+            t.min_output_tokens_per_s
+                .is_some_and(|x| self.output_tokens_per_s < x),
+            t.max_usd_per_hour
+                .is_some_and(|x| self.usd_per_hour.is_none_or(|p| p > x)),
+        ]
+    }
+
+    /// Fits and meets every target.
+    pub fn meets(&self, t: &Targets) -> bool {
+        !self.violations(t).iter().any(|&v| v)
+    }
+
+    /// Its own value of the quantity a target limits (memory: bytes per device).
+    pub fn value(&self, target: Target) -> Option<f64> {
+        match target {
+            Target::Memory => Some(self.total_bytes),
+            Target::MaxTtft => Some(self.ttft_s),
+            Target::MaxTpot => Some(self.tpot_s),
+            Target::MinThroughput => Some(self.output_tokens_per_s),
+            Target::MaxUsdPerHour | Target::SearchSpace => self.usd_per_hour,
+        }
+    }
+}
+
+/// One (device, count, layout, weights, kv, engine).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Layout<'a> {
+    pub hw: &'a Hardware,
+    pub gpus: u64,
+    pub parallel: Parallel,
+    pub weights: Option<Format>,
+    pub kv: Option<Format>,
+    pub engine: &'a Engine,
+}
+
+impl Layout<'_> {
+    /// The configuration of `c` in this layout, formats resolved for `model`.
+    pub fn config(&self, c: &Cand, model: &ModelConfig) -> Config {
+        let prec = resolve_formats(model, self.weights, self.kv);
+        Config {
+            gpus: self.gpus,
+            gpu: self.hw.id.clone(),
+            parallel: self.parallel,
+            weights: prec.weights,
+            kv: prec.kv,
+            batch: c.batch,
+        }
+    }
+
+    /// The report entry of `c` in this layout.
+    pub fn entry(&self, c: &Cand, model: &ModelConfig, prompt: u64, gen_tokens: u64) -> Entry {
+        let cfg = self.config(c, model);
+        Entry {
+            model: model.id.clone(),
+            gpu: cfg.gpu,
+            gpus: self.gpus,
+            parallel: self.parallel,
+            weights: cfg.weights,
+            kv: cfg.kv,
+            engine: self.engine.id.clone(),
+            batch: c.batch,
+            prompt,
+            gen_tokens,
+            fits: c.fits,
+            ttft_s: c.ttft_s,
+            tpot_s: c.tpot_s,
+            decode_tokens_per_s: c.decode_tokens_per_s,
+            output_tokens_per_s: c.output_tokens_per_s,
+            total_bytes: c.total_bytes,
+            capacity_bytes: c.capacity_bytes,
+            max_batch: c.max_batch,
+            usd_per_hour: c.usd_per_hour,
+            usd_per_million_tokens: c.usd_per_million_tokens,
+        }
+    }
+}
+
+/// Every layout the request asks for: up to a node both tensor and pipeline parallel,
+/// beyond a node pipeline parallel only.
+pub(super) fn layouts<'a>(req: &PlanRequest<'a>) -> Vec<Layout<'a>> {
+    let kv_set = req
+        .kv
+        .clone()
+        .unwrap_or_else(|| vec![None, Some(Format::Fp8)]);
+    let mut layouts = Vec::new();
+    for &hw in &req.devices {
+        let weights = req
+            .weights
+            .clone()
+            .unwrap_or_else(|| default_weight_formats(hw));
+        let per_node = u64::from(hw.devices_per_node.unwrap_or(8)).max(1);
+        for &gpus in &req.gpu_counts {
+            let parallels: &[Parallel] = if gpus == 1 {
+                &[Parallel::Tp]
+            } else if gpus <= per_node {
+                &[Parallel::Tp, Parallel::Pp]
+            } else {
+                &[Parallel::Pp]
+            };
+            for (&parallel, &w, &k, &engine) in product4(parallels, &weights, &kv_set, &req.engines)
+            {
+                layouts.push(Layout {
+                    hw,
+                    gpus,
+                    parallel,
+                    weights: w,
+                    kv: k,
+                    engine,
+                });
+            }
+        }
+    }
+    layouts
+}
+
+/// The cross product of four slices, first slowest.
+fn product4<'s, A, B, C, D>(
+    a: &'s [A],
+    b: &'s [B],
+    c: &'s [C],
+    d: &'s [D],
+) -> impl Iterator<Item = (&'s A, &'s B, &'s C, &'s D)> {
+    a.iter().flat_map(move |x| {
+        b.iter().flat_map(move |y| {
+            c.iter()
+                .flat_map(move |z| d.iter().map(move |w| (x, y, z, w)))
+        })
+    })
+}
+
+/// Predicts every layout at powers of two up to its largest batch that fits (and that
+/// batch); returns the candidates and the number of layouts the model cannot use.
+pub(super) fn evaluate(req: &PlanRequest<'_>, layouts: &[Layout<'_>]) -> (Vec<Cand>, u64) {
+    let results: Vec<Option<Vec<Cand>>> = layouts
+        .par_iter()
+        .enumerate()
+        .map(|(i, l)| evaluate_layout(req, i, l))
+        .collect();
+    let skipped = results.iter().filter(|r| r.is_none()).count() as u64;
+    (results.into_iter().flatten().flatten().collect(), skipped)
+}
+
+fn evaluate_layout(req: &PlanRequest<'_>, i: usize, l: &Layout<'_>) -> Option<Vec<Cand>> {
+    let (prompt, gen_tokens) = (req.prompt, req.gen_tokens);
+    let s = Scenario {
+        batch: 1,
+        prompt,
+        gen_tokens,
+        weights: l.weights,
+        kv: l.kv,
+        gpus: l.gpus,
+        parallel: l.parallel,
+        flash: req.flash,
+        offload: false,
+    };
+    let p = Predictor::new(&req.model, l.hw, l.engine, &s).ok()?;
+    let price = l.hw.price.as_ref().map(|x| x.usd_per_hour * l.gpus as f64);
+    let max_batch = p.max_batch(prompt, gen_tokens);
+    let top = max_batch.clamp(1, MAX_PLAN_BATCH);
+    let mut batches: Vec<u64> =
+        std::iter::successors(Some(1u64), |b| b.checked_mul(2).filter(|&n| n <= top)).collect();
+    if batches.last() != Some(&top) {
+        batches.push(top);
+    }
+    let mut ev = Evaluator::new(&p);
+    let cand = |b: u64| {
+        let pt = Point::new(ev.summary(b, prompt, gen_tokens), b, gen_tokens, price);
+        Cand {
+            layout: i,
+            batch: b,
+            max_batch,
+            fits: pt.fits(),
+            ttft_s: pt.ttft_s,
+            tpot_s: pt.tpot_s,
+            decode_tokens_per_s: pt.decode_tokens_per_s,
+            output_tokens_per_s: pt.output_tokens_per_s,
+            total_bytes: pt.total_bytes(),
+            capacity_bytes: pt.summary.memory.capacity_bytes,
+            usd_per_hour: price,
+            usd_per_million_tokens: pt.usd_per_million_tokens,
+        }
+    };
+    Some(batches.into_iter().map(cand).collect())
+}
+
+/// The cheapest feasible candidate (ties: lower TPOT, fewer devices); without prices,
+/// the most output tokens/s per device.
+pub(super) fn best<'c>(
+    feasible: &[&'c Cand],
+    layouts: &[Layout<'_>],
+    priced: bool,
+) -> Option<&'c Cand> {
+    let gpus = |c: &Cand| layouts[c.layout].gpus as f64;
+    let key = |c: &Cand| {
+        if priced {
+            (c.cost(), c.tpot_s, gpus(c))
+        } else {
+            (-c.output_tokens_per_s / gpus(c), c.tpot_s, gpus(c))
+        }
+    };
+    feasible.iter().copied().min_by(|a, b| {
+        let (ka, kb) = (key(a), key(b));
+        ka.0.total_cmp(&kb.0)
+            .then(ka.1.total_cmp(&kb.1))
+            .then(ka.2.total_cmp(&kb.2))
+    })
+}
+
+/// The Pareto front over (cost, TPOT, -throughput), unknown cost = +inf, cheapest first.
+pub(super) fn pareto<'c>(feasible: &[&'c Cand]) -> Vec<&'c Cand> {
+    let mut sorted = feasible.to_vec();
+    sorted.sort_by(|a, b| {
+        a.cost()
+            .total_cmp(&b.cost())
+            .then(a.tpot_s.total_cmp(&b.tpot_s))
+            .then(b.output_tokens_per_s.total_cmp(&a.output_tokens_per_s))
+    });
+    let mut front: Vec<&Cand> = Vec::new();
+    for c in sorted {
+        let dominated = front.iter().any(|f| {
+            f.cost() <= c.cost()
+                && f.tpot_s <= c.tpot_s
+                && f.output_tokens_per_s >= c.output_tokens_per_s
+        });
+        if !dominated {
+            front.push(c);
+        }
+    }
+    front
+}
