@@ -309,5 +309,9 @@ fn library_plan_counts_and_layouts() {
         p.evaluated, p.feasible,
         "no targets: everything evaluated fits"
     );
-    assert!(p.pareto.iter().all(|e| e.gpus != 16 || e.parallel == ridgeline::memory::Parallel::Pp));
+    assert!(
+        p.pareto
+            .iter()
+            .all(|e| e.gpus != 16 || e.parallel == ridgeline::memory::Parallel::Pp)
+    );
 }

@@ -30,13 +30,15 @@ use crate::hardware::{Hardware, HardwareDb};
 use crate::list::{parse_names, parse_u64_list_in};
 use crate::memory::Parallel;
 use crate::model::{ModelConfig, ModelDb};
-use crate::predict::{Evaluator, GenerationReport, Predictor, Scenario, Summary, resolve_formats};
+use crate::predict::{Evaluator, GenerationReport, Predictor, Scenario, Summary};
 use crate::roofline::Bound;
-use ndarray::{ArrayD, IxDyn};
 use rayon::prelude::*;
 use std::cell::OnceCell;
-use std::io::Write;
 use std::ops::Range;
+
+mod grid;
+pub use crate::report::sweep::WriteOptions;
+pub use grid::{Grid, GridAxes};
 
 /// The swept axes, outermost first: the order of rows and of [`Grid`] dimensions.
 pub const AXES: [&str; 9] = [
@@ -244,7 +246,7 @@ pub struct Stats {
 }
 
 impl Stats {
-    fn add(&mut self, o: Stats) {
+    pub(crate) fn add(&mut self, o: Stats) {
         self.rows += o.rows;
         self.invalid += o.invalid;
         self.not_fitting += o.not_fitting;
@@ -261,7 +263,7 @@ impl Stats {
         }
     }
 
-    fn count(&mut self, r: &Outcome<'_>) {
+    pub(crate) fn count(&mut self, r: &Outcome<'_>) {
         self.rows += 1;
         match r {
             Ok(p) => self.not_fitting += u64::from(!p.fits()),
@@ -271,74 +273,6 @@ impl Stats {
             }
         }
     }
-}
-
-/// How to write a sweep.
-#[derive(Debug, Clone, Copy)]
-pub struct WriteOptions {
-    /// Print progress to stderr after each chunk (the CLI sets this only when stderr is
-    /// a terminal).
-    pub progress: bool,
-    /// Rows per parallel task; a chunk of `4 x threads x` this many rows is in memory
-    /// at once (about 200 bytes a CSV row, 450 a JSON row).
-    pub rows_per_task: usize,
-}
-
-impl Default for WriteOptions {
-    fn default() -> Self {
-        WriteOptions {
-            progress: false,
-            rows_per_task: 8192,
-        }
-    }
-}
-
-/// Labels of a [`Grid`]'s axes (the order of [`AXES`]).
-#[derive(Debug, Clone, PartialEq)]
-pub struct GridAxes {
-    /// Model ids.
-    pub model: Vec<String>,
-    /// Device ids.
-    pub gpu: Vec<String>,
-    /// Device counts.
-    pub gpus: Vec<u64>,
-    /// Batch sizes.
-    pub batch: Vec<u64>,
-    /// Prompt lengths.
-    pub prompt: Vec<u64>,
-    /// Generation lengths.
-    pub gen_tokens: Vec<u64>,
-    /// Weight formats as requested (`native` where the model's own).
-    pub weights: Vec<String>,
-    /// KV formats as requested (`native` for the activation dtype).
-    pub kv: Vec<String>,
-    /// Engine ids.
-    pub engine: Vec<String>,
-}
-
-/// A sweep's results as arrays with one dimension per axis of [`AXES`]
-/// (`[model, gpu, gpus, batch, prompt, gen, weights, kv, engine]`). Invalid
-/// combinations hold `NaN` and `valid = false`.
-#[derive(Debug, Clone)]
-pub struct Grid {
-    /// What each index of each axis stands for.
-    pub axes: GridAxes,
-    /// Time to first token, s.
-    pub ttft_s: ArrayD<f64>,
-    /// Mean time per output token, s.
-    pub tpot_s: ArrayD<f64>,
-    /// batch x gen / decode time.
-    pub decode_tokens_per_s: ArrayD<f64>,
-    /// batch x gen / (TTFT + decode time).
-    pub output_tokens_per_s: ArrayD<f64>,
-    /// Memory per device, bytes.
-    pub total_bytes: ArrayD<f64>,
-    /// USD per million output tokens (`NaN` where the device has no price).
-    pub usd_per_million_tokens: ArrayD<f64>,
-    /// Fits in device memory.
-    pub fits: ArrayD<bool>,
-    /// A valid combination (false: see [`Sweep::for_each`] for the reason).
-    pub valid: ArrayD<bool>,
 }
 
 /// Advances the odometer `ix` (innermost axis last); returns the outermost axis that
@@ -608,394 +542,21 @@ impl<'a> Sweep<'a> {
         }
     }
 
-    /// The constant parts of rows, per (model, gpu) and per (model, weights, kv, engine).
-    fn labels(&self, json: bool) -> Labels {
-        let [nm, nd, _, _, _, _, nw, nk, ne] = self.shape();
-        let quote = |s: &str| {
-            if json {
-                serde_json::to_string(s).unwrap_or_else(|_| "\"?\"".into())
-            } else {
-                csv_field(s)
-            }
-        };
-        let mut head = Vec::with_capacity(nm * nd);
-        let mut middle = Vec::with_capacity(nm * nw * nk * ne);
-        for m in &self.models {
-            for d in &self.devices {
-                head.push(if json {
-                    format!(
-                        "{{\"model\":{},\"gpu\":{},\"gpus\":",
-                        quote(&m.id),
-                        quote(&d.id)
-                    )
-                } else {
-                    format!("{},{},", quote(&m.id), quote(&d.id))
-                });
-            }
-            for &w in &self.weights {
-                for &k in &self.kv {
-                    let p = resolve_formats(m, w, k);
-                    for e in &self.engines {
-                        let (w, k, e, par) = (
-                            quote(&p.weights.name()),
-                            quote(&p.kv.name()),
-                            quote(&e.id),
-                            quote(self.parallel.name()),
-                        );
-                        middle.push(if json {
-                            format!(",\"weights\":{w},\"kv\":{k},\"engine\":{e},\"parallel\":{par},\"fits\":")
-                        } else {
-                            format!(",{w},{k},{e},{par},")
-                        });
-                    }
-                }
-            }
-        }
-        Labels {
-            head,
-            middle,
-            nd,
-            wke: [nw, nk, ne],
-        }
+    /// Streams the sweep as CSV (see [`crate::report::sweep::write_csv`]).
+    pub fn write_csv<W: std::io::Write>(&self, out: W, opts: &WriteOptions) -> Result<Stats> {
+        crate::report::sweep::write_csv(self, out, opts)
     }
 
-    /// Writes `COLUMNS` as a CSV header, then one row per configuration in order.
-    /// Numbers are SI (s, bytes, tokens/s); invalid combinations have empty metrics and
-    /// an `error`. A closed pipe ends the output quietly (`Stats::truncated`).
-    pub fn write_csv<W: Write>(&self, out: W, opts: &WriteOptions) -> Result<Stats> {
-        self.validate()?;
-        let labels = self.labels(false);
-        let mut header = COLUMNS.join(",");
-        header.push('\n');
-        self.write_rows(out, opts, header.as_bytes(), b"", |buf, ix, r| {
-            csv_row(buf, self, &labels, ix, r)
-        })
-    }
-
-    /// Writes `{"rows": [...]}` with one object per configuration in order, keys as
-    /// [`COLUMNS`]; missing values are `null`.
-    pub fn write_json<W: Write>(&self, out: W, opts: &WriteOptions) -> Result<Stats> {
-        self.validate()?;
-        let labels = self.labels(true);
-        self.write_rows(out, opts, b"{\"rows\": [\n", b"\n]}\n", |buf, ix, r| {
-            if ix.iter().any(|&i| i != 0) {
-                buf.extend_from_slice(b",\n");
-            }
-            json_row(buf, self, &labels, ix, r)
-        })
-    }
-
-    fn write_rows<W: Write>(
-        &self,
-        mut out: W,
-        opts: &WriteOptions,
-        header: &[u8],
-        footer: &[u8],
-        row: impl Fn(&mut Vec<u8>, &[usize; 9], &Outcome<'_>) + Sync,
-    ) -> Result<Stats> {
-        let total = self.len();
-        let mut stats = Stats::default();
-        let mut failure: Option<std::io::Error> = None;
-        let mut last_progress = std::time::Instant::now();
-        let write = |out: &mut W, bytes: &[u8], failure: &mut Option<std::io::Error>| {
-            if failure.is_none()
-                && let Err(e) = out.write_all(bytes)
-            {
-                *failure = Some(e);
-            }
-            failure.is_none()
-        };
-        write(&mut out, header, &mut failure);
-        // text buffers go back to a pool once written: fresh ones would page-fault in
-        let pool = std::sync::Mutex::new(Vec::<Vec<u8>>::new());
-        let take = || {
-            let mut b = pool
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .pop()
-                .unwrap_or_default();
-            b.clear();
-            b
-        };
-        self.run_chunked(
-            opts.rows_per_task,
-            |range| {
-                let mut buf = take();
-                buf.reserve(range.len() * 256);
-                let mut st = Stats::default();
-                self.for_each(range, |ix, r| {
-                    row(&mut buf, ix, &r);
-                    st.count(&r);
-                });
-                (buf, st)
-            },
-            |(buf, st)| {
-                stats.add(st);
-                let ok = write(&mut out, &buf, &mut failure);
-                pool.lock().unwrap_or_else(|e| e.into_inner()).push(buf);
-                if ok && opts.progress && last_progress.elapsed().as_millis() >= 200 {
-                    last_progress = std::time::Instant::now();
-                    eprint!(
-                        "\rsweep: {} of {} configurations ({:.0}%)",
-                        stats.rows,
-                        total,
-                        stats.rows as f64 * 100.0 / total.max(1) as f64
-                    );
-                }
-                ok
-            },
-        );
-        if opts.progress {
-            eprint!("\r\x1b[K");
-        }
-        write(&mut out, footer, &mut failure);
-        if failure.is_none()
-            && let Err(e) = out.flush()
-        {
-            failure = Some(e);
-        }
-        match failure {
-            None => Ok(stats),
-            Some(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
-                stats.truncated = true;
-                Ok(stats)
-            }
-            Some(e) => Err(Error::write("sweep output", e)),
-        }
-    }
-
-    /// Evaluates every configuration into arrays indexed by the axes (see [`Grid`]), in
-    /// parallel. At most [`MAX_GRID_CELLS`] configurations.
-    ///
-    /// ```
-    /// use ridgeline::prelude::*;
-    /// use ridgeline::sweep::{Sweep, SweepLists};
-    ///
-    /// let lists = SweepLists {
-    ///     model: "llama-3-8b",
-    ///     gpu: "h100,a100",
-    ///     batch: "1..64:x2",
-    ///     prompt: "512,2048",
-    ///     ..SweepLists::default()
-    /// };
-    /// let (hw, engines) = (HardwareDb::builtin()?, EngineDb::builtin()?);
-    /// let grid = Sweep::from_lists(&lists, hw, engines)?.grid()?;
-    /// assert_eq!(grid.tpot_s.shape(), &[1, 2, 1, 7, 2, 1, 1, 1, 1]);
-    /// // the H100 (index 0) decodes faster than the A100 at every batch and prompt
-    /// let (h100, a100) = (grid.tpot_s.index_axis(ndarray::Axis(1), 0), grid.tpot_s.index_axis(ndarray::Axis(1), 1));
-    /// assert!(h100.iter().zip(a100.iter()).all(|(h, a)| h < a));
-    /// # Ok::<(), ridgeline::Error>(())
-    /// ```
-    pub fn grid(&self) -> Result<Grid> {
-        self.validate()?;
-        let n = self.len();
-        if n > MAX_GRID_CELLS {
-            return Err(Error::invalid(
-                "sweep",
-                format!(
-                    "{n} configurations are more than the {MAX_GRID_CELLS} a grid holds in memory; stream them with write_csv or for_each"
-                ),
-            ));
-        }
-        const PER: usize = 4096;
-        let nan = || vec![f64::NAN; n];
-        let (mut ttft, mut tpot, mut dec, mut out, mut bytes, mut usd) =
-            (nan(), nan(), nan(), nan(), nan(), nan());
-        let (mut fits, mut valid) = (vec![false; n], vec![false; n]);
-        (
-            ttft.par_chunks_mut(PER),
-            tpot.par_chunks_mut(PER),
-            dec.par_chunks_mut(PER),
-            out.par_chunks_mut(PER),
-            bytes.par_chunks_mut(PER),
-            usd.par_chunks_mut(PER),
-            fits.par_chunks_mut(PER),
-            valid.par_chunks_mut(PER),
-        )
-            .into_par_iter()
-            .enumerate()
-            .for_each(|(j, (a, b, c, d, e, u, f, v))| {
-                let start = j * PER;
-                let mut i = 0;
-                self.for_each(start..start + a.len(), |_, r| {
-                    if let Ok(p) = r {
-                        a[i] = p.ttft_s;
-                        b[i] = p.tpot_s;
-                        c[i] = p.decode_tokens_per_s;
-                        d[i] = p.output_tokens_per_s;
-                        e[i] = p.total_bytes();
-                        u[i] = p.usd_per_million_tokens.unwrap_or(f64::NAN);
-                        f[i] = p.fits();
-                        v[i] = true;
-                    }
-                    i += 1;
-                });
-            });
-        let shape = IxDyn(&self.shape());
-        let arr = |v: Vec<f64>| {
-            ArrayD::from_shape_vec(shape.clone(), v).map_err(|e| Error::internal("sweep grid", e))
-        };
-        let arr_b = |v: Vec<bool>| {
-            ArrayD::from_shape_vec(shape.clone(), v).map_err(|e| Error::internal("sweep grid", e))
-        };
-        let fmt_name = |f: &Option<Format>| f.map_or("native".to_string(), |f| f.name());
-        Ok(Grid {
-            axes: GridAxes {
-                model: self.models.iter().map(|m| m.id.clone()).collect(),
-                gpu: self.devices.iter().map(|d| d.id.clone()).collect(),
-                gpus: self.gpus.clone(),
-                batch: self.batch.clone(),
-                prompt: self.prompt.clone(),
-                gen_tokens: self.gen_tokens.clone(),
-                weights: self.weights.iter().map(fmt_name).collect(),
-                kv: self.kv.iter().map(fmt_name).collect(),
-                engine: self.engines.iter().map(|e| e.id.clone()).collect(),
-            },
-            ttft_s: arr(ttft)?,
-            tpot_s: arr(tpot)?,
-            decode_tokens_per_s: arr(dec)?,
-            output_tokens_per_s: arr(out)?,
-            total_bytes: arr(bytes)?,
-            usd_per_million_tokens: arr(usd)?,
-            fits: arr_b(fits)?,
-            valid: arr_b(valid)?,
-        })
-    }
-}
-
-/// The constant text of rows: `head[m * nd + d]` holds model and gpu,
-/// `middle[((m * nw + w) * nk + k) * ne + e]` holds weights, kv, engine, parallel.
-struct Labels {
-    head: Vec<String>,
-    middle: Vec<String>,
-    nd: usize,
-    wke: [usize; 3],
-}
-
-impl Labels {
-    #[inline]
-    fn head(&self, ix: &[usize; 9]) -> &[u8] {
-        self.head[ix[0] * self.nd + ix[1]].as_bytes()
-    }
-
-    #[inline]
-    fn middle(&self, ix: &[usize; 9]) -> &[u8] {
-        let [nw, nk, ne] = self.wke;
-        self.middle[((ix[0] * nw + ix[6]) * nk + ix[7]) * ne + ix[8]].as_bytes()
-    }
-}
-
-/// Quotes a CSV field when it holds a comma, quote or line break (RFC 4180).
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
-}
-
-#[inline]
-fn put_u64(buf: &mut Vec<u8>, v: u64) {
-    buf.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
-}
-
-/// Shortest round-trip decimal (zmij); `missing` for NaN and infinities.
-#[inline]
-fn put_f64(buf: &mut Vec<u8>, v: f64, missing: &[u8]) {
-    if v.is_finite() {
-        buf.extend_from_slice(zmij::Buffer::new().format_finite(v).as_bytes());
-    } else {
-        buf.extend_from_slice(missing);
-    }
-}
-
-fn csv_row(buf: &mut Vec<u8>, s: &Sweep<'_>, l: &Labels, ix: &[usize; 9], r: &Outcome<'_>) {
-    buf.extend_from_slice(l.head(ix));
-    put_u64(buf, s.gpus[ix[2]]);
-    buf.push(b',');
-    put_u64(buf, s.batch[ix[3]]);
-    buf.push(b',');
-    put_u64(buf, s.prompt[ix[4]]);
-    buf.push(b',');
-    put_u64(buf, s.gen_tokens[ix[5]]);
-    buf.extend_from_slice(l.middle(ix));
-    match r {
-        Ok(p) => {
-            buf.extend_from_slice(if p.fits() { b"true" } else { b"false" });
-            for v in [
-                p.ttft_s,
-                p.tpot_s,
-                p.decode_tokens_per_s,
-                p.output_tokens_per_s,
-                p.total_bytes(),
-                p.summary.memory.capacity_bytes,
-            ] {
-                buf.push(b',');
-                put_f64(buf, v, b"");
-            }
-            buf.push(b',');
-            buf.extend_from_slice(p.decode_bound().name().as_bytes());
-            buf.push(b',');
-            put_f64(buf, p.usd_per_million_tokens.unwrap_or(f64::NAN), b"");
-            buf.extend_from_slice(b",\n");
-        }
-        Err(e) => {
-            buf.extend_from_slice(b"false,,,,,,,,,");
-            buf.extend_from_slice(csv_field(&e.to_string()).as_bytes());
-            buf.push(b'\n');
-        }
-    }
-}
-
-fn json_row(buf: &mut Vec<u8>, s: &Sweep<'_>, l: &Labels, ix: &[usize; 9], r: &Outcome<'_>) {
-    buf.extend_from_slice(l.head(ix));
-    put_u64(buf, s.gpus[ix[2]]);
-    buf.extend_from_slice(b",\"batch\":");
-    put_u64(buf, s.batch[ix[3]]);
-    buf.extend_from_slice(b",\"prompt\":");
-    put_u64(buf, s.prompt[ix[4]]);
-    buf.extend_from_slice(b",\"gen\":");
-    put_u64(buf, s.gen_tokens[ix[5]]);
-    buf.extend_from_slice(l.middle(ix));
-    match r {
-        Ok(p) => {
-            buf.extend_from_slice(if p.fits() { b"true" } else { b"false" });
-            for (key, v) in [
-                (&b",\"ttft_s\":"[..], p.ttft_s),
-                (b",\"tpot_s\":", p.tpot_s),
-                (b",\"decode_tokens_per_s\":", p.decode_tokens_per_s),
-                (b",\"output_tokens_per_s\":", p.output_tokens_per_s),
-                (b",\"total_bytes\":", p.total_bytes()),
-                (b",\"capacity_bytes\":", p.summary.memory.capacity_bytes),
-            ] {
-                buf.extend_from_slice(key);
-                put_f64(buf, v, b"null");
-            }
-            buf.extend_from_slice(b",\"decode_bound\":\"");
-            buf.extend_from_slice(p.decode_bound().name().as_bytes());
-            buf.extend_from_slice(b"\",\"usd_per_million_tokens\":");
-            put_f64(buf, p.usd_per_million_tokens.unwrap_or(f64::NAN), b"null");
-            buf.extend_from_slice(b",\"error\":null}");
-        }
-        Err(e) => {
-            buf.extend_from_slice(
-                b"false,\"ttft_s\":null,\"tpot_s\":null,\"decode_tokens_per_s\":null,\
-                  \"output_tokens_per_s\":null,\"total_bytes\":null,\"capacity_bytes\":null,\
-                  \"decode_bound\":null,\"usd_per_million_tokens\":null,\"error\":",
-            );
-            buf.extend_from_slice(
-                serde_json::to_string(&e.to_string())
-                    .unwrap_or_else(|_| "\"?\"".into())
-                    .as_bytes(),
-            );
-            buf.push(b'}');
-        }
+    /// Streams the sweep as one JSON document (see [`crate::report::sweep::write_json`]).
+    pub fn write_json<W: std::io::Write>(&self, out: W, opts: &WriteOptions) -> Result<Stats> {
+        crate::report::sweep::write_json(self, out, opts)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Write;
 
     fn small<'a>(hw: &'a HardwareDb, en: &'a EngineDb) -> Sweep<'a> {
         Sweep::from_lists(
