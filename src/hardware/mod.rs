@@ -521,6 +521,19 @@ impl HardwareDb {
         }
     }
 
+    /// Devices named in a comma-separated list (ids or aliases), each resolved (unknown
+    /// names with suggestions), duplicates dropped, in the order given.
+    pub fn get_list(&self, list: &str) -> Result<Vec<&Hardware>> {
+        let mut out: Vec<&Hardware> = Vec::new();
+        for name in crate::list::parse_names("gpu", list)? {
+            let hw = self.get(&name)?;
+            if !out.iter().any(|o| o.id == hw.id) {
+                out.push(hw);
+            }
+        }
+        Ok(out)
+    }
+
     /// Reads a user's TOML file (same schema as `data/hardware/*.toml`) and adds it.
     pub fn load_file(&mut self, path: &std::path::Path) -> Result<&Hardware> {
         let text = crate::files::read_text(path)?;

@@ -1,0 +1,510 @@
+//! The command line's shape: clap structs with the shared option groups flattened,
+//! kinds parsed by their library types, ranges checked by the parser, and the
+//! conversions from arguments to the library's request types. No calculation here.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use ridgeline::Result;
+use ridgeline::dtype::Format;
+use ridgeline::memory::Parallel;
+use ridgeline::predict::{MAX_COUNT, Scenario};
+use ridgeline::train::{Method, Offload, Optimizer, Recompute, TrainConfig, TrainPrecision};
+use std::path::PathBuf;
+
+/// Most devices a layout may have (the library's own limit).
+const MAX_DEVICES: u64 = 1_000_000;
+
+#[derive(Parser)]
+#[command(
+    name = "ridgeline",
+    version,
+    about = "Will it fit, and how fast will it run? LLM rooflines for GPUs."
+)]
+pub struct Cli {
+    /// Print exactly one JSON document on stdout.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// Extra hardware definitions (TOML, same schema as data/hardware/*.toml).
+    #[arg(long = "hardware-file", global = true, value_name = "FILE")]
+    pub hardware_files: Vec<PathBuf>,
+    /// Extra engine profiles (TOML, same schema as data/engines.toml).
+    #[arg(long = "engine-file", global = true, value_name = "FILE")]
+    pub engine_files: Vec<PathBuf>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// List devices, or `hardware show ID` for one device with sources.
+    Hardware {
+        #[command(subcommand)]
+        action: Option<HardwareAction>,
+    },
+    /// List bundled models with parameter counts.
+    Models,
+    /// Predict memory, TTFT, per-token latency and tokens/s for one configuration.
+    Predict {
+        #[command(flatten)]
+        args: PredictArgs,
+        /// Print a Markdown report instead of text.
+        #[arg(long)]
+        markdown: bool,
+        /// Print only the planning limits: the largest batch that fits at this prompt
+        /// and gen, and the longest context that fits at this batch.
+        #[arg(long)]
+        max: bool,
+        /// Also write a chart (SVG) to FILE; --chart picks which.
+        #[arg(long, value_name = "FILE")]
+        svg: Option<PathBuf>,
+        /// Chart for --svg: decode throughput and latency vs batch (the default), the
+        /// roofline with the model's ops, or memory per weight format.
+        #[arg(long, value_enum, requires = "svg")]
+        chart: Option<ChartArg>,
+    },
+    /// Plain-language report: what binds, why, and what would help.
+    Explain {
+        #[command(flatten)]
+        args: PredictArgs,
+        /// Also write the roofline chart (ops placed on the device's roofs) as SVG.
+        #[arg(long, value_name = "FILE.svg")]
+        svg: Option<PathBuf>,
+    },
+    /// Evaluate every combination of LISTs in parallel; CSV rows (default) or --json.
+    ///
+    /// LIST: comma-separated values and inclusive ranges, mixed freely: `1,2,4`, `1..64`,
+    /// `128..8192:x2` (geometric), `0..1000:+50` (arithmetic). Rows come in the order
+    /// model, gpu, gpus, batch, prompt, gen, weights, kv, engine (outermost first); a
+    /// combination that cannot be laid out is a row with an `error` column, and a count of
+    /// them goes to stderr.
+    Sweep {
+        #[command(flatten)]
+        args: SweepArgs,
+    },
+    /// Cheapest configuration meeting latency/throughput targets, and the Pareto front.
+    ///
+    /// Searches devices (default: those with a price), counts 1, 2, 4, 8 (tp or pp) and
+    /// 16, 32 (pp), weight and KV formats and batch sizes; ranks by USD per million output
+    /// tokens (price x gpus / output tokens per hour) and says which target binds.
+    Plan {
+        #[command(flatten)]
+        args: PlanArgs,
+    },
+    /// Training: memory per device and step time (ZeRO, 3D parallelism, LoRA/QLoRA).
+    Train {
+        #[command(flatten)]
+        args: TrainArgs,
+        /// Also write a chart of memory per device at ZeRO stages 0-3 (SVG).
+        #[arg(long, value_name = "FILE.svg")]
+        svg: Option<PathBuf>,
+    },
+    /// Fit engine efficiency factors to published measurements (CSV) and report errors.
+    Calibrate {
+        /// Measurements CSV (columns id,kind,gpu,num_gpus,model,precision,batch,
+        /// prompt_len,gen_len,framework,metric,value,unit,source_url_or_repo_path,notes).
+        #[arg(long, value_name = "FILE.csv")]
+        measurements: PathBuf,
+        /// Fit only this engine (default: every engine with rows, and typical).
+        #[arg(long)]
+        engine: Option<String>,
+        /// Write the fitted engines to an engines TOML (load it with --engine-file).
+        #[arg(long, value_name = "FILE.toml")]
+        save: Option<PathBuf>,
+    },
+    /// Roofline chart (SVG) of the model's ops on one or more devices (--gpu G,G2,...).
+    Roofline {
+        #[command(flatten)]
+        args: PredictArgs,
+        /// Output SVG file (`-` for stdout).
+        #[arg(long, value_name = "FILE.svg")]
+        out: PathBuf,
+        /// Draw the host-link and scale-up-link slopes (by default: the host link with
+        /// --offload cpu, the scale-up link with --gpus > 1).
+        #[arg(long)]
+        links: bool,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum HardwareAction {
+    /// One device with every number and its sources.
+    Show {
+        /// Device id or alias (e.g. h100, a100-80gb-sxm, 4090).
+        id: String,
+    },
+}
+
+/// The chart `predict --svg` writes.
+#[derive(ValueEnum, Clone, Copy, PartialEq, Eq)]
+pub enum ChartArg {
+    /// Decode throughput and latency against batch.
+    Throughput,
+    /// The roofline with the model's ops.
+    Roofline,
+    /// Memory per device by weight format.
+    Memory,
+}
+
+/// Whether weights that do not fit stream from host memory.
+#[derive(ValueEnum, Clone, Copy, PartialEq, Eq)]
+pub enum OffloadArg {
+    /// Everything in device memory.
+    None,
+    /// Weights that do not fit stream over the host link every pass.
+    Cpu,
+}
+
+/// Options shared by predict, explain and roofline.
+#[derive(Args, Clone)]
+pub struct PredictArgs {
+    /// Model id (see `ridgeline models`) or path to a Hugging Face config.json.
+    #[arg(long)]
+    pub model: String,
+    /// Device id or alias (see `ridgeline hardware`).
+    #[arg(long)]
+    pub gpu: String,
+    /// Number of devices.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=MAX_DEVICES))]
+    pub gpus: u64,
+    /// How devices split the model.
+    #[arg(long, value_enum, default_value_t = Parallel::Tp)]
+    pub parallel: Parallel,
+    /// Concurrent sequences.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=MAX_COUNT))]
+    pub batch: u64,
+    /// Prompt tokens per sequence.
+    #[arg(long, default_value_t = 512, value_parser = clap::value_parser!(u64).range(0..=MAX_COUNT))]
+    pub prompt: u64,
+    /// Generated tokens per sequence.
+    #[arg(long = "gen", default_value_t = 128, value_parser = clap::value_parser!(u64).range(0..=MAX_COUNT))]
+    pub gen_tokens: u64,
+    /// Weight format: fp32, fp16, bf16, fp8, int8, int4, q8_0, q4_0, q4_k_m, q5_k_m, q6_k,
+    /// nf4, awq-int4, gptq-int4, bpw:N (default: the model's native dtype).
+    #[arg(long, value_parser = Format::parse)]
+    pub weights: Option<Format>,
+    /// KV-cache format (default: the activation dtype).
+    #[arg(long, value_parser = Format::parse)]
+    pub kv: Option<Format>,
+    /// Efficiency profile: ideal, typical, llama.cpp, vllm, trt-llm, sglang, gpt-fast,
+    /// lmdeploy, mlc, exllamav2, hf.
+    #[arg(long, default_value = "typical")]
+    pub engine: String,
+    /// Fused (flash) attention (the default).
+    #[arg(long, overrides_with = "no_flash")]
+    pub flash: bool,
+    /// Naive attention that materializes the score matrix.
+    #[arg(long = "no-flash")]
+    pub no_flash: bool,
+    /// Stream weights that do not fit from host memory over PCIe.
+    #[arg(long, value_enum, default_value_t = OffloadArg::None)]
+    pub offload: OffloadArg,
+}
+
+impl PredictArgs {
+    /// The library's scenario.
+    pub fn scenario(&self) -> Scenario {
+        Scenario {
+            batch: self.batch,
+            prompt: self.prompt,
+            gen_tokens: self.gen_tokens,
+            weights: self.weights,
+            kv: self.kv,
+            gpus: self.gpus,
+            parallel: self.parallel,
+            flash: !self.no_flash,
+            offload: self.offload == OffloadArg::Cpu,
+        }
+    }
+}
+
+/// Options of `ridgeline train`.
+#[derive(Args, Clone)]
+pub struct TrainArgs {
+    /// Model id (see `ridgeline models`) or path to a Hugging Face config.json.
+    #[arg(long)]
+    pub model: String,
+    /// Device id or alias (see `ridgeline hardware`).
+    #[arg(long)]
+    pub gpu: String,
+    /// Number of devices (tp x pp x dp).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    pub gpus: u64,
+    /// Tensor-parallel degree.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    pub tp: u64,
+    /// Pipeline-parallel degree.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    pub pp: u64,
+    /// ZeRO stage: 0, 1 (optimizer states sharded), 2 (+ gradients), 3 (+ weights).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=3))]
+    pub zero: u8,
+    /// Sequences per micro-batch per data-parallel rank.
+    #[arg(long = "micro-batch", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
+    pub micro_batch: u64,
+    /// Sequences per optimizer step (default: micro-batch x dp, x 4pp with pipelining).
+    #[arg(long = "global-batch", value_parser = clap::value_parser!(u64).range(1..))]
+    pub global_batch: Option<u64>,
+    /// Tokens per sequence.
+    #[arg(long, default_value_t = 2048, value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
+    pub seq: u64,
+    /// full, lora or qlora.
+    #[arg(long, default_value = "full", value_parser = Method::parse)]
+    pub method: Method,
+    /// LoRA rank (adapters on q and v).
+    #[arg(long = "lora-rank", default_value_t = 8, value_parser = clap::value_parser!(u64).range(1..))]
+    pub lora_rank: u64,
+    /// Activation recomputation: none, selective, full.
+    #[arg(long, default_value = "none", value_parser = Recompute::parse)]
+    pub recompute: Recompute,
+    /// Mixed precision: bf16, fp16, fp8.
+    #[arg(long, default_value = "bf16", value_parser = TrainPrecision::parse)]
+    pub precision: TrainPrecision,
+    /// Optimizer: adamw, sgd, adafactor.
+    #[arg(long, default_value = "adamw", value_parser = Optimizer::parse)]
+    pub optimizer: Optimizer,
+    /// Optimizer states in host memory: none, cpu.
+    #[arg(long, default_value = "none", value_parser = Offload::parse)]
+    pub offload: Offload,
+    /// Interleaved pipeline: model chunks per device.
+    #[arg(long = "virtual-stages", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    pub virtual_stages: u64,
+    /// Inter-node network bandwidth per GPU, bytes/s (400 Gb/s InfiniBand = 50e9).
+    #[arg(long = "inter-node-bw", allow_negative_numbers = true, default_value_t = ridgeline::train::DEFAULT_INTER_NODE_BYTES_PER_S)]
+    pub inter_node_bw: f64,
+    /// Naive attention that materializes the score matrix.
+    #[arg(long = "no-flash")]
+    pub no_flash: bool,
+    /// Tensor parallelism without sequence parallelism.
+    #[arg(long = "no-sequence-parallel")]
+    pub no_sequence_parallel: bool,
+}
+
+impl TrainArgs {
+    /// The library's training configuration.
+    pub fn config(&self) -> TrainConfig {
+        TrainConfig {
+            gpus: self.gpus,
+            tp: self.tp,
+            pp: self.pp,
+            zero: self.zero,
+            micro_batch: self.micro_batch,
+            global_batch: self.global_batch,
+            seq: self.seq,
+            method: self.method,
+            lora_rank: self.lora_rank,
+            recompute: self.recompute,
+            precision: self.precision,
+            optimizer: self.optimizer,
+            offload: self.offload,
+            sequence_parallel: !self.no_sequence_parallel,
+            flash: !self.no_flash,
+            virtual_stages: self.virtual_stages,
+            inter_node_bytes_per_s: self.inter_node_bw,
+            ..TrainConfig::default()
+        }
+    }
+}
+
+/// Options of `ridgeline sweep`: every LIST takes `1,2,4`, `1..64`, `128..8192:x2`,
+/// `0..1000:+50`, mixed freely.
+#[derive(Args, Clone)]
+pub struct SweepArgs {
+    /// Model ids or config.json paths, comma-separated.
+    #[arg(long)]
+    pub model: String,
+    /// Device ids or aliases, comma-separated.
+    #[arg(long)]
+    pub gpu: String,
+    /// Device counts (LIST).
+    #[arg(long, default_value = "1")]
+    pub gpus: String,
+    /// How devices split the model.
+    #[arg(long, value_enum, default_value_t = Parallel::Tp)]
+    pub parallel: Parallel,
+    /// Concurrent sequences (LIST).
+    #[arg(long, default_value = "1")]
+    pub batch: String,
+    /// Prompt tokens per sequence (LIST).
+    #[arg(long, default_value = "512")]
+    pub prompt: String,
+    /// Generated tokens per sequence (LIST).
+    #[arg(long = "gen", default_value = "128")]
+    pub gen_tokens: String,
+    /// Weight formats, comma-separated; `native` is each model's own dtype.
+    #[arg(long, default_value = "native")]
+    pub weights: String,
+    /// KV-cache formats, comma-separated; `native` is the activation dtype.
+    #[arg(long, default_value = "native")]
+    pub kv: String,
+    /// Engines, comma-separated.
+    #[arg(long, default_value = "typical")]
+    pub engine: String,
+    /// Fused (flash) attention (the default).
+    #[arg(long, overrides_with = "no_flash")]
+    pub flash: bool,
+    /// Naive attention that materializes the score matrix.
+    #[arg(long = "no-flash")]
+    pub no_flash: bool,
+    /// CSV rows (the default; --json for `{"rows": [...]}`).
+    #[arg(long)]
+    pub csv: bool,
+    /// Write to FILE instead of stdout.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+}
+
+impl SweepArgs {
+    /// The LIST strings as the library takes them.
+    pub fn lists(&self) -> ridgeline::sweep::SweepLists<'_> {
+        ridgeline::sweep::SweepLists {
+            model: &self.model,
+            gpu: &self.gpu,
+            gpus: &self.gpus,
+            batch: &self.batch,
+            prompt: &self.prompt,
+            gen_tokens: &self.gen_tokens,
+            weights: &self.weights,
+            kv: &self.kv,
+            engine: &self.engine,
+            parallel: self.parallel,
+            flash: !self.no_flash,
+        }
+    }
+}
+
+/// A target in milliseconds on the command line: finite and > 0.
+fn positive(s: &str) -> std::result::Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number"))?;
+    if v.is_finite() && v > 0.0 {
+        Ok(v)
+    } else {
+        Err(format!("must be a finite number > 0, got {s}"))
+    }
+}
+
+/// Options of `ridgeline plan`.
+#[derive(Args, Clone)]
+pub struct PlanArgs {
+    /// Model id or path to a Hugging Face config.json.
+    #[arg(long)]
+    pub model: String,
+    /// Devices to consider, comma-separated, or `all` (default: every device with a price).
+    #[arg(long)]
+    pub gpu: Option<String>,
+    /// Device counts to consider (LIST; default 1,2,4,8,16,32).
+    #[arg(long)]
+    pub gpus: Option<String>,
+    /// Prompt tokens per request.
+    #[arg(long, default_value_t = 512, value_parser = clap::value_parser!(u64).range(0..=MAX_COUNT))]
+    pub prompt: u64,
+    /// Generated tokens per request.
+    #[arg(long = "gen", default_value_t = 128, value_parser = clap::value_parser!(u64).range(1..=MAX_COUNT))]
+    pub gen_tokens: u64,
+    /// Largest acceptable time to first token, ms.
+    #[arg(long = "max-ttft-ms", value_parser = positive, allow_negative_numbers = true)]
+    pub max_ttft_ms: Option<f64>,
+    /// Largest acceptable mean time per output token, ms.
+    #[arg(long = "max-tpot-ms", value_parser = positive, allow_negative_numbers = true)]
+    pub max_tpot_ms: Option<f64>,
+    /// Smallest acceptable output tokens/s of one replica (all its devices together).
+    #[arg(long = "min-throughput", value_parser = positive, allow_negative_numbers = true)]
+    pub min_throughput: Option<f64>,
+    /// Largest acceptable price of one replica, USD per hour.
+    #[arg(long = "budget-usd-per-hour", value_parser = positive, allow_negative_numbers = true)]
+    pub budget_usd_per_hour: Option<f64>,
+    /// Weight formats to consider, comma-separated (`native` for the model's own;
+    /// default: native, fp8 and int8 where the device has those peaks, q8_0, awq-int4).
+    #[arg(long)]
+    pub weights: Option<String>,
+    /// KV formats to consider, comma-separated (default: native,fp8).
+    #[arg(long)]
+    pub kv: Option<String>,
+    /// Engines to consider, comma-separated.
+    #[arg(long, default_value = "typical")]
+    pub engine: String,
+    /// Naive attention that materializes the score matrix.
+    #[arg(long = "no-flash")]
+    pub no_flash: bool,
+}
+
+impl PlanArgs {
+    /// The targets in SI units.
+    pub fn targets(&self) -> ridgeline::plan::Targets {
+        ridgeline::plan::Targets {
+            max_ttft_s: self.max_ttft_ms.map(|x| x / 1e3),
+            max_tpot_s: self.max_tpot_ms.map(|x| x / 1e3),
+            min_output_tokens_per_s: self.min_throughput,
+            max_usd_per_hour: self.budget_usd_per_hour,
+        }
+    }
+}
+
+/// A comma-separated format list; `native` (or `auto`, `default`) is the model's own.
+pub fn format_list(field: &str, text: &str) -> Result<Vec<Option<Format>>> {
+    ridgeline::list::parse_names(field, text)?
+        .iter()
+        .map(|f| match f.to_ascii_lowercase().as_str() {
+            "native" | "auto" | "default" => Ok(None),
+            _ => Format::parse(f).map(Some),
+        })
+        .collect()
+}
+
+/// The command-line flag for a library field name (`gen_tokens` -> `--gen`); `None`
+/// for names that are not options (config.json keys, data-file keys).
+pub fn flag_of(field: &str) -> Option<String> {
+    let flag = match field {
+        "gen_tokens" | "gen" => "--gen",
+        "gpu_counts" => "--gpus",
+        "inter_node_bytes_per_s" => "--inter-node-bw",
+        "max_ttft_s" => "--max-ttft-ms",
+        "max_tpot_s" => "--max-tpot-ms",
+        "min_output_tokens_per_s" => "--min-throughput",
+        "max_usd_per_hour" => "--budget-usd-per-hour",
+        "model" | "gpu" | "gpus" | "batch" | "prompt" | "weights" | "kv" | "engine"
+        | "parallel" | "tp" | "pp" | "zero" | "micro_batch" | "global_batch" | "seq"
+        | "lora_rank" | "virtual_stages" | "offload" | "method" | "recompute" | "precision"
+        | "optimizer" | "measurements" => {
+            return Some(format!("--{}", field.replace('_', "-")));
+        }
+        _ => return None,
+    };
+    Some(flag.to_string())
+}
+
+/// Parses the command line. Help and version print as usual; any other error is one
+/// line on stderr (clap's message with its hints joined) and exit status 2.
+pub fn parse() -> Cli {
+    use clap::error::ErrorKind;
+    match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => match e.kind() {
+            ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => e.exit(),
+            _ => {
+                eprintln!("{}", one_line(&e.to_string()));
+                std::process::exit(2);
+            }
+        },
+    }
+}
+
+/// clap's multi-line message as one line: its lines up to the usage, joined by "; ".
+fn one_line(message: &str) -> String {
+    let mut out = String::new();
+    let lines = message
+        .lines()
+        .map(str::trim)
+        .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+        .filter(|l| !l.is_empty());
+    for l in lines {
+        if !out.is_empty() {
+            out.push_str(if out.ends_with(':') { " " } else { "; " });
+        }
+        out.push_str(l);
+    }
+    out
+}
