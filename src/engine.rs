@@ -265,7 +265,7 @@ impl EngineDb {
 
     /// Adds or replaces engines from a user's TOML file.
     pub fn load_file(&mut self, path: &std::path::Path) -> Result<()> {
-        let text = crate::files::read_text(path)?;
+        let text = crate::files::read_document(path)?;
         let other = EngineDb::from_toml(&text, &path.display().to_string())?;
         for e in other.engines {
             self.engines.retain(|x| x.id != e.id);

@@ -1,10 +1,229 @@
-//! Reading the user's input files: one function, so every file the library reads gets
-//! the same checks and the same error.
+//! Reading the user's input files and writing the user's output files: one home for
+//! each, so every file gets the same checks and the same errors.
+//!
+//! - Inputs must be regular files (a FIFO would block forever, `/dev/zero` would grow
+//!   without end) and no larger than a limit per kind of file.
+//! - Outputs are written to a temporary file in the target's folder and renamed into
+//!   place when complete: an interrupted or failed write leaves the old file as it was
+//!   and no temporary file behind ([`write_atomic`], [`AtomicFile`]).
 
 use crate::error::{Error, Result};
-use std::path::Path;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
-/// Reads a whole text file; a failure is [`Error::Read`] naming the path.
+/// Largest `config.json`, hardware or engine TOML accepted: 4 MiB (the largest
+/// Hugging Face config is a few tens of kB).
+pub const MAX_DOCUMENT_BYTES: u64 = 4 << 20;
+
+/// Largest measurement CSV (or any other text input) accepted: 256 MiB (about a
+/// million rows).
+pub const MAX_TEXT_BYTES: u64 = 256 << 20;
+
+/// Reads a whole text file of at most [`MAX_TEXT_BYTES`].
 pub fn read_text(path: &Path) -> Result<String> {
-    std::fs::read_to_string(path).map_err(|e| Error::read(path, e))
+    read_limited(path, MAX_TEXT_BYTES)
+}
+
+/// Reads a document (config.json, TOML) of at most [`MAX_DOCUMENT_BYTES`].
+pub fn read_document(path: &Path) -> Result<String> {
+    read_limited(path, MAX_DOCUMENT_BYTES)
+}
+
+/// Reads a regular file of at most `limit` bytes as UTF-8 (a leading byte-order mark
+/// is dropped); every failure is [`Error::Read`] naming the path.
+pub fn read_limited(path: &Path, limit: u64) -> Result<String> {
+    let meta = std::fs::metadata(path).map_err(|e| Error::read(path, e))?;
+    if !meta.is_file() {
+        let what = if meta.is_dir() {
+            "a directory"
+        } else {
+            "not a regular file (a pipe, socket or device)"
+        };
+        return Err(Error::read(path, format!("{what}; give a file")));
+    }
+    if meta.len() > limit {
+        return Err(too_large(path, limit));
+    }
+    let file = std::fs::File::open(path).map_err(|e| Error::read(path, e))?;
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Error::read(path, e))?;
+    if bytes.len() as u64 > limit {
+        return Err(too_large(path, limit));
+    }
+    let text =
+        String::from_utf8(bytes).map_err(|e| Error::read(path, format!("not UTF-8 text ({e})")))?;
+    Ok(match text.strip_prefix('\u{feff}') {
+        Some(rest) => rest.to_string(),
+        None => text,
+    })
+}
+
+fn too_large(path: &Path, limit: u64) -> Error {
+    Error::read(
+        path,
+        format!(
+            "larger than the {} MiB accepted for this kind of file",
+            limit >> 20
+        ),
+    )
+}
+
+/// Temporary files being written, removed by [`remove_partial_files`] when the
+/// process is interrupted.
+static PARTIAL: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// Removes every temporary file still being written (call it from an interrupt
+/// handler before exiting).
+pub fn remove_partial_files() {
+    let paths = std::mem::take(&mut *PARTIAL.lock().unwrap_or_else(|e| e.into_inner()));
+    for p in paths {
+        let _ = std::fs::remove_file(p);
+    }
+}
+
+/// An output file being written: a temporary file beside the target, renamed onto
+/// it by [`AtomicFile::commit`]. Dropped without a commit, the temporary file is
+/// removed and the target is untouched.
+#[derive(Debug)]
+pub struct AtomicFile {
+    target: PathBuf,
+    temp: PathBuf,
+    file: std::fs::File,
+    committed: bool,
+}
+
+impl AtomicFile {
+    /// Creates the temporary file for `target`; the error names the target.
+    pub fn create(target: &Path) -> Result<AtomicFile> {
+        let dir = match target.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let name = target
+            .file_name()
+            .ok_or_else(|| Error::write(target, "not a file name"))?
+            .to_string_lossy()
+            .to_string();
+        if target.is_dir() {
+            return Err(Error::write(target, "is a directory"));
+        }
+        let pid = std::process::id();
+        for n in 0..100 {
+            let temp = dir.join(format!(".{name}.{pid}.{n}.tmp"));
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&temp)
+            {
+                Ok(file) => {
+                    PARTIAL
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push(temp.clone());
+                    return Ok(AtomicFile {
+                        target: target.to_path_buf(),
+                        temp,
+                        file,
+                        committed: false,
+                    });
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(Error::write(target, e)),
+            }
+        }
+        Err(Error::write(target, "no free temporary name beside it"))
+    }
+
+    /// The file to write to.
+    pub fn file(&mut self) -> &mut std::fs::File {
+        &mut self.file
+    }
+
+    /// Flushes to disk and renames the temporary file onto the target.
+    pub fn commit(mut self) -> Result<()> {
+        self.file
+            .sync_all()
+            .map_err(|e| Error::write(&self.target, e))?;
+        std::fs::rename(&self.temp, &self.target).map_err(|e| Error::write(&self.target, e))?;
+        self.committed = true;
+        Ok(())
+    }
+}
+
+impl Drop for AtomicFile {
+    fn drop(&mut self) {
+        if !self.committed {
+            let _ = std::fs::remove_file(&self.temp);
+        }
+        PARTIAL
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|p| p != &self.temp);
+    }
+}
+
+/// Writes `bytes` to `path` atomically (see [`AtomicFile`]).
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let mut f = AtomicFile::create(path)?;
+    f.file()
+        .write_all(bytes)
+        .map_err(|e| Error::write(path, e))?;
+    f.commit()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch(tag: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("ridgeline-files-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn refuses_directories_devices_and_oversized_files() {
+        let d = scratch("read");
+        let e = read_text(&d).unwrap_err().to_string();
+        assert!(e.contains("a directory"), "{e}");
+        if Path::new("/dev/zero").exists() {
+            let e = read_text(Path::new("/dev/zero")).unwrap_err().to_string();
+            assert!(e.contains("not a regular file"), "{e}");
+        }
+        let big = d.join("big.json");
+        std::fs::write(&big, vec![b' '; 100]).unwrap();
+        let e = read_limited(&big, 99).unwrap_err().to_string();
+        assert!(e.contains("larger than"), "{e}");
+        assert_eq!(read_limited(&big, 100).unwrap().len(), 100);
+        let bom = d.join("bom.json");
+        std::fs::write(&bom, "\u{feff}{}").unwrap();
+        assert_eq!(read_text(&bom).unwrap(), "{}");
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn atomic_writes_keep_the_old_file_until_commit() {
+        let d = scratch("write");
+        let target = d.join("out.csv");
+        std::fs::write(&target, "old").unwrap();
+        {
+            let mut f = AtomicFile::create(&target).unwrap();
+            f.file().write_all(b"half a ro").unwrap();
+            // dropped without commit: an error or an interrupt mid-write
+        }
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "old");
+        write_atomic(&target, b"new").unwrap();
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "new");
+        let left: Vec<_> = std::fs::read_dir(&d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left.len(), 1, "temporary files left: {left:?}");
+        let e = write_atomic(&d.join("missing-dir/x.csv"), b"x").unwrap_err();
+        assert!(e.to_string().starts_with("cannot write"), "{e}");
+        std::fs::remove_dir_all(&d).unwrap();
+    }
 }

@@ -536,7 +536,7 @@ impl HardwareDb {
 
     /// Reads a user's TOML file (same schema as `data/hardware/*.toml`) and adds it.
     pub fn load_file(&mut self, path: &std::path::Path) -> Result<&Hardware> {
-        let text = crate::files::read_text(path)?;
+        let text = crate::files::read_document(path)?;
         let hw = Hardware::from_toml(&text, &path.display().to_string())?;
         let id = hw.id.clone();
         self.insert(hw);

@@ -253,7 +253,7 @@ impl ModelConfig {
 
     /// Reads a `config.json` file.
     pub fn from_file(path: &Path) -> Result<ModelConfig> {
-        let text = crate::files::read_text(path)?;
+        let text = crate::files::read_document(path)?;
         let stem = path
             .parent()
             .and_then(|p| p.file_name())
