@@ -217,7 +217,7 @@ enum ChartArg {
 }
 
 /// `--gpu G[,G2,...]`: each name resolved (unknown ones with suggestions), duplicates
-/// dropped.
+/// dropped (the chart itself refuses more devices than stay readable).
 fn gpu_list<'a>(db: &'a HardwareDb, list: &str) -> Result<Vec<&'a ridgeline::hardware::Hardware>> {
     let mut out: Vec<&ridgeline::hardware::Hardware> = Vec::new();
     for name in list.split(',') {
@@ -232,15 +232,6 @@ fn gpu_list<'a>(db: &'a HardwareDb, list: &str) -> Result<Vec<&'a ridgeline::har
             out.push(hw);
         }
     }
-    if out.len() > 7 {
-        return Err(Error::invalid(
-            "--gpu",
-            format!(
-                "{} devices on one chart; at most 7 stay readable",
-                out.len()
-            ),
-        ));
-    }
     Ok(out)
 }
 
@@ -253,6 +244,7 @@ fn write_svg(flag: &str, path: &std::path::Path, svg: &str) -> Result<()> {
 /// The chart `predict --svg` writes.
 fn predict_chart(ctx: &Ctx, a: &PredictArgs, chart: ChartArg) -> Result<String> {
     use ridgeline::plot::{memory, roofline, throughput};
+    use ridgeline::series;
     let model = resolve_model(&a.model)?;
     let hw = ctx.hardware.get(&a.gpu)?;
     let engine = ctx.engines.get(&a.engine)?;
@@ -260,11 +252,11 @@ fn predict_chart(ctx: &Ctx, a: &PredictArgs, chart: ChartArg) -> Result<String> 
     let pred = Predictor::new(&model, hw, engine, &s)?;
     match chart {
         ChartArg::Throughput => {
-            let limit = throughput::batch_limit(&[&pred], s.prompt, s.gen_tokens)?;
-            let series = throughput::series(&pred, s.prompt, s.gen_tokens, limit)?;
-            let (title, subtitle) = throughput::titles(&pred, s.prompt, s.gen_tokens);
+            let limit = series::batch_limit(&[&pred], s.prompt, s.gen_tokens)?;
+            let curves = series::throughput_series(&pred, s.prompt, s.gen_tokens, limit)?;
+            let (title, subtitle) = series::throughput_titles(&pred, s.prompt, s.gen_tokens);
             throughput::throughput(
-                &[series],
+                &[curves],
                 &throughput::ThroughputOptions {
                     title,
                     subtitle,
@@ -287,12 +279,12 @@ fn predict_chart(ctx: &Ctx, a: &PredictArgs, chart: ChartArg) -> Result<String> 
             )
         }
         ChartArg::Memory => {
-            let c = memory::format_comparison(
+            let c = series::format_comparison(
                 &model,
                 hw,
                 engine,
                 &s,
-                &memory::default_formats(&model),
+                &series::default_formats(&model),
             )?;
             memory::memory(&c)
         }
@@ -516,7 +508,7 @@ fn run(cli: Cli) -> Result<String> {
             let cfg = train_config(&args)?;
             let report = ridgeline::train::train(&model, hw, &cfg)?;
             if let Some(path) = &svg {
-                let chart = ridgeline::plot::memory::zero_comparison(&model, hw, &cfg)?;
+                let chart = ridgeline::series::zero_comparison(&model, hw, &cfg)?;
                 write_svg("--svg", path, &ridgeline::plot::memory::memory(&chart)?)?;
                 eprintln!("wrote ZeRO memory chart to {}", path.display());
             }
