@@ -6,6 +6,7 @@ use super::draw::{Rect, Root, chart_err};
 use super::style::{GRID, INK, LABEL_PX, SMALL_PX, TINY_PX, font};
 use super::text::fit_text;
 use crate::error::Result;
+use crate::units::SI_PREFIXES;
 use plotters::coord::combinators::{LogCoord, WithKeyPoints};
 use plotters::coord::ranged1d::{AsRangedCoord, Ranged, ValueFormatter};
 use plotters::coord::types::RangedCoordf64;
@@ -36,14 +37,6 @@ pub(crate) type LinearAxis = RangedCoordf64;
 /// assert_eq!(tick_label(1.5e9), "1.5 G");
 /// ```
 pub fn tick_label(x: f64) -> String {
-    const PREFIXES: [(f64, &str); 6] = [
-        (1e18, "E"),
-        (1e15, "P"),
-        (1e12, "T"),
-        (1e9, "G"),
-        (1e6, "M"),
-        (1e3, "k"),
-    ];
     let short = |v: f64| {
         let s = format!("{:.2}", v);
         let s = s.trim_end_matches('0').trim_end_matches('.');
@@ -53,7 +46,7 @@ pub fn tick_label(x: f64) -> String {
             s.to_string()
         }
     };
-    for (scale, p) in PREFIXES {
+    for (scale, p) in SI_PREFIXES {
         if x.abs() >= scale * 0.9995 {
             return format!("{} {p}", short(x / scale));
         }
@@ -168,6 +161,12 @@ pub(crate) fn fit_axis_titles(
         fit_text(y, y_avail - 6.0, size, size, false).0,
         size,
     )
+}
+
+/// A y title alone (the x axis has none) fitted to `y_avail` pixels: its text and size.
+pub(crate) fn fit_y_title(y: &str, y_avail: f64) -> (String, f64) {
+    let (_, t, size) = fit_axis_titles("", f64::INFINITY, y, y_avail);
+    (t, size)
 }
 
 /// How a plotting area sits in its drawing area and what its axes say; see [`draw_axes`].
@@ -301,19 +300,32 @@ where
 
 #[cfg(test)]
 mod tests {
+    use super::super::text::text_width;
     use super::*;
 
     #[test]
     fn tick_labels() {
-        assert_eq!(tick_label(0.1), "0.1");
-        assert_eq!(tick_label(1.0), "1");
-        assert_eq!(tick_label(10.0), "10");
-        assert_eq!(tick_label(1e3), "1 k");
-        assert_eq!(tick_label(1e12), "1 T");
-        assert_eq!(tick_label(1e14), "100 T");
-        assert_eq!(tick_label(1e15), "1 P");
-        assert_eq!(tick_label(0.01), "0.01");
-        assert_eq!(tick_label(0.0), "0");
+        for (x, want) in [
+            (0.1, "0.1"),
+            (1.0, "1"),
+            (10.0, "10"),
+            (1e3, "1 k"),
+            (1e12, "1 T"),
+            (1e14, "100 T"),
+            (1e15, "1 P"),
+            (0.01, "0.01"),
+            (0.0, "0"),
+        ] {
+            assert_eq!(tick_label(x), want, "tick at {x}");
+        }
+    }
+
+    #[test]
+    fn a_lone_y_title_fits_its_axis() {
+        let (t, s) = fit_y_title("Memory per device (GB = 1e9 bytes)", 100.0);
+        assert_eq!(s, TINY_PX);
+        assert!(t.ends_with('…') && text_width(&t, s) <= 94.0);
+        assert_eq!(fit_y_title("GB", 100.0), ("GB".to_string(), LABEL_PX));
     }
 
     #[test]

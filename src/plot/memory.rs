@@ -31,7 +31,7 @@
 //! # Ok::<(), ridgeline::Error>(())
 //! ```
 
-use super::axes::{Axes, Frame, LinearAxis, draw_axes, fit_axis_titles, nice_ticks, plain_tick};
+use super::axes::{Axes, Frame, LinearAxis, draw_axes, fit_y_title, nice_ticks, plain_tick};
 use super::draw::{Pen, Rect, Root, check_size, draw_dashed, draw_header, draw_line, draw_text};
 use super::draw::{fill_rect, render_svg};
 use super::labels::{Label, Leader, Near, Placer, Side};
@@ -39,6 +39,7 @@ use super::legend::{Footnote, Panel, Sample, line_sample};
 use super::style::{ALERT, INK, LABEL_PX, OKABE_ITO, SMALL_PX, TINY_PX, rgb};
 use super::text::{fit_text, text_width, wrap};
 use crate::error::{Error, Result};
+use crate::units::{GB, sig3};
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, VPos};
 
@@ -61,15 +62,9 @@ fn ink_on(c: [u8; 3]) -> RGBColor {
     if l > 140.0 { INK } else { WHITE }
 }
 
+/// Bytes as GB (1e9) to three significant figures, without the unit.
 fn fmt_gb(bytes: f64) -> String {
-    let gb = bytes / 1e9;
-    if gb >= 100.0 {
-        format!("{gb:.0}")
-    } else if gb >= 10.0 {
-        format!("{gb:.1}")
-    } else {
-        format!("{gb:.2}")
-    }
+    sig3(bytes / GB)
 }
 
 /// Checks the chart: bars with segments, sizes ≥ 0, a positive capacity, the canvas.
@@ -120,13 +115,9 @@ fn axes<'a>(area: &Root<'a>, chart: &MemoryChart) -> Result<Plot<'a>> {
     let max_gb = (max_total / 1e9).max(1e-6);
     let ticks = nice_ticks(max_gb * 1.12);
     let y_hi = ticks.last().copied().unwrap_or(1.0).max(max_gb * 1.12);
-    let (area_w, area_h) = area.dim_in_pixel();
-    let (_, y_title, title_px) = fit_axis_titles(
-        "",
-        area_w as f64,
-        "Memory per device (GB = 1e9 bytes)",
-        area_h as f64 - 4.0,
-    );
+    let (_, area_h) = area.dim_in_pixel();
+    let (y_title, title_px) =
+        fit_y_title("Memory per device (GB = 1e9 bytes)", area_h as f64 - 4.0);
     let axes = Axes {
         y_ticks: plain_tick,
         y_tick_count: Some(ticks.len()),

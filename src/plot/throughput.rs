@@ -9,7 +9,9 @@
 //! steps: layout (value ranges), axes (two stacked panels sharing the batch axis),
 //! series (memory cuts, curves, compute-bound marks), labels, legend.
 
-use super::axes::{Axes, Frame, LogAxis, draw_axes, fit_axis_titles, log_axis, log_ticks};
+use super::axes::{
+    Axes, Frame, LogAxis, draw_axes, fit_axis_titles, fit_y_title, log_axis, log_ticks,
+};
 use super::draw::{Marker, Pen, Root, check_size, draw_dashed, draw_header, draw_line, render_svg};
 use super::labels::{Label, Leader, Near, Placer, Side};
 use super::legend::{Footnote, Panel, Sample, line_sample};
@@ -161,12 +163,7 @@ fn axes<'a>(area: &Root<'a>, r: &Ranges, h: f64) -> Result<[Half<'a>; 2]> {
     let x_axis = || batch_axis(r.x_hi, area_w as f64 - 80.0);
     let (_, top_h) = upper.dim_in_pixel();
     let (_, bottom_h) = lower.dim_in_pixel();
-    let (_, top_title, top_size) = fit_axis_titles(
-        "",
-        area_w as f64,
-        "Decode throughput (tokens/s)",
-        top_h as f64 - 16.0,
-    );
+    let (top_title, top_size) = fit_y_title("Decode throughput (tokens/s)", top_h as f64 - 16.0);
     let (x_title, bottom_title, bottom_size) = fit_axis_titles(
         "Batch (concurrent sequences, log2 scale)",
         area_w as f64 - 80.0,
