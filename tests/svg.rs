@@ -384,6 +384,15 @@ fn roofline_rejects_bad_input() {
         ..RooflineOptions::default()
     };
     assert!(roofline(&d, &tiny).is_err());
+    // at most 7 devices on one chart, for library users as for the CLI
+    assert!(roofline(&[d[0]; 7], &RooflineOptions::default()).is_ok());
+    let err = roofline(&[d[0]; 8], &RooflineOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("gpu") && err.contains("8 devices on one chart; at most 7 stay readable"),
+        "{err}"
+    );
 }
 
 fn throughput_data(gpus: &[&str]) -> (Vec<String>, Vec<ThroughputSeries>) {
@@ -664,6 +673,22 @@ fn cli_writes_charts_and_rejects_bad_gpu_lists() {
         "x.svg",
     ]);
     assert_eq!(o.status.code(), Some(2));
+    // duplicates are dropped before the chart counts its devices
+    let o = cli(&[
+        "roofline",
+        "--gpu",
+        "h100,a100,l40s,l4,t4,mi300x,h200-sxm,rtx-4090,h100-sxm",
+        "--model",
+        "llama-3-8b",
+        "--out",
+        "x.svg",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("--gpu") && err.contains("8 devices on one chart; at most 7"),
+        "{err}"
+    );
     let o = cli(&[
         "predict",
         "--gpu",
