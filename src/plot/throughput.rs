@@ -151,6 +151,7 @@ fn batch_axis(x_hi: f64, plot_w: f64) -> LogAxis {
     log_axis(1.0, x_hi, (powers(true), powers(false)))
 }
 
+/// A batch tick label: the whole number.
 fn batch_tick(v: &f64) -> String {
     format!("{}", v.round() as u64)
 }
