@@ -4,10 +4,11 @@ use criterion::{Criterion, black_box, criterion_group, criterion_main};
 use ridgeline::engine::EngineDb;
 use ridgeline::hardware::HardwareDb;
 use ridgeline::model::ModelDb;
-use ridgeline::plot::memory::{default_formats, format_comparison, memory};
+use ridgeline::plot::memory::memory;
 use ridgeline::plot::roofline::{RooflineDevice, RooflineOptions, roofline};
-use ridgeline::plot::throughput::{ThroughputOptions, series, throughput};
+use ridgeline::plot::throughput::{ThroughputOptions, throughput};
 use ridgeline::predict::{Predictor, Scenario, predict};
+use ridgeline::series::{default_formats, format_comparison, throughput_series};
 
 fn render(c: &mut Criterion) {
     let model = ModelDb::builtin().unwrap().resolve("llama-3-8b").unwrap();
@@ -61,14 +62,14 @@ fn render(c: &mut Criterion) {
         })
     });
     let pred = Predictor::new(&model, h100, engine, &s).unwrap();
-    let sr = series(&pred, 1024, 256, 512).unwrap();
+    let sr = throughput_series(&pred, 1024, 256, 512).unwrap();
     let topts = ThroughputOptions::default();
     c.bench_function("throughput_render", |b| {
         b.iter(|| throughput(black_box(std::slice::from_ref(&sr)), &topts).unwrap())
     });
     c.bench_function("throughput_series_and_render", |b| {
         b.iter(|| {
-            let sr = series(&pred, black_box(1024), 256, 512).unwrap();
+            let sr = throughput_series(&pred, black_box(1024), 256, 512).unwrap();
             throughput(&[sr], &topts).unwrap()
         })
     });

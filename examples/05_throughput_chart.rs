@@ -8,8 +8,9 @@
 use ridgeline::engine::EngineDb;
 use ridgeline::hardware::HardwareDb;
 use ridgeline::model::ModelDb;
-use ridgeline::plot::throughput::{ThroughputOptions, batch_limit, series, throughput, titles};
+use ridgeline::plot::throughput::{ThroughputOptions, throughput};
 use ridgeline::predict::{Predictor, Scenario};
+use ridgeline::series::{batch_limit, throughput_series, throughput_titles};
 
 fn render() -> ridgeline::Result<String> {
     let model = ModelDb::builtin()?.resolve("llama-3-8b")?;
@@ -29,9 +30,9 @@ fn render() -> ridgeline::Result<String> {
     let limit = batch_limit(&refs, s.prompt, s.gen_tokens)?;
     let all = preds
         .iter()
-        .map(|p| series(p, s.prompt, s.gen_tokens, limit))
+        .map(|p| throughput_series(p, s.prompt, s.gen_tokens, limit))
         .collect::<ridgeline::Result<Vec<_>>>()?;
-    let (title, subtitle) = titles(&preds[0], s.prompt, s.gen_tokens);
+    let (title, subtitle) = throughput_titles(&preds[0], s.prompt, s.gen_tokens);
     throughput(
         &all,
         &ThroughputOptions {

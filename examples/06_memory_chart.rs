@@ -8,8 +8,9 @@
 use ridgeline::engine::EngineDb;
 use ridgeline::hardware::HardwareDb;
 use ridgeline::model::ModelDb;
-use ridgeline::plot::memory::{default_formats, format_comparison, memory, zero_comparison};
+use ridgeline::plot::memory::memory;
 use ridgeline::predict::Scenario;
+use ridgeline::series::{default_formats, format_comparison, zero_comparison};
 use ridgeline::train::TrainConfig;
 
 fn inference() -> ridgeline::Result<String> {

@@ -10,6 +10,7 @@ use ridgeline::model::{ModelConfig, ModelDb};
 use ridgeline::plot::{memory, roofline, throughput};
 use ridgeline::predict::{Prediction, Predictor, Scenario};
 use ridgeline::report;
+use ridgeline::series;
 use ridgeline::{Error, Result};
 use std::path::{Path, PathBuf};
 
@@ -70,21 +71,21 @@ fn predict_chart(
     let c = &p.config;
     match chart {
         ChartArg::Throughput => {
-            let limit = throughput::batch_limit(&[pred], c.prompt, c.r#gen)?;
-            let series = throughput::series(pred, c.prompt, c.r#gen, limit)?;
-            let (title, subtitle) = throughput::titles(pred, c.prompt, c.r#gen);
+            let limit = series::batch_limit(&[pred], c.prompt, c.r#gen)?;
+            let curves = series::throughput_series(pred, c.prompt, c.r#gen, limit)?;
+            let (title, subtitle) = series::throughput_titles(pred, c.prompt, c.r#gen);
             let opts = throughput::ThroughputOptions {
                 title,
                 subtitle,
                 ..Default::default()
             };
-            throughput::throughput(&[series], &opts)
+            throughput::throughput(&[curves], &opts)
         }
         ChartArg::Roofline => roofline_chart(&[(pred.hardware, p)], p.hardware.count > 1, false),
         ChartArg::Memory => {
-            let formats = memory::default_formats(pred.model);
+            let formats = series::default_formats(pred.model);
             let comparison =
-                memory::format_comparison(pred.model, pred.hardware, pred.engine, s, &formats)?;
+                series::format_comparison(pred.model, pred.hardware, pred.engine, s, &formats)?;
             memory::memory(&comparison)
         }
     }
@@ -198,7 +199,7 @@ pub fn train(ctx: &Ctx, a: &TrainArgs, svg: Option<&Path>, json: bool) -> Result
     let cfg = a.config();
     let report = ridgeline::train::train(&model, hw, &cfg)?;
     if let Some(path) = svg {
-        let chart = memory::zero_comparison(&model, hw, &cfg)?;
+        let chart = series::zero_comparison(&model, hw, &cfg)?;
         write_chart(
             "--svg",
             path,

@@ -47,6 +47,7 @@
 //! | [`list`] | LIST arguments: `1,2,4`, `1..64`, `128..8192:x2`, `0..1000:+50` |
 //! | [`sweep`] | parallel sweeps over every axis ([`sweep::Sweep`]): streaming CSV/JSON, `ndarray` grids |
 //! | [`plan`] | capacity planning under latency, throughput and budget targets ([`plan::plan`]) |
+//! | [`series`] | chart data: throughput and latency vs batch, memory by weight format and by ZeRO stage |
 //! | [`report`] | text, Markdown and plain-language renderers of the report structs |
 //!
 //! All internal quantities are `f64` in SI base units (FLOP, byte, second, FLOP/s,
@@ -70,6 +71,7 @@ pub mod predict;
 pub mod report;
 pub mod roofline;
 pub mod search;
+pub mod series;
 pub mod sweep;
 pub mod train;
 pub mod units;

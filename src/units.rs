@@ -62,17 +62,19 @@ pub fn fmt_seconds(s: f64) -> String {
     }
 }
 
+/// SI prefixes from the largest down, with their scales: `(1e18, "E")` .. `(1e3, "k")`.
+pub const SI_PREFIXES: [(f64, &str); 6] = [
+    (1e18, "E"),
+    (1e15, "P"),
+    (1e12, "T"),
+    (1e9, "G"),
+    (1e6, "M"),
+    (1e3, "k"),
+];
+
 /// A number with an SI prefix and a trailing space: `1.23 T`, `456 G`, `7.8 `.
 pub fn si(x: f64) -> String {
-    const PREFIXES: [(f64, &str); 6] = [
-        (1e18, "E"),
-        (1e15, "P"),
-        (1e12, "T"),
-        (1e9, "G"),
-        (1e6, "M"),
-        (1e3, "k"),
-    ];
-    for (scale, p) in PREFIXES {
+    for (scale, p) in SI_PREFIXES {
         if x.abs() >= scale {
             return format!("{} {p}", sig3(x / scale));
         }

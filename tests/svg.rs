@@ -5,14 +5,18 @@
 use ridgeline::engine::EngineDb;
 use ridgeline::hardware::HardwareDb;
 use ridgeline::model::ModelDb;
-use ridgeline::plot::memory::{MemoryBar, MemoryChart, default_formats, format_comparison, memory};
+use ridgeline::plot::memory::{MemoryBar, MemoryChart, memory};
 use ridgeline::plot::roofline::{
     DECODE_COLOR, POINT_OPACITY, PREFILL_COLOR, ROOF_WIDTH, RooflineDevice, RooflineOptions,
     roofline,
 };
 use ridgeline::plot::text_width;
-use ridgeline::plot::throughput::{ThroughputOptions, batch_limit, series, throughput, titles};
+use ridgeline::plot::throughput::{ThroughputOptions, throughput};
 use ridgeline::predict::{Prediction, Predictor, Scenario, predict};
+use ridgeline::series::{
+    ThroughputSeries, batch_limit, default_formats, format_comparison, throughput_series,
+    throughput_titles,
+};
 
 /// The box a `<text>` element covers, from its attributes as plotters writes them.
 #[derive(Debug, Clone)]
@@ -380,14 +384,18 @@ fn roofline_rejects_bad_input() {
         ..RooflineOptions::default()
     };
     assert!(roofline(&d, &tiny).is_err());
+    // at most 7 devices on one chart, for library users as for the CLI
+    assert!(roofline(&[d[0]; 7], &RooflineOptions::default()).is_ok());
+    let err = roofline(&[d[0]; 8], &RooflineOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("gpu") && err.contains("8 devices on one chart; at most 7 stay readable"),
+        "{err}"
+    );
 }
 
-fn throughput_data(
-    gpus: &[&str],
-) -> (
-    Vec<String>,
-    Vec<ridgeline::plot::throughput::ThroughputSeries>,
-) {
+fn throughput_data(gpus: &[&str]) -> (Vec<String>, Vec<ThroughputSeries>) {
     let model = ModelDb::builtin().unwrap().resolve("llama-3-8b").unwrap();
     let engine = EngineDb::builtin().unwrap().get("typical").unwrap();
     let db = HardwareDb::builtin().unwrap();
@@ -404,9 +412,9 @@ fn throughput_data(
     let limit = batch_limit(&refs, s.prompt, s.gen_tokens).unwrap();
     let all: Vec<_> = preds
         .iter()
-        .map(|p| series(p, s.prompt, s.gen_tokens, limit).unwrap())
+        .map(|p| throughput_series(p, s.prompt, s.gen_tokens, limit).unwrap())
         .collect();
-    let (title, subtitle) = titles(&preds[0], s.prompt, s.gen_tokens);
+    let (title, subtitle) = throughput_titles(&preds[0], s.prompt, s.gen_tokens);
     (vec![title, subtitle], all)
 }
 
@@ -478,7 +486,7 @@ fn throughput_series_values_and_cuts() {
     let hw = HardwareDb::builtin().unwrap().get("h100").unwrap();
     let s = Scenario::default();
     let p = Predictor::new(&model, hw, engine, &s).unwrap();
-    let sr = series(&p, 512, 128, 2048).unwrap();
+    let sr = throughput_series(&p, 512, 128, 2048).unwrap();
     assert!(sr.max_batch < 2048);
     assert!(
         sr.points.iter().any(|q| q.batch == sr.max_batch),
@@ -500,7 +508,7 @@ fn throughput_series_values_and_cuts() {
         (one.tokens_per_s - full.generation.decode_tokens_per_s).abs() < 1e-9 * one.tokens_per_s
     );
     assert!((one.token_latency_s - full.generation.tpot_s).abs() < 1e-15);
-    assert!(series(&p, 512, 128, 0).is_err());
+    assert!(throughput_series(&p, 512, 128, 0).is_err());
     assert!(throughput(&[], &ThroughputOptions::default()).is_err());
 }
 
@@ -665,6 +673,22 @@ fn cli_writes_charts_and_rejects_bad_gpu_lists() {
         "x.svg",
     ]);
     assert_eq!(o.status.code(), Some(2));
+    // duplicates are dropped before the chart counts its devices
+    let o = cli(&[
+        "roofline",
+        "--gpu",
+        "h100,a100,l40s,l4,t4,mi300x,h200-sxm,rtx-4090,h100-sxm",
+        "--model",
+        "llama-3-8b",
+        "--out",
+        "x.svg",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("--gpu") && err.contains("8 devices on one chart; at most 7"),
+        "{err}"
+    );
     let o = cli(&[
         "predict",
         "--gpu",
