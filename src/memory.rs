@@ -57,15 +57,134 @@ pub fn kv_bytes_per_token(cfg: &ModelConfig, kv: Format, layers: u64, kv_heads: 
     2.0 * layers as f64 * kv_heads as f64 * cfg.head_dim as f64 * kv.bytes()
 }
 
+/// The part of a model one device holds: its tensor-parallel share of `layers`
+/// consecutive layers, the embedding if it is the first pipeline stage, the final norm
+/// and lm_head if it is the last.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Share {
+    /// Tensor-parallel degree.
+    pub tp: u64,
+    /// Pipeline stages.
+    pub pp: u64,
+    /// Layers on this device.
+    pub layers: u64,
+    /// Holds the token embedding.
+    pub first: bool,
+    /// Holds the final norm and the lm_head.
+    pub last: bool,
+}
+
+impl Share {
+    /// The shares worth checking for `parallel` over `gpus` devices: one for tensor
+    /// parallel; the first and last stages for pipeline parallel (layers split as
+    /// evenly as they go, the first stages taking one more; one of these two is the most
+    /// loaded: the others hold no more layers than the first and no embedding).
+    pub fn stages(cfg: &ModelConfig, gpus: u64, parallel: Parallel) -> Vec<Share> {
+        let n = gpus.max(1);
+        match parallel {
+            Parallel::Tp => vec![Share {
+                tp: n,
+                pp: 1,
+                layers: cfg.layers,
+                first: true,
+                last: true,
+            }],
+            Parallel::Pp if n == 1 => Share::stages(cfg, 1, Parallel::Tp),
+            Parallel::Pp => {
+                let (base, rem) = (cfg.layers / n, cfg.layers % n);
+                let stage = |layers, first, last| Share {
+                    tp: 1,
+                    pp: n,
+                    layers,
+                    first,
+                    last,
+                };
+                vec![
+                    stage(base + u64::from(rem > 0), true, false),
+                    stage(base, false, true),
+                ]
+            }
+        }
+    }
+
+    /// KV heads on this device (replicated when fewer than `tp`).
+    pub fn kv_heads(&self, cfg: &ModelConfig) -> u64 {
+        cfg.kv_heads.div_ceil(self.tp)
+    }
+}
+
+/// Weight bytes one device holds for `share`, at `weights` format (embedding and
+/// lm_head at 16 bits where the format keeps them so), norms at the activation dtype.
+///
+/// Tensor parallelism splits q, o, the MLP and the vocabulary by `tp` and replicates
+/// the norms, the MoE router and, when `tp` exceeds the KV heads, the K/V projections
+/// (each device computes whole KV heads, as the layer graph does). A pipeline stage
+/// holds whole layers; a tied embedding is held by the first stage and again, as the
+/// lm_head, by the last.
+pub fn device_weight_bytes(
+    cfg: &ModelConfig,
+    weights: Format,
+    act: ComputeDtype,
+    s: &Share,
+) -> f64 {
+    let p = cfg.params();
+    let tp = s.tp.max(1) as f64;
+    let (h, d) = (cfg.hidden as f64, cfg.head_dim as f64);
+    let q = (cfg.heads * cfg.head_dim) as f64 / tp;
+    let kv = s.kv_heads(cfg) as f64 * d;
+    let mut attn = 2.0 * h * q + 2.0 * h * kv;
+    if cfg.qkv_bias {
+        attn += q + 2.0 * kv;
+    }
+    if cfg.o_bias {
+        attn += h;
+    }
+    let router = if cfg.is_moe() {
+        h * cfg.experts as f64
+    } else {
+        0.0
+    };
+    let mlp = (p.mlp as f64 / cfg.layers as f64 - router) / tp + router;
+    let layers = s.layers as f64;
+    let norm_params = p.norms as f64 / (2 * cfg.layers + 1) as f64;
+    let norms = norm_params * (2.0 * layers + if s.last { 1.0 } else { 0.0 });
+    let emb_bytes = if weights.keeps_embeddings_16bit() {
+        2.0
+    } else {
+        weights.bytes()
+    };
+    let table = (cfg.vocab * cfg.hidden) as f64;
+    let embedding = if s.first { p.embedding as f64 } else { 0.0 };
+    let lm_head = match (s.last, cfg.tied_embeddings) {
+        (false, _) => 0.0,
+        (true, false) => p.lm_head as f64,
+        // tied: the lm_head is the embedding, held again unless the stage has both
+        (true, true) if s.first => 0.0,
+        (true, true) => table,
+    };
+    layers * (attn + mlp) * weights.bytes()
+        + (embedding + lm_head) / tp * emb_bytes
+        + norms * act.bytes()
+}
+
+/// Memory of one device kind of share, hoisted out of batch/context loops.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct StageMemory {
+    weights_bytes: f64,
+    kv_per_token: f64,
+    /// logits bytes per sequence (fp32 over the vocabulary shard; last stage only).
+    logits_per_seq: f64,
+}
+
 /// The per-device quantities memory depends on, hoisted out of batch/context loops.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct MemoryModel {
-    weights_bytes: f64,
-    kv_per_token: f64,
+    /// The shares worth checking (see [`Share::stages`]); the most loaded at a given
+    /// batch and context is reported.
+    stages: [StageMemory; 2],
+    n_stages: usize,
     /// activation bytes per prefill token (live tensors of one layer).
     act_per_token: f64,
-    /// logits bytes per sequence (fp32 over the vocabulary shard).
-    logits_per_seq: f64,
     /// naive attention score bytes per sequence per prompt² (0 with flash).
     scores_per_seq_sq: f64,
     overhead_bytes: f64,
@@ -88,15 +207,28 @@ impl MemoryModel {
         parallel: Parallel,
         flash: bool,
     ) -> MemoryModel {
-        let n = gpus.max(1);
-        let (layers, kv_heads, tp) = match parallel {
-            Parallel::Tp => (cfg.layers, cfg.kv_heads.div_ceil(n), n),
-            Parallel::Pp => (cfg.layers.div_ceil(n), cfg.kv_heads, 1),
-        };
+        let shares = Share::stages(cfg, gpus, parallel);
+        let tp = shares[0].tp;
+        let mut stages = [StageMemory {
+            weights_bytes: 0.0,
+            kv_per_token: 0.0,
+            logits_per_seq: 0.0,
+        }; 2];
+        for (m, s) in stages.iter_mut().zip(&shares) {
+            *m = StageMemory {
+                weights_bytes: device_weight_bytes(cfg, weights, act, s),
+                kv_per_token: kv_bytes_per_token(cfg, kv, s.layers, s.kv_heads(cfg)),
+                logits_per_seq: if s.last {
+                    4.0 * cfg.vocab.div_ceil(tp) as f64
+                } else {
+                    0.0
+                },
+            };
+        }
         let a = act.bytes();
         let h = cfg.hidden as f64;
         let q = (cfg.heads.div_ceil(tp) * cfg.head_dim) as f64;
-        let kvw = (kv_heads * cfg.head_dim) as f64;
+        let kvw = (shares[0].kv_heads(cfg) * cfg.head_dim) as f64;
         let inter = cfg.intermediate.div_ceil(tp) as f64 * cfg.experts_per_token as f64;
         let up = if cfg.gated_mlp { 2.0 * inter } else { inter };
         // live in one layer: residual stream + normed input + max(attention: q, k, v, out;
@@ -108,10 +240,9 @@ impl MemoryModel {
             (cfg.heads.div_ceil(tp)) as f64 * a
         };
         MemoryModel {
-            weights_bytes: model_weight_bytes(cfg, weights) / n as f64,
-            kv_per_token: kv_bytes_per_token(cfg, kv, layers, kv_heads),
+            stages,
+            n_stages: shares.len(),
             act_per_token,
-            logits_per_seq: 4.0 * cfg.vocab.div_ceil(tp) as f64,
             scores_per_seq_sq: scores,
             overhead_bytes: engine.overhead_bytes
                 + engine.reserve_fraction * hw.memory.capacity_bytes,
@@ -122,26 +253,47 @@ impl MemoryModel {
         }
     }
 
-    /// Footprint for `batch` sequences with `prompt` prompt tokens and `gen` generated.
+    /// KV-cache bytes per token of one sequence on the device holding the most layers.
+    pub fn kv_bytes_per_token(&self) -> f64 {
+        self.stages[..self.n_stages]
+            .iter()
+            .map(|s| s.kv_per_token)
+            .fold(0.0, f64::max)
+    }
+
+    /// Footprint for `batch` sequences with `prompt` prompt tokens and `gen` generated,
+    /// on the most loaded device.
     pub fn at(&self, batch: u64, prompt: u64, gen_tokens: u64) -> InferenceMemory {
         let b = batch as f64;
         let p = prompt as f64;
-        let kv = self.kv_per_token * b * (p + gen_tokens as f64);
         // the prefill workspace holds one chunk of tokens at most (all of batch x prompt
         // without chunking); logits are kept for every sequence's last token
         let in_flight = (b * p.max(1.0)).min(self.chunk_tokens.max(b));
-        let act = self.act_per_token * in_flight
-            + b * (self.logits_per_seq + self.scores_per_seq_sq * p * p);
-        let total = self.weights_bytes + kv + act + self.overhead_bytes;
-        InferenceMemory {
-            weights_bytes: self.weights_bytes,
-            kv_cache_bytes: kv,
-            activation_bytes: act,
-            overhead_bytes: self.overhead_bytes,
-            total_bytes: total,
-            capacity_bytes: self.capacity_bytes,
-            fits: total <= self.capacity_bytes,
-        }
+        let workspace = self.act_per_token * in_flight + b * self.scores_per_seq_sq * p * p;
+        let at = |s: &StageMemory| {
+            let kv = s.kv_per_token * b * (p + gen_tokens as f64);
+            let act = workspace + b * s.logits_per_seq;
+            let total = s.weights_bytes + kv + act + self.overhead_bytes;
+            InferenceMemory {
+                weights_bytes: s.weights_bytes,
+                kv_cache_bytes: kv,
+                activation_bytes: act,
+                overhead_bytes: self.overhead_bytes,
+                total_bytes: total,
+                capacity_bytes: self.capacity_bytes,
+                fits: total <= self.capacity_bytes,
+            }
+        };
+        self.stages[1..self.n_stages]
+            .iter()
+            .map(at)
+            .fold(at(&self.stages[0]), |worst, m| {
+                if m.total_bytes > worst.total_bytes {
+                    m
+                } else {
+                    worst
+                }
+            })
     }
 }
 

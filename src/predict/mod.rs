@@ -362,9 +362,21 @@ impl<'a> Predictor<'a> {
     }
 
     /// Largest context per sequence (prompt, with generation adding to it) that fits
-    /// at `batch` (0: nothing fits).
-    pub fn max_context(&self, batch: u64) -> u64 {
+    /// in memory at `batch` (0: nothing fits), whatever the model was trained for.
+    pub fn max_context_in_memory(&self, batch: u64) -> u64 {
         crate::search::largest(1, 1 << 40, |c| self.memory(batch, c, 0).0.fits).unwrap_or(0)
+    }
+
+    /// Largest context per sequence that fits at `batch` and that the model was trained
+    /// for (0: nothing fits).
+    pub fn max_context(&self, batch: u64) -> u64 {
+        self.max_context_in_memory(batch)
+            .min(self.model.max_context)
+    }
+
+    /// KV-cache bytes per token of one sequence on the device holding the most layers.
+    pub fn kv_bytes_per_token(&self) -> f64 {
+        self.memory.kv_bytes_per_token()
     }
 
     /// The core numbers without per-op detail (no heap allocation).

@@ -100,6 +100,8 @@ impl Predictor<'_> {
                 offloaded_bytes: s.offloaded_bytes,
                 max_batch: self.max_batch(prompt, gen_tokens),
                 max_context: self.max_context(batch),
+                max_context_in_memory: self.max_context_in_memory(batch),
+                kv_bytes_per_token: self.kv_bytes_per_token(),
             },
             prefill: PrefillReport {
                 flops: s.prefill.flops,
@@ -198,16 +200,22 @@ pub struct MemoryReport {
     pub offloaded_bytes: f64,
     /// Largest batch that fits at this prompt + gen.
     pub max_batch: u64,
-    /// Largest context that fits at this batch.
+    /// Largest context that fits at this batch, capped at the model's trained context.
     pub max_context: u64,
+    /// Largest context memory alone allows at this batch (may exceed the trained
+    /// context).
+    pub max_context_in_memory: u64,
+    /// KV cache per token of one sequence on the most loaded device, bytes.
+    pub kv_bytes_per_token: f64,
 }
 
 /// `prefill` in the prediction document.
 #[derive(Debug, Clone, Serialize)]
 pub struct PrefillReport {
-    /// FLOPs per device.
+    /// FLOPs per device (tensor parallel), or of the whole pipeline (pipeline parallel:
+    /// its stages run one after another).
     pub flops: f64,
-    /// Memory bytes per device.
+    /// Memory bytes per device (tensor parallel), or of the whole pipeline.
     pub bytes: f64,
     /// FLOP/byte.
     pub arithmetic_intensity: f64,
@@ -226,9 +234,9 @@ pub struct PrefillReport {
 pub struct DecodeReport {
     /// Context of the step.
     pub context: u64,
-    /// FLOPs per device per step.
+    /// FLOPs per step per device (tensor parallel), or of the whole pipeline.
     pub flops_per_step: f64,
-    /// Memory bytes per device per step.
+    /// Memory bytes per step per device (tensor parallel), or of the whole pipeline.
     pub bytes_per_step: f64,
     /// Of which weights, bytes.
     pub weight_bytes_per_step: f64,
@@ -373,8 +381,11 @@ pub struct Limits {
     pub r#gen: u64,
     /// Largest batch that fits at `prompt + gen` tokens per sequence.
     pub max_batch: u64,
-    /// Longest context (tokens per sequence) that fits at `batch`.
+    /// Longest context (tokens per sequence) that fits at `batch`, capped at the
+    /// model's trained context.
     pub max_context: u64,
+    /// Longest context memory alone allows at `batch`.
+    pub max_context_in_memory: u64,
     /// Weights per device, bytes.
     pub weights_bytes: f64,
     /// KV cache per token of one sequence on one device, bytes.
@@ -388,7 +399,6 @@ impl Prediction {
     pub fn limits(&self) -> Limits {
         let c = &self.config;
         let m = &self.memory.inner;
-        let tokens = (c.batch * (c.prompt + c.r#gen)).max(1) as f64;
         Limits {
             model: self.model.id.clone(),
             hardware: self.hardware.id.clone(),
@@ -400,8 +410,9 @@ impl Prediction {
             r#gen: c.r#gen,
             max_batch: self.memory.max_batch,
             max_context: self.memory.max_context,
+            max_context_in_memory: self.memory.max_context_in_memory,
             weights_bytes: m.weights_bytes,
-            kv_bytes_per_token: m.kv_cache_bytes / tokens,
+            kv_bytes_per_token: self.memory.kv_bytes_per_token,
             capacity_bytes: m.capacity_bytes,
         }
     }

@@ -2,6 +2,7 @@
 //! reads a finished [`Prediction`] and the alternatives the core evaluated for it
 //! ([`WhatIfs`]); it computes nothing but the sentences.
 
+use crate::memory::Parallel;
 use crate::predict::{Prediction, QUANTIZED_WHAT_IF, WhatIf, WhatIfs};
 use crate::units::{fmt_bytes_per_s, fmt_flops, fmt_gb, fmt_seconds};
 use serde::Serialize;
@@ -63,10 +64,17 @@ fn decode_findings(p: &Prediction) -> Vec<Finding> {
     let (d, hw, c) = (&p.decode, &p.hardware, &p.config);
     let ridge = hw.ridge_point;
     let params = p.model.active_params as f64;
+    // tensor parallel: the figures are one device's share; pipeline parallel: the
+    // stages run one after another and the figures are the whole pipeline's
+    let (scope, whole_model_flops) = match (c.parallel, hw.count) {
+        (_, 1) => ("", d.flops_per_step),
+        (Parallel::Tp, n) => (" on each device", d.flops_per_step * n as f64),
+        (Parallel::Pp, _) => (" over the whole pipeline", d.flops_per_step),
+    };
     let first = format!(
-        "Each decode step does {} ({:.1} FLOP per active parameter per sequence, ~2 per weight) but must stream {} from memory ({} of weights, {} of KV cache, the rest activations), so its arithmetic intensity is {:.2} FLOP/byte.",
+        "Each decode step does {}{scope} ({:.1} FLOP per active parameter per sequence, ~2 per weight) but must stream {} from memory ({} of weights, {} of KV cache, the rest activations), so its arithmetic intensity is {:.2} FLOP/byte.",
         fmt_flops(d.flops_per_step),
-        d.flops_per_step / params.max(1.0) / c.batch as f64 * hw.count as f64,
+        whole_model_flops / params.max(1.0) / c.batch as f64,
         fmt_gb(d.bytes_per_step),
         fmt_gb(d.weight_bytes_per_step),
         fmt_gb(d.kv_bytes_per_step),

@@ -43,8 +43,10 @@ pub fn prediction(p: &Prediction) -> String {
         if m.fits { "fits" } else { "DOES NOT FIT" }
     ));
     s.push_str(&format!(
-        "  largest batch at this length: {}; longest context at this batch: {} tokens\n",
-        p.memory.max_batch, p.memory.max_context
+        "  largest batch at this length: {}; longest context at this batch: {} tokens{}\n",
+        p.memory.max_batch,
+        p.memory.max_context,
+        context_cap(p.memory.max_context, p.memory.max_context_in_memory)
     ));
     let pf = &p.prefill;
     if c.prompt > 0 {
@@ -119,10 +121,19 @@ pub fn prediction(p: &Prediction) -> String {
     s
 }
 
+/// " (the trained context; memory allows N)" where memory alone allows more.
+fn context_cap(max_context: u64, in_memory: u64) -> String {
+    if in_memory > max_context {
+        format!(" (the trained context; memory allows {in_memory})")
+    } else {
+        String::new()
+    }
+}
+
 /// `ridgeline predict --max` as text.
 pub fn limits(l: &crate::predict::Limits) -> String {
     format!(
-        "{} on {}x {} (weights {}, kv {}):\n  largest batch at {} + {} tokens per sequence: {}\n  longest context at batch {}: {} tokens\n  weights {} per device, KV cache {:.1} kB per token per sequence, capacity {}\nGB = 1e9 bytes, kB = 1e3 bytes.\n",
+        "{} on {}x {} (weights {}, kv {}):\n  largest batch at {} + {} tokens per sequence: {}\n  longest context at batch {}: {} tokens{}\n  weights {} per device, KV cache {:.1} kB per token per sequence, capacity {}\nGB = 1e9 bytes, kB = 1e3 bytes.\n",
         l.model,
         l.gpus,
         l.hardware,
@@ -133,6 +144,7 @@ pub fn limits(l: &crate::predict::Limits) -> String {
         l.max_batch,
         l.batch,
         l.max_context,
+        context_cap(l.max_context, l.max_context_in_memory),
         fmt_gb(l.weights_bytes),
         l.kv_bytes_per_token / 1e3,
         fmt_gb(l.capacity_bytes)

@@ -1,0 +1,100 @@
+//! Inference memory per device: the most loaded pipeline stage, tensor-parallel
+//! replication, and the planning limits. Expected values are hand arithmetic.
+
+use ridgeline::dtype::{ComputeDtype, Format};
+use ridgeline::memory::{Share, device_weight_bytes, model_weight_bytes};
+use ridgeline::prelude::*;
+
+fn model(id: &str) -> ModelConfig {
+    ModelDb::builtin().unwrap().resolve(id).unwrap()
+}
+
+#[test]
+fn pipeline_memory_is_the_most_loaded_stage() {
+    // Llama-3-70B over 6 pipeline stages: 80 = 14 + 14 + 13 + 13 + 13 + 13 layers.
+    // One layer: q 8192·8192 + k, v 2·8192·1024 + o 8192·8192 = 150,994,944 params,
+    // MLP 3·8192·28672 = 704,643,072: 855,638,016 params, 1,711,276,032 bytes in bf16.
+    // First stage: 14 layers 23,957,864,448 + 28 norms · 8192 · 2 = 458,752 + the
+    // embedding 128256 · 8192 · 2 = 2,101,346,304 bytes: 26,059,669,504.
+    // Last stage: 13 layers 22,246,588,416 + 27 norms 442,368 + lm_head 2,101,346,304 =
+    // 24,348,377,088. The first binds.
+    let m = model("llama-3-70b");
+    let stages = Share::stages(&m, 6, Parallel::Pp);
+    let bytes: Vec<f64> = stages
+        .iter()
+        .map(|s| device_weight_bytes(&m, Format::Bf16, ComputeDtype::Bf16, s))
+        .collect();
+    assert_eq!(bytes, vec![26_059_669_504.0, 24_348_377_088.0]);
+    let hw = HardwareDb::builtin().unwrap().get("rtx-4090").unwrap();
+    let ideal = EngineDb::builtin().unwrap().get("ideal").unwrap();
+    let s = Scenario {
+        gpus: 6,
+        parallel: Parallel::Pp,
+        ..Scenario::default()
+    };
+    let p = predict(&m, hw, ideal, &s).unwrap();
+    assert_eq!(p.memory.inner.weights_bytes, 26_059_669_504.0);
+    // 26.06 GB of weights on the first stage cannot fit a 24 GB card
+    assert!(!p.memory.inner.fits);
+}
+
+#[test]
+fn tensor_parallel_beyond_the_kv_heads_replicates_kv_projections_and_norms() {
+    // Llama-3-70B has 8 KV heads: over 16 devices each holds one whole KV head, so the
+    // K and V projections per layer are 2 · 8192 · 128 = 2,097,152 params instead of
+    // 2 · 8192 · 1024 / 16 = 1,048,576: 1,048,576 · 80 layers · 2 bytes = 167,772,160
+    // bytes more per device. Norms (161 · 8192 params, 2,637,824 bytes) are replicated
+    // too: 2,637,824 · 15/16 = 2,472,960 more.
+    let m = model("llama-3-70b");
+    let share = Share::stages(&m, 16, Parallel::Tp)[0];
+    let per_device = device_weight_bytes(&m, Format::Bf16, ComputeDtype::Bf16, &share);
+    let split_evenly = model_weight_bytes(&m, Format::Bf16) / 16.0;
+    assert!(
+        (per_device - split_evenly - 170_245_120.0).abs() < 1.0,
+        "{per_device} {split_evenly}"
+    );
+    // one device holds exactly the whole model
+    let one = Share::stages(&m, 1, Parallel::Tp)[0];
+    assert_eq!(
+        device_weight_bytes(&m, Format::Bf16, ComputeDtype::Bf16, &one),
+        model_weight_bytes(&m, Format::Bf16)
+    );
+}
+
+#[test]
+fn a_tied_embedding_is_held_again_by_the_last_stage() {
+    // gpt3-2.7b ties the lm_head to the embedding: with 2 stages both hold the table.
+    let m = model("gpt3-2.7b");
+    assert!(m.tied_embeddings);
+    let [first, last] = Share::stages(&m, 2, Parallel::Pp)[..] else {
+        panic!("two stages")
+    };
+    let w = |s: &Share| device_weight_bytes(&m, Format::Fp16, ComputeDtype::Fp16, s);
+    let table = (m.vocab * m.hidden) as f64 * 2.0;
+    let positions = (m.max_context * m.hidden) as f64 * 2.0;
+    // equal layer counts (32 = 16 + 16): the stages differ by the position table the
+    // first holds and the final norm the last holds
+    let final_norm = 2.0 * m.hidden as f64 * 2.0;
+    assert!((w(&first) - positions - (w(&last) - final_norm)).abs() < 1.0);
+    assert!(w(&last) > table);
+}
+
+#[test]
+fn max_context_stops_at_the_trained_window_and_kv_per_token_needs_no_tokens() {
+    // Llama-3-8B on an H100: memory alone allows ~474k tokens at batch 1, but the model
+    // was trained for 8,192.
+    let m = model("llama-3-8b");
+    let hw = HardwareDb::builtin().unwrap().get("h100").unwrap();
+    let e = EngineDb::builtin().unwrap().get("typical").unwrap();
+    let s = Scenario {
+        prompt: 0,
+        gen_tokens: 0,
+        ..Scenario::default()
+    };
+    let p = predict(&m, hw, e, &s).unwrap();
+    assert_eq!(p.memory.max_context, 8192);
+    assert!(p.memory.max_context_in_memory > 400_000);
+    // 2 · 32 layers · 8 KV heads · 128 · 2 bytes, even with no token in the cache
+    assert_eq!(p.memory.kv_bytes_per_token, 131_072.0);
+    assert_eq!(p.limits().kv_bytes_per_token, 131_072.0);
+}
