@@ -47,7 +47,7 @@ pub enum Command {
         #[command(flatten)]
         args: PredictArgs,
         /// Print a Markdown report instead of text.
-        #[arg(long)]
+        #[arg(long, conflicts_with_all = ["json", "max"])]
         markdown: bool,
         /// Print only the planning limits: the largest batch that fits at this prompt
         /// and gen, and the longest context that fits at this batch.
@@ -163,19 +163,19 @@ pub struct PredictArgs {
     #[arg(long)]
     pub gpu: String,
     /// Number of devices.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=MAX_DEVICES))]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=MAX_DEVICES))]
     pub gpus: u64,
     /// How devices split the model.
     #[arg(long, value_enum, default_value_t = Parallel::Tp)]
     pub parallel: Parallel,
     /// Concurrent sequences.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=MAX_COUNT))]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=MAX_COUNT))]
     pub batch: u64,
     /// Prompt tokens per sequence.
-    #[arg(long, default_value_t = 512, value_parser = clap::value_parser!(u64).range(0..=MAX_COUNT))]
+    #[arg(long, default_value_t = 512, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(0..=MAX_COUNT))]
     pub prompt: u64,
     /// Generated tokens per sequence.
-    #[arg(long = "gen", default_value_t = 128, value_parser = clap::value_parser!(u64).range(0..=MAX_COUNT))]
+    #[arg(long = "gen", default_value_t = 128, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(0..=MAX_COUNT))]
     pub gen_tokens: u64,
     /// Weight format: fp32, fp16, bf16, fp8, int8, int4, q8_0, q4_0, q4_k_m, q5_k_m, q6_k,
     /// nf4, awq-int4, gptq-int4, bpw:N (default: the model's native dtype).
@@ -189,7 +189,7 @@ pub struct PredictArgs {
     #[arg(long, default_value = "typical")]
     pub engine: String,
     /// Fused (flash) attention (the default).
-    #[arg(long, overrides_with = "no_flash")]
+    #[arg(long, conflicts_with = "no_flash")]
     pub flash: bool,
     /// Naive attention that materializes the score matrix.
     #[arg(long = "no-flash")]
@@ -226,31 +226,31 @@ pub struct TrainArgs {
     #[arg(long)]
     pub gpu: String,
     /// Number of devices (tp x pp x dp).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
     pub gpus: u64,
     /// Tensor-parallel degree.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..))]
     pub tp: u64,
     /// Pipeline-parallel degree.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..))]
     pub pp: u64,
     /// ZeRO stage: 0, 1 (optimizer states sharded), 2 (+ gradients), 3 (+ weights).
-    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=3))]
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true, value_parser = clap::value_parser!(u8).range(0..=3))]
     pub zero: u8,
     /// Sequences per micro-batch per data-parallel rank.
-    #[arg(long = "micro-batch", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
+    #[arg(long = "micro-batch", default_value_t = 1, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
     pub micro_batch: u64,
     /// Sequences per optimizer step (default: micro-batch x dp, x 4pp with pipelining).
-    #[arg(long = "global-batch", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long = "global-batch", allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..))]
     pub global_batch: Option<u64>,
     /// Tokens per sequence.
-    #[arg(long, default_value_t = 2048, value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
+    #[arg(long, default_value_t = 2048, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
     pub seq: u64,
     /// full, lora or qlora.
     #[arg(long, default_value = "full", value_parser = Method::parse)]
     pub method: Method,
     /// LoRA rank (adapters on q and v).
-    #[arg(long = "lora-rank", default_value_t = 8, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long = "lora-rank", default_value_t = 8, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..))]
     pub lora_rank: u64,
     /// Activation recomputation: none, selective, full.
     #[arg(long, default_value = "none", value_parser = Recompute::parse)]
@@ -265,7 +265,7 @@ pub struct TrainArgs {
     #[arg(long, default_value = "none", value_parser = Offload::parse)]
     pub offload: Offload,
     /// Interleaved pipeline: model chunks per device.
-    #[arg(long = "virtual-stages", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long = "virtual-stages", default_value_t = 1, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..))]
     pub virtual_stages: u64,
     /// Inter-node network bandwidth per GPU, bytes/s (400 Gb/s InfiniBand = 50e9).
     #[arg(long = "inter-node-bw", allow_negative_numbers = true, default_value_t = ridgeline::train::DEFAULT_INTER_NODE_BYTES_PER_S)]
@@ -339,7 +339,7 @@ pub struct SweepArgs {
     #[arg(long, default_value = "typical")]
     pub engine: String,
     /// Fused (flash) attention (the default).
-    #[arg(long, overrides_with = "no_flash")]
+    #[arg(long, conflicts_with = "no_flash")]
     pub flash: bool,
     /// Naive attention that materializes the score matrix.
     #[arg(long = "no-flash")]
@@ -397,10 +397,10 @@ pub struct PlanArgs {
     #[arg(long)]
     pub gpus: Option<String>,
     /// Prompt tokens per request.
-    #[arg(long, default_value_t = 512, value_parser = clap::value_parser!(u64).range(0..=MAX_COUNT))]
+    #[arg(long, default_value_t = 512, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(0..=MAX_COUNT))]
     pub prompt: u64,
     /// Generated tokens per request.
-    #[arg(long = "gen", default_value_t = 128, value_parser = clap::value_parser!(u64).range(1..=MAX_COUNT))]
+    #[arg(long = "gen", default_value_t = 128, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=MAX_COUNT))]
     pub gen_tokens: u64,
     /// Largest acceptable time to first token, ms.
     #[arg(long = "max-ttft-ms", value_parser = positive, allow_negative_numbers = true)]

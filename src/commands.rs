@@ -11,7 +11,8 @@ use ridgeline::plot::{memory, roofline, throughput};
 use ridgeline::predict::{Prediction, Predictor, Scenario};
 use ridgeline::report;
 use ridgeline::series;
-use ridgeline::{Error, Result};
+use ridgeline::{Error, Result, files};
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 /// The databases every command reads: built-ins plus the user's files.
@@ -54,11 +55,53 @@ fn to_json<T: serde::Serialize>(v: &T) -> Result<String> {
     serde_json::to_string_pretty(v).map_err(|e| Error::internal("JSON writer", e))
 }
 
-/// Writes a chart to `path` (given by `flag`) and says so on stderr.
+/// Writes a chart to `path` (given by `flag`) atomically and says so on stderr; the
+/// file must be named `.svg`.
 fn write_chart(flag: &str, path: &Path, svg: &str, what: &str) -> Result<()> {
-    std::fs::write(path, svg).map_err(|e| Error::write(format!("{flag} {}", path.display()), e))?;
+    check_svg_name(flag, path)?;
+    files::write_atomic(path, svg.as_bytes()).map_err(|e| named(flag, e))?;
     eprintln!("wrote {what}{}", path.display());
     Ok(())
+}
+
+/// Charts are SVG: a file named otherwise would hold the wrong format.
+fn check_svg_name(flag: &str, path: &Path) -> Result<()> {
+    let svg = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("svg"));
+    if svg {
+        Ok(())
+    } else {
+        Err(Error::invalid(
+            flag,
+            format!(
+                "{} is not an .svg file name; charts are written as SVG",
+                path.display()
+            ),
+        ))
+    }
+}
+
+/// A write error of a stream, renamed to what was being written.
+fn renamed_write(e: Error, to: &str) -> Error {
+    match e {
+        Error::Write { message, .. } => Error::Write {
+            path: to.to_string(),
+            message,
+        },
+        other => other,
+    }
+}
+
+/// A write error, with the option that named the file in front of the path.
+fn named(flag: &str, e: Error) -> Error {
+    match e {
+        Error::Write { path, message } => Error::Write {
+            path: format!("{flag} {path}"),
+            message,
+        },
+        other => other,
+    }
 }
 
 /// The chart `predict --svg` writes, from the predictor and its prediction.
@@ -185,11 +228,11 @@ pub fn roofline_cmd(
     if to_stdout {
         return Ok(svg);
     }
-    std::fs::write(out, &svg).map_err(|e| Error::write(format!("--out {}", out.display()), e))?;
+    write_chart("--out", out, &svg, "")?;
     if json {
         to_json(&serde_json::json!({ "out": out, "predictions": preds }))
     } else {
-        Ok(format!("wrote {}", out.display()))
+        Ok(String::new())
     }
 }
 
@@ -221,13 +264,19 @@ pub fn calibrate(
     save: Option<&PathBuf>,
     json: bool,
 ) -> Result<String> {
+    // check the target before the fit, write it only when the fit succeeds
+    let target = save
+        .map(|p| files::AtomicFile::create(p).map_err(|e| named("--save", e)))
+        .transpose()?;
     let rows = ridgeline::calibrate::read_measurements(measurements)?;
     let mapped = ridgeline::calibrate::cases_with(&rows, &ctx.hardware, ModelDb::builtin()?);
     let cal = ridgeline::calibrate::calibrate(&mapped, &ctx.engines, engine)?;
-    if let Some(path) = save {
+    if let (Some(mut file), Some(path)) = (target, save) {
         let text = ridgeline::calibrate::engines_toml(&cal.engines)?;
-        std::fs::write(path, text)
+        file.file()
+            .write_all(text.as_bytes())
             .map_err(|e| Error::write(format!("--save {}", path.display()), e))?;
+        file.commit().map_err(|e| named("--save", e))?;
         eprintln!(
             "saved {} engine profile(s) to {}",
             cal.engines.len(),
@@ -309,11 +358,13 @@ pub fn sweep(ctx: &Ctx, a: &SweepArgs, json: bool) -> Result<String> {
     };
     let stats = match &a.out {
         Some(path) => {
-            let mut f = std::fs::File::create(path)
-                .map_err(|e| Error::write(format!("--out {}", path.display()), e))?;
-            write(&mut f)?
+            let mut f = files::AtomicFile::create(path).map_err(|e| named("--out", e))?;
+            let stats = write(f.file())
+                .map_err(|e| renamed_write(e, &format!("--out {}", path.display())))?;
+            f.commit().map_err(|e| named("--out", e))?;
+            stats
         }
-        None => write(&mut std::io::stdout().lock())?,
+        None => write(&mut std::io::stdout().lock()).map_err(|e| renamed_write(e, "<stdout>"))?,
     };
     if stats.invalid > 0 {
         let reasons: Vec<String> = stats

@@ -320,7 +320,7 @@ fn row(buf: &mut Vec<u8>, s: &Sweep<'_>, l: &Labels, ix: &[usize; 9], r: &Outcom
         Err(_) => buf.extend_from_slice(missing),
     }
     buf.extend_from_slice(l.key(FIRST_METRIC + 7));
-    let usd = r.ok().and_then(|p| p.usd_per_million_tokens);
+    let usd = r.ok().and_then(|p| p.usd_per_million_tokens_if_fits());
     put_f64(buf, usd.unwrap_or(f64::NAN), missing);
     buf.extend_from_slice(l.key(FIRST_METRIC + 8));
     match r {

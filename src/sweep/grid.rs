@@ -46,7 +46,8 @@ pub struct Grid {
     pub output_tokens_per_s: ArrayD<f64>,
     /// Memory per device, bytes.
     pub total_bytes: ArrayD<f64>,
-    /// USD per million output tokens (`NaN` where the device has no price).
+    /// USD per million output tokens (`NaN` where the device has no price or the
+    /// configuration does not fit).
     pub usd_per_million_tokens: ArrayD<f64>,
     /// Fits in device memory.
     pub fits: ArrayD<bool>,
@@ -115,7 +116,7 @@ impl Sweep<'_> {
                         c[i] = p.decode_tokens_per_s;
                         d[i] = p.output_tokens_per_s;
                         e[i] = p.total_bytes();
-                        u[i] = p.usd_per_million_tokens.unwrap_or(f64::NAN);
+                        u[i] = p.usd_per_million_tokens_if_fits().unwrap_or(f64::NAN);
                         f[i] = p.fits();
                         v[i] = true;
                     }

@@ -220,6 +220,12 @@ impl Point {
         self.summary.memory.total_bytes
     }
 
+    /// USD per million output tokens of a configuration that fits (`None` for one that
+    /// does not: it produces no tokens on these devices).
+    pub fn usd_per_million_tokens_if_fits(&self) -> Option<f64> {
+        self.usd_per_million_tokens.filter(|_| self.fits())
+    }
+
     /// The bound of the mid-generation decode step.
     pub fn decode_bound(&self) -> Bound {
         self.summary.decode.bound()

@@ -1,0 +1,360 @@
+//! No crash, no lost byte: hostile files, write failures, interrupted writes and
+//! conflicting flags end as exit 2 with one line naming the field, the old output file
+//! intact and no temporary file left behind.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_ridgeline"))
+}
+
+fn run(args: &[&str]) -> Output {
+    bin().args(args).output().expect("binary runs")
+}
+
+fn scratch(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("ridgeline-rel-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Exit 2, nothing on stdout, one line on stderr containing every needle.
+fn one_line_error(out: &Output, needles: &[&str]) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        out.stdout.is_empty(),
+        "stdout: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert_eq!(err.trim_end().lines().count(), 1, "not one line: {err}");
+    for n in needles {
+        assert!(err.contains(n), "{err} lacks {n}");
+    }
+}
+
+fn files_in(d: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(d)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn stdout_write_errors_are_errors_but_a_closed_pipe_is_not() {
+    if !Path::new("/dev/full").exists() {
+        return;
+    }
+    for args in [
+        &[
+            "predict",
+            "--model",
+            "llama-3-8b",
+            "--gpu",
+            "h100",
+            "--json",
+        ][..],
+        &[
+            "sweep",
+            "--model",
+            "llama-3-8b",
+            "--gpu",
+            "h100",
+            "--batch",
+            "1..50",
+        ][..],
+    ] {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let out = bin().args(args).stdout(full).output().unwrap();
+        one_line_error(&out, &["cannot write <stdout>"]);
+    }
+    // `| head`: the reader goes away early; that is a quiet success
+    let mut child = bin()
+        .args([
+            "sweep",
+            "--model",
+            "llama-3-8b",
+            "--gpu",
+            "h100",
+            "--batch",
+            "1..200000",
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut first = [0u8; 64];
+    use std::io::Read;
+    stdout.read_exact(&mut first).unwrap();
+    drop(stdout);
+    assert!(child.wait().unwrap().success());
+}
+
+#[test]
+fn input_files_must_be_regular_and_small() {
+    let d = scratch("inputs");
+    let fifo = d.join("x.json");
+    let made = Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .is_ok_and(|s| s.success());
+    if made {
+        // a FIFO would block forever if opened
+        let out = run(&[
+            "predict",
+            "--model",
+            fifo.to_str().unwrap(),
+            "--gpu",
+            "h100",
+        ]);
+        one_line_error(&out, &["not a regular file"]);
+    }
+    if Path::new("/dev/zero").exists() {
+        let out = run(&["calibrate", "--measurements", "/dev/zero"]);
+        one_line_error(&out, &["/dev/zero", "not a regular file"]);
+    }
+    let big = d.join("big.json");
+    std::fs::write(&big, vec![b' '; 5 << 20]).unwrap();
+    let out = run(&["predict", "--model", big.to_str().unwrap(), "--gpu", "h100"]);
+    one_line_error(&out, &["larger than the 4 MiB"]);
+    // a config.json with a byte-order mark reads like one without
+    let cfg = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/data/models/llama-2-7b.json"
+    ))
+    .unwrap();
+    let bom = d.join("bom.json");
+    std::fs::write(&bom, format!("\u{feff}{cfg}")).unwrap();
+    let out = run(&["predict", "--model", bom.to_str().unwrap(), "--gpu", "h100"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn an_interrupted_sweep_keeps_the_old_file_and_leaves_no_temporary() {
+    let d = scratch("interrupt");
+    let keep = d.join("keep.csv");
+    std::fs::write(&keep, "old\n").unwrap();
+    let mut child = bin()
+        .args([
+            "sweep",
+            "--model",
+            "llama-3-8b,llama-2-70b",
+            "--gpu",
+            "h100,a100",
+            "--batch",
+            "1..2000",
+            "--prompt",
+            "1..4000:+100",
+            "--gen",
+            "1..100:+10",
+            "--out",
+        ])
+        .arg(&keep)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // wait until the temporary file exists, then interrupt
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while files_in(&d).len() < 2 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(
+        files_in(&d).len(),
+        2,
+        "no temporary file appeared: {:?}",
+        files_in(&d)
+    );
+    let _ = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status();
+    let status = child.wait().unwrap();
+    assert!(!status.success());
+    assert_eq!(std::fs::read_to_string(&keep).unwrap(), "old\n");
+    assert_eq!(files_in(&d), vec!["keep.csv".to_string()]);
+    // a completed sweep replaces it
+    let out = run(&[
+        "sweep",
+        "--model",
+        "llama-3-8b",
+        "--gpu",
+        "h100",
+        "--out",
+        keep.to_str().unwrap(),
+    ]);
+    assert!(out.status.success());
+    assert_eq!(std::fs::read_to_string(&keep).unwrap().lines().count(), 2);
+    assert_eq!(files_in(&d), vec!["keep.csv".to_string()]);
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn output_files_that_cannot_be_written_name_the_flag() {
+    let d = scratch("outputs");
+    let missing = d.join("no-such-dir/out.csv");
+    let out = run(&[
+        "sweep",
+        "--model",
+        "llama-3-8b",
+        "--gpu",
+        "h100",
+        "--out",
+        missing.to_str().unwrap(),
+    ]);
+    one_line_error(&out, &["cannot write --out", "out.csv"]);
+    let svg = d.join("no-such-dir/chart.svg");
+    let out = run(&[
+        "predict",
+        "--model",
+        "llama-3-8b",
+        "--gpu",
+        "h100",
+        "--svg",
+        svg.to_str().unwrap(),
+    ]);
+    one_line_error(&out, &["cannot write --svg"]);
+    // the calibration target is checked before the fit
+    let toml = d.join("no-such-dir/engines.toml");
+    let csv = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/data/measurements/measurements.csv"
+    );
+    let out = run(&[
+        "calibrate",
+        "--measurements",
+        csv,
+        "--save",
+        toml.to_str().unwrap(),
+    ]);
+    one_line_error(&out, &["cannot write --save"]);
+    // charts are SVG: a .png name is refused, not filled with SVG
+    let png = d.join("roof.png");
+    let out = run(&[
+        "roofline",
+        "--model",
+        "llama-3-8b",
+        "--gpu",
+        "h100",
+        "--out",
+        png.to_str().unwrap(),
+    ]);
+    one_line_error(&out, &["--out", "not an .svg file name"]);
+    assert!(!png.exists());
+    // and "wrote" goes to stderr, not into the output
+    let ok = d.join("roof.svg");
+    let out = run(&[
+        "roofline",
+        "--model",
+        "llama-3-8b",
+        "--gpu",
+        "h100",
+        "--out",
+        ok.to_str().unwrap(),
+    ]);
+    assert!(out.status.success() && out.stdout.is_empty());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("wrote"));
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn parser_errors_are_one_line_naming_the_flag() {
+    for (args, needles) in [
+        (
+            &[
+                "predict",
+                "--model",
+                "llama-3-8b",
+                "--gpu",
+                "h100",
+                "--batch",
+                "-1",
+            ][..],
+            &["--batch"][..],
+        ),
+        (
+            &[
+                "predict",
+                "--model",
+                "llama-3-8b",
+                "--gpu",
+                "h100",
+                "--flash",
+                "--no-flash",
+            ],
+            &["--flash", "--no-flash"],
+        ),
+        (
+            &[
+                "predict",
+                "--model",
+                "llama-3-8b",
+                "--gpu",
+                "h100",
+                "--markdown",
+                "--json",
+            ],
+            &["--markdown", "--json"],
+        ),
+        (
+            &[
+                "train",
+                "--model",
+                "llama-2-7b",
+                "--gpu",
+                "a100",
+                "--zero",
+                "300",
+            ],
+            &["--zero", "300"],
+        ),
+        (
+            &[
+                "predict",
+                "--model",
+                "llama-3-8b",
+                "--gpu",
+                "h100",
+                "--parallel",
+                "xp",
+            ],
+            &["--parallel", "tp, pp"],
+        ),
+        (
+            &["plan", "--model", "llama-3-8b", "--max-tpot-ms", "-3"],
+            &["--max-tpot-ms", "> 0"],
+        ),
+        (&["predict", "--model", "llama-3-8b"], &["--gpu"]),
+    ] {
+        one_line_error(&run(args), needles);
+    }
+}
+
+#[test]
+fn sweep_rows_that_do_not_fit_have_no_cost() {
+    // Llama-2-70B in bf16 does not fit one H100: no tokens, so no cost per token
+    let out = run(&[
+        "sweep",
+        "--model",
+        "llama-2-70b,llama-3-8b",
+        "--gpu",
+        "h100",
+        "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = v["rows"].as_array().unwrap();
+    assert_eq!(rows[0]["fits"], false);
+    assert!(rows[0]["usd_per_million_tokens"].is_null());
+    assert_eq!(rows[1]["fits"], true);
+    assert!(rows[1]["usd_per_million_tokens"].as_f64().unwrap() > 0.0);
+}
