@@ -191,7 +191,7 @@ fn train_config(a: &TrainArgs) -> Result<ridgeline::train::TrainConfig> {
         gpus: a.gpus,
         tp: a.tp,
         pp: a.pp,
-        zero: u8::try_from(a.zero).unwrap_or(u8::MAX),
+        zero: a.zero,
         micro_batch: a.micro_batch,
         global_batch: a.global_batch,
         seq: a.seq,

@@ -649,7 +649,7 @@ fn calibrate_compute_fraction() {
                 for f8 in [0.28, 0.30, 0.32, 0.34, 0.36] {
                     let mut errs = Vec::new();
                     for r in &runs {
-                        let base = TrainEfficiency::for_hardware(&r.hw);
+                        let base = TrainEfficiency::for_hardware(&r.hw).unwrap();
                         if base.label != label {
                             continue;
                         }
@@ -658,7 +658,7 @@ fn calibrate_compute_fraction() {
                             compute: c,
                             compute_fp8: f8,
                             attention: a,
-                            ..base
+                            ..base.clone()
                         });
                         let rr = Run {
                             id: r.id,
@@ -1218,7 +1218,7 @@ fn bad_values_are_named() {
             "{field}: {e}"
         );
     }
-    let mut eff = ridgeline::train::AMPERE;
+    let mut eff = ridgeline::train::TrainEfficiency::for_hardware(&gpu("a100-80gb-sxm")).unwrap();
     eff.compute = f64::NAN;
     let e = err(TrainConfig {
         efficiency: Some(eff),
@@ -1357,7 +1357,7 @@ fn calibrate_overlap() {
             let errs: Vec<f64> = runs
                 .iter()
                 .map(|r| {
-                    let base = TrainEfficiency::for_hardware(&r.hw);
+                    let base = TrainEfficiency::for_hardware(&r.hw).unwrap();
                     let mut cfg = r.cfg.clone();
                     cfg.efficiency = Some(TrainEfficiency {
                         overlap_dp: odp,
