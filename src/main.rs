@@ -105,9 +105,13 @@ enum Command {
         /// Fit only this engine (default: every engine with rows, and typical).
         #[arg(long)]
         engine: Option<String>,
-        /// Write the fitted engines to an engines TOML (load it with --engine-file).
+        /// Write the fitted engines to an engines TOML (load it with --engine-file); with
+        /// --train, the fitted training factors as a training.toml.
         #[arg(long, value_name = "FILE.toml")]
         save: Option<PathBuf>,
+        /// Fit the training efficiency factors (kind D rows) instead of the engines.
+        #[arg(long, conflicts_with = "engine")]
+        train: bool,
     },
     /// Roofline chart (SVG) of the model's ops on one or more devices (--gpu G,G2,...).
     Roofline {
@@ -528,8 +532,25 @@ fn run(cli: Cli) -> Result<String> {
         }
         Command::Calibrate {
             measurements,
+            save,
+            train: true,
+            ..
+        } => {
+            let fit = ridgeline::train::calibrate::fit_file(&measurements, save.as_deref())?;
+            if let Some(path) = save {
+                eprintln!("saved training factors to {}", path.display());
+            }
+            if cli.json {
+                to_json(&fit)
+            } else {
+                Ok(ridgeline::report::train::calibration(&fit))
+            }
+        }
+        Command::Calibrate {
+            measurements,
             engine,
             save,
+            train: false,
         } => {
             let rows = ridgeline::calibrate::read_measurements(&measurements)?;
             let mapped = ridgeline::calibrate::cases_with(&rows, db, ModelDb::builtin()?);

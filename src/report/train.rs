@@ -1,6 +1,7 @@
 //! Human-readable text report of a training prediction (`ridgeline train`), and the text
 //! of its notes ([`TrainNote`], also their JSON).
 
+use crate::train::calibrate::{LINK_PRIOR, MEMORY_PRIOR, RowFit, TrainFit};
 use crate::train::{Method, TrainNote, TrainReport};
 use crate::units::{fmt_flops_per_s, fmt_gb, fmt_seconds};
 use std::fmt;
@@ -220,6 +221,82 @@ pub fn render(r: &TrainReport) -> String {
     let mut s = header(r) + &memory(r) + &step(r);
     for n in &r.notes {
         s.push_str(&format!("note: {n}\n"));
+    }
+    s
+}
+
+/// One table of fitted rows: measured, predicted, error, micro-batch, source.
+fn fit_rows(rows: &[RowFit]) -> String {
+    let mut s = format!(
+        "  {:<5} {:<22} {:<29} {:>11} {:>11} {:>8} {:>3}  run\n",
+        "id", "device", "metric", "measured", "predicted", "error", "mb"
+    );
+    for r in rows {
+        s.push_str(&format!(
+            "  {:<5} {:<22} {:<29} {:>11.4e} {:>11.4e} {:>+7.1}% {:>3}  {}\n",
+            r.id,
+            r.device,
+            r.metric.name(),
+            r.measured,
+            r.predicted,
+            100.0 * r.error,
+            r.micro_batch,
+            r.label
+        ));
+    }
+    s
+}
+
+/// The `ridgeline calibrate --train` output: fitted factors per architecture, the
+/// overlaps, and every row's error.
+pub fn calibration(fit: &TrainFit) -> String {
+    let mut s = format!(
+        "Training efficiency fit on {} kind-D rows (grid steps {} and {}):\n",
+        fit.rows.len(),
+        fit.compute_step,
+        fit.overlap_step
+    );
+    for a in &fit.architectures {
+        let e = &a.efficiency;
+        s.push_str(&format!(
+            "  {:<8} compute {:.2}, fp8 {:.2}{}, attention {:.2}; median |error| {} over {} rows ({})\n",
+            a.architecture,
+            e.compute,
+            e.compute_fp8,
+            when(!a.fp8_fitted, || " (no fp8 rows: = compute)".into()),
+            e.attention,
+            pct(a.median_abs_error),
+            a.rows.len(),
+            a.devices.join(", ")
+        ));
+    }
+    s.push_str(&format!(
+        "  priors   overlap data-parallel {:.1}, tensor-parallel {:.1}, memory {:.2}, links {:.2} (not fitted)\n",
+        fit.overlap_dp, fit.overlap_tp, MEMORY_PRIOR, LINK_PRIOR
+    ));
+    let profile: Vec<String> = fit
+        .overlap_profile
+        .iter()
+        .map(|o| format!("{:.1} {}", o.overlap_dp, pct(o.median_abs_error)))
+        .collect();
+    s.push_str(&format!(
+        "  median |error| at each data-parallel overlap (compute refitted): {}\n",
+        profile.join(", ")
+    ));
+    s.push_str(&format!(
+        "  median |error| over all {} rows: {}\n\n",
+        fit.rows.len(),
+        pct(fit.median_abs_error)
+    ));
+    s.push_str(&fit_rows(&fit.rows));
+    s.push_str(&format!(
+        "\nMemory rows (kind E, not fitted): median |error| {} over {} rows\n",
+        pct(fit.memory_median_abs_error),
+        fit.memory_rows.len()
+    ));
+    s.push_str(&fit_rows(&fit.memory_rows));
+    for k in &fit.skipped {
+        s.push_str(&format!("skipped {}: {}\n", k.id, k.reason));
     }
     s
 }

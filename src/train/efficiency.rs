@@ -5,7 +5,8 @@
 //! communication hidden behind compute. The table is keyed by the hardware files'
 //! `architecture` field (`ampere`, `hopper`, ...); an entry may reuse another's factors
 //! (`uses = "hopper"`), and devices whose architecture has no entry get the table's
-//! `fallback`, labelled `uncalibrated`.
+//! `fallback`, labelled `uncalibrated`. The factors are fitted to published runs by
+//! [`super::calibrate::fit`] (`ridgeline calibrate --train`), which also writes the file.
 
 use crate::dtype::ComputeDtype;
 use crate::error::{Error, Result};
@@ -66,26 +67,39 @@ impl TrainEfficiency {
         }
     }
 
+    /// The seven factors by name, as `training.toml` writes them: the five fractions of
+    /// a ceiling, then the two overlaps.
+    pub fn factors(&self) -> [(&'static str, f64); 7] {
+        [
+            ("compute", self.compute),
+            ("compute_fp8", self.compute_fp8),
+            ("attention", self.attention),
+            ("memory", self.memory),
+            ("link", self.link),
+            ("overlap_dp", self.overlap_dp),
+            ("overlap_tp", self.overlap_tp),
+        ]
+    }
+
     /// Checks every fraction: the ceilings' in (0, 1], the overlaps in [0, 1]; errors
     /// name the field as `efficiency.<factor>`.
     pub fn validate(&self) -> Result<()> {
-        for (f, v) in [
-            ("efficiency.compute", self.compute),
-            ("efficiency.compute_fp8", self.compute_fp8),
-            ("efficiency.attention", self.attention),
-            ("efficiency.memory", self.memory),
-            ("efficiency.link", self.link),
-        ] {
-            if !(v.is_finite() && v > 0.0 && v <= 1.0) {
-                return Err(Error::invalid(f, format!("must be in (0, 1], got {v}")));
+        let factors = self.factors();
+        let (ceilings, overlaps) = factors.split_at(5);
+        for (f, v) in ceilings {
+            if !(v.is_finite() && *v > 0.0 && *v <= 1.0) {
+                return Err(Error::invalid(
+                    format!("efficiency.{f}"),
+                    format!("must be in (0, 1], got {v}"),
+                ));
             }
         }
-        for (f, v) in [
-            ("efficiency.overlap_dp", self.overlap_dp),
-            ("efficiency.overlap_tp", self.overlap_tp),
-        ] {
-            if !(v.is_finite() && (0.0..=1.0).contains(&v)) {
-                return Err(Error::invalid(f, format!("must be in [0, 1], got {v}")));
+        for (f, v) in overlaps {
+            if !(v.is_finite() && (0.0..=1.0).contains(v)) {
+                return Err(Error::invalid(
+                    format!("efficiency.{f}"),
+                    format!("must be in [0, 1], got {v}"),
+                ));
             }
         }
         Ok(())
@@ -240,10 +254,9 @@ impl EfficiencyTable {
     /// The bundled table (parsed once).
     pub fn builtin() -> Result<&'static EfficiencyTable> {
         static TABLE: OnceLock<Result<EfficiencyTable>> = OnceLock::new();
-        TABLE
-            .get_or_init(|| EfficiencyTable::from_toml(BUILTIN_TRAINING_TOML, "data/training.toml"))
-            .as_ref()
-            .map_err(Clone::clone)
+        super::parsed_once(&TABLE, || {
+            EfficiencyTable::from_toml(BUILTIN_TRAINING_TOML, "data/training.toml")
+        })
     }
 
     /// The entry for an architecture (case-insensitive), if the table has one.

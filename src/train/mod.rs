@@ -4,11 +4,13 @@
 //!
 //! | module | job |
 //! |---|---|
-//! | `config` | [`TrainConfig`], its named kinds ([`Method`], [`Recompute`], [`TrainPrecision`], [`Optimizer`], [`Offload`], [`LoraTargets`]) and its validation into a [`Layout`] |
-//! | `efficiency` | [`TrainEfficiency`] per chip architecture from `data/training.toml` ([`EfficiencyTable`]) |
-//! | `memory` | memory per device: model states, activations ([`activation_bytes_per_layer`]), overhead ([`FrameworkOverhead`]) |
-//! | `step` | step time, tokens/s, MFU and HFU ([`StepReport`], [`backward_cost`]) |
-//! | `report` | the `train --json` document ([`TrainReport`]) and its caveats ([`TrainNote`]) |
+//! | [`config`] | [`TrainConfig`], its named kinds ([`Method`], [`Recompute`], [`TrainPrecision`], [`Optimizer`], [`Offload`], [`LoraTargets`]) and its validation into a [`Layout`] |
+//! | [`efficiency`] | [`TrainEfficiency`] per chip architecture from `data/training.toml` ([`EfficiencyTable`]) |
+//! | [`memory`] | memory per device: model states, activations ([`activation_bytes_per_layer`]), overhead ([`FrameworkOverhead`]) |
+//! | [`step`] | step time, tokens/s, MFU and HFU ([`StepReport`], [`backward_cost`]) |
+//! | [`report`] | the `train --json` document ([`TrainReport`]) and its caveats ([`TrainNote`]) |
+//! | [`runs`] | published training runs: the training rows of the measurements CSV, configured by `data/measurements/training_runs.toml` |
+//! | [`calibrate`] | fits the efficiency factors to the published runs (`ridgeline calibrate --train`) |
 //!
 //! A [`Trainer`] validates one configuration on one model and device; [`Trainer::memory`]
 //! and [`Trainer::step`] evaluate it, [`Trainer::report`] (or [`train`]) gives both.
@@ -17,11 +19,13 @@
 //! schedule keeps in flight, the CPU's own optimizer-update time under offload, power
 //! capping, and framework-specific recomputation policies other than Korthikanti's.
 
-mod config;
-mod efficiency;
-mod memory;
-mod report;
-mod step;
+pub mod calibrate;
+pub mod config;
+pub mod efficiency;
+pub mod memory;
+pub mod report;
+pub mod runs;
+pub mod step;
 
 pub use config::{
     DEFAULT_DEVICES_PER_NODE, DEFAULT_INTER_NODE_BYTES_PER_S, Layout, LoraTargets, MAX_ZERO_STAGE,
@@ -33,7 +37,7 @@ pub use memory::{
     activation_bytes_per_layer, adafactor_factored_bytes_per_param, lora_matrices_per_layer,
     lora_params_per_layer,
 };
-pub use report::{ConfigEcho, HardwareInfo, MemoryReport, ModelInfo, TrainNote, TrainReport};
+pub use report::{HardwareInfo, MemoryReport, ModelInfo, TrainNote, TrainReport};
 pub use step::{StepReport, backward_cost};
 
 use crate::dtype::Format;
@@ -166,6 +170,14 @@ impl<'a> Trainer<'a> {
             act_bytes: self.precision.activations.bytes(),
         }
     }
+}
+
+/// A bundled data file, parsed on first use: the parse's result, kept in `cell`.
+fn parsed_once<T>(
+    cell: &'static std::sync::OnceLock<Result<T>>,
+    parse: impl FnOnce() -> Result<T>,
+) -> Result<&'static T> {
+    cell.get_or_init(parse).as_ref().map_err(Clone::clone)
 }
 
 /// One-call training prediction.

@@ -1,11 +1,12 @@
 //! The `train --json` document ([`TrainReport`]) and its caveats ([`TrainNote`]).
 
 use super::Trainer;
-use super::config::{Layout, Method, Offload, Optimizer, Recompute, TrainPrecision};
+use super::config::{Layout, Method, Offload, TrainConfig};
 use super::efficiency::TrainEfficiency;
 use super::memory::{MemoryDetail, TrainMemory, lora_params_per_layer};
 use super::step::StepReport;
 use serde::Serialize;
+use serde::ser::{SerializeStruct, Serializer};
 
 /// The `memory` object of `train --json`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -44,37 +45,8 @@ pub struct HardwareInfo {
     pub devices_per_node: u64,
 }
 
-/// `config` of the report: the options as understood.
-#[derive(Debug, Clone, Serialize)]
-pub struct ConfigEcho {
-    /// Sequence length.
-    pub seq: u64,
-    /// ZeRO stage.
-    pub zero: u64,
-    /// Method.
-    pub method: Method,
-    /// LoRA rank (0 for full training).
-    pub lora_rank: u64,
-    /// Recomputation.
-    pub recompute: Recompute,
-    /// Precision.
-    pub precision: TrainPrecision,
-    /// Optimizer.
-    pub optimizer: Optimizer,
-    /// Offload.
-    pub offload: Offload,
-    /// Sequence parallelism in use.
-    pub sequence_parallel: bool,
-    /// Fused attention.
-    pub flash: bool,
-    /// Virtual pipeline stages.
-    pub virtual_stages: u64,
-    /// Inter-node bandwidth per GPU, bytes/s.
-    pub inter_node_bytes_per_s: f64,
-}
-
-/// A caveat on a training prediction. The text of each (and its JSON, a string) is
-/// written by `crate::report::train`.
+/// A caveat on a training prediction. Its text (also its JSON, a string) is written by
+/// [`crate::report::train`].
 #[derive(Debug, Clone, PartialEq)]
 pub enum TrainNote {
     /// fp8 was asked for on a device without fp8 tensor cores: matmuls are costed in bf16.
@@ -122,8 +94,13 @@ pub struct TrainReport {
     pub model: ModelInfo,
     /// Hardware.
     pub hardware: HardwareInfo,
-    /// Options.
-    pub config: ConfigEcho,
+    /// The options as understood: the validated configuration (sequence parallelism
+    /// only with tensor parallelism). Its JSON echoes `seq`, `zero`, `method`,
+    /// `lora_rank` (0 for full training), `recompute`, `precision`, `optimizer`,
+    /// `offload`, `sequence_parallel`, `flash`, `virtual_stages` and
+    /// `inter_node_bytes_per_s`.
+    #[serde(serialize_with = "echo")]
+    pub config: TrainConfig,
     /// Device layout.
     pub layout: Layout,
     /// Per-device memory.
@@ -134,6 +111,29 @@ pub struct TrainReport {
     pub efficiency: TrainEfficiency,
     /// Caveats.
     pub notes: Vec<TrainNote>,
+}
+
+/// The `config` object of `train --json`.
+fn echo<S: Serializer>(c: &TrainConfig, s: S) -> Result<S::Ok, S::Error> {
+    let mut m = s.serialize_struct("config", 12)?;
+    m.serialize_field("seq", &c.seq)?;
+    m.serialize_field("zero", &c.zero)?;
+    m.serialize_field("method", &c.method)?;
+    let rank = if c.method == Method::Full {
+        0
+    } else {
+        c.lora_rank
+    };
+    m.serialize_field("lora_rank", &rank)?;
+    m.serialize_field("recompute", &c.recompute)?;
+    m.serialize_field("precision", &c.precision)?;
+    m.serialize_field("optimizer", &c.optimizer)?;
+    m.serialize_field("offload", &c.offload)?;
+    m.serialize_field("sequence_parallel", &c.sequence_parallel)?;
+    m.serialize_field("flash", &c.flash)?;
+    m.serialize_field("virtual_stages", &c.virtual_stages)?;
+    m.serialize_field("inter_node_bytes_per_s", &c.inter_node_bytes_per_s)?;
+    m.end()
 }
 
 impl Trainer<'_> {
@@ -177,28 +177,6 @@ impl Trainer<'_> {
         notes
     }
 
-    fn config_echo(&self) -> ConfigEcho {
-        let c = &self.cfg;
-        ConfigEcho {
-            seq: c.seq,
-            zero: c.zero,
-            method: c.method,
-            lora_rank: if c.method == Method::Full {
-                0
-            } else {
-                c.lora_rank
-            },
-            recompute: c.recompute,
-            precision: c.precision,
-            optimizer: c.optimizer,
-            offload: c.offload,
-            sequence_parallel: c.sequence_parallel,
-            flash: c.flash,
-            virtual_stages: c.virtual_stages,
-            inter_node_bytes_per_s: c.inter_node_bytes_per_s,
-        }
-    }
-
     /// The whole report (the `train --json` document).
     pub fn report(&self) -> TrainReport {
         let (inner, detail) = self.memory();
@@ -216,7 +194,7 @@ impl Trainer<'_> {
                 count: self.layout.gpus,
                 devices_per_node: self.layout.devices_per_node,
             },
-            config: self.config_echo(),
+            config: self.cfg.clone(),
             layout: self.layout,
             notes: self.notes(&inner, &detail),
             memory: MemoryReport { inner, detail },
