@@ -14,19 +14,20 @@
 //!
 //! Not fitted, because the runs do not identify them: `memory` and `link`
 //! ([`MEMORY_PRIOR`], [`LINK_PRIOR`]; no published run is bound by memory or links
-//! alone), `overlap_tp` ([`OVERLAP_TP_PRIOR`]: none of the runs overlaps its
-//! tensor-parallel collectives with compute, no asynchronous TP) and `overlap_dp`
+//! alone), `overlap_tp` ([`OVERLAP_TP_PRIOR`]: none of the runs is described as
+//! overlapping its tensor-parallel collectives with compute, asynchronous TP) and `overlap_dp`
 //! ([`OVERLAP_DP_PRIOR`]: DDP and FSDP overlap the gradient reduction with the backward
 //! pass). For `overlap_dp` the fit repeats steps 1 and 2 at every value from 0 to 1 (step
 //! [`OVERLAP_STEP`]) and reports the median over all rows at each
 //! ([`TrainFit::overlap_profile`]): the compute fractions absorb the difference, and the
-//! median moves by about a point over the whole range, so the data cannot pick one.
+//! median moves by less than two points over the whole range without a clear minimum,
+//! so the data cannot pick one.
 //! Kind E (memory) rows do not depend on the factors; their errors are reported alongside.
 
 use super::config::TrainPrecision;
 use super::efficiency::{EfficiencyTable, TrainEfficiency};
 use super::runs::{Metric, PublishedRun, PublishedRuns, RunSetups, Skipped, published_runs};
-use crate::calibrate::{Kind, Measurement, read_measurements};
+use crate::calibrate::{Measurement, read_measurements};
 use crate::error::{Error, Result};
 use rayon::prelude::*;
 use serde::Serialize;
@@ -36,7 +37,7 @@ use std::path::Path;
 
 /// Grid step of `compute`, `compute_fp8` and `attention`.
 pub const COMPUTE_STEP: f64 = 0.02;
-/// Grid step of `overlap_dp` and `overlap_tp`.
+/// Grid step of the `overlap_dp` scan.
 pub const OVERLAP_STEP: f64 = 0.1;
 /// The least improvement of the median error that earns `attention` its own value.
 pub const ATTENTION_MIN_GAIN: f64 = 0.005;
@@ -184,7 +185,7 @@ pub struct TrainFit {
     pub overlap_profile: Vec<OverlapScore>,
     /// Grid step of the compute fractions.
     pub compute_step: f64,
-    /// Grid step of the overlaps.
+    /// Grid step of the overlap scan.
     pub overlap_step: f64,
 }
 
@@ -282,12 +283,18 @@ fn row_fit(r: &PublishedRun, eff: Option<&TrainEfficiency>) -> Result<RowFit> {
     })
 }
 
-/// Fits the factors to the throughput rows of `published` (rows whose device has no
-/// architecture are skipped); memory rows are evaluated with the bundled table.
-pub fn fit(published: &PublishedRuns) -> Result<TrainFit> {
-    let mut skipped = published.skipped.clone();
+/// Median `|error|` of fitted rows.
+fn median_error(rows: &[RowFit]) -> f64 {
+    score(&rows.iter().map(|r| r.error).collect::<Vec<_>>()).0
+}
+
+/// The throughput rows by architecture; rows whose device has none are skipped.
+fn by_architecture<'a>(
+    published: &'a PublishedRuns,
+    skipped: &mut Vec<Skipped>,
+) -> BTreeMap<String, Vec<&'a PublishedRun>> {
     let mut by_arch: BTreeMap<String, Vec<&PublishedRun>> = BTreeMap::new();
-    for r in published.runs.iter().filter(|r| r.kind == Kind::D) {
+    for r in published.throughput() {
         let arch = r.hardware.architecture.trim().to_ascii_lowercase();
         if arch.is_empty() {
             skipped.push(Skipped {
@@ -298,69 +305,77 @@ pub fn fit(published: &PublishedRuns) -> Result<TrainFit> {
             by_arch.entry(arch).or_default().push(r);
         }
     }
-    let mut profile = Vec::new();
-    for od in overlap_grid() {
-        let overlap = (od, OVERLAP_TP_PRIOR);
-        let mut fractions = BTreeMap::new();
-        let mut all = Vec::new();
-        for (arch, runs) in &by_arch {
-            let f = fit_fractions(arch, runs, overlap)?;
-            all.extend(errors(runs, &efficiency(arch, f, overlap))?);
-            fractions.insert(arch.clone(), f);
-        }
-        profile.push((score(&all), overlap, fractions));
-    }
-    let overlap = (OVERLAP_DP_PRIOR, OVERLAP_TP_PRIOR);
-    let fractions = by_arch
-        .iter()
-        .map(|(arch, runs)| Ok((arch.clone(), fit_fractions(arch, runs, overlap)?)))
-        .collect::<Result<BTreeMap<_, _>>>()?;
-    let overlap_profile = profile
-        .iter()
-        .map(|(s, o, _)| OverlapScore {
-            overlap_dp: o.0,
-            median_abs_error: s.0,
+    by_arch
+}
+
+/// The median over all rows with the fractions refitted at each `overlap_dp`.
+fn overlap_profile(by_arch: &BTreeMap<String, Vec<&PublishedRun>>) -> Result<Vec<OverlapScore>> {
+    overlap_grid()
+        .into_iter()
+        .map(|od| {
+            let overlap = (od, OVERLAP_TP_PRIOR);
+            let mut all = Vec::new();
+            for (arch, runs) in by_arch {
+                let f = fit_fractions(arch, runs, overlap)?;
+                all.extend(errors(runs, &efficiency(arch, f, overlap))?);
+            }
+            Ok(OverlapScore {
+                overlap_dp: od,
+                median_abs_error: score(&all).0,
+            })
         })
-        .collect();
+        .collect()
+}
+
+/// Steps 1 and 2 for one architecture at the prior overlaps, with its rows.
+fn fit_architecture(arch: &str, runs: &[&PublishedRun]) -> Result<(ArchitectureFit, Vec<RowFit>)> {
+    let overlap = (OVERLAP_DP_PRIOR, OVERLAP_TP_PRIOR);
+    let eff = efficiency(arch, fit_fractions(arch, runs, overlap)?, overlap);
+    let rows = runs
+        .iter()
+        .map(|r| row_fit(r, Some(&eff)))
+        .collect::<Result<Vec<_>>>()?;
+    let mut devices: Vec<String> = runs.iter().map(|r| r.hardware.id.clone()).collect();
+    devices.sort();
+    devices.dedup();
+    let fit = ArchitectureFit {
+        architecture: arch.to_string(),
+        fp8_fitted: runs.iter().any(|r| uses_fp8(r)),
+        rows: runs.iter().map(|r| r.id.clone()).collect(),
+        devices,
+        median_abs_error: median_error(&rows),
+        efficiency: eff,
+    };
+    Ok((fit, rows))
+}
+
+/// Fits the factors to the throughput rows of `published` (rows whose device has no
+/// architecture are skipped); memory rows are evaluated with the bundled table.
+pub fn fit(published: &PublishedRuns) -> Result<TrainFit> {
+    let mut skipped = published.skipped.clone();
+    let by_arch = by_architecture(published, &mut skipped);
     let mut architectures = Vec::new();
     let mut rows = Vec::new();
     for (arch, runs) in &by_arch {
-        let eff = efficiency(arch, fractions[arch], overlap);
-        let arch_rows = runs
-            .iter()
-            .map(|r| row_fit(r, Some(&eff)))
-            .collect::<Result<Vec<_>>>()?;
-        let mut devices: Vec<String> = runs.iter().map(|r| r.hardware.id.clone()).collect();
-        devices.sort();
-        devices.dedup();
-        architectures.push(ArchitectureFit {
-            architecture: arch.clone(),
-            fp8_fitted: runs.iter().any(|r| uses_fp8(r)),
-            rows: runs.iter().map(|r| r.id.clone()).collect(),
-            devices,
-            median_abs_error: score(&arch_rows.iter().map(|r| r.error).collect::<Vec<_>>()).0,
-            efficiency: eff,
-        });
-        rows.extend(arch_rows);
+        let (a, r) = fit_architecture(arch, runs)?;
+        architectures.push(a);
+        rows.extend(r);
     }
     rows.sort_by(|a, b| a.id.cmp(&b.id));
     let memory_rows = published
-        .runs
-        .iter()
-        .filter(|r| r.kind == Kind::E)
+        .memory()
         .map(|r| row_fit(r, None))
         .collect::<Result<Vec<_>>>()?;
-    let errs = |v: &[RowFit]| score(&v.iter().map(|r| r.error).collect::<Vec<_>>()).0;
     Ok(TrainFit {
-        median_abs_error: errs(&rows),
-        memory_median_abs_error: errs(&memory_rows),
+        median_abs_error: median_error(&rows),
+        memory_median_abs_error: median_error(&memory_rows),
         architectures,
-        overlap_dp: overlap.0,
-        overlap_tp: overlap.1,
+        overlap_dp: OVERLAP_DP_PRIOR,
+        overlap_tp: OVERLAP_TP_PRIOR,
         rows,
         memory_rows,
         skipped,
-        overlap_profile,
+        overlap_profile: overlap_profile(&by_arch)?,
         compute_step: COMPUTE_STEP,
         overlap_step: OVERLAP_STEP,
     })
@@ -517,7 +532,8 @@ mod tests {
 
     #[test]
     fn score_is_median_then_mean() {
-        assert_eq!(score(&[-0.1, 0.3, 0.2]), (0.2, 0.2));
+        let (med, mean) = score(&[-0.1, 0.3, 0.2]);
+        assert!(med == 0.2 && (mean - 0.2).abs() < 1e-12);
         let (med, mean) = score(&[0.1, -0.2, 0.3, -0.4]);
         assert!((med - 0.25).abs() < 1e-12 && (mean - 0.25).abs() < 1e-12);
     }

@@ -225,11 +225,8 @@ impl EntryFile {
 impl EfficiencyTable {
     /// Parses a `training.toml` document; `source_name` names it in errors.
     pub fn from_toml(text: &str, source_name: &str) -> Result<EfficiencyTable> {
-        let parse_err = |message: String| Error::Parse {
-            source_name: source_name.to_string(),
-            message,
-        };
-        let file: TableFile = toml::from_str(text).map_err(|e| parse_err(e.to_string()))?;
+        let parse_err = |message: String| super::parse_error(source_name, message);
+        let file: TableFile = super::parse_toml(text, source_name)?;
         let direct: BTreeMap<String, TrainEfficiency> = file
             .architecture
             .iter()

@@ -172,6 +172,19 @@ impl<'a> Trainer<'a> {
     }
 }
 
+/// [`crate::Error::Parse`] for `source_name`.
+fn parse_error(source_name: &str, message: impl std::fmt::Display) -> crate::Error {
+    crate::Error::Parse {
+        source_name: source_name.to_string(),
+        message: message.to_string(),
+    }
+}
+
+/// A TOML document as `T`; errors name `source_name`.
+fn parse_toml<T: serde::de::DeserializeOwned>(text: &str, source_name: &str) -> Result<T> {
+    toml::from_str(text).map_err(|e| parse_error(source_name, e))
+}
+
 /// A bundled data file, parsed on first use: the parse's result, kept in `cell`.
 fn parsed_once<T>(
     cell: &'static std::sync::OnceLock<Result<T>>,

@@ -13,7 +13,7 @@ use super::config::{Method, Recompute, TrainConfig, TrainPrecision};
 use super::efficiency::TrainEfficiency;
 use crate::calibrate::{Count, Kind, Measurement};
 use crate::dtype::Format;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::hardware::{Hardware, HardwareDb};
 use crate::model::{ModelConfig, ModelDb};
 use serde::{Deserialize, Serialize};
@@ -193,17 +193,13 @@ impl RunSetups {
     /// Parses a `training_runs.toml` document (devices on the bundled hardware
     /// database); `source_name` names it in errors.
     pub fn from_toml(text: &str, source_name: &str) -> Result<RunSetups> {
-        let parse_err = |message: String| Error::Parse {
-            source_name: source_name.to_string(),
-            message,
-        };
-        let file: RunsFile = toml::from_str(text).map_err(|e| parse_err(e.to_string()))?;
+        let file: RunsFile = super::parse_toml(text, source_name)?;
         let db = HardwareDb::builtin()?;
         let mut devices = BTreeMap::new();
         for (id, d) in &file.devices {
             let hw = d
                 .build(id, db)
-                .map_err(|e| parse_err(format!("devices.{id}: {e}")))?;
+                .map_err(|e| super::parse_error(source_name, format!("devices.{id}: {e}")))?;
             devices.insert(id.clone(), hw);
         }
         let mut models = BTreeMap::new();
@@ -505,4 +501,56 @@ pub fn published_runs(rows: &[Measurement], setups: &RunSetups) -> PublishedRuns
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_cells_are_read_only_when_unambiguous() {
+        assert_eq!(
+            precision_of("float8 linears + compile"),
+            Some(TrainPrecision::Fp8)
+        );
+        assert_eq!(precision_of("fp16 mixed"), Some(TrainPrecision::Fp16));
+        assert_eq!(precision_of("bf16 (amp)"), Some(TrainPrecision::Bf16));
+        assert_eq!(precision_of("fp16/bf16 mixed"), None);
+        assert_eq!(precision_of("LoRA (PyTorch)"), None);
+        assert_eq!(sequences_of(&Count::Exact(96)), Some(96));
+        assert_eq!(
+            sequences_of(&Count::Text("64 seqs (local 1)".into())),
+            Some(64)
+        );
+        assert_eq!(sequences_of(&Count::Text("16M tokens/batch".into())), None);
+        assert_eq!(sequences_of(&Count::Text("local 2".into())), None);
+        assert_eq!(agree("seq", Some(2048), None), Ok(2048));
+        assert_eq!(agree("seq", None, Some(1304)), Ok(1304));
+        let e = agree("seq", Some(2048), Some(4096)).unwrap_err();
+        assert!(
+            e.contains("seq") && e.contains("2048") && e.contains("4096"),
+            "{e}"
+        );
+        assert!(agree::<u64>("seq", None, None).is_err());
+    }
+
+    #[test]
+    fn units_match_metrics() {
+        assert_eq!(
+            Metric::from_unit("TFLOP/s/GPU"),
+            Some(Metric::ModelFlopsPerSPerGpu)
+        );
+        assert_eq!(Metric::from_unit("%"), Some(Metric::Mfu));
+        assert_eq!(
+            Metric::from_unit("tokens/s/GPU"),
+            Some(Metric::TokensPerSPerGpu)
+        );
+        assert_eq!(
+            Metric::from_unit("tokens/s (8 GPUs)"),
+            Some(Metric::TokensPerS)
+        );
+        assert_eq!(Metric::from_unit("GB"), None);
+        assert_eq!(Metric::ReservedBytes.scale("GiB"), Some(GIB));
+        assert_eq!(Metric::Mfu.scale("GB"), None);
+    }
 }
