@@ -106,9 +106,13 @@ pub enum Command {
         /// Fit only this engine (default: every engine with rows, and typical).
         #[arg(long)]
         engine: Option<String>,
-        /// Write the fitted engines to an engines TOML (load it with --engine-file).
+        /// Write the fitted engines to an engines TOML (load it with --engine-file); with
+        /// --train, the fitted training factors as a training.toml.
         #[arg(long, value_name = "FILE.toml")]
         save: Option<PathBuf>,
+        /// Fit the training efficiency factors (kind D rows) instead of the engines.
+        #[arg(long, conflicts_with = "engine")]
+        train: bool,
     },
     /// Roofline chart (SVG) of the model's ops on one or more devices (--gpu G,G2,...).
     Roofline {
@@ -235,8 +239,8 @@ pub struct TrainArgs {
     #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..))]
     pub pp: u64,
     /// ZeRO stage: 0, 1 (optimizer states sharded), 2 (+ gradients), 3 (+ weights).
-    #[arg(long, default_value_t = 0, allow_negative_numbers = true, value_parser = clap::value_parser!(u8).range(0..=3))]
-    pub zero: u8,
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(0..=3))]
+    pub zero: u64,
     /// Sequences per micro-batch per data-parallel rank.
     #[arg(long = "micro-batch", default_value_t = 1, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
     pub micro_batch: u64,

@@ -290,6 +290,27 @@ pub fn calibrate(
     }
 }
 
+/// `calibrate --train`: fits the training efficiencies to the kind-D rows.
+pub fn calibrate_train(measurements: &Path, save: Option<&Path>, json: bool) -> Result<String> {
+    let target = save
+        .map(|p| files::AtomicFile::create(p).map_err(|e| named("--save", e)))
+        .transpose()?;
+    let fit = ridgeline::train::calibrate::fit_file(measurements)?;
+    if let (Some(mut file), Some(path)) = (target, save) {
+        let text = ridgeline::train::calibrate::fit_toml(&fit, measurements)?;
+        file.file()
+            .write_all(text.as_bytes())
+            .map_err(|e| Error::write(format!("--save {}", path.display()), e))?;
+        file.commit().map_err(|e| named("--save", e))?;
+        eprintln!("saved training factors to {}", path.display());
+    }
+    if json {
+        to_json(&fit)
+    } else {
+        Ok(report::train::calibration(&fit))
+    }
+}
+
 pub fn plan(ctx: &Ctx, a: &PlanArgs, json: bool) -> Result<String> {
     use ridgeline::list::{parse_names, parse_u64_list_in};
     use ridgeline::plan::{DEFAULT_GPU_COUNTS, PlanRequest, default_devices};

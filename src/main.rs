@@ -29,8 +29,15 @@ fn run(cli: Cli) -> Result<String> {
         Command::Train { args, svg } => commands::train(&ctx, args, svg.as_deref(), json),
         Command::Calibrate {
             measurements,
+            save,
+            train: true,
+            ..
+        } => commands::calibrate_train(measurements, save.as_deref(), json),
+        Command::Calibrate {
+            measurements,
             engine,
             save,
+            train: false,
         } => commands::calibrate(&ctx, measurements, engine.as_deref(), save.as_ref(), json),
         Command::Roofline { args, out, links } => {
             commands::roofline_cmd(&ctx, args, out, *links, json)

@@ -1,7 +1,57 @@
-//! Human-readable text report of a training prediction (`ridgeline train`).
+//! Human-readable text report of a training prediction (`ridgeline train`), and the text
+//! of its notes ([`TrainNote`], also their JSON).
 
-use crate::train::{Method, TrainReport};
+use crate::train::calibrate::{LINK_PRIOR, MEMORY_PRIOR, RowFit, TrainFit};
+use crate::train::{Method, TrainNote, TrainReport};
 use crate::units::{fmt_flops_per_s, fmt_gb, fmt_seconds};
+use std::fmt;
+
+impl fmt::Display for TrainNote {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TrainNote::NoFp8 { device } => write!(
+                f,
+                "{device} has no fp8 tensor cores: matmuls are costed in bf16"
+            ),
+            TrainNote::AdapterMatmuls16Bit => {
+                f.write_str("LoRA/QLoRA matmuls run at 16-bit on the frozen weights")
+            }
+            TrainNote::SeqBeyondContext { seq, max_context } => write!(
+                f,
+                "seq {seq} exceeds the model's trained context of {max_context} tokens"
+            ),
+            TrainNote::DoesNotFit {
+                needed_bytes,
+                capacity_bytes,
+            } => write!(
+                f,
+                "does not fit: {:.2} GB needed of {:.2} GB per device; step time is what it would take if it did",
+                needed_bytes / 1e9,
+                capacity_bytes / 1e9
+            ),
+            TrainNote::HostOptimizerStates { bytes } => write!(
+                f,
+                "{:.2} GB of optimizer states per device in host memory; the CPU update itself is not timed",
+                bytes / 1e9
+            ),
+            TrainNote::AttentionShare { percent } => write!(
+                f,
+                "attention is {percent:.0} % of the model FLOPs at this length; MFU counts it over the full s x s square (the PaLM/Megatron convention), about twice what a causal kernel executes"
+            ),
+            TrainNote::DefaultMicroBatches { micro_batches } => write!(
+                f,
+                "no --global-batch: {micro_batches} micro-batches per step (4 x pp) assumed"
+            ),
+        }
+    }
+}
+
+/// A note is its text in JSON (`"notes": ["..."]`).
+impl serde::Serialize for TrainNote {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
 
 fn count(x: f64) -> String {
     let s = format!("{:.0}", x.max(0.0));
@@ -19,16 +69,26 @@ fn pct(x: f64) -> String {
     format!("{:.1} %", 100.0 * x)
 }
 
-/// The default `ridgeline train` output.
-pub fn render(r: &TrainReport) -> String {
+/// `text` when `cond`, else nothing.
+fn when(cond: bool, text: impl FnOnce() -> String) -> String {
+    if cond { text() } else { String::new() }
+}
+
+/// `""` for one, `"es"` for several (micro-batch / micro-batches).
+fn es(n: u64) -> &'static str {
+    if n == 1 { "" } else { "es" }
+}
+
+/// The two header lines: model, devices, layout and recipe; sequence and batches.
+fn header(r: &TrainReport) -> String {
     let c = &r.config;
     let l = &r.layout;
     let method = match c.method {
         Method::Full => "full training".to_string(),
         m => format!("{} rank {}", m.name(), c.lora_rank),
     };
-    let mut s = format!(
-        "{} on {}x {}: tp {} x pp {} x dp {}, ZeRO-{}, {}, {} {}, recompute {}{}\n",
+    format!(
+        "{} on {}x {}: tp {} x pp {} x dp {}, ZeRO-{}, {}, {} {}, recompute {}{}\nseq {}, micro-batch {}, global batch {} ({} micro-batch{} per step{})\n\n",
         r.model.name,
         r.hardware.count,
         r.hardware.name,
@@ -40,132 +100,203 @@ pub fn render(r: &TrainReport) -> String {
         c.precision.name(),
         c.optimizer.name(),
         c.recompute.name(),
-        if c.offload.name() == "cpu" {
-            ", optimizer offloaded to CPU"
-        } else {
-            ""
-        }
-    );
-    s.push_str(&format!(
-        "seq {}, micro-batch {}, global batch {} ({} micro-batch{} per step{})\n\n",
+        when(c.offload.name() == "cpu", || ", optimizer offloaded to CPU"
+            .into()),
         c.seq,
         l.micro_batch,
         l.global_batch,
         l.micro_batches,
-        if l.micro_batches == 1 { "" } else { "es" },
-        if c.virtual_stages > 1 {
-            format!(", {} virtual stages", c.virtual_stages)
-        } else {
-            String::new()
-        }
-    ));
+        es(l.micro_batches),
+        when(c.virtual_stages > 1, || format!(
+            ", {} virtual stages",
+            c.virtual_stages
+        )),
+    )
+}
+
+/// The memory block: one line per term, the total and the largest micro-batch.
+fn memory(r: &TrainReport) -> String {
     let m = &r.memory.inner;
     let d = &r.memory.detail;
-    s.push_str(&format!(
-        "Memory per device ({} stage; GB = 1e9 bytes):\n",
-        d.stage
-    ));
-    s.push_str(&format!("  weights      {:>12}\n", fmt_gb(m.params_bytes)));
-    s.push_str(&format!("  gradients    {:>12}\n", fmt_gb(m.grads_bytes)));
-    s.push_str(&format!(
-        "  optimizer    {:>12}{}\n",
-        fmt_gb(m.optimizer_bytes),
-        if d.host_optimizer_bytes > 0.0 {
-            format!(" (+ {} in host memory)", fmt_gb(d.host_optimizer_bytes))
-        } else {
-            String::new()
-        }
-    ));
-    s.push_str(&format!(
-        "  activations  {:>12} ({} per layer per micro-batch, {} micro-batch{} in flight{})\n",
-        fmt_gb(m.activations_bytes),
-        fmt_gb(d.activations_per_layer_bytes),
-        d.micro_batches_in_flight,
-        if d.micro_batches_in_flight == 1 {
-            ""
-        } else {
-            "es"
-        },
-        if d.logits_bytes > 0.0 {
-            format!(", logits {}", fmt_gb(d.logits_bytes))
-        } else {
-            String::new()
-        }
-    ));
-    s.push_str(&format!(
-        "  overhead     {:>12} (context {}, fragmentation {}{})\n",
-        fmt_gb(m.overhead_bytes),
-        fmt_gb(d.context_bytes),
-        fmt_gb(d.fragmentation_bytes),
-        if d.gather_buffer_bytes > 0.0 {
-            format!(", ZeRO-3 gather buffers {}", fmt_gb(d.gather_buffer_bytes))
-        } else {
-            String::new()
-        }
-    ));
-    s.push_str(&format!(
-        "  total        {:>12} of {} -> {}\n",
-        fmt_gb(m.total_bytes),
-        fmt_gb(m.capacity_bytes),
-        if m.fits { "fits" } else { "DOES NOT FIT" }
-    ));
-    s.push_str(&format!(
-        "  largest micro-batch that fits: {}\n\n",
-        d.max_micro_batch
-    ));
+    let lines = [
+        format!("Memory per device ({} stage; GB = 1e9 bytes):", d.stage),
+        format!("  weights      {:>12}", fmt_gb(m.params_bytes)),
+        format!("  gradients    {:>12}", fmt_gb(m.grads_bytes)),
+        format!(
+            "  optimizer    {:>12}{}",
+            fmt_gb(m.optimizer_bytes),
+            when(d.host_optimizer_bytes > 0.0, || format!(
+                " (+ {} in host memory)",
+                fmt_gb(d.host_optimizer_bytes)
+            ))
+        ),
+        format!(
+            "  activations  {:>12} ({} per layer per micro-batch, {} micro-batch{} in flight{})",
+            fmt_gb(m.activations_bytes),
+            fmt_gb(d.activations_per_layer_bytes),
+            d.micro_batches_in_flight,
+            es(d.micro_batches_in_flight),
+            when(d.logits_bytes > 0.0, || format!(
+                ", logits {}",
+                fmt_gb(d.logits_bytes)
+            ))
+        ),
+        format!(
+            "  overhead     {:>12} (context {}, fragmentation {}{})",
+            fmt_gb(m.overhead_bytes),
+            fmt_gb(d.context_bytes),
+            fmt_gb(d.fragmentation_bytes),
+            when(d.gather_buffer_bytes > 0.0, || format!(
+                ", ZeRO-3 gather buffers {}",
+                fmt_gb(d.gather_buffer_bytes)
+            ))
+        ),
+        format!(
+            "  total        {:>12} of {} -> {}",
+            fmt_gb(m.total_bytes),
+            fmt_gb(m.capacity_bytes),
+            if m.fits { "fits" } else { "DOES NOT FIT" }
+        ),
+        format!("  largest micro-batch that fits: {}\n\n", d.max_micro_batch),
+    ];
+    lines.join("\n")
+}
 
+/// The step block: time, throughput and utilization, then where the time goes.
+fn step(r: &TrainReport) -> String {
     let st = &r.step;
-    s.push_str(&format!(
-        "Step: {} -> {} tokens/s ({} per GPU); MFU {} (HFU {}), {} model per GPU; {}-bound\n",
-        fmt_seconds(st.time_s),
-        count(st.tokens_per_s),
-        count(st.tokens_per_s_per_gpu),
-        pct(st.mfu),
-        pct(st.hfu),
-        fmt_flops_per_s(st.model_flops_per_s_per_gpu),
-        st.bound
-    ));
-    s.push_str(&format!(
-        "  one micro-batch (fwd + bwd{}): {}\n",
-        if c.recompute.name() == "none" {
-            ""
-        } else {
-            " + recompute"
-        },
-        fmt_seconds(st.micro_batch_time_s)
-    ));
-    s.push_str(&format!(
-        "  compute-bound ops {}, memory-bound ops and update {}\n",
-        fmt_seconds(st.compute_time_s),
-        fmt_seconds(st.memory_time_s)
-    ));
-    s.push_str(&format!(
-        "  communication: tensor-parallel {}, data-parallel {}, pipeline {}; exposed {}\n",
-        fmt_seconds(st.tp_comm_time_s),
-        fmt_seconds(st.dp_comm_time_s),
-        fmt_seconds(st.pp_comm_time_s),
-        fmt_seconds(st.exposed_comm_time_s)
-    ));
-    if l.pp > 1 {
-        s.push_str(&format!(
-            "  pipeline bubble {} ({} of the step)\n",
+    let mut lines = vec![
+        format!(
+            "Step: {} -> {} tokens/s ({} per GPU); MFU {} (HFU {}), {} model per GPU; {}-bound",
+            fmt_seconds(st.time_s),
+            count(st.tokens_per_s),
+            count(st.tokens_per_s_per_gpu),
+            pct(st.mfu),
+            pct(st.hfu),
+            fmt_flops_per_s(st.model_flops_per_s_per_gpu),
+            st.bound
+        ),
+        format!(
+            "  one micro-batch (fwd + bwd{}): {}",
+            when(r.config.recompute.name() != "none", || " + recompute"
+                .into()),
+            fmt_seconds(st.micro_batch_time_s)
+        ),
+        format!(
+            "  compute-bound ops {}, memory-bound ops and update {}",
+            fmt_seconds(st.compute_time_s),
+            fmt_seconds(st.memory_time_s)
+        ),
+        format!(
+            "  communication: tensor-parallel {}, data-parallel {}, pipeline {}; exposed {}",
+            fmt_seconds(st.tp_comm_time_s),
+            fmt_seconds(st.dp_comm_time_s),
+            fmt_seconds(st.pp_comm_time_s),
+            fmt_seconds(st.exposed_comm_time_s)
+        ),
+    ];
+    if r.layout.pp > 1 {
+        lines.push(format!(
+            "  pipeline bubble {} ({} of the step)",
             fmt_seconds(st.bubble_time_s),
             pct(st.bubble_fraction)
         ));
     }
     if st.offload_time_s > 0.0 {
-        s.push_str(&format!(
-            "  host-link traffic (offload) {}\n",
+        lines.push(format!(
+            "  host-link traffic (offload) {}",
             fmt_seconds(st.offload_time_s)
         ));
     }
     let e = &r.efficiency;
-    s.push_str(&format!(
-        "  efficiency ({}): matmuls {:.2} of peak (fp8 {:.2}), attention {:.2}, memory {:.2}, links {:.2}; overlap DP {:.2}, TP {:.2}\n",
+    lines.push(format!(
+        "  efficiency ({}): matmuls {:.2} of peak (fp8 {:.2}), attention {:.2}, memory {:.2}, links {:.2}; overlap DP {:.2}, TP {:.2}",
         e.label, e.compute, e.compute_fp8, e.attention, e.memory, e.link, e.overlap_dp, e.overlap_tp
     ));
+    lines.into_iter().map(|l| l + "\n").collect()
+}
+
+/// The default `ridgeline train` output.
+pub fn render(r: &TrainReport) -> String {
+    let mut s = header(r) + &memory(r) + &step(r);
     for n in &r.notes {
         s.push_str(&format!("note: {n}\n"));
+    }
+    s
+}
+
+/// One table of fitted rows: measured, predicted, error, micro-batch, source.
+fn fit_rows(rows: &[RowFit]) -> String {
+    let mut s = format!(
+        "  {:<5} {:<22} {:<29} {:>11} {:>11} {:>8} {:>3}  run\n",
+        "id", "device", "metric", "measured", "predicted", "error", "mb"
+    );
+    for r in rows {
+        s.push_str(&format!(
+            "  {:<5} {:<22} {:<29} {:>11.4e} {:>11.4e} {:>+7.1}% {:>3}  {}\n",
+            r.id,
+            r.device,
+            r.metric.name(),
+            r.measured,
+            r.predicted,
+            100.0 * r.error,
+            r.micro_batch,
+            r.label
+        ));
+    }
+    s
+}
+
+/// The `ridgeline calibrate --train` output: fitted factors per architecture, the
+/// overlaps, and every row's error.
+pub fn calibration(fit: &TrainFit) -> String {
+    let mut s = format!(
+        "Training efficiency fit on {} kind-D rows (grid steps {} and {}):\n",
+        fit.rows.len(),
+        fit.compute_step,
+        fit.overlap_step
+    );
+    for a in &fit.architectures {
+        let e = &a.efficiency;
+        s.push_str(&format!(
+            "  {:<8} compute {:.2}, fp8 {:.2}{}, attention {:.2}; median |error| {} over {} rows ({})\n",
+            a.architecture,
+            e.compute,
+            e.compute_fp8,
+            when(!a.fp8_fitted, || " (no fp8 rows: = compute)".into()),
+            e.attention,
+            pct(a.median_abs_error),
+            a.rows.len(),
+            a.devices.join(", ")
+        ));
+    }
+    s.push_str(&format!(
+        "  priors   overlap data-parallel {:.1}, tensor-parallel {:.1}, memory {:.2}, links {:.2} (not fitted)\n",
+        fit.overlap_dp, fit.overlap_tp, MEMORY_PRIOR, LINK_PRIOR
+    ));
+    let profile: Vec<String> = fit
+        .overlap_profile
+        .iter()
+        .map(|o| format!("{:.1} {}", o.overlap_dp, pct(o.median_abs_error)))
+        .collect();
+    s.push_str(&format!(
+        "  median |error| at each data-parallel overlap (compute refitted): {}\n",
+        profile.join(", ")
+    ));
+    s.push_str(&format!(
+        "  median |error| over all {} rows: {}\n\n",
+        fit.rows.len(),
+        pct(fit.median_abs_error)
+    ));
+    s.push_str(&fit_rows(&fit.rows));
+    s.push_str(&format!(
+        "\nMemory rows (kind E, not fitted): median |error| {} over {} rows\n",
+        pct(fit.memory_median_abs_error),
+        fit.memory_rows.len()
+    ));
+    s.push_str(&fit_rows(&fit.memory_rows));
+    for k in &fit.skipped {
+        s.push_str(&format!("skipped {}: {}\n", k.id, k.reason));
     }
     s
 }
@@ -179,5 +310,21 @@ mod tests {
         assert_eq!(count(1234567.4), "1,234,567");
         assert_eq!(count(999.0), "999");
         assert_eq!(count(1000.0), "1,000");
+    }
+
+    #[test]
+    fn notes_read_as_before() {
+        let n = TrainNote::SeqBeyondContext {
+            seq: 8192,
+            max_context: 4096,
+        };
+        assert_eq!(
+            n.to_string(),
+            "seq 8192 exceeds the model's trained context of 4096 tokens"
+        );
+        assert_eq!(
+            serde_json::to_string(&TrainNote::HostOptimizerStates { bytes: 28966912.0 }).unwrap(),
+            "\"0.03 GB of optimizer states per device in host memory; the CPU update itself is not timed\""
+        );
     }
 }

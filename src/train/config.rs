@@ -1,0 +1,417 @@
+//! The training configuration: what is trained and how ([`TrainConfig`] and its named
+//! kinds), and its validation into a device [`Layout`].
+
+use super::efficiency::TrainEfficiency;
+use super::memory::FrameworkOverhead;
+use crate::dtype::{ComputeDtype, Format};
+use crate::error::{Error, Result, require_positive};
+use crate::hardware::Hardware;
+use crate::model::ModelConfig;
+use serde::Serialize;
+
+crate::named_enum! {
+    /// What is trained.
+    pub enum Method: "training method" {
+        /// Every parameter.
+        Full = "full",
+        /// Low-rank adapters on frozen 16-bit base weights.
+        Lora = "lora",
+        /// Low-rank adapters (bf16) on frozen NF4 (double-quantized) base weights.
+        Qlora = "qlora",
+    }
+}
+
+crate::named_enum! {
+    /// Which matrices LoRA adapts.
+    pub enum LoraTargets: "LoRA targets" {
+        /// Query and value projections (the LoRA paper's and PEFT's default).
+        QueryValue = "query_value",
+        /// Every projection of attention and MLP.
+        AllLinear = "all_linear",
+    }
+}
+
+crate::named_enum! {
+    /// Activation recomputation (checkpointing).
+    pub enum Recompute: "recomputation" {
+        /// Store every activation the backward pass needs.
+        None = "none",
+        /// Recompute the attention core (Korthikanti et al.): no stored score matrix.
+        Selective = "selective",
+        /// Store only each layer's input; recompute the layer in backward.
+        Full = "full",
+    }
+}
+
+crate::named_enum! {
+    /// Mixed-precision recipe.
+    pub enum TrainPrecision: "training precision" {
+        /// bf16 weights, activations and gradients, fp32 master weights.
+        Bf16 = "bf16",
+        /// fp16 the same way (with loss scaling).
+        Fp16 = "fp16",
+        /// bf16 recipe with the linear layers' matmuls in fp8 (TransformerEngine,
+        /// torchao float8): memory as bf16, matmuls at the fp8 peak.
+        Fp8 = "fp8",
+    }
+}
+
+impl TrainPrecision {
+    /// Dtype of activations, 16-bit weights and gradients.
+    pub fn activations(self) -> ComputeDtype {
+        match self {
+            TrainPrecision::Fp16 => ComputeDtype::Fp16,
+            _ => ComputeDtype::Bf16,
+        }
+    }
+
+    /// 16-bit storage format of weights and gradients.
+    pub fn weight_format(self) -> Format {
+        match self {
+            TrainPrecision::Fp16 => Format::Fp16,
+            _ => Format::Bf16,
+        }
+    }
+}
+
+crate::named_enum! {
+    /// Optimizer.
+    pub enum Optimizer: "optimizer" {
+        /// Adam with decoupled weight decay.
+        Adamw = "adamw",
+        /// SGD with momentum.
+        Sgd = "sgd",
+        /// Adafactor (factored second moment, no first moment).
+        Adafactor = "adafactor",
+    }
+}
+
+impl Optimizer {
+    /// Optimizer-state bytes per trainable parameter, fp32 master weights included:
+    /// AdamW 12 (master 4 + m 4 + v 4); SGD with momentum 8 (master 4 + momentum 4);
+    /// Adafactor 4 (master) plus its factored second moment, `4 · (rows + cols)` bytes
+    /// per matrix, passed in as `factored_per_param` (`4 · Σ(rows + cols) / params`,
+    /// see [`super::adafactor_factored_bytes_per_param`]).
+    pub fn state_bytes_per_param(self, factored_per_param: f64) -> f64 {
+        match self {
+            Optimizer::Adamw => 12.0,
+            Optimizer::Sgd => 8.0,
+            Optimizer::Adafactor => 4.0 + factored_per_param,
+        }
+    }
+
+    /// Bytes the update moves per trainable parameter in device (or host) memory:
+    /// AdamW reads master, m, v and the 16-bit gradient and writes master, m, v and the
+    /// 16-bit weight, 4·3 + 2 + 4·3 + 2 = 28; SGD 4·2 + 2 + 4·2 + 2 = 20; Adafactor
+    /// 4 + 2 + 4 + 2 = 12 (the factored statistics are negligible).
+    pub fn update_bytes_per_param(self) -> f64 {
+        match self {
+            Optimizer::Adamw => 28.0,
+            Optimizer::Sgd => 20.0,
+            Optimizer::Adafactor => 12.0,
+        }
+    }
+}
+
+crate::named_enum! {
+    /// Where optimizer states live.
+    pub enum Offload: "offload" {
+        /// Device memory.
+        None = "none",
+        /// Host memory (ZeRO-Offload): gradients go down, updated weights come back over
+        /// the host link every step.
+        Cpu = "cpu",
+    }
+}
+
+/// Default inter-node network bandwidth per GPU: one 400 Gb/s InfiniBand / RoCE NIC per
+/// GPU (DGX A100 and H100 layouts) = 50e9 bytes/s per direction.
+pub const DEFAULT_INTER_NODE_BYTES_PER_S: f64 = 50e9;
+
+/// Devices per node when the hardware file does not say (DGX/HGX boards hold 8).
+pub const DEFAULT_DEVICES_PER_NODE: u64 = 8;
+
+/// The highest ZeRO stage (3: weights, gradients and optimizer states sharded).
+pub const MAX_ZERO_STAGE: u64 = 3;
+
+/// Largest sequence length and micro-batch the model accepts.
+const MAX_SIZE: u64 = 100_000_000;
+
+/// Largest device count the model accepts.
+const MAX_GPUS: u64 = 10_000_000;
+
+/// A training configuration (the `train` command's options).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrainConfig {
+    /// Devices in all.
+    pub gpus: u64,
+    /// Tensor-parallel degree.
+    pub tp: u64,
+    /// Pipeline-parallel degree.
+    pub pp: u64,
+    /// ZeRO stage 0-3 (FSDP full shard = 3); any other value is rejected as an invalid
+    /// `zero`.
+    pub zero: u64,
+    /// Sequences per micro-batch per data-parallel rank.
+    pub micro_batch: u64,
+    /// Sequences per optimizer step over all ranks (`None`: `micro_batch · dp`, times
+    /// `4 · pp` micro-batches when pipelining).
+    pub global_batch: Option<u64>,
+    /// Tokens per sequence.
+    pub seq: u64,
+    /// Full fine-tuning / pre-training, LoRA or QLoRA.
+    pub method: Method,
+    /// LoRA rank.
+    pub lora_rank: u64,
+    /// Matrices LoRA adapts.
+    pub lora_targets: LoraTargets,
+    /// Activation recomputation.
+    pub recompute: Recompute,
+    /// Mixed-precision recipe.
+    pub precision: TrainPrecision,
+    /// Optimizer.
+    pub optimizer: Optimizer,
+    /// Optimizer states on the host.
+    pub offload: Offload,
+    /// Megatron sequence parallelism alongside tensor parallelism (default on).
+    pub sequence_parallel: bool,
+    /// Fused (flash) attention (default on).
+    pub flash: bool,
+    /// The model uses dropout (1-byte masks stored); modern LLM pre-training does not.
+    pub dropout: bool,
+    /// Interleaved pipeline: model chunks per device (1: plain 1F1B).
+    pub virtual_stages: u64,
+    /// Storage format of frozen LoRA base weights (`None`: the precision's 16-bit format
+    /// for LoRA, NF4 for QLoRA).
+    pub frozen_format: Option<Format>,
+    /// Network bandwidth per GPU between nodes, bytes/s per direction.
+    pub inter_node_bytes_per_s: f64,
+    /// Override of the calibrated efficiencies.
+    pub efficiency: Option<TrainEfficiency>,
+    /// Override of the framework memory overhead.
+    pub overhead: Option<FrameworkOverhead>,
+}
+
+impl Default for TrainConfig {
+    /// The CLI defaults: 1 GPU, ZeRO-0, micro-batch 1, seq 2048, full training, bf16,
+    /// AdamW, no recomputation, flash attention, sequence parallel.
+    fn default() -> Self {
+        TrainConfig {
+            gpus: 1,
+            tp: 1,
+            pp: 1,
+            zero: 0,
+            micro_batch: 1,
+            global_batch: None,
+            seq: 2048,
+            method: Method::Full,
+            lora_rank: 8,
+            lora_targets: LoraTargets::QueryValue,
+            recompute: Recompute::None,
+            precision: TrainPrecision::Bf16,
+            optimizer: Optimizer::Adamw,
+            offload: Offload::None,
+            sequence_parallel: true,
+            flash: true,
+            dropout: false,
+            virtual_stages: 1,
+            frozen_format: None,
+            inter_node_bytes_per_s: DEFAULT_INTER_NODE_BYTES_PER_S,
+            efficiency: None,
+            overhead: None,
+        }
+    }
+}
+
+/// The validated device layout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Layout {
+    /// Devices.
+    pub gpus: u64,
+    /// Tensor-parallel degree.
+    pub tp: u64,
+    /// Pipeline-parallel degree.
+    pub pp: u64,
+    /// Data-parallel degree `gpus / (tp · pp)`.
+    pub dp: u64,
+    /// Sequences per micro-batch.
+    pub micro_batch: u64,
+    /// Sequences per step.
+    pub global_batch: u64,
+    /// Micro-batches per step per pipeline (gradient-accumulation steps).
+    pub micro_batches: u64,
+    /// Layers on the most loaded stage.
+    pub layers_per_stage: u64,
+    /// Devices per node.
+    pub devices_per_node: u64,
+}
+
+fn positive_u64(field: &str, v: u64) -> Result<u64> {
+    if v == 0 {
+        Err(Error::invalid(field, "must be at least 1"))
+    } else {
+        Ok(v)
+    }
+}
+
+/// Values that are wrong on their own: zero sizes, sizes beyond what is modelled, a
+/// ZeRO stage above 3, a non-positive bandwidth.
+fn check_values(cfg: &TrainConfig) -> Result<()> {
+    positive_u64("gpus", cfg.gpus)?;
+    positive_u64("tp", cfg.tp)?;
+    positive_u64("pp", cfg.pp)?;
+    positive_u64("micro_batch", cfg.micro_batch)?;
+    positive_u64("seq", cfg.seq)?;
+    positive_u64("virtual_stages", cfg.virtual_stages)?;
+    if cfg.gpus > MAX_GPUS {
+        return Err(Error::invalid(
+            "gpus",
+            format!("{} devices is beyond any layout ridgeline models", cfg.gpus),
+        ));
+    }
+    if cfg.zero > MAX_ZERO_STAGE {
+        return Err(Error::invalid(
+            "zero",
+            format!(
+                "ZeRO stage {} does not exist; stages are 0, 1, 2, 3",
+                cfg.zero
+            ),
+        ));
+    }
+    for (field, v) in [("seq", cfg.seq), ("micro_batch", cfg.micro_batch)] {
+        if v > MAX_SIZE {
+            return Err(Error::invalid(field, "sizes beyond 1e8 are not modelled"));
+        }
+    }
+    require_positive("inter_node_bytes_per_s", cfg.inter_node_bytes_per_s)?;
+    Ok(())
+}
+
+/// Degrees that contradict the model: `tp · pp` not dividing `gpus`, `tp` not dividing
+/// the heads (or KV heads), more stages than layers, virtual stages without pipelining.
+fn check_degrees(model: &ModelConfig, cfg: &TrainConfig) -> Result<()> {
+    let (gpus, tp, pp) = (cfg.gpus, cfg.tp, cfg.pp);
+    let tp_pp = tp.saturating_mul(pp);
+    if !gpus.is_multiple_of(tp_pp) {
+        return Err(Error::conflict(
+            &["tp", "pp", "gpus"],
+            format!(
+                "tp {tp} x pp {pp} = {tp_pp} does not divide gpus {gpus}: tp x pp x dp must equal the number of GPUs"
+            ),
+        ));
+    }
+    if !model.heads.is_multiple_of(tp) {
+        return Err(Error::conflict(
+            &["tp"],
+            format!(
+                "tp {tp} does not divide {}'s {} attention heads (num_attention_heads)",
+                model.id, model.heads
+            ),
+        ));
+    }
+    if !(model.kv_heads.is_multiple_of(tp) || tp.is_multiple_of(model.kv_heads)) {
+        return Err(Error::conflict(
+            &["tp"],
+            format!(
+                "tp {tp} neither divides nor is a multiple of {}'s {} key/value heads (num_key_value_heads)",
+                model.id, model.kv_heads
+            ),
+        ));
+    }
+    if pp > model.layers {
+        return Err(Error::conflict(
+            &["pp"],
+            format!("pp {pp} exceeds {}'s {} layers", model.id, model.layers),
+        ));
+    }
+    if cfg.virtual_stages > 1 && pp == 1 {
+        return Err(Error::conflict(
+            &["virtual_stages", "pp"],
+            "virtual pipeline stages need pp > 1",
+        ));
+    }
+    Ok(())
+}
+
+/// The global batch: as given, or `micro_batch · dp` (times `4 · pp` when pipelining);
+/// it must be a whole multiple of `micro_batch · dp`.
+fn global_batch(cfg: &TrainConfig, dp: u64) -> Result<u64> {
+    let mb = cfg.micro_batch;
+    let per_step = mb.saturating_mul(dp);
+    let global = match cfg.global_batch {
+        Some(0) => return Err(Error::invalid("global_batch", "must be at least 1")),
+        Some(g) => g,
+        None => per_step.saturating_mul(if cfg.pp > 1 { 4 * cfg.pp } else { 1 }),
+    };
+    if global < per_step {
+        return Err(Error::conflict(
+            &["micro_batch", "global_batch"],
+            format!(
+                "micro_batch {mb} is larger than global_batch {global} / dp {dp} = {}",
+                global / dp
+            ),
+        ));
+    }
+    if !global.is_multiple_of(per_step) {
+        return Err(Error::conflict(
+            &["global_batch", "micro_batch"],
+            format!(
+                "global_batch {global} is not a multiple of micro_batch {mb} x dp {dp} = {per_step}"
+            ),
+        ));
+    }
+    Ok(global)
+}
+
+/// Options the device cannot serve: offload without a host link, several devices
+/// without any link.
+fn check_device(hardware: &Hardware, cfg: &TrainConfig) -> Result<()> {
+    if cfg.offload == Offload::Cpu && hardware.host_link.is_none() {
+        return Err(Error::conflict(
+            &["offload", "gpu"],
+            format!(
+                "offloading to the CPU needs a host link, and {} has none in the database",
+                hardware.id
+            ),
+        ));
+    }
+    if cfg.gpus > 1 && hardware.device_link().is_none() {
+        return Err(Error::conflict(
+            &["gpu", "gpus"],
+            format!(
+                "{} has no host or scale-up link in the database, so it cannot be used with {} devices",
+                hardware.id, cfg.gpus
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Validates `cfg` against the model and device and lays the devices out.
+pub(super) fn layout(
+    model: &ModelConfig,
+    hardware: &Hardware,
+    cfg: &TrainConfig,
+) -> Result<Layout> {
+    check_values(cfg)?;
+    check_degrees(model, cfg)?;
+    let dp = cfg.gpus / (cfg.tp * cfg.pp);
+    let global = global_batch(cfg, dp)?;
+    if cfg.method != Method::Full {
+        positive_u64("lora_rank", cfg.lora_rank)?;
+    }
+    check_device(hardware, cfg)?;
+    Ok(Layout {
+        gpus: cfg.gpus,
+        tp: cfg.tp,
+        pp: cfg.pp,
+        dp,
+        micro_batch: cfg.micro_batch,
+        global_batch: global,
+        micro_batches: global / (cfg.micro_batch * dp),
+        layers_per_stage: model.layers.div_ceil(cfg.pp),
+        devices_per_node: hardware
+            .devices_per_node
+            .map_or(DEFAULT_DEVICES_PER_NODE, |d| (d as u64).max(1)),
+    })
+}

@@ -1,0 +1,570 @@
+//! Training step time on the roofline: forward, backward and recomputation of one
+//! micro-batch, 3D-parallel communication, the pipeline bubble and the optimizer update;
+//! tokens/s, MFU and HFU.
+//!
+//! One micro-batch on the slowest (last) pipeline stage: the forward operators come from
+//! [`graph::forward`]; backward costs 2× the forward FLOPs for matmuls (input gradient +
+//! weight gradient; only the input gradient for frozen LoRA weights) with its own bytes
+//! (see [`backward_cost`]), 2.5× for fused attention (the kernel recomputes the scores),
+//! 2× FLOPs and bytes for vector ops, and repeats the tensor-parallel collectives. Full
+//! recomputation adds one more forward of the layers, selective the attention core. Each
+//! op is placed on the roofline ([`crate::roofline::place`]) with
+//! [`super::TrainEfficiency`]. The step is
+//!
+//! ```text
+//! t = (m + (pp-1)/v) · t_micro  +  exposed DP communication  +  optimizer update
+//! ```
+//!
+//! for `m` micro-batches per pipeline and `v` virtual stages (interleaving); tensor-parallel
+//! collectives run on the scale-up link, or on the inter-node network when a group spans
+//! nodes (see [`super::TrainConfig::inter_node_bytes_per_s`]). A fraction (`overlap_*`) of
+//! each communication is hidden behind compute, never more than the compute available.
+//!
+//! MFU = model FLOPs / (time × GPUs × dense peak of the matmul dtype), with model FLOPs
+//! `6 · N · tokens + 12 · layers · heads·head_dim · seq · tokens` (N: parameters that
+//! multiply, i.e. excluding the input-embedding lookup; attention counted over the full
+//! `s × s` square as PaLM and Megatron-LM do), never counting recomputation; LoRA counts
+//! `4 · N` for the frozen weights (no weight gradients) plus `6 ·` the adapters. HFU is
+//! MFU scaled by the ratio of executed kernel FLOPs with and without recomputation.
+
+use super::Trainer;
+use super::config::{Method, Offload, Recompute};
+use super::memory::{lora_matrices_per_layer, lora_params_per_layer, stage_params};
+use crate::dtype::ComputeDtype;
+use crate::model::graph::{self, OpInstance, OpKind, Step, Unit};
+use crate::ops::{ByteClasses, Cost};
+use crate::roofline::{Bound, Ceilings, Efficiency, place, slowest, time_at};
+use serde::Serialize;
+
+/// The `step` object of `train --json`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct StepReport {
+    /// Model FLOPs of one optimizer step over all devices (the MFU numerator).
+    pub flops: f64,
+    /// Predicted time of one optimizer step, s.
+    pub time_s: f64,
+    /// Tokens trained per second, all devices.
+    pub tokens_per_s: f64,
+    /// Tokens per second per device.
+    pub tokens_per_s_per_gpu: f64,
+    /// Model FLOPs utilization (recomputation not counted). Attention is counted over
+    /// the full `s × s` square (the PaLM / Megatron-LM convention the published MFUs use),
+    /// about twice what a causal fused kernel executes, so at very long sequences, where
+    /// attention dominates, MFU can exceed the executed-FLOP utilization (and even 1).
+    pub mfu: f64,
+    /// The bound that accounts for most of the step time.
+    pub bound: Bound,
+    /// Model FLOPs plus the recomputed forward work, counted the same way (MFU's
+    /// convention): `flops · executed / (executed - recomputed)` kernel FLOPs.
+    pub hardware_flops: f64,
+    /// Hardware FLOPs utilization (`hardware_flops` over time × GPUs × peak).
+    pub hfu: f64,
+    /// FLOPs the kernels execute per step over all devices (causal-half attention,
+    /// 2.5x fused-attention backward, recomputation), from the slowest stage.
+    pub executed_flops: f64,
+    /// Model FLOP/s achieved per device.
+    pub model_flops_per_s_per_gpu: f64,
+    /// Dense peak the utilizations are relative to, FLOP/s per device.
+    pub peak_flops_per_s: f64,
+    /// Tokens per step.
+    pub tokens: f64,
+    /// Time of one micro-batch (forward, backward, recomputation, exposed TP
+    /// communication) on the slowest stage, s.
+    pub micro_batch_time_s: f64,
+    /// Of the step: compute-bound op time, s.
+    pub compute_time_s: f64,
+    /// Of the step: memory-bound op time (optimizer update included), s.
+    pub memory_time_s: f64,
+    /// Tensor-parallel collective time per step before overlap, s.
+    pub tp_comm_time_s: f64,
+    /// Data-parallel (gradient, ZeRO) communication per step before overlap, s.
+    pub dp_comm_time_s: f64,
+    /// Pipeline sends per step, s.
+    pub pp_comm_time_s: f64,
+    /// Communication time not hidden by compute, s.
+    pub exposed_comm_time_s: f64,
+    /// Pipeline bubble `(pp-1)/v · t_micro`, s.
+    pub bubble_time_s: f64,
+    /// Optimizer update on the device, s.
+    pub optimizer_time_s: f64,
+    /// Gradient / weight traffic over the host link with offload, s.
+    pub offload_time_s: f64,
+    /// Bubble fraction `(p-1)/v / (m + (p-1)/v)`.
+    pub bubble_fraction: f64,
+}
+
+/// Which efficiency and link an op of the training step uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum KernelClass {
+    /// Attention core (fused kernel or the naive score/value matmuls).
+    Attention,
+    /// A tensor-parallel collective.
+    Collective,
+    /// Everything else (projections, norms, elementwise).
+    Other,
+}
+
+/// One kernel of a micro-batch: the cost of all its executions, where it runs, its
+/// class, and whether it is recomputation.
+#[derive(Debug, Clone, Copy)]
+struct Kernel {
+    cost: Cost,
+    unit: Unit,
+    class: KernelClass,
+    recompute: bool,
+}
+
+/// Times and FLOPs of one micro-batch on the slowest stage.
+#[derive(Debug, Clone, Copy, Default)]
+struct MicroBatch {
+    /// Compute-bound op time, s.
+    compute_s: f64,
+    /// Memory-bound op time, s.
+    memory_s: f64,
+    /// Tensor-parallel collectives before overlap, s.
+    tp_s: f64,
+    /// Executed FLOPs.
+    flops: f64,
+    /// Of those, recomputation.
+    recomputed_flops: f64,
+}
+
+/// Data-parallel, pipeline and host-link time of one step, s.
+#[derive(Debug, Clone, Copy)]
+struct Traffic {
+    dp_s: f64,
+    dp_exposed_s: f64,
+    pp_s: f64,
+    optimizer_s: f64,
+    offload_s: f64,
+}
+
+fn scale(c: Cost, flops: f64, bytes: f64) -> Cost {
+    let b = c.times(bytes);
+    Cost {
+        flops: c.flops * flops,
+        ..b
+    }
+}
+
+/// Backward cost of a linear layer from its forward cost `y = x·W`: the input gradient
+/// `dx = dy·Wᵀ` (same FLOPs as forward; reads `dy` and `W`, writes `dx`) and, unless the
+/// weight is frozen, the weight gradient `dW = xᵀ·dy` (same FLOPs again; reads `x` and
+/// `dy`, writes `dW` at `grad_bits`). `w_bits` recovers the element count of `W` from the
+/// forward weight bytes.
+pub fn backward_cost(fwd: &Cost, w_bits: f64, grad_bits: f64, frozen: bool) -> Cost {
+    let x = fwd.read.activations;
+    let dy = fwd.written.activations + fwd.written.kv;
+    let w = fwd.read.weights;
+    let dgrad = Cost {
+        flops: fwd.flops,
+        read: ByteClasses {
+            weights: w,
+            activations: dy,
+            kv: 0.0,
+        },
+        written: ByteClasses {
+            activations: x,
+            ..Default::default()
+        },
+        link_bytes: 0.0,
+    };
+    if frozen {
+        return dgrad;
+    }
+    let w_elems = if w_bits > 0.0 { w * 8.0 / w_bits } else { 0.0 };
+    dgrad
+        + Cost {
+            flops: fwd.flops,
+            read: ByteClasses {
+                activations: x + dy,
+                ..Default::default()
+            },
+            written: ByteClasses {
+                weights: w_elems * grad_bits / 8.0,
+                ..Default::default()
+            },
+            link_bytes: 0.0,
+        }
+}
+
+impl Trainer<'_> {
+    /// Effective per-GPU bandwidth of a collective over a group of `size` ranks spaced
+    /// `stride` apart: the scale-up link inside a node; across nodes, the `g` members of
+    /// the group in each node drive `g` NICs in parallel rings, so the rate is
+    /// `min(scale-up, g · inter_node)`.
+    fn group_bandwidth(&self, size: u64, stride: u64) -> f64 {
+        let node = self.layout.devices_per_node;
+        let scaleup = self
+            .hardware
+            .device_link()
+            .map_or(0.0, |l| l.bytes_per_s_per_direction);
+        if size.saturating_mul(stride) <= node {
+            return scaleup;
+        }
+        let g = (node / stride.max(1)).clamp(1, size) as f64;
+        let net = g * self.cfg.inter_node_bytes_per_s;
+        if scaleup > 0.0 { scaleup.min(net) } else { net }
+    }
+
+    /// Forward, backward and (when recomputed) again forward of one graph op.
+    fn op_kernels(&self, op: &OpInstance, out: &mut Vec<Kernel>) {
+        let l = &self.layout;
+        let frozen = self.cfg.method != Method::Full;
+        let mut fwd = op.total();
+        let is_comm = op.cost.link_bytes > 0.0;
+        let class = if is_comm {
+            KernelClass::Collective
+        } else if op.kind.is_attention_matmul() {
+            KernelClass::Attention
+        } else {
+            KernelClass::Other
+        };
+        if self.cfg.sequence_parallel && op.kind.is_norm_or_residual() {
+            fwd = fwd.times(1.0 / l.tp as f64);
+        }
+        let w_bits = self.precision.weights.bits();
+        let grad_bits = self.cfg.precision.weight_format().bits();
+        let bwd = match (op.kind, op.unit) {
+            (k, _) if frozen && k.is_embedding() => Cost::default(),
+            (OpKind::Attention, _) => scale(fwd, 2.5, 2.0),
+            (OpKind::AttnScores | OpKind::AttnValues, _) => fwd.times(2.0),
+            (_, Unit::Matrix(_)) => backward_cost(&fwd, w_bits, grad_bits, frozen),
+            _ if is_comm => fwd,
+            _ => fwd.times(2.0),
+        };
+        let kernel = |cost, recompute| Kernel {
+            cost,
+            unit: op.unit,
+            class,
+            recompute,
+        };
+        out.push(kernel(fwd, false));
+        out.push(kernel(bwd, false));
+        let per_layer = op.count > 1.0 || l.layers_per_stage == 1;
+        let recompute = match self.cfg.recompute {
+            Recompute::None => false,
+            Recompute::Selective => op.kind.is_attention_core(),
+            Recompute::Full => per_layer && !op.kind.is_outside_layers(),
+        };
+        if recompute {
+            out.push(kernel(fwd, true));
+        }
+    }
+
+    /// The LoRA adapters `y += (x·A)·B` of every adapted matrix, forward and backward:
+    /// `2 · tokens · adapter params` FLOPs; reads `x` (d_in) and the rank-r bottleneck,
+    /// writes the bottleneck and `y` (d_out), at 16 bits; adapters read once.
+    /// `Σ(d_in + d_out) = adapter params / r`.
+    fn adapter_kernels(&self, out: &mut Vec<Kernel>) {
+        let l = &self.layout;
+        let tokens = l.micro_batch as f64 * self.cfg.seq as f64;
+        let layers = l.layers_per_stage as f64;
+        let adapters = layers
+            * lora_params_per_layer(self.model, self.cfg.lora_rank, self.cfg.lora_targets)
+            / l.tp as f64;
+        let r = self.cfg.lora_rank as f64;
+        let e = self.precision.activations.bytes();
+        let io = if r > 0.0 { adapters / r } else { 0.0 };
+        let bottleneck = layers * lora_matrices_per_layer(self.model, self.cfg.lora_targets) * r;
+        let act = tokens * (io / 2.0 + bottleneck) * e;
+        let fwd = Cost {
+            flops: 2.0 * tokens * adapters,
+            read: ByteClasses {
+                weights: adapters * 2.0,
+                activations: act,
+                kv: 0.0,
+            },
+            written: ByteClasses {
+                activations: act,
+                ..Default::default()
+            },
+            link_bytes: 0.0,
+        };
+        let unit = Unit::Matrix(self.precision.activations);
+        for cost in [fwd, fwd.times(2.0)] {
+            out.push(Kernel {
+                cost,
+                unit,
+                class: KernelClass::Other,
+                recompute: false,
+            });
+        }
+    }
+
+    /// Dequantization of frozen sub-16-bit matrices to 16 bits before each forward and
+    /// backward matmul (and the recomputed forward): read the packed weights, write
+    /// 16-bit copies.
+    fn dequantize_kernel(&self) -> Kernel {
+        let l = &self.layout;
+        let body = stage_params(self.model, l.tp, l.layers_per_stage, false, false).body;
+        let dq = Cost {
+            read: ByteClasses {
+                weights: body * self.frozen.bytes(),
+                ..Default::default()
+            },
+            written: ByteClasses {
+                weights: body * 2.0,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let times = if self.cfg.recompute == Recompute::Full {
+            3.0
+        } else {
+            2.0
+        };
+        Kernel {
+            cost: dq.times(times),
+            unit: Unit::Vector,
+            class: KernelClass::Other,
+            recompute: false,
+        }
+    }
+
+    /// Kernels of one micro-batch on the slowest (last) stage.
+    fn micro_batch_kernels(&self) -> Vec<Kernel> {
+        let l = &self.layout;
+        let step = Step {
+            batch: l.micro_batch,
+            new_tokens: self.cfg.seq,
+            context: self.cfg.seq,
+            logits_per_sequence: self.cfg.seq,
+        };
+        let g = graph::forward(
+            self.model,
+            &step,
+            &self.precision,
+            l.tp,
+            self.cfg.flash,
+            l.layers_per_stage,
+        );
+        let mut out = Vec::with_capacity(3 * g.ops().len() + 4);
+        for op in g.ops() {
+            self.op_kernels(op, &mut out);
+        }
+        if self.cfg.method != Method::Full {
+            self.adapter_kernels(&mut out);
+            if self.frozen.bits() < 16.0 {
+                out.push(self.dequantize_kernel());
+            }
+        }
+        out
+    }
+
+    /// Places every kernel of a micro-batch on the roofline and sums the times by bound.
+    fn micro_batch(&self) -> MicroBatch {
+        let hw = self.hardware;
+        let bw = hw.memory.bandwidth_bytes_per_s;
+        let vector = Ceilings {
+            peak_flops_per_s: hw.peak(ComputeDtype::Fp32).0,
+            memory_bytes_per_s: bw,
+            link_bytes_per_s: Some(self.group_bandwidth(self.layout.tp, 1)),
+        };
+        let base_eff = Efficiency {
+            compute: self.eff.compute,
+            memory: self.eff.memory,
+            link: self.eff.link,
+            overhead_s: 0.0,
+        };
+        let mut mb = MicroBatch::default();
+        for k in self.micro_batch_kernels() {
+            let (ceil, eff) = match k.unit {
+                Unit::Matrix(d) => (
+                    Ceilings {
+                        peak_flops_per_s: hw.peak(d).0,
+                        memory_bytes_per_s: bw,
+                        link_bytes_per_s: None,
+                    },
+                    Efficiency {
+                        compute: if k.class == KernelClass::Attention {
+                            self.eff.attention
+                        } else {
+                            self.eff.compute_for(d)
+                        },
+                        ..base_eff
+                    },
+                ),
+                Unit::Vector => (vector, base_eff),
+            };
+            mb.flops += k.cost.flops;
+            if k.recompute {
+                mb.recomputed_flops += k.cost.flops;
+            }
+            let p = place(&k.cost, &ceil, &eff);
+            if k.class == KernelClass::Collective {
+                mb.tp_s += p.time_s;
+            } else if p.bound == Bound::Compute {
+                mb.compute_s += p.time_s;
+            } else {
+                mb.memory_s += p.time_s;
+            }
+        }
+        mb
+    }
+
+    /// Pipeline sends, data-parallel synchronisation and the optimizer update of one
+    /// step, given the op time `op_s` of one micro-batch.
+    fn traffic(&self, op_s: f64) -> Traffic {
+        let l = &self.layout;
+        let m = l.micro_batches as f64;
+        let v = self.cfg.virtual_stages as f64;
+        // pipeline sends: activations (and their gradients) of one micro-batch cross each
+        // stage boundary; the slowest stage sends one way and receives the other.
+        let e = self.precision.activations.bytes();
+        let pp_bw = self.group_bandwidth(l.pp, l.tp * l.dp);
+        let pp_bytes = if l.pp > 1 {
+            2.0 * l.micro_batch as f64 * self.cfg.seq as f64 * self.model.hidden as f64 * e
+                / l.tp as f64
+                * v
+        } else {
+            0.0
+        };
+        let pp_s = m * time_at(pp_bytes, pp_bw * self.eff.link);
+
+        // data-parallel gradient synchronisation / ZeRO traffic per step
+        let sp = stage_params(self.model, l.tp, l.layers_per_stage, l.pp == 1, true);
+        let trainable = self.trainable(&sp, l.layers_per_stage);
+        let grad_b = self.cfg.precision.weight_format().bytes();
+        let frozen_bytes = match self.cfg.method {
+            Method::Full => 0.0,
+            _ => self.frozen_bytes(&sp),
+        };
+        let n = l.dp as f64;
+        let ring = if l.dp > 1 { (n - 1.0) / n } else { 0.0 };
+        let (dp_bytes, overlappable) = if self.cfg.zero >= 3 {
+            // per micro-batch: all-gather weights for forward and again for backward,
+            // reduce-scatter gradients.
+            let w = trainable * grad_b + frozen_bytes;
+            (m * ring * (2.0 * w + trainable * grad_b), m * op_s)
+        } else {
+            // once per step: all-reduce (ZeRO-0) or reduce-scatter + all-gather (1, 2)
+            // of the gradients, overlapping the last micro-batch's backward.
+            (2.0 * ring * trainable * grad_b, op_s)
+        };
+        let dp_bw = self.group_bandwidth(l.dp, l.tp);
+        let dp_s = time_at(dp_bytes, dp_bw * self.eff.link);
+        let dp_exposed_s = dp_s - (self.eff.overlap_dp * dp_s).min(overlappable);
+
+        // optimizer update (sharded by ZeRO >= 1)
+        let shard = if self.cfg.zero >= 1 { n } else { 1.0 };
+        let upd = trainable / shard;
+        let bw = self.hardware.memory.bandwidth_bytes_per_s;
+        let (optimizer_s, offload_s) = match self.cfg.offload {
+            Offload::None => (
+                upd * self.cfg.optimizer.update_bytes_per_param() / (bw * self.eff.memory),
+                0.0,
+            ),
+            Offload::Cpu => {
+                let host = self
+                    .hardware
+                    .host_link
+                    .as_ref()
+                    .map_or(0.0, |h| h.bytes_per_s_per_direction);
+                // gradients down and updated 16-bit weights up; the two directions of
+                // the link run concurrently.
+                (0.0, time_at(upd * grad_b, host * self.eff.link))
+            }
+        };
+        Traffic {
+            dp_s,
+            dp_exposed_s,
+            pp_s,
+            optimizer_s,
+            offload_s,
+        }
+    }
+
+    /// Model FLOPs of one step over all devices: `6·N·tokens` (LoRA: `4·N_frozen +
+    /// 6·N_adapters`) plus `12 · layers · heads·head_dim · seq` per token.
+    pub fn model_flops(&self) -> f64 {
+        let p = self.model.params();
+        let table_lookup = p.embedding as f64
+            - if self.model.tied_embeddings {
+                (self.model.vocab * self.model.hidden) as f64
+            } else {
+                0.0
+            };
+        let expert_inactive = self.model.layers as f64
+            * self.model.expert_params() as f64
+            * (self.model.experts - self.model.experts_per_token) as f64;
+        let n = p.total as f64 - table_lookup - expert_inactive;
+        let tokens = self.layout.global_batch as f64 * self.cfg.seq as f64;
+        let dense = match self.cfg.method {
+            Method::Full => 6.0 * n,
+            _ => 4.0 * n + 6.0 * self.trainable_params(),
+        };
+        tokens * (dense + self.attention_flops_per_token())
+    }
+
+    /// Attention FLOPs per token over the full `s × s` square: `12 · layers · q · s`.
+    pub(super) fn attention_flops_per_token(&self) -> f64 {
+        12.0 * self.model.layers as f64 * self.model.q_width() as f64 * self.cfg.seq as f64
+    }
+
+    /// Predicts one optimizer step.
+    pub fn step(&self) -> StepReport {
+        let l = &self.layout;
+        let mb = self.micro_batch();
+        let op_s = mb.compute_s + mb.memory_s;
+        let tp_exposed = mb.tp_s - (self.eff.overlap_tp * mb.tp_s).min(op_s);
+        let t_micro = op_s + tp_exposed;
+        let m = l.micro_batches as f64;
+        let bubble_mb = (l.pp - 1) as f64 / self.cfg.virtual_stages as f64;
+        let tr = self.traffic(op_s);
+        let time =
+            (m + bubble_mb) * t_micro + tr.dp_exposed_s + tr.pp_s + tr.optimizer_s + tr.offload_s;
+        let scale_mb = m + bubble_mb;
+        let comm_exposed = scale_mb * tp_exposed + tr.dp_exposed_s + tr.pp_s;
+        let (_, bound) = slowest(
+            scale_mb * mb.compute_s,
+            scale_mb * mb.memory_s + tr.optimizer_s,
+            comm_exposed + tr.offload_s,
+            0.0,
+        );
+
+        let model_flops = self.model_flops();
+        let hardware_flops = if mb.flops > mb.recomputed_flops {
+            model_flops * mb.flops / (mb.flops - mb.recomputed_flops)
+        } else {
+            model_flops
+        };
+        let peak = self
+            .hardware
+            .peak(
+                self.precision
+                    .weights
+                    .compute_dtype(self.precision.activations),
+            )
+            .0;
+        let gpus = l.gpus as f64;
+        let tokens = l.global_batch as f64 * self.cfg.seq as f64;
+        let util = |f: f64| time_at(f, time * gpus * peak);
+        StepReport {
+            flops: model_flops,
+            time_s: time,
+            tokens_per_s: time_at(tokens, time),
+            tokens_per_s_per_gpu: time_at(tokens, time * gpus),
+            mfu: util(model_flops),
+            bound,
+            hardware_flops,
+            hfu: util(hardware_flops),
+            // the slowest stage's per-micro-batch FLOPs stand for every stage
+            executed_flops: mb.flops * m * (l.tp * l.dp * l.pp) as f64,
+            model_flops_per_s_per_gpu: time_at(model_flops, time * gpus),
+            peak_flops_per_s: peak,
+            tokens,
+            micro_batch_time_s: t_micro,
+            compute_time_s: scale_mb * mb.compute_s,
+            memory_time_s: scale_mb * mb.memory_s + tr.optimizer_s,
+            tp_comm_time_s: m * mb.tp_s,
+            dp_comm_time_s: tr.dp_s,
+            pp_comm_time_s: tr.pp_s,
+            exposed_comm_time_s: comm_exposed,
+            bubble_time_s: bubble_mb * t_micro,
+            optimizer_time_s: tr.optimizer_s,
+            offload_time_s: tr.offload_s,
+            bubble_fraction: bubble_mb / (m + bubble_mb),
+        }
+    }
+}
