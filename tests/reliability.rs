@@ -358,3 +358,25 @@ fn sweep_rows_that_do_not_fit_have_no_cost() {
     assert_eq!(rows[1]["fits"], true);
     assert!(rows[1]["usd_per_million_tokens"].as_f64().unwrap() > 0.0);
 }
+
+#[test]
+fn plan_over_a_million_device_counts_stays_small() {
+    // layouts the model cannot use are counted, not built: under a 1 GB address-space
+    // limit the search still runs (it used to build 5.5 GB of candidates first)
+    let cmd = format!(
+        "ulimit -v 1000000 && exec {} plan --model llama-3-8b --gpu h100,l4 --gpus 1..1000000 --json",
+        env!("CARGO_BIN_EXE_ridgeline")
+    );
+    let out = Command::new("sh").args(["-c", &cmd]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // llama-3-8b: tensor parallel over 1, 2, 4, 8 (divisors of 32 heads within a node),
+    // pipeline parallel over 2..=32 devices (one layer each at most): every other count
+    // is impossible
+    assert!(v["skipped_layouts"].as_u64().unwrap() > 1_000_000);
+    assert!(v["best"].is_object());
+}

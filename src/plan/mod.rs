@@ -305,8 +305,9 @@ fn validate(req: &PlanRequest<'_>) -> Result<()> {
 /// ```
 pub fn plan(req: &PlanRequest<'_>) -> Result<Plan> {
     validate(req)?;
-    let layouts = search::layouts(req);
-    let (cands, skipped) = search::evaluate(req, &layouts);
+    let (layouts, impossible) = search::layouts(req);
+    let (cands, failed) = search::evaluate(req, &layouts);
+    let skipped = impossible + failed;
     let t = &req.targets;
     let feasible: Vec<&Cand> = cands.iter().filter(|c| c.meets(t)).collect();
     let priced = feasible.iter().any(|c| c.usd_per_million_tokens.is_some());

@@ -8,7 +8,7 @@ use crate::engine::Engine;
 use crate::hardware::Hardware;
 use crate::memory::Parallel;
 use crate::model::ModelConfig;
-use crate::predict::{Evaluator, Predictor, Scenario, resolve_formats};
+use crate::predict::{Evaluator, Predictor, Scenario, check_layout, resolve_formats};
 use crate::sweep::Point;
 use rayon::prelude::*;
 
@@ -123,12 +123,15 @@ impl Layout<'_> {
 
 /// Every layout the request asks for: up to a node both tensor and pipeline parallel,
 /// beyond a node pipeline parallel only.
-pub(super) fn layouts<'a>(req: &PlanRequest<'a>) -> Vec<Layout<'a>> {
+/// Layouts the model cannot use (see [`check_layout`]) are not built, only counted: a
+/// device-count list of any length costs memory for the possible layouts alone.
+pub(super) fn layouts<'a>(req: &PlanRequest<'a>) -> (Vec<Layout<'a>>, u64) {
     let kv_set = req
         .kv
         .clone()
         .unwrap_or_else(|| vec![None, Some(Format::Fp8)]);
     let mut layouts = Vec::new();
+    let mut impossible = 0u64;
     for &hw in &req.devices {
         let weights = req
             .weights
@@ -143,35 +146,36 @@ pub(super) fn layouts<'a>(req: &PlanRequest<'a>) -> Vec<Layout<'a>> {
             } else {
                 &[Parallel::Pp]
             };
-            for (&parallel, &w, &k, &engine) in product4(parallels, &weights, &kv_set, &req.engines)
-            {
-                layouts.push(Layout {
-                    hw,
-                    gpus,
-                    parallel,
-                    weights: w,
-                    kv: k,
-                    engine,
-                });
+            for &parallel in parallels {
+                if check_layout(&req.model, hw, gpus, parallel).is_err() {
+                    let n = weights.len() * kv_set.len() * req.engines.len();
+                    impossible = impossible.saturating_add(n as u64);
+                    continue;
+                }
+                for (&w, &k, &engine) in product3(&weights, &kv_set, &req.engines) {
+                    layouts.push(Layout {
+                        hw,
+                        gpus,
+                        parallel,
+                        weights: w,
+                        kv: k,
+                        engine,
+                    });
+                }
             }
         }
     }
-    layouts
+    (layouts, impossible)
 }
 
-/// The cross product of four slices, first slowest.
-fn product4<'s, A, B, C, D>(
+/// The cross product of three slices, first slowest.
+fn product3<'s, A, B, C>(
     a: &'s [A],
     b: &'s [B],
     c: &'s [C],
-    d: &'s [D],
-) -> impl Iterator<Item = (&'s A, &'s B, &'s C, &'s D)> {
-    a.iter().flat_map(move |x| {
-        b.iter().flat_map(move |y| {
-            c.iter()
-                .flat_map(move |z| d.iter().map(move |w| (x, y, z, w)))
-        })
-    })
+) -> impl Iterator<Item = (&'s A, &'s B, &'s C)> {
+    a.iter()
+        .flat_map(move |x| b.iter().flat_map(move |y| c.iter().map(move |z| (x, y, z))))
 }
 
 /// Predicts every layout at powers of two up to its largest batch that fits (and that

@@ -169,6 +169,53 @@ pub struct Predictor<'a> {
     matmul_dtypes: (ComputeDtype, ComputeDtype),
 }
 
+/// Most devices one layout may have.
+pub const MAX_GPUS: u64 = 1_000_000;
+
+/// Whether `model` can be split over `gpus` devices of `hardware` by `parallel`:
+/// tensor parallel must divide the attention heads, pipeline parallel needs a layer per
+/// stage, and several devices need a link between them.
+pub fn check_layout(
+    model: &ModelConfig,
+    hardware: &Hardware,
+    gpus: u64,
+    parallel: Parallel,
+) -> Result<()> {
+    if gpus == 0 {
+        return Err(Error::invalid("gpus", "must be at least 1"));
+    }
+    if gpus > MAX_GPUS {
+        return Err(Error::invalid(
+            "gpus",
+            format!("{gpus} devices is beyond any layout ridgeline models"),
+        ));
+    }
+    match parallel {
+        Parallel::Tp if !model.heads.is_multiple_of(gpus) => Err(Error::conflict(
+            &["gpus", "parallel"],
+            format!(
+                "tensor parallel over {gpus} devices does not divide {}'s {} attention heads (num_attention_heads); use a divisor of {} or pipeline parallel",
+                model.id, model.heads, model.heads
+            ),
+        )),
+        Parallel::Pp if gpus > model.layers => Err(Error::conflict(
+            &["gpus", "parallel"],
+            format!(
+                "pipeline parallel over {gpus} devices exceeds {}'s {} layers",
+                model.id, model.layers
+            ),
+        )),
+        _ if gpus > 1 && hardware.device_link().is_none() => Err(Error::conflict(
+            &["gpu", "gpus"],
+            format!(
+                "{} has no host or scale-up link in the database, so it cannot be used with {gpus} devices",
+                hardware.id
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// Default activation dtype of a model: its native 16-bit dtype (fp32 models run fp32).
 pub fn activation_dtype(model: &ModelConfig, weights: Format) -> ComputeDtype {
     match weights {
@@ -196,15 +243,7 @@ impl<'a> Predictor<'a> {
         engine: &'a Engine,
         s: &Scenario,
     ) -> Result<Self> {
-        if s.gpus == 0 {
-            return Err(Error::invalid("gpus", "must be at least 1"));
-        }
-        if s.gpus > 1_000_000 {
-            return Err(Error::invalid(
-                "gpus",
-                format!("{} devices is beyond any layout ridgeline models", s.gpus),
-            ));
-        }
+        check_layout(model, hardware, s.gpus, s.parallel)?;
         let precision = resolve_formats(model, s.weights, s.kv);
         let Precision {
             weights,
@@ -212,40 +251,9 @@ impl<'a> Predictor<'a> {
             activations,
         } = precision;
         let (tp, layers) = match s.parallel {
-            Parallel::Tp => {
-                if !model.heads.is_multiple_of(s.gpus) {
-                    return Err(Error::conflict(
-                        &["gpus", "parallel"],
-                        format!(
-                            "tensor parallel over {} devices does not divide {}'s {} attention heads (num_attention_heads); use a divisor of {} or pipeline parallel",
-                            s.gpus, model.id, model.heads, model.heads
-                        ),
-                    ));
-                }
-                (s.gpus, model.layers)
-            }
-            Parallel::Pp => {
-                if s.gpus > model.layers {
-                    return Err(Error::conflict(
-                        &["gpus", "parallel"],
-                        format!(
-                            "pipeline parallel over {} devices exceeds {}'s {} layers",
-                            s.gpus, model.id, model.layers
-                        ),
-                    ));
-                }
-                (1, model.layers)
-            }
+            Parallel::Tp => (s.gpus, model.layers),
+            Parallel::Pp => (1, model.layers),
         };
-        if s.gpus > 1 && hardware.device_link().is_none() {
-            return Err(Error::conflict(
-                &["gpu", "gpus"],
-                format!(
-                    "{} has no host or scale-up link in the database, so it cannot be used with {} devices",
-                    hardware.id, s.gpus
-                ),
-            ));
-        }
         let matmul_dtype = weights.compute_dtype(activations);
         let (matmul_peak, used) = hardware.peak(matmul_dtype);
         let mut matmul = hardware.ceilings(matmul_dtype);

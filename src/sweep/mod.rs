@@ -56,8 +56,8 @@ pub const MAX_GRID_CELLS: usize = 50_000_000;
 /// [`crate::predict::MAX_COUNT`]).
 pub const MAX_VALUE: u64 = crate::predict::MAX_COUNT;
 
-/// Largest device count a sweep accepts.
-pub const MAX_GPUS: u64 = 1_000_000;
+/// Largest device count a sweep accepts (the same as `predict`).
+pub use crate::predict::MAX_GPUS;
 
 /// The CSV header (and the JSON keys, in order).
 pub const COLUMNS: [&str; 20] = [
