@@ -25,11 +25,15 @@ impl Ctx {
     pub fn new(cli: &Cli) -> Result<Ctx> {
         let mut hardware = HardwareDb::builtin()?.clone();
         for f in &cli.hardware_files {
-            hardware.load_file(f)?;
+            if let (_, Some(id)) = hardware.load_file(f)? {
+                eprintln!("note: {} replaces the built-in device {id}", f.display());
+            }
         }
         let mut engines = EngineDb::builtin()?.clone();
         for f in &cli.engine_files {
-            engines.load_file(f)?;
+            for id in engines.load_file(f)? {
+                eprintln!("note: {} replaces the built-in engine {id}", f.display());
+            }
         }
         Ok(Ctx { hardware, engines })
     }
@@ -272,7 +276,12 @@ pub fn calibrate(
     let mapped = ridgeline::calibrate::cases_with(&rows, &ctx.hardware, ModelDb::builtin()?);
     let cal = ridgeline::calibrate::calibrate(&mapped, &ctx.engines, engine)?;
     if let (Some(mut file), Some(path)) = (target, save) {
-        let text = ridgeline::calibrate::engines_toml(&cal.engines)?;
+        // the profiles replace the built-in ones of the same names when loaded
+        let mut fitted = cal.engines.clone();
+        for e in &mut fitted {
+            e.engine.override_builtin = e.engine.id != "ideal";
+        }
+        let text = ridgeline::calibrate::engines_toml(&fitted)?;
         file.file()
             .write_all(text.as_bytes())
             .map_err(|e| Error::write(format!("--save {}", path.display()), e))?;

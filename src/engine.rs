@@ -52,6 +52,14 @@ pub struct Engine {
     /// Measurement ids the factors were fitted on.
     #[serde(default)]
     pub fitted_on: Vec<String>,
+    /// A user file may replace a built-in engine only when it says so
+    /// (`override = true`); `ideal` cannot be replaced.
+    #[serde(
+        default,
+        rename = "override",
+        skip_serializing_if = "std::ops::Not::not"
+    )]
+    pub override_builtin: bool,
 }
 
 fn one() -> f64 {
@@ -139,6 +147,7 @@ impl Engine {
             reserve_fraction: 0.0,
             max_batched_tokens: None,
             fitted_on: Vec::new(),
+            override_builtin: false,
         }
     }
 
@@ -263,15 +272,38 @@ impl EngineDb {
             .map_err(Clone::clone)
     }
 
-    /// Adds or replaces engines from a user's TOML file.
-    pub fn load_file(&mut self, path: &std::path::Path) -> Result<()> {
+    /// Adds engines from a user's TOML file; returns the ids of engines it replaced.
+    /// An engine with an id already loaded needs `override = true`, and the pure
+    /// roofline `ideal` cannot be replaced.
+    pub fn load_file(&mut self, path: &std::path::Path) -> Result<Vec<String>> {
         let text = crate::files::read_document(path)?;
-        let other = EngineDb::from_toml(&text, &path.display().to_string())?;
+        let src = path.display().to_string();
+        let other = EngineDb::from_toml(&text, &src)?;
+        let mut replaced = Vec::new();
+        for e in &other.engines {
+            let taken = self.engines.iter().any(|x| x.id == e.id);
+            if taken && (e.id == "ideal" || !e.override_builtin) {
+                return Err(Error::Parse {
+                    source_name: src,
+                    message: if e.id == "ideal" {
+                        "[ideal] is the pure roofline and cannot be replaced; give the profile another name".into()
+                    } else {
+                        format!(
+                            "[{}] is already an engine; add `override = true` to its table to replace it, or give it another name",
+                            e.id
+                        )
+                    },
+                });
+            }
+            if taken {
+                replaced.push(e.id.clone());
+            }
+        }
         for e in other.engines {
             self.engines.retain(|x| x.id != e.id);
             self.engines.push(e);
         }
-        Ok(())
+        Ok(replaced)
     }
 
     /// All engines.

@@ -380,3 +380,74 @@ fn plan_over_a_million_device_counts_stays_small() {
     assert!(v["skipped_layouts"].as_u64().unwrap() > 1_000_000);
     assert!(v["best"].is_object());
 }
+
+#[test]
+fn replacing_a_built_in_device_or_engine_needs_override_and_says_so() {
+    let d = scratch("override");
+    let h100 = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/data/hardware/h100-sxm.toml"
+    ))
+    .unwrap();
+    let file = d.join("h100.toml");
+    std::fs::write(&file, &h100).unwrap();
+    let args = |f: &Path| {
+        vec![
+            "predict".to_string(),
+            "--model".into(),
+            "llama-3-8b".into(),
+            "--gpu".into(),
+            "h100".into(),
+            "--hardware-file".into(),
+            f.display().to_string(),
+        ]
+    };
+    let out = bin().args(args(&file)).output().unwrap();
+    one_line_error(&out, &["h100.toml", "override = true"]);
+    std::fs::write(&file, format!("override = true\n{h100}")).unwrap();
+    let out = bin().args(args(&file)).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("replaces the built-in device h100-sxm"));
+
+    let engines = d.join("engines.toml");
+    let profile = "memory_efficiency = { default = 0.5 }\ncompute_efficiency = 0.5\n";
+    for (text, needle) in [
+        (format!("[ideal]\n{profile}"), "cannot be replaced"),
+        (format!("[vllm]\n{profile}"), "override = true"),
+    ] {
+        std::fs::write(&engines, text).unwrap();
+        let out = run(&[
+            "predict",
+            "--model",
+            "llama-3-8b",
+            "--gpu",
+            "h100",
+            "--engine-file",
+            engines.to_str().unwrap(),
+        ]);
+        one_line_error(&out, &[needle]);
+    }
+    std::fs::write(&engines, format!("[vllm]\noverride = true\n{profile}")).unwrap();
+    let out = run(&[
+        "predict",
+        "--model",
+        "llama-3-8b",
+        "--gpu",
+        "h100",
+        "--engine",
+        "vllm",
+        "--engine-file",
+        engines.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("replaces the built-in engine vllm"));
+    std::fs::remove_dir_all(&d).unwrap();
+}

@@ -179,6 +179,14 @@ pub struct Hardware {
     /// Rental price, if known.
     #[serde(default)]
     pub price: Option<Price>,
+    /// A user file may replace a device already loaded (same id or alias) only when it
+    /// says so (`override = true`).
+    #[serde(
+        default,
+        rename = "override",
+        skip_serializing_if = "std::ops::Not::not"
+    )]
+    pub override_builtin: bool,
 }
 
 impl Hardware {
@@ -535,12 +543,40 @@ impl HardwareDb {
     }
 
     /// Reads a user's TOML file (same schema as `data/hardware/*.toml`) and adds it.
-    pub fn load_file(&mut self, path: &std::path::Path) -> Result<&Hardware> {
+    ///
+    /// Returns the device and the id it replaced, if any: a device whose id or alias
+    /// names a device already loaded needs `override = true` in its file.
+    pub fn load_file(&mut self, path: &std::path::Path) -> Result<(&Hardware, Option<String>)> {
         let text = crate::files::read_document(path)?;
-        let hw = Hardware::from_toml(&text, &path.display().to_string())?;
+        let src = path.display().to_string();
+        let hw = Hardware::from_toml(&text, &src)?;
+        let clash = std::iter::once(&hw.id)
+            .chain(&hw.aliases)
+            .find_map(|name| self.get(name).ok().map(|d| d.id.clone()));
+        if let Some(existing) = &clash {
+            if !hw.override_builtin {
+                return Err(Error::Parse {
+                    source_name: src,
+                    message: format!(
+                        "'{}' names the device {existing} already loaded; add `override = true` to replace it, or use another id and aliases",
+                        hw.id
+                    ),
+                });
+            }
+            if existing != &hw.id {
+                // an alias of one device replacing another is a mistake, not an override
+                return Err(Error::Parse {
+                    source_name: src,
+                    message: format!(
+                        "an alias of '{}' names another device, {existing}; an override keeps the id it replaces",
+                        hw.id
+                    ),
+                });
+            }
+        }
         let id = hw.id.clone();
         self.insert(hw);
-        self.get(&id)
+        Ok((self.get(&id)?, clash))
     }
 
     /// All devices, sorted by id.
