@@ -175,7 +175,7 @@ fn engine_file_errors_name_the_key() {
 #[test]
 fn moe_top_k_above_experts_is_an_error() {
     let e = ModelConfig::from_json_str(
-        r#"{"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 100, "num_local_experts": 8, "num_experts_per_tok": 9}"#,
+        r#"{"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 100, "intermediate_size": 128, "num_local_experts": 8, "num_experts_per_tok": 9}"#,
         "x",
         "moe.json",
     )

@@ -451,3 +451,74 @@ fn replacing_a_built_in_device_or_engine_needs_override_and_says_so() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("replaces the built-in engine vllm"));
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+#[test]
+fn model_configs_are_read_or_refused_with_a_reason() {
+    let d = scratch("models");
+    let llama: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/data/models/llama-2-7b.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let write = |name: &str, edit: &dyn Fn(&mut serde_json::Map<String, serde_json::Value>)| {
+        let mut v = llama.clone();
+        let m = v.as_object_mut().unwrap();
+        m.remove("ridgeline_id");
+        edit(m);
+        let p = d.join(name);
+        std::fs::write(&p, serde_json::to_string(&v).unwrap()).unwrap();
+        p
+    };
+    let predict = |p: &Path| run(&["predict", "--model", p.to_str().unwrap(), "--gpu", "h100"]);
+    // an empty name is not a near miss of anything
+    one_line_error(
+        &run(&["predict", "--model", "", "--gpu", "h100"]),
+        &["--model", "is empty"],
+    );
+    // a model folder holding config.json is read through it
+    let folder = d.join("my-model");
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::copy(write("plain.json", &|_| {}), folder.join("config.json")).unwrap();
+    let out = predict(&folder);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // an unknown dtype and a missing MLP width are errors naming the field
+    let p = write("dtype.json", &|m| {
+        m.insert("torch_dtype".into(), "float8_e4m3".into());
+    });
+    one_line_error(&predict(&p), &["torch_dtype", "float8_e4m3"]);
+    let p = write("noffn.json", &|m| {
+        m.remove("intermediate_size");
+    });
+    one_line_error(&predict(&p), &["intermediate_size"]);
+    // an architecture that is not modelled is refused, not read as Llama
+    let p = write("mla.json", &|m| {
+        m.insert("kv_lora_rank".into(), 512.into());
+    });
+    one_line_error(&predict(&p), &["kv_lora_rank", "latent attention"]);
+    // an unknown family is read as Llama-style, and the prediction says so
+    let p = write("other.json", &|m| {
+        m.insert("model_type".into(), "internlm2".into());
+    });
+    let out = run(&[
+        "predict",
+        "--model",
+        p.to_str().unwrap(),
+        "--gpu",
+        "h100",
+        "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let notes = v["notes"].to_string();
+    assert!(
+        notes.contains("internlm2") && notes.contains("Llama-style"),
+        "{notes}"
+    );
+    std::fs::remove_dir_all(&d).unwrap();
+}

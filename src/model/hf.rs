@@ -157,16 +157,21 @@ fn activation(f: &Fields, plain: bool) -> Activation {
 }
 
 /// MLP width (one expert), experts and experts per token.
-fn mlp_dims(f: &Fields, hidden: u64) -> Result<(u64, u64, u64)> {
-    let expansion = f
-        .get(&["expansion_ratio"])
-        .and_then(Value::as_f64)
-        .unwrap_or(4.0);
-    let intermediate =
-        match f.uint(&["intermediate_size", "n_inner", "ffn_dim", "ffn_hidden_size"])? {
-            Some(i) => i,
-            None => (hidden as f64 * expansion).round() as u64,
-        };
+fn mlp_dims(f: &Fields, hidden: u64, plain: bool) -> Result<(u64, u64, u64)> {
+    let expansion = f.get(&["expansion_ratio"]).and_then(Value::as_f64);
+    let keys = ["intermediate_size", "n_inner", "ffn_dim", "ffn_hidden_size"];
+    let intermediate = match (f.uint(&keys)?, expansion) {
+        (Some(i), _) => i,
+        (None, Some(r)) if r.is_finite() && r > 0.0 => (hidden as f64 * r).round() as u64,
+        // GPT-2 style configs leave n_inner null for the usual 4 x width
+        (None, _) if plain => 4 * hidden,
+        (None, _) => {
+            return Err(f.error(format!(
+                "missing field intermediate_size (also accepted: {})",
+                keys[1..].join(", ")
+            )));
+        }
+    };
     let experts = f
         .uint(&["num_local_experts", "num_experts", "moe_num_experts"])?
         .unwrap_or(1);
@@ -214,16 +219,82 @@ fn embeddings_and_positions(f: &Fields, family: &str) -> Result<(bool, bool, boo
     Ok((tied, learned, !learned && !alibi))
 }
 
-fn native_format(f: &Fields) -> Format {
-    match f
-        .string(&["torch_dtype", "dtype"])
-        .map(str::to_ascii_lowercase)
-        .as_deref()
-    {
-        Some("float16") | Some("fp16") => Format::Fp16,
-        Some("float32") | Some("fp32") => Format::Fp32,
-        _ => Format::Bf16,
+/// The checkpoint's dtype (`torch_dtype`); bf16 when the config does not say.
+fn native_format(f: &Fields) -> Result<Format> {
+    let Some(name) = f.get(&["torch_dtype", "dtype"]) else {
+        return Ok(Format::Bf16);
+    };
+    match name.as_str().map(str::to_ascii_lowercase).as_deref() {
+        Some("bfloat16" | "bf16") => Ok(Format::Bf16),
+        Some("float16" | "fp16" | "half") => Ok(Format::Fp16),
+        Some("float32" | "fp32" | "float") => Ok(Format::Fp32),
+        _ => Err(f.error(format!(
+            "field torch_dtype: {name} is not a dtype ridgeline knows (bfloat16, float16, float32)"
+        ))),
     }
+}
+
+/// Families whose layer layout ridgeline models as read (anything else is read as a
+/// Llama-style decoder, and said so).
+const KNOWN_FAMILIES: [&str; 15] = [
+    "llama",
+    "mistral",
+    "mixtral",
+    "qwen2",
+    "qwen2_moe",
+    "gpt2",
+    "gpt_neox",
+    "gptj",
+    "mpt",
+    "falcon",
+    "opt",
+    "bloom",
+    "gpt_bigcode",
+    "phi",
+    "codellama",
+];
+
+/// Config fields of architectures ridgeline does not model yet: reading such a config
+/// as a plain decoder would give wrong memory and speed without a word.
+const UNMODELLED: [(&str, &str); 6] = [
+    (
+        "kv_lora_rank",
+        "multi-head latent attention (DeepSeek-V2/V3 style)",
+    ),
+    (
+        "q_lora_rank",
+        "multi-head latent attention (DeepSeek-V2/V3 style)",
+    ),
+    ("n_shared_experts", "MoE shared experts"),
+    ("layer_types", "layers of several kinds"),
+    ("linear_num_value_heads", "linear-attention layers"),
+    ("ssm_cfg", "state-space layers"),
+];
+
+/// Refuses configs whose architecture is not modelled; notes what is approximated.
+fn check_architecture(f: &Fields, family: &str) -> Result<Vec<String>> {
+    for (key, what) in UNMODELLED {
+        if f.get(&[key]).is_some() {
+            return Err(f.error(format!(
+                "field {key}: {what} is not modelled; this config cannot be read as a plain decoder"
+            )));
+        }
+    }
+    let window = f.uint(&["sliding_window"])?;
+    let uses_window = f.boolean(&["use_sliding_window"], true)?;
+    let context = f.uint(&["max_position_embeddings"])?.unwrap_or(u64::MAX);
+    let mut notes = Vec::new();
+    if let Some(w) = window.filter(|&w| uses_window && w < context) {
+        notes.push(format!(
+            "sliding-window attention ({w} tokens) is counted over the whole context: KV cache and attention beyond {w} tokens are overestimated"
+        ));
+    }
+    if !KNOWN_FAMILIES.contains(&family) {
+        notes.push(format!(
+            "model_type '{family}' is read as a Llama-style decoder (gated MLP, RMSNorm, RoPE)"
+        ));
+    }
+    Ok(notes)
 }
 
 impl ModelConfig {
@@ -272,7 +343,8 @@ fn from_fields(f: &Fields, fallback_id: &str) -> Result<ModelConfig> {
         .to_ascii_lowercase();
     let plain = is_plain_family(&family);
     let d = attention_dims(f)?;
-    let (intermediate, experts, experts_per_token) = mlp_dims(f, d.hidden)?;
+    let approximations = check_architecture(f, &family)?;
+    let (intermediate, experts, experts_per_token) = mlp_dims(f, d.hidden, plain)?;
     let vocab = f.req(&["vocab_size", "padded_vocab_size"])?;
     let max_context = f
         .uint(&[
@@ -297,7 +369,8 @@ fn from_fields(f: &Fields, fallback_id: &str) -> Result<ModelConfig> {
         source: f.string(&["source"]).unwrap_or(f.src).to_string(),
         activation: activation(f, plain),
         gated_mlp: !plain,
-        native_format: native_format(f),
+        native_format: native_format(f)?,
+        approximations,
         id,
         name,
         family,

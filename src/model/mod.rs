@@ -69,6 +69,10 @@ pub struct ModelConfig {
     pub experts_per_token: u64,
     /// Native weight format (from `torch_dtype`; bf16 when absent).
     pub native_format: Format,
+    /// What reading the config approximated (an unknown `model_type` read as a
+    /// Llama-style decoder, ...): carried into every prediction's notes.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub approximations: Vec<String>,
 }
 
 /// Parameter counts by part.
@@ -237,11 +241,21 @@ impl ModelDb {
     /// closest.
     pub fn resolve(&self, name: &str) -> Result<ModelConfig> {
         let q = name.trim().to_ascii_lowercase();
+        if q.is_empty() {
+            return Err(Error::invalid(
+                "model",
+                "is empty; give a model id (see `ridgeline models`) or a config.json path",
+            ));
+        }
         if let Some(m) = self.models.iter().find(|m| m.id == q) {
             return Ok(m.clone());
         }
         let path = Path::new(name);
-        if name.ends_with(".json") || path.is_file() {
+        if path.is_dir() {
+            // a downloaded model folder: its config.json
+            return ModelConfig::from_file(&path.join("config.json"));
+        }
+        if name.ends_with(".json") || path.exists() {
             return ModelConfig::from_file(path);
         }
         Err(Error::unknown(

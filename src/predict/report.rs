@@ -49,7 +49,9 @@ impl Predictor<'_> {
             }
         }
         let b = batch as f64;
-        let mut notes = Vec::new();
+        let mut notes: Vec<Note> = (self.model.approximations.iter())
+            .map(|a| Note::Approximation(a.clone()))
+            .collect();
         let (wanted, used) = self.matmul_dtypes;
         if used != wanted {
             notes.push(Note::NearestPeak { wanted, used });
@@ -333,8 +335,11 @@ pub struct OpReport {
 
 /// A caveat attached to a prediction: data here, a sentence in
 /// [`crate::report::notes`].
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Note {
+    /// Something the model's config could only be approximated by (see
+    /// [`ModelConfig::approximations`]).
+    Approximation(String),
     /// The device publishes no peak for the weights' matmul dtype; the nearest
     /// published rate was used.
     NearestPeak {

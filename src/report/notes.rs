@@ -7,6 +7,7 @@ use std::fmt;
 impl fmt::Display for Note {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            Note::Approximation(text) => f.write_str(text),
             Note::NearestPeak { .. } => f.write_str(
                 "the device publishes no peak for the weights' compute dtype; the nearest published rate was used",
             ),
