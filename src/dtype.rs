@@ -170,10 +170,10 @@ impl Format {
                     format!("'{s}': bpw:N needs a number of bits, e.g. bpw:4.0"),
                 )
             })?;
-            if !(bits.is_finite() && bits > 0.0 && bits <= 64.0) {
+            if !(bits.is_finite() && (1.0..=64.0).contains(&bits)) {
                 return Err(Error::invalid(
                     "format",
-                    format!("'{s}': bits per weight must be in (0, 64]"),
+                    format!("'{s}': bits per weight must be in [1, 64]"),
                 ));
             }
             return Ok(Format::Bpw(bits));

@@ -183,13 +183,14 @@ impl Engine {
             source_name: src.to_string(),
             message: format!("engine '{}': {field}: {msg}", self.id),
         };
+        // below a thousandth of a ceiling is no implementation, just a typo
         let frac = |field: &str, v: f64| {
-            if v.is_finite() && v > 0.0 && v <= 1.0 {
+            if v.is_finite() && (1e-3..=1.0).contains(&v) {
                 Ok(())
             } else {
                 Err(bad(
                     field.to_string(),
-                    format!("must be in (0, 1], got {v}"),
+                    format!("must be in [0.001, 1], got {v}"),
                 ))
             }
         };
@@ -213,16 +214,16 @@ impl Engine {
             }
             frac(&format!("memory_efficiency.{k}"), *v)?;
         }
-        for (field, v) in [
-            ("step_overhead_s", self.step_overhead_s),
-            ("layer_overhead_s", self.layer_overhead_s),
-            ("collective_latency_s", self.collective_latency_s),
-            ("overhead_bytes", self.overhead_bytes),
+        for (field, v, max) in [
+            ("step_overhead_s", self.step_overhead_s, 1.0),
+            ("layer_overhead_s", self.layer_overhead_s, 0.1),
+            ("collective_latency_s", self.collective_latency_s, 1.0),
+            ("overhead_bytes", self.overhead_bytes, 1e13),
         ] {
-            if !(v.is_finite() && v >= 0.0) {
+            if !(v.is_finite() && (0.0..=max).contains(&v)) {
                 return Err(bad(
                     field.into(),
-                    format!("must be a finite number >= 0, got {v}"),
+                    format!("must be in [0, {max:e}], got {v}"),
                 ));
             }
         }

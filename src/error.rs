@@ -209,6 +209,19 @@ pub fn require_positive(field: &str, value: f64) -> Result<f64> {
     }
 }
 
+/// Checks that `value` lies in `lo..=hi` (a physical range: bandwidths, peaks,
+/// capacities); the error names `field` and the range.
+pub fn require_in(field: &str, value: f64, lo: f64, hi: f64) -> Result<f64> {
+    if value.is_finite() && (lo..=hi).contains(&value) {
+        Ok(value)
+    } else {
+        Err(Error::invalid(
+            field,
+            format!("{value:e} is outside the physical range {lo:e} ..= {hi:e}"),
+        ))
+    }
+}
+
 /// Checks that `value` is finite and >= 0; the error names `field`.
 pub fn require_non_negative(field: &str, value: f64) -> Result<f64> {
     if value.is_finite() && value >= 0.0 {

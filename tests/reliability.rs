@@ -522,3 +522,59 @@ fn model_configs_are_read_or_refused_with_a_reason() {
     );
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+#[test]
+fn absurd_but_finite_quantities_are_refused() {
+    let d = scratch("absurd");
+    let h100 = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/data/hardware/h100-sxm.toml"
+    ))
+    .unwrap();
+    // a bandwidth of 1e-300 bytes/s would print a ridge of inf
+    let odd = h100
+        .replace("id = \"h100-sxm\"", "id = \"odd\"")
+        .replace("aliases = [", "aliases = [\"odd-alias\", ")
+        .replace(
+            "bandwidth_bytes_per_s = 3.35e12",
+            "bandwidth_bytes_per_s = 1e-300",
+        );
+    assert_ne!(odd, h100, "the test edits the file");
+    let file = d.join("odd.toml");
+    std::fs::write(&file, odd).unwrap();
+    let out = run(&[
+        "hardware",
+        "show",
+        "odd",
+        "--hardware-file",
+        file.to_str().unwrap(),
+    ]);
+    one_line_error(&out, &["memory.bandwidth_bytes_per_s", "physical range"]);
+    let engines = d.join("e.toml");
+    std::fs::write(
+        &engines,
+        "[slow]\nmemory_efficiency = { default = 1e-300 }\ncompute_efficiency = 0.5\n",
+    )
+    .unwrap();
+    let out = run(&[
+        "predict",
+        "--model",
+        "llama-3-8b",
+        "--gpu",
+        "h100",
+        "--engine-file",
+        engines.to_str().unwrap(),
+    ]);
+    one_line_error(&out, &["memory_efficiency.default", "[0.001, 1]"]);
+    let out = run(&[
+        "predict",
+        "--model",
+        "llama-3-8b",
+        "--gpu",
+        "h100",
+        "--weights",
+        "bpw:1e-300",
+    ]);
+    one_line_error(&out, &["bits per weight must be in [1, 64]"]);
+    std::fs::remove_dir_all(&d).unwrap();
+}

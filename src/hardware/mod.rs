@@ -219,27 +219,39 @@ impl Hardware {
                 ),
             ));
         }
-        crate::error::require_positive("memory.capacity_bytes", self.memory.capacity_bytes)?;
-        crate::error::require_positive(
+        use crate::error::require_in;
+        // physical ranges: far beyond any device in either direction, so that a typo
+        // (GB/s given as bytes/s, a missing exponent) is an error, not a number
+        require_in(
+            "memory.capacity_bytes",
+            self.memory.capacity_bytes,
+            1e6,
+            1e15,
+        )?;
+        require_in(
             "memory.bandwidth_bytes_per_s",
             self.memory.bandwidth_bytes_per_s,
+            1e6,
+            1e15,
         )?;
         if let Some(l2) = self.memory.l2_bytes {
-            crate::error::require_positive("memory.l2_bytes", l2)?;
+            require_in("memory.l2_bytes", l2, 1e3, 1e11)?;
         }
         let mut any = false;
         for d in ComputeDtype::ALL {
             if let Some(p) = self.peak_flops_per_s.get(d) {
-                crate::error::require_positive(&format!("peak_flops_per_s.{}", d.name()), p)?;
+                require_in(&format!("peak_flops_per_s.{}", d.name()), p, 1e6, 1e19)?;
                 any = true;
             }
         }
         if let Some(est) = &self.estimated_peak_flops_per_s {
             for d in ComputeDtype::ALL {
                 if let Some(p) = est.get(d) {
-                    crate::error::require_positive(
+                    require_in(
                         &format!("estimated_peak_flops_per_s.{}", d.name()),
                         p,
+                        1e6,
+                        1e19,
                     )?;
                     any = true;
                 }
@@ -262,17 +274,19 @@ impl Hardware {
             ("scaleup_link", &self.scaleup_link),
         ] {
             if let Some(l) = link {
-                crate::error::require_positive(
+                require_in(
                     &format!("{key}.bytes_per_s_per_direction"),
                     l.bytes_per_s_per_direction,
+                    1e6,
+                    1e14,
                 )?;
             }
         }
         if let Some(p) = &self.price {
-            crate::error::require_positive("price.usd_per_hour", p.usd_per_hour)?;
+            require_in("price.usd_per_hour", p.usd_per_hour, 1e-4, 1e4)?;
         }
         if let Some(t) = self.tdp_w {
-            crate::error::require_positive("tdp_w", t)?;
+            require_in("tdp_w", t, 0.1, 1e5)?;
         }
         Ok(())
     }
