@@ -25,7 +25,7 @@ mod csv;
 mod fit;
 mod mapping;
 
-pub use csv::{COLUMNS, Count, Kind, Measurement, parse_measurements, read_measurements, records};
+pub use csv::{COLUMNS, Count, Kind, Measurement, parse_measurements, read_measurements};
 pub use fit::{
     Bounds, EngineFit, FitOptions, FittedParam, OverheadKind, ParamKind, TYPICAL_POOL,
     bounds_from_ceilings, fit,
