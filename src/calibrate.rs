@@ -31,7 +31,8 @@ pub use fit::{
     bounds_from_ceilings, fit,
 };
 pub use mapping::{
-    ENGINE_IDS, GpuMatch, map_framework, map_gpu, map_model, map_precision, partial_device,
+    ENGINE_IDS, GpuMatch, map_framework, map_gpu, map_model, map_precision, name_words,
+    partial_device,
 };
 
 use crate::dtype::{ComputeDtype, Format};
