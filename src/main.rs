@@ -105,9 +105,16 @@ enum Command {
         /// Fit only this engine (default: every engine with rows, and typical).
         #[arg(long)]
         engine: Option<String>,
-        /// Write the fitted engines to an engines TOML (load it with --engine-file).
+        /// Write the fitted engines to an engines TOML (load it with --engine-file):
+        /// with --engine, that engine; without, the whole database as fitted to these
+        /// measurements (engines without rows take typical's factors; `##` remarks of
+        /// the file written over are kept).
         #[arg(long, value_name = "FILE.toml")]
         save: Option<PathBuf>,
+        /// Print the accuracy table (median errors per kind: in sample, leave one out,
+        /// leave one source out) in Markdown instead of the report.
+        #[arg(long)]
+        markdown: bool,
     },
     /// Roofline chart (SVG) of the model's ops on one or more devices (--gpu G,G2,...).
     Roofline {
@@ -530,15 +537,29 @@ fn run(cli: Cli) -> Result<String> {
             measurements,
             engine,
             save,
+            markdown,
         } => {
+            use ridgeline::calibrate::{accuracy, calibrate, engines_file, engines_toml};
             let rows = ridgeline::calibrate::read_measurements(&measurements)?;
             let mapped = ridgeline::calibrate::cases_with(&rows, db, ModelDb::builtin()?);
-            let cal = ridgeline::calibrate::calibrate(&mapped, &ctx.engines, engine.as_deref())?;
+            if markdown {
+                let a = accuracy(&mapped, &ctx.engines)?;
+                return Ok(ridgeline::report::calibration::accuracy_markdown(&a));
+            }
+            let cal = calibrate(&mapped, &ctx.engines, engine.as_deref())?;
             if let Some(path) = save {
-                let text = ridgeline::calibrate::engines_toml(&cal.engines)?;
+                let text = if engine.is_some() {
+                    engines_toml(&cal, &mapped)?
+                } else {
+                    let previous = path
+                        .exists()
+                        .then(|| ridgeline::files::read_text(&path))
+                        .transpose()?;
+                    engines_file(&cal, &mapped, &ctx.engines, previous.as_deref())?
+                };
                 std::fs::write(&path, text).map_err(|e| Error::write(&path, e))?;
                 eprintln!(
-                    "saved {} engine profile(s) to {}",
+                    "saved {} fitted engine profile(s) to {}",
                     cal.engines.len(),
                     path.display()
                 );

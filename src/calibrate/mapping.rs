@@ -284,11 +284,9 @@ pub fn map_precision(s: &str) -> std::result::Result<(Option<Format>, Option<For
     Ok((weights, kv))
 }
 
-/// The engine ids ridgeline knows.
-pub const ENGINE_IDS: [&str; 11] = [
-    "ideal",
-    "typical",
-    "llama.cpp",
+/// Engines whose rows together define `typical` ("a well-tuned engine"): the serving and
+/// compiled engines, not llama.cpp (its own profile) nor eager PyTorch.
+pub const TYPICAL_POOL: [&str; 7] = [
     "vllm",
     "trt-llm",
     "sglang",
@@ -296,7 +294,43 @@ pub const ENGINE_IDS: [&str; 11] = [
     "lmdeploy",
     "mlc",
     "exllamav2",
-    "hf",
+];
+
+/// The engine ids ridgeline knows: `ideal`, `typical`, `llama.cpp`, the
+/// [`TYPICAL_POOL`] and `hf`.
+pub const ENGINE_IDS: [&str; 11] = {
+    let mut ids = [
+        "ideal",
+        "typical",
+        "llama.cpp",
+        "",
+        "",
+        "",
+        "",
+        "",
+        "",
+        "",
+        "hf",
+    ];
+    let mut i = 0;
+    while i < TYPICAL_POOL.len() {
+        ids[3 + i] = TYPICAL_POOL[i];
+        i += 1;
+    }
+    ids
+};
+
+/// Words that name each engine in a framework column, tried in this order.
+const FRAMEWORK_WORDS: [(&str, &[&str]); 9] = [
+    ("llama.cpp", &["llama.cpp", "llama-cpp", "llamacpp", "ggml"]),
+    ("trt-llm", &["tensorrt", "trt-llm", "trtllm"]),
+    ("vllm", &["vllm"]),
+    ("sglang", &["sglang"]),
+    ("gpt-fast", &["gpt-fast", "gpt fast"]),
+    ("lmdeploy", &["lmdeploy", "turbomind"]),
+    ("mlc", &["mlc"]),
+    ("exllamav2", &["exllama"]),
+    ("hf", &["eager", "transformers", "hugging"]),
 ];
 
 /// Maps a framework column (`TensorRT-LLM v0.6.1`, `LMDeploy (TurboMind)`, `LitGPT
@@ -310,30 +344,11 @@ pub const ENGINE_IDS: [&str; 11] = [
 /// ```
 pub fn map_framework(s: &str) -> Option<&'static str> {
     let l = s.to_ascii_lowercase();
-    let has = |w: &str| l.contains(w);
-    Some(
-        if has("llama.cpp") || has("llama-cpp") || has("llamacpp") || has("ggml") {
-            "llama.cpp"
-        } else if has("tensorrt") || has("trt-llm") || has("trtllm") {
-            "trt-llm"
-        } else if has("vllm") {
-            "vllm"
-        } else if has("sglang") {
-            "sglang"
-        } else if has("gpt-fast") || has("gpt fast") {
-            "gpt-fast"
-        } else if has("lmdeploy") || has("turbomind") {
-            "lmdeploy"
-        } else if has("mlc") {
-            "mlc"
-        } else if has("exllama") {
-            "exllamav2"
-        } else if has("eager") || has("transformers") || l.trim() == "hf" || has("hugging") {
-            "hf"
-        } else {
-            ENGINE_IDS.iter().find(|id| l.trim() == **id)?
-        },
-    )
+    FRAMEWORK_WORDS
+        .iter()
+        .find(|(_, words)| words.iter().any(|w| l.contains(w)))
+        .map(|(id, _)| *id)
+        .or_else(|| ENGINE_IDS.into_iter().find(|id| l.trim() == *id))
 }
 
 #[cfg(test)]
@@ -480,5 +495,7 @@ mod tests {
         assert_eq!(map_framework("gpt-fast"), Some("gpt-fast"));
         assert_eq!(map_framework("LitGPT generate (eager PyTorch)"), Some("hf"));
         assert_eq!(map_framework("gpu-stream (CUDA/HIP)"), None);
+        assert_eq!(map_framework(" HF "), Some("hf"));
+        assert_eq!(ENGINE_IDS[3..10], TYPICAL_POOL);
     }
 }
