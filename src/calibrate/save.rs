@@ -80,7 +80,8 @@ fn remarks(text: &str) -> (Vec<&str>, BTreeMap<String, Vec<&str>>) {
         let t = line.trim();
         if t.starts_with("##") {
             if at_top { &mut head } else { &mut pending }.push(t);
-        } else if !t.is_empty() {
+        } else {
+            // the file's remarks end at the first line that is not one
             at_top = false;
             if let Some(id) = table_engine(t).filter(|_| !pending.is_empty()) {
                 by_engine.entry(id).or_default().append(&mut pending);
@@ -144,19 +145,18 @@ fn fit_comment(out: &mut String, f: &EngineFit, written: &Engine, mapped: &Mappe
         out,
         "#",
         &format!(
-            "{}: fitted on {} ({}){of} on {}; rms ln(predicted/measured) {} -> {}.",
+            "{}: fitted on {} ({}){of} on {}; rms ln(predicted/measured) {}.",
             written.id,
             rows(f.rows.len()),
             kinds(&cases),
             devices.join(", "),
-            num(f.rms_log_before),
             num(f.rms_log_after)
         ),
     );
     for p in &f.params {
         let ci = match (p.ci_low, p.ci_high) {
             (Some(l), Some(h)) => format!("95% CI {}..{}", num(l), num(h)),
-            _ if p.at_bound => "at its bound".to_string(),
+            _ if p.at_bound => format!("at its bound {}", num(p.bounds.1)),
             _ => "no interval".to_string(),
         };
         let unit = if matches!(p.kind, ParamKind::Memory(_) | ParamKind::Compute) {
@@ -191,7 +191,13 @@ fn fit_comment(out: &mut String, f: &EngineFit, written: &Engine, mapped: &Mappe
         );
         comment(out, "#  ", &text);
     }
-    for n in &f.notes {
+    // the factor lines say which factors stopped at a bound
+    let bound_note = |n: &str| {
+        f.params
+            .iter()
+            .any(|p| p.at_bound && n.starts_with(&format!("{} stopped at its bound", p.key)))
+    };
+    for n in f.notes.iter().filter(|n| !bound_note(n)) {
         comment(out, "#  ", n);
     }
     Ok(())
@@ -335,14 +341,14 @@ mod tests {
 
     #[test]
     fn remarks_stay_with_their_engine() {
-        let text = "## file remark\n##   indented\n# generated\n\n[ideal]\nx = 1\n\
+        let text = "## file remark\n##   indented\n\n## about ideal\n# generated\n[ideal]\nx = 1\n\
                     ## about llama.cpp\n# generated about llama.cpp\n[\"llama.cpp\"]\nx = 1\n\
                     [\"llama.cpp\".memory_efficiency]\ndefault = 1\n## about vllm\n[vllm]\n";
         let (head, by_engine) = remarks(text);
         assert_eq!(head, ["## file remark", "##   indented"]);
         assert_eq!(by_engine["llama.cpp"], ["## about llama.cpp"]);
         assert_eq!(by_engine["vllm"], ["## about vllm"]);
-        assert!(!by_engine.contains_key("ideal"));
+        assert_eq!(by_engine["ideal"], ["## about ideal"]);
         assert_eq!(
             table_engine("[ trt-llm.memory_efficiency ]").unwrap(),
             "trt-llm"
