@@ -14,6 +14,17 @@ fn tmp(name: &str) -> std::path::PathBuf {
     dir.join(name)
 }
 
+/// Runs `cmd`, checks it succeeded, and returns its stdout.
+fn stdout_of(cmd: &mut Command) -> String {
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 const HEADER: &str = "id,kind,gpu,num_gpus,model,precision,batch,prompt_len,gen_len,framework,metric,value,unit,source_url_or_repo_path,notes";
 
 #[test]
@@ -89,19 +100,13 @@ fn saved_profiles_load_with_engine_file_and_change_predictions() {
         ),
     )
     .unwrap();
-    let out = ridgeline()
-        .args(["calibrate", "--measurements"])
-        .arg(&csv)
-        .args(["--engine", "exllamav2", "--save"])
-        .arg(&toml)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let text = stdout_of(
+        ridgeline()
+            .args(["calibrate", "--measurements"])
+            .arg(&csv)
+            .args(["--engine", "exllamav2", "--save"])
+            .arg(&toml),
     );
-    let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("memory_efficiency.gddr"), "{text}");
     let saved = std::fs::read_to_string(&toml).unwrap();
     assert!(
@@ -184,17 +189,12 @@ fn saving_without_engine_writes_the_whole_database_and_keeps_remarks() {
         "## kept at the top\n[\"llama.cpp\"]\n## also about vllm\n## about vllm\n[vllm]\n",
     )
     .unwrap();
-    let out = ridgeline()
-        .args(["calibrate", "--measurements"])
-        .arg(&csv)
-        .arg("--save")
-        .arg(&toml)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    stdout_of(
+        ridgeline()
+            .args(["calibrate", "--measurements"])
+            .arg(&csv)
+            .arg("--save")
+            .arg(&toml),
     );
     let saved = std::fs::read_to_string(&toml).unwrap();
     assert!(saved.starts_with("## kept at the top\n# "), "{saved}");
@@ -225,17 +225,11 @@ fn saving_without_engine_writes_the_whole_database_and_keeps_remarks() {
 #[test]
 fn markdown_prints_the_accuracy_table() {
     let csv = two_rows_csv("md.csv");
-    let out = ridgeline()
-        .args(["calibrate", "--markdown", "--measurements"])
-        .arg(&csv)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let text = stdout_of(
+        ridgeline()
+            .args(["calibrate", "--markdown", "--measurements"])
+            .arg(&csv),
     );
-    let text = String::from_utf8_lossy(&out.stdout);
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines[0], "| median \\|error\\| | decode (A) |", "{text}");
     assert_eq!(lines[2], "| rows | 2 |", "{text}");
