@@ -106,10 +106,17 @@ pub enum Command {
         /// Fit only this engine (default: every engine with rows, and typical).
         #[arg(long)]
         engine: Option<String>,
-        /// Write the fitted engines to an engines TOML (load it with --engine-file); with
-        /// --train, the fitted training factors as a training.toml.
+        /// Write the fitted engines to an engines TOML (load it with --engine-file):
+        /// with --engine, that engine; without, the whole database as fitted to these
+        /// measurements (engines without rows take typical's factors; `##` remarks of
+        /// the file written over are kept). With --train, the fitted training factors
+        /// as a training.toml.
         #[arg(long, value_name = "FILE.toml")]
         save: Option<PathBuf>,
+        /// Print the accuracy table (median errors per kind: in sample, leave one out,
+        /// leave one source out) in Markdown instead of the report.
+        #[arg(long, conflicts_with_all = ["json", "train"])]
+        markdown: bool,
         /// Fit the training efficiency factors (kind D rows) instead of the engines.
         #[arg(long, conflicts_with = "engine")]
         train: bool,

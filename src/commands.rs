@@ -266,28 +266,34 @@ pub fn calibrate(
     measurements: &Path,
     engine: Option<&str>,
     save: Option<&PathBuf>,
+    markdown: bool,
     json: bool,
 ) -> Result<String> {
+    use ridgeline::calibrate::{accuracy, calibrate, engines_file, engines_toml};
     // check the target before the fit, write it only when the fit succeeds
     let target = save
         .map(|p| files::AtomicFile::create(p).map_err(|e| named("--save", e)))
         .transpose()?;
     let rows = ridgeline::calibrate::read_measurements(measurements)?;
     let mapped = ridgeline::calibrate::cases_with(&rows, &ctx.hardware, ModelDb::builtin()?);
-    let cal = ridgeline::calibrate::calibrate(&mapped, &ctx.engines, engine)?;
+    if markdown {
+        let a = accuracy(&mapped, &ctx.engines)?;
+        return Ok(report::calibration::accuracy_markdown(&a));
+    }
+    let cal = calibrate(&mapped, &ctx.engines, engine)?;
     if let (Some(mut file), Some(path)) = (target, save) {
-        // the profiles replace the built-in ones of the same names when loaded
-        let mut fitted = cal.engines.clone();
-        for e in &mut fitted {
-            e.engine.override_builtin = e.engine.id != "ideal";
-        }
-        let text = ridgeline::calibrate::engines_toml(&fitted)?;
+        let text = if engine.is_some() {
+            engines_toml(&cal, &mapped)?
+        } else {
+            let previous = path.exists().then(|| files::read_text(path)).transpose()?;
+            engines_file(&cal, &mapped, &ctx.engines, previous.as_deref())?
+        };
         file.file()
             .write_all(text.as_bytes())
             .map_err(|e| Error::write(format!("--save {}", path.display()), e))?;
         file.commit().map_err(|e| named("--save", e))?;
         eprintln!(
-            "saved {} engine profile(s) to {}",
+            "saved {} fitted engine profile(s) to {}",
             cal.engines.len(),
             path.display()
         );

@@ -151,6 +151,20 @@ impl Engine {
         }
     }
 
+    /// Whether two profiles predict the same (every factor equal; names, descriptions
+    /// and provenance aside).
+    pub fn same_factors(&self, other: &Engine) -> bool {
+        self.memory_efficiency == other.memory_efficiency
+            && self.compute_efficiency == other.compute_efficiency
+            && self.link_efficiency == other.link_efficiency
+            && self.step_overhead_s == other.step_overhead_s
+            && self.layer_overhead_s == other.layer_overhead_s
+            && self.collective_latency_s == other.collective_latency_s
+            && self.overhead_bytes == other.overhead_bytes
+            && self.reserve_fraction == other.reserve_fraction
+            && self.max_batched_tokens == other.max_batched_tokens
+    }
+
     /// Fraction of bandwidth reached on `hw`: the first of [`memory_keys`] present,
     /// else `default`, else 1.
     pub fn memory_efficiency(&self, hw: &Hardware) -> f64 {
@@ -281,7 +295,13 @@ impl EngineDb {
         let src = path.display().to_string();
         let other = EngineDb::from_toml(&text, &src)?;
         let mut replaced = Vec::new();
-        for e in &other.engines {
+        // the pure roofline as written by `calibrate --save` is no redefinition
+        let other_engines: Vec<Engine> = other
+            .engines
+            .into_iter()
+            .filter(|e| !(e.id == "ideal" && e.same_factors(&Engine::ideal())))
+            .collect();
+        for e in &other_engines {
             let taken = self.engines.iter().any(|x| x.id == e.id);
             if taken && (e.id == "ideal" || !e.override_builtin) {
                 return Err(Error::Parse {
@@ -300,7 +320,7 @@ impl EngineDb {
                 replaced.push(e.id.clone());
             }
         }
-        for e in other.engines {
+        for e in other_engines {
             self.engines.retain(|x| x.id != e.id);
             self.engines.push(e);
         }

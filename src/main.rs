@@ -37,8 +37,16 @@ fn run(cli: Cli) -> Result<String> {
             measurements,
             engine,
             save,
+            markdown,
             train: false,
-        } => commands::calibrate(&ctx, measurements, engine.as_deref(), save.as_ref(), json),
+        } => commands::calibrate(
+            &ctx,
+            measurements,
+            engine.as_deref(),
+            save.as_ref(),
+            *markdown,
+            json,
+        ),
         Command::Roofline { args, out, links } => {
             commands::roofline_cmd(&ctx, args, out, *links, json)
         }

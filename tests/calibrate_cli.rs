@@ -1,5 +1,6 @@
 //! `ridgeline calibrate` end to end: JSON on stdout, `--save` output that
-//! `--engine-file` accepts, and bad input that exits 2 naming the line and column.
+//! `--engine-file` accepts (one engine, or the whole database with its remarks kept),
+//! the Markdown accuracy table, and bad input that exits 2 naming the line and column.
 
 use std::process::Command;
 
@@ -11,6 +12,17 @@ fn tmp(name: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("ridgeline-calibrate-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     dir.join(name)
+}
+
+/// Runs `cmd`, checks it succeeded, and returns its stdout.
+fn stdout_of(cmd: &mut Command) -> String {
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 const HEADER: &str = "id,kind,gpu,num_gpus,model,precision,batch,prompt_len,gen_len,framework,metric,value,unit,source_url_or_repo_path,notes";
@@ -88,19 +100,13 @@ fn saved_profiles_load_with_engine_file_and_change_predictions() {
         ),
     )
     .unwrap();
-    let out = ridgeline()
-        .args(["calibrate", "--measurements"])
-        .arg(&csv)
-        .args(["--engine", "exllamav2", "--save"])
-        .arg(&toml)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let text = stdout_of(
+        ridgeline()
+            .args(["calibrate", "--measurements"])
+            .arg(&csv)
+            .args(["--engine", "exllamav2", "--save"])
+            .arg(&toml),
     );
-    let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("memory_efficiency.gddr"), "{text}");
     let saved = std::fs::read_to_string(&toml).unwrap();
     assert!(
@@ -158,4 +164,74 @@ fn bad_csv_exits_2_naming_line_and_column() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("vllm"));
+}
+
+/// Two llama.cpp rows (made up), on an RTX 4090 and an A100.
+fn two_rows_csv(name: &str) -> std::path::PathBuf {
+    let csv = tmp(name);
+    std::fs::write(
+        &csv,
+        format!(
+            "{HEADER}\ny1,A,RTX 4090 24GB,1,Llama-2-7B,f16/f16,1,0,128,llama.cpp,decode tokens/s,40,tok/s,https://github.com/a/b/blob/1/x.md,\n\
+             y2,A,A100 80GB SXM,1,Llama-2-7B,f16/f16,1,0,128,llama.cpp,decode tokens/s,60,tok/s,https://example.org/post,\n"
+        ),
+    )
+    .unwrap();
+    csv
+}
+
+#[test]
+fn saving_without_engine_writes_the_whole_database_and_keeps_remarks() {
+    let csv = two_rows_csv("db.csv");
+    let toml = tmp("db.toml");
+    std::fs::write(
+        &toml,
+        "## kept at the top\n[\"llama.cpp\"]\n## also about vllm\n## about vllm\n[vllm]\n",
+    )
+    .unwrap();
+    stdout_of(
+        ridgeline()
+            .args(["calibrate", "--measurements"])
+            .arg(&csv)
+            .arg("--save")
+            .arg(&toml),
+    );
+    let saved = std::fs::read_to_string(&toml).unwrap();
+    assert!(saved.starts_with("## kept at the top\n# "), "{saved}");
+    assert!(
+        saved.contains("## also about vllm\n## about vllm\n# vllm: no rows"),
+        "{saved}"
+    );
+    let db = ridgeline::engine::EngineDb::from_toml(&saved, "db.toml").unwrap();
+    let ids: Vec<&str> = db.engines().iter().map(|e| e.id.as_str()).collect();
+    let builtin = ridgeline::engine::EngineDb::builtin().unwrap();
+    assert_eq!(ids.len(), builtin.engines().len(), "{ids:?}");
+    let e = db.get("llama.cpp").unwrap();
+    assert_eq!(e.fitted_on, ["y1", "y2"]);
+    // no rows of the pool here: typical is as given, and an engine without rows
+    // (sglang) takes its speed factors
+    let (t, s) = (db.get("typical").unwrap(), db.get("sglang").unwrap());
+    assert_eq!(t, builtin.get("typical").unwrap());
+    assert_eq!(
+        (s.compute_efficiency, &s.memory_efficiency),
+        (t.compute_efficiency, &t.memory_efficiency)
+    );
+    assert!(
+        saved.contains("# llama.cpp: fitted on 2 rows (kind A 2) on rtx-4090, a100-80gb-sxm;"),
+        "{saved}"
+    );
+}
+
+#[test]
+fn markdown_prints_the_accuracy_table() {
+    let csv = two_rows_csv("md.csv");
+    let text = stdout_of(
+        ridgeline()
+            .args(["calibrate", "--markdown", "--measurements"])
+            .arg(&csv),
+    );
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "| median \\|error\\| | decode (A) |", "{text}");
+    assert_eq!(lines[2], "| rows | 2 |", "{text}");
+    assert!(lines[6].starts_with("| leave one source out | "), "{text}");
 }

@@ -1,6 +1,5 @@
-//! The measurements CSV: RFC 4180 records (quoted fields may hold commas, doubled quotes
-//! and line breaks) read into typed [`Measurement`] rows. Every error names the file,
-//! the line and the column.
+//! The measurements CSV, read with the `csv` crate into typed [`Measurement`] rows.
+//! Every error names the file, the line and the column.
 
 use crate::error::{Error, Result};
 use serde::Serialize;
@@ -134,106 +133,221 @@ pub struct Measurement {
     pub notes: String,
 }
 
-/// Splits CSV text into records of fields, each record with the 1-based line it starts
-/// on. Quoted fields may contain commas, line breaks and doubled quotes (`""`).
-pub fn records(text: &str, source_name: &str) -> Result<Vec<(usize, Vec<String>)>> {
-    let mut out = Vec::new();
-    let mut fields: Vec<String> = Vec::new();
-    let mut field = String::new();
-    let mut line = 1usize;
-    let mut start_line = 1usize;
-    let mut in_quotes = false;
-    // whether the current field was quoted and has been closed (only a comma or a
-    // line end may follow)
-    let mut closed = false;
-    let mut at_field_start = true;
-    let mut chars = text.chars().peekable();
-    let err = |line: usize, col: usize, msg: &str| Error::Parse {
+/// One record: the 1-based line it starts on and its fields.
+type Record = (usize, csv::StringRecord);
+
+fn parse_error(source_name: &str, message: String) -> Error {
+    Error::Parse {
         source_name: source_name.to_string(),
-        message: format!("line {line}, column {col}: {msg}"),
-    };
-    let end_record = |fields: &mut Vec<String>, out: &mut Vec<(usize, Vec<String>)>, l| {
-        let rec = std::mem::take(fields);
+        message,
+    }
+}
+
+/// The records of `text`, each with the line it starts on; blank lines are skipped.
+///
+/// The `csv` crate reads malformed quoting leniently (it has no strict mode,
+/// BurntSushi/rust-csv#77): `"x"y` as `xy`, an unclosed quote as the rest of the file.
+/// So each record's text is checked to be its fields written the RFC 4180 way, and
+/// the first field that is not is named.
+fn records(text: &str, source_name: &str) -> Result<Vec<Record>> {
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .from_reader(text.as_bytes());
+    let mut out: Vec<(usize, usize, csv::StringRecord)> = Vec::new();
+    for rec in reader.records() {
+        // the text is valid UTF-8 and records may differ in length: nothing fails here
+        let rec = rec.map_err(|e| Error::internal("csv reader", e))?;
+        let (mut line, mut start) = rec
+            .position()
+            .map_or((1, 0), |p| (p.line() as usize, p.byte() as usize));
+        // a record's position can stand on the line end before it (after a CR, or
+        // blank lines): the record starts after it
+        while let Some(c @ (b'\r' | b'\n')) = text.as_bytes().get(start) {
+            line += usize::from(*c == b'\n');
+            start += 1;
+        }
+        out.push((line, start, rec));
+    }
+    let ends: Vec<usize> = out
+        .iter()
+        .skip(1)
+        .map(|r| r.1)
+        .chain([text.len()])
+        .collect();
+    let mut kept = Vec::with_capacity(out.len());
+    for ((line, start, rec), end) in out.into_iter().zip(ends) {
+        if let Err((col, msg)) = check_quoting(&text[start..end], &rec, end == text.len()) {
+            return Err(parse_error(
+                source_name,
+                format!("line {line}, column {}: {msg}", col + 1),
+            ));
+        }
         if !(rec.len() == 1 && rec[0].trim().is_empty()) {
-            out.push((l, rec));
+            kept.push((line, rec));
         }
-    };
-    while let Some(c) = chars.next() {
-        if in_quotes {
-            match c {
-                '"' if chars.peek() == Some(&'"') => {
-                    chars.next();
-                    field.push('"');
-                }
-                '"' => {
-                    in_quotes = false;
-                    closed = true;
-                }
-                '\n' => {
-                    line += 1;
-                    field.push('\n');
-                }
-                _ => field.push(c),
-            }
-            continue;
+    }
+    Ok(kept)
+}
+
+/// Checks that `raw`, the text of one record up to the next, is `fields` written the
+/// RFC 4180 way (a quoted field doubles its quotes and is followed by a comma or the
+/// line end; an unquoted field holds no quote). Returns the 0-based column at fault.
+fn check_quoting(
+    raw: &str,
+    fields: &csv::StringRecord,
+    last: bool,
+) -> std::result::Result<(), (usize, &'static str)> {
+    let mut rest = raw;
+    for (i, field) in fields.iter().enumerate() {
+        if i > 0 {
+            rest = rest
+                .strip_prefix(',')
+                .ok_or((i, "a field does not end at a comma"))?;
         }
-        match c {
-            '"' if at_field_start => {
-                in_quotes = true;
-                at_field_start = false;
-            }
-            ',' => {
-                fields.push(std::mem::take(&mut field));
-                closed = false;
-                at_field_start = true;
-            }
-            '\r' if chars.peek() == Some(&'\n') => {}
-            '\n' => {
-                fields.push(std::mem::take(&mut field));
-                end_record(&mut fields, &mut out, start_line);
-                line += 1;
-                start_line = line;
-                closed = false;
-                at_field_start = true;
-            }
-            _ if closed => {
-                return Err(err(
-                    line,
-                    fields.len() + 1,
+        rest = match rest.strip_prefix('"') {
+            Some(quoted) => {
+                let body = field.replace('"', "\"\"");
+                let after = quoted.strip_prefix(body.as_str()).ok_or((
+                    i,
                     "text after a closing quote (a quote inside a quoted field is written \"\")",
-                ));
+                ))?;
+                after.strip_prefix('"').ok_or(if last {
+                    (i, "quoted field is not closed before the end of the file")
+                } else {
+                    (i, "text after a closing quote")
+                })?
             }
-            '"' => {
-                return Err(err(
-                    line,
-                    fields.len() + 1,
+            None if field.contains('"') => {
+                return Err((
+                    i,
                     "a quote inside an unquoted field (quote the whole field and double the quote)",
                 ));
             }
-            _ => {
-                field.push(c);
-                at_field_start = false;
-            }
-        }
+            None => &rest[field.len()..],
+        };
     }
-    if in_quotes {
-        return Err(err(
-            start_line,
-            fields.len() + 1,
-            "quoted field is not closed before the end of the file",
+    if rest.trim().is_empty() {
+        Ok(())
+    } else {
+        Err((fields.len().saturating_sub(1), "text after a closing quote"))
+    }
+}
+
+/// The position of each of [`COLUMNS`] in the header.
+fn column_index(header: &Record, source_name: &str) -> Result<[usize; COLUMNS.len()]> {
+    let (line, names) = header;
+    let mut index = [0usize; COLUMNS.len()];
+    for (slot, name) in index.iter_mut().zip(COLUMNS) {
+        *slot = names
+            .iter()
+            .position(|h| h.trim().eq_ignore_ascii_case(name))
+            .ok_or_else(|| {
+                let found = crate::error::closest(name, names.iter().map(str::trim), 1);
+                let hint = found
+                    .first()
+                    .map_or(String::new(), |f| format!(" (closest: '{f}')"));
+                parse_error(
+                    source_name,
+                    format!("line {line}: header has no column '{name}'{hint}"),
+                )
+            })?;
+    }
+    Ok(index)
+}
+
+/// A count cell: empty, a whole number, or a description; a cell that looks like a
+/// number and is not a whole one is an error message.
+fn count(cell: &str) -> std::result::Result<Count, String> {
+    if cell.is_empty() {
+        return Ok(Count::Missing);
+    }
+    if let Ok(n) = cell.parse::<u64>() {
+        return Ok(Count::Exact(n));
+    }
+    let numeric_looking = cell
+        .chars()
+        .all(|c| c.is_ascii_digit() || matches!(c, '.' | '-' | '+' | 'e' | 'E'))
+        && cell.chars().any(|c| c.is_ascii_digit());
+    if numeric_looking {
+        return Err(format!("'{cell}' is not a whole number >= 0"));
+    }
+    Ok(Count::Text(cell.to_string()))
+}
+
+/// One data record as a [`Measurement`]; errors name the line and the column.
+fn measurement(
+    (line, rec): &Record,
+    header: &csv::StringRecord,
+    index: &[usize; COLUMNS.len()],
+    source_name: &str,
+) -> Result<Measurement> {
+    let line = *line;
+    if rec.len() != header.len() {
+        return Err(parse_error(
+            source_name,
+            format!(
+                "line {line}: {} fields, but the header has {}",
+                rec.len(),
+                header.len()
+            ),
         ));
     }
-    if !field.is_empty() || !fields.is_empty() || closed {
-        fields.push(field);
-        end_record(&mut fields, &mut out, start_line);
+    let err = |k: usize, msg: String| {
+        let col = index[k];
+        parse_error(
+            source_name,
+            format!("line {line}, column {} ({}): {msg}", col + 1, &header[col]),
+        )
+    };
+    let cell = |k: usize| rec[index[k]].trim();
+    let text = |k: usize| cell(k).to_string();
+    let count = |k: usize| count(cell(k)).map_err(|m| err(k, m));
+    if cell(0).is_empty() {
+        return Err(err(0, "empty id".into()));
     }
-    Ok(out)
+    let kind = Kind::parse(cell(1)).ok_or_else(|| {
+        err(
+            1,
+            format!("kind '{}' is not one of A, B, C, D, E, F", cell(1)),
+        )
+    })?;
+    let num_gpus = match cell(3).parse::<u64>() {
+        Ok(n) if n >= 1 => n,
+        _ => {
+            let m = format!("'{}' is not a whole number of devices >= 1", cell(3));
+            return Err(err(3, m));
+        }
+    };
+    let value = match cell(11).parse::<f64>() {
+        Ok(v) if v.is_finite() => v,
+        _ => return Err(err(11, format!("'{}' is not a finite number", cell(11)))),
+    };
+    Ok(Measurement {
+        id: text(0),
+        line,
+        kind,
+        gpu: text(2),
+        num_gpus,
+        model: text(4),
+        precision: text(5),
+        batch: count(6)?,
+        prompt_len: count(7)?,
+        gen_len: count(8)?,
+        framework: text(9),
+        metric: text(10),
+        value,
+        unit: text(12),
+        source: text(13),
+        notes: text(14),
+    })
 }
 
 /// Parses a measurements CSV (the columns of [`COLUMNS`], any order) into typed rows.
 ///
-/// `num_gpus` must be a whole number >= 1 and `value` a finite number; `batch`,
-/// `prompt_len` and `gen_len` may be empty, a whole number, or a description
+/// Fields follow RFC 4180: quoted fields may hold commas, doubled quotes and line
+/// breaks. `num_gpus` must be a whole number >= 1 and `value` a finite number;
+/// `batch`, `prompt_len` and `gen_len` may be empty, a whole number, or a description
 /// (`max-load (IFB)`), but a cell that looks like a number and is not a whole one
 /// (`1.5`, `-3`, `12e`) is an error. Errors name `source_name`, the line and the column.
 ///
@@ -247,116 +361,17 @@ pub fn records(text: &str, source_name: &str) -> Result<Vec<(usize, Vec<String>)
 pub fn parse_measurements(text: &str, source_name: &str) -> Result<Vec<Measurement>> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let recs = records(text, source_name)?;
-    let Some((header_line, header)) = recs.first() else {
-        return Err(Error::Parse {
-            source_name: source_name.to_string(),
-            message: "empty file: expected a header row with the columns id,kind,gpu,...".into(),
-        });
+    let Some(header) = recs.first() else {
+        return Err(parse_error(
+            source_name,
+            "empty file: expected a header row with the columns id,kind,gpu,...".into(),
+        ));
     };
-    let mut index = [0usize; COLUMNS.len()];
-    for (slot, name) in index.iter_mut().zip(COLUMNS) {
-        *slot = header
-            .iter()
-            .position(|h| h.trim().eq_ignore_ascii_case(name))
-            .ok_or_else(|| {
-                let found = crate::error::closest(name, header.iter().map(|s| s.trim()), 1);
-                Error::Parse {
-                    source_name: source_name.to_string(),
-                    message: format!(
-                        "line {header_line}: header has no column '{name}'{}",
-                        if found.is_empty() {
-                            String::new()
-                        } else {
-                            format!(" (closest: '{}')", found[0])
-                        }
-                    ),
-                }
-            })?;
-    }
-    let mut rows = Vec::with_capacity(recs.len().saturating_sub(1));
-    for (line, rec) in &recs[1..] {
-        let line = *line;
-        let err = |col: usize, msg: String| Error::Parse {
-            source_name: source_name.to_string(),
-            message: format!("line {line}, column {} ({}): {msg}", col + 1, header[col]),
-        };
-        if rec.len() != header.len() {
-            return Err(Error::Parse {
-                source_name: source_name.to_string(),
-                message: format!(
-                    "line {line}: {} fields, but the header has {}",
-                    rec.len(),
-                    header.len()
-                ),
-            });
-        }
-        let cell = |k: usize| rec[index[k]].trim();
-        let text_of = |k: usize| cell(k).to_string();
-        let id = text_of(0);
-        if id.is_empty() {
-            return Err(err(index[0], "empty id".into()));
-        }
-        let kind = Kind::parse(cell(1)).ok_or_else(|| {
-            err(
-                index[1],
-                format!("kind '{}' is not one of A, B, C, D, E, F", cell(1)),
-            )
-        })?;
-        let num_gpus = match cell(3).parse::<u64>() {
-            Ok(n) if n >= 1 => n,
-            _ => {
-                return Err(err(
-                    index[3],
-                    format!("'{}' is not a whole number of devices >= 1", cell(3)),
-                ));
-            }
-        };
-        let value = match cell(11).parse::<f64>() {
-            Ok(v) if v.is_finite() => v,
-            _ => {
-                return Err(err(
-                    index[11],
-                    format!("'{}' is not a finite number", cell(11)),
-                ));
-            }
-        };
-        let count = |k: usize| -> Result<Count> {
-            let s = cell(k);
-            if s.is_empty() {
-                return Ok(Count::Missing);
-            }
-            if let Ok(n) = s.parse::<u64>() {
-                return Ok(Count::Exact(n));
-            }
-            let numeric_looking = s
-                .chars()
-                .all(|c| c.is_ascii_digit() || matches!(c, '.' | '-' | '+' | 'e' | 'E'))
-                && s.chars().any(|c| c.is_ascii_digit());
-            if numeric_looking {
-                return Err(err(index[k], format!("'{s}' is not a whole number >= 0")));
-            }
-            Ok(Count::Text(s.to_string()))
-        };
-        rows.push(Measurement {
-            id,
-            line,
-            kind,
-            gpu: text_of(2),
-            num_gpus,
-            model: text_of(4),
-            precision: text_of(5),
-            batch: count(6)?,
-            prompt_len: count(7)?,
-            gen_len: count(8)?,
-            framework: text_of(9),
-            metric: text_of(10),
-            value,
-            unit: text_of(12),
-            source: text_of(13),
-            notes: text_of(14),
-        });
-    }
-    Ok(rows)
+    let index = column_index(header, source_name)?;
+    recs[1..]
+        .iter()
+        .map(|r| measurement(r, &header.1, &index, source_name))
+        .collect()
 }
 
 /// Reads and parses a measurements file.
@@ -434,6 +449,36 @@ mod tests {
         let e = parse_measurements(&text, "q.csv").unwrap_err().to_string();
         assert!(e.contains("line 2, column 3"), "{e}");
         assert!(parse_measurements("", "e.csv").is_err());
+    }
+
+    #[test]
+    fn crlf_and_blank_lines_keep_line_numbers() {
+        let row = "m1,A,x,1,m,f,1,0,1,f,m,1,u,s";
+        let text = format!(
+            "{HEADER}\r\n\r\n\r\n{row},\"a\r\nb\"\r\n  \r\n{}",
+            row.replace("m1", "m2") + ",n"
+        );
+        let rows = parse_measurements(&text, "c.csv").unwrap();
+        assert_eq!(rows.len(), 2);
+        assert_eq!((rows[0].line, rows[0].notes.as_str()), (4, "a\r\nb"));
+        assert_eq!((rows[1].id.as_str(), rows[1].line), ("m2", 7));
+    }
+
+    #[test]
+    fn malformed_quotes_are_errors_not_guesses() {
+        let row = "m1,A,x,1,m,f,1,0,1,f,m,1,u,s";
+        for (notes, says) in [
+            ("a\"b", "a quote inside an unquoted field"),
+            ("\"ab\"c", "text after a closing quote"),
+            ("\"ab", "not closed before the end of the file"),
+        ] {
+            let text = format!("{HEADER}\n{row},{notes}\n");
+            let e = parse_measurements(&text, "q.csv").unwrap_err().to_string();
+            assert!(
+                e.contains("q.csv: line 2, column 15: ") && e.contains(says),
+                "{e}"
+            );
+        }
     }
 
     #[test]

@@ -13,24 +13,11 @@
 //! the log-ratios: `θ ± t(0.975, n - p) · sqrt(s² (JᵀJ)⁻¹)` with `s² = SSR / (n - p)`,
 //! mapped back to the factor; none when there are no more rows than free parameters.
 
-use super::{Case, Kind, Target, predict_case};
+use super::{Bounds, Case, Kind, lm, predict_case};
 use crate::engine::{Engine, memory_group};
 use crate::error::{Error, Result};
 use serde::Serialize;
 use statrs::distribution::{ContinuousCDF, StudentsT};
-use std::collections::BTreeMap;
-
-/// Engines whose rows together define `typical` ("a well-tuned engine"): the serving and
-/// compiled engines, not llama.cpp (its own profile) nor eager PyTorch.
-pub const TYPICAL_POOL: [&str; 7] = [
-    "vllm",
-    "trt-llm",
-    "sglang",
-    "gpt-fast",
-    "lmdeploy",
-    "mlc",
-    "exllamav2",
-];
 
 /// Which per-pass overhead the fit may use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -42,84 +29,6 @@ pub enum OverheadKind {
     Step,
     /// Fit `layer_overhead_s` (per layer per forward pass).
     Layer,
-}
-
-/// Upper bounds on efficiencies (from measured ceilings) and on the overhead.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Bounds {
-    /// Highest memory efficiency by memory group.
-    pub memory: BTreeMap<String, f64>,
-    /// Highest memory efficiency for groups without a ceiling.
-    pub memory_default: f64,
-    /// Highest compute efficiency.
-    pub compute: f64,
-    /// Lowest efficiency the fit may reach.
-    pub min_efficiency: f64,
-    /// Largest per-pass overhead, s (per layer for [`OverheadKind::Layer`]).
-    pub max_overhead_s: f64,
-    /// Ids of the rows the bounds came from.
-    pub from: Vec<String>,
-}
-
-impl Default for Bounds {
-    fn default() -> Self {
-        Bounds {
-            memory: BTreeMap::new(),
-            memory_default: 1.0,
-            compute: 1.0,
-            min_efficiency: 0.02,
-            max_overhead_s: 0.1,
-            from: Vec::new(),
-        }
-    }
-}
-
-impl Bounds {
-    fn memory_for(&self, group: &str) -> f64 {
-        self.memory
-            .get(group)
-            .copied()
-            .unwrap_or(self.memory_default)
-    }
-}
-
-/// Ceilings from kind F rows: per memory group, the highest measured fraction of
-/// datasheet bandwidth (STREAM triad, or an engine author's "empirical peak"); for
-/// compute the highest measured fraction of dense peak (MAMF). Groups with no row take
-/// the highest fraction over all groups.
-pub fn bounds_from_ceilings(cases: &[Case]) -> Bounds {
-    let mut b = Bounds::default();
-    let mut any_mem: f64 = 0.0;
-    let mut comp: f64 = 0.0;
-    for c in cases.iter().filter(|c| c.kind == Kind::F) {
-        match c.target {
-            Target::MemoryBytesPerS => {
-                let f = c.measured / c.hardware.memory.bandwidth_bytes_per_s;
-                if f > 0.0 && f <= 1.0 {
-                    let g = memory_group(&c.hardware).to_string();
-                    let e = b.memory.entry(g).or_insert(0.0);
-                    *e = e.max(f);
-                    any_mem = any_mem.max(f);
-                    b.from.push(c.id.clone());
-                }
-            }
-            Target::MatmulFlopsPerS(d) => {
-                let f = c.measured / c.hardware.peak(d).0;
-                if f > 0.0 && f <= 1.0 {
-                    comp = comp.max(f);
-                    b.from.push(c.id.clone());
-                }
-            }
-            _ => {}
-        }
-    }
-    if any_mem > 0.0 {
-        b.memory_default = any_mem;
-    }
-    if comp > 0.0 {
-        b.compute = comp;
-    }
-    b
 }
 
 /// Options of [`fit`].
@@ -283,23 +192,14 @@ fn residuals(engine: &Engine, cases: &[&Case]) -> Result<Vec<f64>> {
             if p.is_finite() && p > 0.0 {
                 Ok((p / c.measured).ln())
             } else {
-                Err(Error::invalid(
-                    c.id.clone(),
-                    format!("prediction {p} is not a positive number"),
+                // a validated device, model and engine always predict a positive time
+                Err(Error::internal(
+                    "calibration fit",
+                    format!("{}: prediction {p} is not a positive number", c.id),
                 ))
             }
         })
         .collect()
-}
-
-/// Data residuals followed by the prior residuals of the efficiencies.
-struct Problem<'a> {
-    start: Engine,
-    params: Vec<ParamKind>,
-    cases: &'a [&'a Case],
-    prior: Vec<Option<f64>>,
-    prior_weight: f64,
-    huber: Option<f64>,
 }
 
 /// `sign(r) · sqrt(2 ρ(r))` for Huber's ρ: equal to `r` within `k`, growing like
@@ -311,9 +211,20 @@ fn huber_residual(r: f64, k: Option<f64>) -> f64 {
     }
 }
 
+/// The least-squares problem in the parameters' internal coordinates: data residuals
+/// (Huber-weighted) followed by the prior residuals of the efficiencies.
+struct Problem<'a> {
+    start: &'a Engine,
+    params: &'a [ParamKind],
+    cases: &'a [&'a Case],
+    prior: Vec<Option<f64>>,
+    prior_weight: f64,
+    huber: Option<f64>,
+}
+
 impl Problem<'_> {
     fn residuals(&self, x: &[f64]) -> Result<Vec<f64>> {
-        let mut r: Vec<f64> = residuals(&with(&self.start, &self.params, x), self.cases)?
+        let mut r: Vec<f64> = residuals(&with(self.start, self.params, x), self.cases)?
             .into_iter()
             .map(|v| huber_residual(v, self.huber))
             .collect();
@@ -323,23 +234,6 @@ impl Problem<'_> {
             }
         }
         Ok(r)
-    }
-
-    fn jacobian(&self, x: &[f64], r0: &[f64]) -> Result<Vec<Vec<f64>>> {
-        let h = 1e-4;
-        let mut cols = Vec::with_capacity(x.len());
-        for j in 0..x.len() {
-            let mut xh = x.to_vec();
-            xh[j] -= h;
-            let r = self.residuals(&xh)?;
-            cols.push(
-                r.iter()
-                    .zip(r0)
-                    .map(|(a, b)| (b - a) / h)
-                    .collect::<Vec<f64>>(),
-            );
-        }
-        Ok(cols)
     }
 }
 
@@ -351,97 +245,13 @@ fn with(base: &Engine, params: &[ParamKind], x: &[f64]) -> Engine {
     e
 }
 
-fn jacobian(
-    base: &Engine,
-    params: &[ParamKind],
-    x: &[f64],
-    r0: &[f64],
-    cases: &[&Case],
-) -> Result<Vec<Vec<f64>>> {
-    // forward differences; a step toward the interior when at an upper bound
-    let mut cols = Vec::with_capacity(params.len());
-    for j in 0..params.len() {
-        let h = 1e-4;
-        let mut xh = x.to_vec();
-        xh[j] -= h;
-        let r = residuals(&with(base, params, &xh), cases)?;
-        cols.push(
-            r.iter()
-                .zip(r0)
-                .map(|(a, b)| (b - a) / h)
-                .collect::<Vec<f64>>(),
-        );
-    }
-    Ok(cols)
+fn internal(params: &[ParamKind], e: &Engine) -> Vec<f64> {
+    params.iter().map(|p| p.to_internal(p.get(e))).collect()
 }
 
-/// Solves `a x = b` for a small dense system (Gauss-Jordan with partial pivoting);
-/// `None` when singular.
-fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Option<Vec<f64>> {
-    let n = b.len();
-    for col in 0..n {
-        let piv = (col..n).max_by(|&i, &j| a[i][col].abs().total_cmp(&a[j][col].abs()))?;
-        if a[piv][col].abs() < 1e-12 {
-            return None;
-        }
-        a.swap(col, piv);
-        b.swap(col, piv);
-        for row in 0..n {
-            if row != col {
-                let f = a[row][col] / a[col][col];
-                if f != 0.0 {
-                    let pivot_row = a[col].clone();
-                    for (x, p) in a[row].iter_mut().zip(&pivot_row).skip(col) {
-                        *x -= f * p;
-                    }
-                    b[row] -= f * b[col];
-                }
-            }
-        }
-    }
-    Some((0..n).map(|i| b[i] / a[i][i]).collect())
-}
-
-fn inverse(a: &[Vec<f64>]) -> Option<Vec<Vec<f64>>> {
-    let n = a.len();
-    let mut cols = Vec::with_capacity(n);
-    for k in 0..n {
-        let e: Vec<f64> = (0..n).map(|i| if i == k { 1.0 } else { 0.0 }).collect();
-        cols.push(solve(a.to_vec(), e)?);
-    }
-    // cols[k] is column k of the inverse
-    Some(
-        (0..n)
-            .map(|i| (0..n).map(|k| cols[k][i]).collect())
-            .collect(),
-    )
-}
-
-fn ssr(r: &[f64]) -> f64 {
-    r.iter().map(|v| v * v).sum()
-}
-
-fn rms(r: &[f64]) -> f64 {
-    if r.is_empty() {
-        0.0
-    } else {
-        (ssr(r) / r.len() as f64).sqrt()
-    }
-}
-
-/// Fits `base`'s factors to `cases` (the rows of one engine; kind F rows are ignored).
-///
-/// Returns the fitted engine with `fitted_on` set to the row ids, the factors with
-/// confidence intervals, and the fit's residuals before and after.
-pub fn fit(base: &Engine, cases: &[&Case], opts: &FitOptions) -> Result<EngineFit> {
-    let cases: Vec<&Case> = cases
-        .iter()
-        .copied()
-        .filter(|c| c.kind != Kind::F && c.model.is_some())
-        .collect();
-    let mut notes = Vec::new();
-    let b = &opts.bounds;
-    // start inside the bounds
+/// `base` with its compute efficiency and the memory efficiency of every group the
+/// cases run on moved inside the bounds, and those groups.
+fn start_in_bounds(base: &Engine, cases: &[&Case], b: &Bounds) -> (Engine, Vec<String>) {
     let mut start = base.clone();
     start.compute_efficiency = start.compute_efficiency.clamp(b.min_efficiency, b.compute);
     let mut groups: Vec<String> = cases
@@ -455,20 +265,19 @@ pub fn fit(base: &Engine, cases: &[&Case], opts: &FitOptions) -> Result<EngineFi
         let v = k.get(&start).clamp(b.min_efficiency, b.memory_for(g));
         k.set(&mut start, v);
     }
-    let r0 = residuals(&start, &cases)?;
-    let rms_before = rms(&r0);
-    if cases.is_empty() {
-        return Ok(EngineFit {
-            engine: start,
-            params: Vec::new(),
-            rows: Vec::new(),
-            dof: 0,
-            rms_log_before: 0.0,
-            rms_log_after: 0.0,
-            notes: vec!["no rows: factors left as given".into()],
-        });
-    }
-    // candidate parameters and the rows that inform each
+    (start, groups)
+}
+
+/// The parameters to fit, each with the rows that inform it: the efficiencies some row
+/// depends on (sensitivity at least [`FitOptions::sensitivity`]), then the overhead
+/// when there are enough rows. What is left out is said in `notes`.
+fn choose_params(
+    (start, r0): (&Engine, &[f64]),
+    cases: &[&Case],
+    groups: &[String],
+    opts: &FitOptions,
+    notes: &mut Vec<String>,
+) -> Result<Vec<(ParamKind, Vec<String>)>> {
     let mut cand: Vec<ParamKind> = Vec::new();
     if opts.fit_efficiencies {
         cand.extend(groups.iter().cloned().map(ParamKind::Memory));
@@ -476,10 +285,18 @@ pub fn fit(base: &Engine, cases: &[&Case], opts: &FitOptions) -> Result<EngineFi
     } else {
         notes.push("efficiencies kept as given: only the overhead is fitted".into());
     }
-    let x0: Vec<f64> = cand.iter().map(|p| p.to_internal(p.get(&start))).collect();
-    let j0 = jacobian(&start, &cand, &x0, &r0, &cases)?;
+    let plain = Problem {
+        start,
+        params: &cand,
+        cases,
+        prior: Vec::new(),
+        prior_weight: 0.0,
+        huber: None,
+    };
+    let f = |x: &[f64]| plain.residuals(x);
+    let x0 = internal(&cand, start);
+    let j0 = lm::jacobian(&f, &x0, r0)?;
     let mut params = Vec::new();
-    let mut informing = Vec::new();
     for (p, col) in cand.iter().zip(&j0) {
         let rows: Vec<String> = cases
             .iter()
@@ -491,11 +308,10 @@ pub fn fit(base: &Engine, cases: &[&Case], opts: &FitOptions) -> Result<EngineFi
             notes.push(format!(
                 "{} kept at {:.3}: no row depends on it",
                 p.key(),
-                p.get(&start)
+                p.get(start)
             ));
         } else {
-            params.push(p.clone());
-            informing.push(rows);
+            params.push((p.clone(), rows));
         }
     }
     let overhead = match opts.overhead {
@@ -504,169 +320,162 @@ pub fn fit(base: &Engine, cases: &[&Case], opts: &FitOptions) -> Result<EngineFi
         OverheadKind::None => None,
     };
     if let Some(o) = overhead {
-        if cases.len() >= opts.min_rows_for_overhead.max(params.len() + 1) {
-            params.push(o);
-            informing.push(cases.iter().map(|c| c.id.clone()).collect());
+        let needs = opts.min_rows_for_overhead.max(params.len() + 1);
+        if cases.len() >= needs {
+            params.push((o, cases.iter().map(|c| c.id.clone()).collect()));
         } else {
             notes.push(format!(
-                "{} kept at {:.3e} s: {} rows are too few to separate it from the efficiencies (needs {})",
+                "{} kept at {:.3e} s: {} rows are too few to separate it from the efficiencies (needs {needs})",
                 o.key(),
-                o.get(&start),
+                o.get(start),
                 cases.len(),
-                opts.min_rows_for_overhead.max(params.len() + 1)
             ));
         }
     }
-    let lo_hi = |p: &ParamKind| -> (f64, f64) {
-        match p {
-            ParamKind::Memory(g) => (b.min_efficiency, b.memory_for(g)),
-            ParamKind::Compute => (b.min_efficiency, b.compute),
-            _ => (0.0, b.max_overhead_s),
+    Ok(params)
+}
+
+/// Lower and upper bound of a parameter's value.
+fn limits(p: &ParamKind, b: &Bounds) -> (f64, f64) {
+    match p {
+        ParamKind::Memory(g) => (b.min_efficiency, b.memory_for(g)),
+        ParamKind::Compute => (b.min_efficiency, b.compute),
+        _ => (0.0, b.max_overhead_s),
+    }
+}
+
+/// Student-t 95% intervals of the free (interior) parameters at the optimum, in value
+/// units and clipped to the bounds; with the degrees of freedom.
+struct Intervals {
+    at_bound: Vec<bool>,
+    ci: Vec<Option<(f64, f64)>>,
+    dof: usize,
+}
+
+fn intervals(
+    f: &impl Fn(&[f64]) -> Result<Vec<f64>>,
+    params: &[ParamKind],
+    (x, r): (&[f64], &[f64]),
+    xb: &[(f64, f64)],
+    n_data: usize,
+    notes: &mut Vec<String>,
+) -> Result<Intervals> {
+    let at_bound: Vec<bool> = x
+        .iter()
+        .zip(xb)
+        .map(|(xi, (l, h))| (xi - l).abs() < 1e-6 || (h - xi).abs() < 1e-6)
+        .collect();
+    let free: Vec<usize> = (0..params.len()).filter(|&j| !at_bound[j]).collect();
+    let dof = n_data.saturating_sub(free.len());
+    let mut ci: Vec<Option<(f64, f64)>> = vec![None; params.len()];
+    if dof == 0 || free.is_empty() {
+        if !free.is_empty() {
+            notes.push(format!(
+                "{} rows for {} free factors: no confidence intervals",
+                n_data,
+                free.len()
+            ));
         }
+        return Ok(Intervals { at_bound, ci, dof });
+    }
+    let jac = lm::jacobian(f, x, r)?;
+    let s2 = lm::ssr(&r[..n_data]) / dof as f64;
+    let t = StudentsT::new(0.0, 1.0, dof as f64)
+        .map(|d| d.inverse_cdf(0.975))
+        .unwrap_or(f64::NAN);
+    let Some(inv) = lm::inverse(&lm::gram(&jac, &free)) else {
+        notes.push(
+            "the fitted factors are not separable with these rows (singular JᵀJ): no intervals"
+                .into(),
+        );
+        return Ok(Intervals { at_bound, ci, dof });
     };
+    for (k, &j) in free.iter().enumerate() {
+        let se = (s2 * inv[k][k]).max(0.0).sqrt();
+        let p = &params[j];
+        let (lo, hi) = (x[j] - t * se, x[j] + t * se);
+        // an interval never leaves the bounds the value is held to
+        let (bl, bh) = xb[j];
+        ci[j] = Some((p.to_value(lo.max(bl)), p.to_value(hi.min(bh))));
+    }
+    Ok(Intervals { at_bound, ci, dof })
+}
+
+/// Fits `base`'s factors to `cases` (the rows of one engine; kind F rows are ignored).
+///
+/// Returns the fitted engine with `fitted_on` set to the row ids, the factors with
+/// confidence intervals, and the fit's residuals before and after.
+pub fn fit(base: &Engine, cases: &[&Case], opts: &FitOptions) -> Result<EngineFit> {
+    let cases: Vec<&Case> = cases
+        .iter()
+        .copied()
+        .filter(|c| c.kind != Kind::F && c.model.is_some())
+        .collect();
+    let b = &opts.bounds;
+    let (start, groups) = start_in_bounds(base, &cases, b);
+    let r0 = residuals(&start, &cases)?;
+    let rms_before = lm::rms(&r0);
+    if cases.is_empty() {
+        return Ok(EngineFit {
+            engine: start,
+            params: Vec::new(),
+            rows: Vec::new(),
+            dof: 0,
+            rms_log_before: 0.0,
+            rms_log_after: 0.0,
+            notes: vec!["no rows: factors left as given".into()],
+        });
+    }
+    let mut notes = Vec::new();
+    let (params, informing): (Vec<ParamKind>, Vec<Vec<String>>) =
+        choose_params((&start, &r0), &cases, &groups, opts, &mut notes)?
+            .into_iter()
+            .unzip();
     let xb: Vec<(f64, f64)> = params
         .iter()
         .map(|p| {
-            let (l, h) = lo_hi(p);
+            let (l, h) = limits(p, b);
             (p.to_internal(l), p.to_internal(h))
         })
         .collect();
-    let prior: Vec<Option<f64>> = params
+    let prior = params
         .iter()
         .map(|p| match (&opts.prior, p.is_overhead()) {
             (Some(e), false) => {
-                let (l, h) = lo_hi(p);
+                let (l, h) = limits(p, b);
                 Some(p.to_internal(p.get(e).clamp(l, h)))
             }
             _ => None,
         })
         .collect();
     let problem = Problem {
-        start: start.clone(),
-        params: params.clone(),
+        start: &start,
+        params: &params,
         cases: &cases,
         prior,
         prior_weight: opts.prior_rows.max(0.0).sqrt(),
         huber: opts.huber,
     };
-    let n_data = cases.len();
-    let mut x: Vec<f64> = params
-        .iter()
-        .map(|p| p.to_internal(p.get(&start)))
-        .collect();
-    let mut r = problem.residuals(&x)?;
-    let mut cost = ssr(&r);
-    let mut lambda = 1e-3;
-    for _ in 0..200 {
-        let jac = problem.jacobian(&x, &r)?;
-        let n = params.len();
-        let mut jtj = vec![vec![0.0; n]; n];
-        let mut jtr = vec![0.0; n];
-        for a in 0..n {
-            for c in 0..n {
-                jtj[a][c] = jac[a].iter().zip(&jac[c]).map(|(u, v)| u * v).sum();
-            }
-            jtr[a] = jac[a].iter().zip(&r).map(|(u, v)| u * v).sum();
-        }
-        let mut improved = false;
-        for _ in 0..30 {
-            let mut m = jtj.clone();
-            for (i, row) in m.iter_mut().enumerate() {
-                row[i] += lambda * (jtj[i][i].max(1e-9));
-            }
-            let Some(step) = solve(m, jtr.iter().map(|v| -v).collect()) else {
-                lambda *= 10.0;
-                continue;
-            };
-            let xn: Vec<f64> = x
-                .iter()
-                .zip(&step)
-                .zip(&xb)
-                .map(|((xi, s), (l, h))| (xi + s).clamp(*l, *h))
-                .collect();
-            let rn = problem.residuals(&xn)?;
-            let cn = ssr(&rn);
-            if cn < cost - 1e-15 {
-                let gain = cost - cn;
-                x = xn;
-                r = rn;
-                cost = cn;
-                lambda = (lambda / 3.0).max(1e-9);
-                improved = gain > 1e-12 * cost.max(1e-12);
-                break;
-            }
-            lambda *= 4.0;
-        }
-        if !improved {
-            break;
-        }
-    }
-    let data_r = &r[..n_data];
-    let raw_after = residuals(&with(&start, &params, &x), &cases)?;
-    // intervals over the free (interior) parameters
-    let at_bound: Vec<bool> = x
-        .iter()
-        .zip(&xb)
-        .map(|(xi, (l, h))| (xi - l).abs() < 1e-6 || (h - xi).abs() < 1e-6)
-        .collect();
-    let free: Vec<usize> = (0..params.len()).filter(|&j| !at_bound[j]).collect();
-    let dof = n_data.saturating_sub(free.len());
-    let mut ci: Vec<Option<(f64, f64)>> = vec![None; params.len()];
-    if dof > 0 && !free.is_empty() {
-        let jac = problem.jacobian(&x, &r)?;
-        let jtj: Vec<Vec<f64>> = free
-            .iter()
-            .map(|&a| {
-                free.iter()
-                    .map(|&c| jac[a].iter().zip(&jac[c]).map(|(u, v)| u * v).sum())
-                    .collect()
-            })
-            .collect();
-        let s2 = ssr(data_r) / dof as f64;
-        let t = StudentsT::new(0.0, 1.0, dof as f64)
-            .map(|d| d.inverse_cdf(0.975))
-            .unwrap_or(f64::NAN);
-        match inverse(&jtj) {
-            Some(inv) => {
-                for (k, &j) in free.iter().enumerate() {
-                    let se = (s2 * inv[k][k]).max(0.0).sqrt();
-                    let p = &params[j];
-                    let (lo, hi) = (x[j] - t * se, x[j] + t * se);
-                    // an interval never leaves the bounds the value is held to
-                    let (bl, bh) = xb[j];
-                    ci[j] = Some((p.to_value(lo.max(bl)), p.to_value(hi.min(bh))));
-                }
-            }
-            None => notes.push(
-                "the fitted factors are not separable with these rows (singular JᵀJ): no intervals"
-                    .into(),
-            ),
-        }
-    } else if !free.is_empty() {
-        notes.push(format!(
-            "{} rows for {} free factors: no confidence intervals",
-            n_data,
-            free.len()
-        ));
-    }
+    let f = |x: &[f64]| problem.residuals(x);
+    let (x, r) = lm::minimize(&f, internal(&params, &start), &xb)?;
+    let iv = intervals(&f, &params, (&x, &r), &xb, cases.len(), &mut notes)?;
     let mut engine = with(&start, &params, &x);
-    engine.fitted_on = cases.iter().map(|c| c.id.clone()).collect();
+    let rms_after = lm::rms(&residuals(&engine, &cases)?);
+    engine.fitted_on = engine_rows(&cases);
     let fitted: Vec<FittedParam> = params
         .iter()
+        .zip(informing)
         .enumerate()
-        .map(|(j, p)| {
-            let (l, h) = lo_hi(p);
-            FittedParam {
-                kind: p.clone(),
-                key: p.key(),
-                start: p.get(&start),
-                value: p.to_value(x[j]),
-                ci_low: ci[j].map(|c| c.0),
-                ci_high: ci[j].map(|c| c.1),
-                bounds: (l, h),
-                at_bound: at_bound[j],
-                rows: informing[j].clone(),
-            }
+        .map(|(j, (p, rows))| FittedParam {
+            kind: p.clone(),
+            key: p.key(),
+            start: p.get(&start),
+            value: p.to_value(x[j]),
+            ci_low: iv.ci[j].map(|c| c.0),
+            ci_high: iv.ci[j].map(|c| c.1),
+            bounds: limits(p, b),
+            at_bound: iv.at_bound[j],
+            rows,
         })
         .collect();
     for p in fitted.iter().filter(|p| p.at_bound) {
@@ -678,12 +487,16 @@ pub fn fit(base: &Engine, cases: &[&Case], opts: &FitOptions) -> Result<EngineFi
     Ok(EngineFit {
         engine,
         params: fitted,
-        rows: cases.iter().map(|c| c.id.clone()).collect(),
-        dof,
+        rows: engine_rows(&cases),
+        dof: iv.dof,
         rms_log_before: rms_before,
-        rms_log_after: rms(&raw_after),
+        rms_log_after: rms_after,
         notes,
     })
+}
+
+fn engine_rows(cases: &[&Case]) -> Vec<String> {
+    cases.iter().map(|c| c.id.clone()).collect()
 }
 
 #[cfg(test)]
@@ -694,6 +507,7 @@ mod tests {
     use crate::memory::Parallel;
     use crate::model::ModelDb;
     use crate::predict::Scenario;
+    use std::collections::BTreeMap;
 
     fn engine(hbm: f64, gddr: f64, compute: f64, layer_s: f64) -> Engine {
         let mut e = Engine::ideal();
@@ -722,6 +536,7 @@ mod tests {
             id: id.into(),
             line: 0,
             kind,
+            source: "synthetic".into(),
             engine: "synthetic".into(),
             hardware: HardwareDb::builtin().unwrap().get(gpu).unwrap().clone(),
             model: Some(ModelDb::builtin().unwrap().resolve(model).unwrap()),
@@ -748,6 +563,11 @@ mod tests {
         for (i, c) in cases.iter_mut().enumerate() {
             c.measured = predict_case(c, truth).unwrap() * noise.get(i).copied().unwrap_or(1.0);
         }
+    }
+
+    /// The fitted factor `key` of `f`.
+    fn param<'f>(f: &'f EngineFit, key: &str) -> &'f FittedParam {
+        f.params.iter().find(|p| p.key == key).unwrap()
     }
 
     fn plain() -> FitOptions {
@@ -892,7 +712,7 @@ mod tests {
             ..plain()
         };
         let f = fit(&engine(0.8, 0.8, 0.7, 0.0), &refs, &opts).unwrap();
-        let got = |k: &str| f.params.iter().find(|p| p.key == k).unwrap().value;
+        let got = |k: &str| param(&f, k).value;
         assert!((got("memory_efficiency.hbm") / 0.6 - 1.0).abs() < 0.01);
         assert!((got("memory_efficiency.gddr") / 0.85 - 1.0).abs() < 0.01);
         assert!((got("compute_efficiency") / 0.55 - 1.0).abs() < 0.01);
@@ -913,11 +733,7 @@ mod tests {
             measure(&mut cs, &truth, noise);
             let refs: Vec<&Case> = cs.iter().collect();
             let f = fit(&engine(0.8, 0.8, 0.7, 0.0), &refs, &opts).unwrap();
-            let p = f
-                .params
-                .iter()
-                .find(|p| p.key == "memory_efficiency.hbm")
-                .unwrap();
+            let p = param(&f, "memory_efficiency.hbm");
             let (lo, hi) = (p.ci_low.unwrap(), p.ci_high.unwrap());
             assert!(
                 lo <= 0.6 && 0.6 <= hi,
@@ -941,11 +757,7 @@ mod tests {
         let mut opts = plain();
         opts.bounds.memory.insert("hbm".into(), 0.9);
         let f = fit(&engine(0.8, 0.8, 0.7, 0.0), &refs, &opts).unwrap();
-        let p = f
-            .params
-            .iter()
-            .find(|p| p.key == "memory_efficiency.hbm")
-            .unwrap();
+        let p = param(&f, "memory_efficiency.hbm");
         assert!(p.at_bound && (p.value - 0.9).abs() < 1e-9, "{p:?}");
         assert!(p.ci_low.is_none());
         assert!(f.notes.iter().any(|n| n.contains("bound")), "{:?}", f.notes);
@@ -976,20 +788,5 @@ mod tests {
             hbm(&robust),
             hbm(&ls)
         );
-    }
-
-    #[test]
-    fn ceilings_from_f_rows() {
-        let rows = crate::calibrate::parse_measurements(
-            crate::calibrate::BUILTIN_MEASUREMENTS_CSV,
-            "m.csv",
-        )
-        .unwrap();
-        let m = crate::calibrate::cases(&rows).unwrap();
-        let b = bounds_from_ceilings(&m.cases);
-        // A40: 663 / 696 GB/s; A100 SXM MAMF: 271.2 / 312 TFLOP/s
-        assert!((b.memory["gddr"] - 663.0 / 696.0).abs() < 1e-9, "{b:?}");
-        assert!((b.compute - 271.2 / 312.0).abs() < 1e-9, "{b:?}");
-        assert!(b.memory["hbm"] < 0.95 && b.memory["hbm"] > 0.85, "{b:?}");
     }
 }

@@ -4,7 +4,7 @@
 //! v0.6.1` -> `trt-llm`). A name that cannot be mapped gives a reason, never a guess.
 
 use crate::dtype::Format;
-use crate::hardware::{Hardware, HardwareDb};
+use crate::hardware::{Hardware, HardwareDb, PublicationName};
 use crate::model::ModelDb;
 
 /// A device name mapped to the database.
@@ -19,21 +19,59 @@ pub struct GpuMatch {
     pub note: Option<String>,
 }
 
-fn squash(s: &str) -> String {
-    s.to_ascii_lowercase()
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { ' ' })
-        .collect::<String>()
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
+/// The lowercase letter-and-digit words of a name: `A100-SXM4-80GB (400W)` ->
+/// `a100 sxm4 80gb 400w`.
+pub fn name_words(s: &str) -> Vec<String> {
+    s.split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_ascii_lowercase)
+        .collect()
+}
+
+/// Whether the words say the device ran power-capped (`330W cap`).
+fn power_capped(words: &[String]) -> bool {
+    let watts = |w: &String| {
+        w.strip_suffix('w')
+            .is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
+    };
+    words.iter().any(|w| w == "cap") && words.iter().any(watts)
+}
+
+/// The publication names whose words all appear in `words`, the most specific (most
+/// words) only, with their devices.
+fn best_names<'a>(
+    words: &[String],
+    db: &'a HardwareDb,
+) -> Vec<(&'a Hardware, &'a PublicationName)> {
+    let mut best: Vec<(&Hardware, &PublicationName)> = Vec::new();
+    let mut most = 0;
+    for hw in db.devices() {
+        for p in &hw.publication_names {
+            let need = name_words(&p.words);
+            if !need.iter().all(|w| words.contains(w)) || need.len() < most {
+                continue;
+            }
+            if need.len() > most {
+                most = need.len();
+                best.clear();
+            }
+            best.push((hw, p));
+        }
+    }
+    best
 }
 
 /// Maps a device name as publications write it to a hardware id.
 ///
-/// Exact ids and aliases resolve first; otherwise the device family and variant are read
-/// from the words (`H100 PCIe 80GB` -> `h100-pcie`; an A100 whose variant is not stated
-/// is taken as the 80 GB SXM part and says so in [`GpuMatch::note`]).
+/// An exact id resolves first; then the devices' [`publication_names`]: the entry whose
+/// words all appear in the name, the one with the most words over all devices (`H100
+/// PCIe 80GB` -> `h100-pcie` by `h100 pcie`, not `h100-sxm` by `h100`). An entry may
+/// say what it assumes (an A100 whose variant is not stated is taken as the 80 GB SXM
+/// part, noted in [`GpuMatch::note`]), the share of the device it means, or that the
+/// name means a device the database lacks. Names no entry matches resolve as ids or
+/// aliases. Two devices matching equally is an error, never a guess.
+///
+/// [`publication_names`]: crate::hardware::Hardware::publication_names
 ///
 /// ```
 /// use ridgeline::calibrate::map_gpu;
@@ -45,159 +83,50 @@ fn squash(s: &str) -> String {
 /// assert!(map_gpu("Tesla P40 24GB", db).is_err());
 /// ```
 pub fn map_gpu(name: &str, db: &HardwareDb) -> std::result::Result<GpuMatch, String> {
-    let exact = |id: &str| GpuMatch {
-        id: id.to_string(),
-        share: 1.0,
-        note: None,
-    };
-    // an id as such; aliases only after the family rules, which note what a short
-    // name leaves open ("A100 80GB": SXM or PCIe?)
     if let Some(hw) = db
         .devices()
         .iter()
         .find(|d| d.id.eq_ignore_ascii_case(name.trim()))
     {
-        return Ok(exact(&hw.id));
+        return Ok(GpuMatch {
+            id: hw.id.clone(),
+            share: 1.0,
+            note: None,
+        });
     }
-    let slug = squash(name).replace(' ', "-");
-    let s = format!(" {} ", squash(name));
-    let has = |w: &str| s.contains(&format!(" {w} "));
-    let sub = |w: &str| s.contains(w);
-    let watts = s.split_whitespace().any(|w| {
-        w.strip_suffix('w')
-            .is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
-    });
-    let capped = has("cap") && watts;
-    let mut note = Vec::new();
-    if capped {
-        note.push("power-capped device: runs below the datasheet clocks".to_string());
-    }
-    let id: &str = if sub("gh200") {
-        return Err(format!(
-            "'{name}': GH200 is not in the hardware database (h200-sxm has the HBM3e but not the Grace host)"
-        ));
-    } else if sub("p40") {
-        return Err(format!(
-            "'{name}': Tesla P40 is not in the hardware database"
-        ));
-    } else if sub("h200") {
-        "h200-sxm"
-    } else if sub("h100") {
-        if has("96gb") || sub("hbm2e") {
-            return Err(format!(
-                "'{name}': the 96 GB HBM2e H100 variant is not in the hardware database (h100-sxm is the 80 GB HBM3 part)"
-            ));
-        } else if has("pcie") {
-            "h100-pcie"
-        } else if has("nvl") {
-            "h100-nvl"
-        } else {
-            if !has("sxm") && !has("sxm5") {
-                note.push("H100 variant not stated: the SXM part is assumed".into());
-            }
-            "h100-sxm"
-        }
-    } else if sub("a100") {
-        if has("40gb") {
-            "a100-40gb-sxm"
-        } else if has("pcie") {
-            "a100-80gb-pcie"
-        } else {
-            if !(has("sxm") || has("sxm4")) {
-                note.push("A100 variant not stated: the 80 GB SXM part is assumed".into());
-            }
-            "a100-80gb-sxm"
-        }
-    } else if sub("v100") {
-        if has("pcie") {
-            "v100-pcie-16gb"
-        } else {
-            "v100-sxm2-32gb"
-        }
-    } else if sub("mi300x") {
-        "mi300x"
-    } else if sub("mi325x") {
-        "mi325x"
-    } else if sub("mi210") {
-        "mi210"
-    } else if sub("mi250x") {
-        if has("gcd") && (has("1") || has("one")) {
-            let hw_id = "mi250x";
-            return Ok(GpuMatch {
-                id: hw_id.into(),
-                share: 0.5,
-                note: Some("one GCD = half of the two-die MI250X package".into()),
-            });
-        }
-        "mi250x"
-    } else if sub("l40s") {
-        "l40s"
-    } else if has("l40") {
-        "l40"
-    } else if has("l4") {
-        "l4"
-    } else if has("a10g") {
-        "a10g"
-    } else if has("a10") {
-        "a10"
-    } else if has("a40") {
-        "a40"
-    } else if has("t4") {
-        "t4"
-    } else if sub("3090") && (has("ti") || sub("3090ti")) {
-        "rtx-3090-ti"
-    } else if sub("3090") {
-        "rtx-3090"
-    } else if sub("3060") {
-        "rtx-3060-12gb"
-    } else if sub("4080") {
-        "rtx-4080"
-    } else if sub("4090") {
-        "rtx-4090"
-    } else if sub("5090") {
-        "rtx-5090"
-    } else if has("a6000") {
-        "rtx-a6000"
-    } else if sub("6000 ada") {
-        "rtx-6000-ada"
-    } else if has("b200") {
-        "b200"
-    } else if has("gb200") {
-        "gb200"
-    } else if let Some(chip) = ["m1", "m2", "m3", "m4"].iter().find(|c| has(c)) {
-        let tier = if has("ultra") {
-            "ultra"
-        } else if has("max") {
-            "max"
-        } else {
-            return Err(format!(
-                "'{name}': only Max/Ultra Apple chips are in the database"
-            ));
-        };
-        let id = format!("{chip}-{tier}");
-        return match db.get(&id) {
+    let words = name_words(name);
+    let best = best_names(&words, db);
+    let Some(&(hw, p)) = best.first() else {
+        let slug = words.join("-");
+        return match db.get(name).or_else(|_| db.get(&slug)) {
             Ok(hw) => Ok(GpuMatch {
                 id: hw.id.clone(),
                 share: 1.0,
                 note: None,
             }),
-            Err(_) => Err(format!("'{name}': {id} is not in the hardware database")),
+            Err(_) => Err(format!(
+                "'{name}': no device of that name in the hardware database (closest ids: {})",
+                crate::error::closest(name, db.ids(), 3).join(", ")
+            )),
         };
-    } else if let Ok(hw) = db.get(name).or_else(|_| db.get(&slug)) {
-        return Ok(exact(&hw.id));
-    } else {
-        let near = crate::error::closest(name, db.ids(), 3);
-        return Err(format!(
-            "'{name}': no device of that name in the hardware database (closest ids: {})",
-            near.join(", ")
-        ));
     };
-    let hw = db
-        .get(id)
-        .map_err(|e| format!("'{name}' read as '{id}': {e}"))?;
+    if let Some(other) = best.iter().find(|(h, _)| h.id != hw.id) {
+        return Err(format!(
+            "'{name}' reads as {} ('{}') and as {} ('{}'): the name does not say which",
+            hw.id, p.words, other.0.id, other.1.words
+        ));
+    }
+    if let Some(why) = &p.absent {
+        return Err(format!("'{name}': {why}"));
+    }
+    let mut note = Vec::new();
+    if power_capped(&words) {
+        note.push("power-capped device: runs below the datasheet clocks".to_string());
+    }
+    note.extend(p.assumes.clone());
     Ok(GpuMatch {
         id: hw.id.clone(),
-        share: 1.0,
+        share: p.share,
         note: (!note.is_empty()).then(|| note.join("; ")),
     })
 }
@@ -355,11 +284,9 @@ pub fn map_precision(s: &str) -> std::result::Result<(Option<Format>, Option<For
     Ok((weights, kv))
 }
 
-/// The engine ids ridgeline knows.
-pub const ENGINE_IDS: [&str; 11] = [
-    "ideal",
-    "typical",
-    "llama.cpp",
+/// Engines whose rows together define `typical` ("a well-tuned engine"): the serving and
+/// compiled engines, not llama.cpp (its own profile) nor eager PyTorch.
+pub const TYPICAL_POOL: [&str; 7] = [
     "vllm",
     "trt-llm",
     "sglang",
@@ -367,7 +294,43 @@ pub const ENGINE_IDS: [&str; 11] = [
     "lmdeploy",
     "mlc",
     "exllamav2",
-    "hf",
+];
+
+/// The engine ids ridgeline knows: `ideal`, `typical`, `llama.cpp`, the
+/// [`TYPICAL_POOL`] and `hf`.
+pub const ENGINE_IDS: [&str; 11] = {
+    let mut ids = [
+        "ideal",
+        "typical",
+        "llama.cpp",
+        "",
+        "",
+        "",
+        "",
+        "",
+        "",
+        "",
+        "hf",
+    ];
+    let mut i = 0;
+    while i < TYPICAL_POOL.len() {
+        ids[3 + i] = TYPICAL_POOL[i];
+        i += 1;
+    }
+    ids
+};
+
+/// Words that name each engine in a framework column, tried in this order.
+const FRAMEWORK_WORDS: [(&str, &[&str]); 9] = [
+    ("llama.cpp", &["llama.cpp", "llama-cpp", "llamacpp", "ggml"]),
+    ("trt-llm", &["tensorrt", "trt-llm", "trtllm"]),
+    ("vllm", &["vllm"]),
+    ("sglang", &["sglang"]),
+    ("gpt-fast", &["gpt-fast", "gpt fast"]),
+    ("lmdeploy", &["lmdeploy", "turbomind"]),
+    ("mlc", &["mlc"]),
+    ("exllamav2", &["exllama"]),
+    ("hf", &["eager", "transformers", "hugging"]),
 ];
 
 /// Maps a framework column (`TensorRT-LLM v0.6.1`, `LMDeploy (TurboMind)`, `LitGPT
@@ -381,30 +344,11 @@ pub const ENGINE_IDS: [&str; 11] = [
 /// ```
 pub fn map_framework(s: &str) -> Option<&'static str> {
     let l = s.to_ascii_lowercase();
-    let has = |w: &str| l.contains(w);
-    Some(
-        if has("llama.cpp") || has("llama-cpp") || has("llamacpp") || has("ggml") {
-            "llama.cpp"
-        } else if has("tensorrt") || has("trt-llm") || has("trtllm") {
-            "trt-llm"
-        } else if has("vllm") {
-            "vllm"
-        } else if has("sglang") {
-            "sglang"
-        } else if has("gpt-fast") || has("gpt fast") {
-            "gpt-fast"
-        } else if has("lmdeploy") || has("turbomind") {
-            "lmdeploy"
-        } else if has("mlc") {
-            "mlc"
-        } else if has("exllama") {
-            "exllamav2"
-        } else if has("eager") || has("transformers") || l.trim() == "hf" || has("hugging") {
-            "hf"
-        } else {
-            ENGINE_IDS.iter().find(|id| l.trim() == **id)?
-        },
-    )
+    FRAMEWORK_WORDS
+        .iter()
+        .find(|(_, words)| words.iter().any(|w| l.contains(w)))
+        .map(|(id, _)| *id)
+        .or_else(|| ENGINE_IDS.into_iter().find(|id| l.trim() == *id))
 }
 
 #[cfg(test)]
@@ -467,6 +411,35 @@ mod tests {
     }
 
     #[test]
+    fn every_publication_name_reads_as_its_own_device() {
+        // no entry is shadowed by another device's entry with the same or more words
+        let db = HardwareDb::builtin().unwrap();
+        for hw in db.devices() {
+            for p in &hw.publication_names {
+                match (map_gpu(&p.words, db), &p.absent) {
+                    (Ok(m), None) => assert_eq!(m.id, hw.id, "'{}'", p.words),
+                    (Err(e), Some(why)) => assert!(e.ends_with(why.as_str()), "{e}"),
+                    (got, _) => panic!("'{}' on {}: {got:?}", p.words, hw.id),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn names_two_devices_fit_equally_are_errors() {
+        let db = HardwareDb::builtin().unwrap();
+        let e = map_gpu("A100 40GB PCIe", db).unwrap_err();
+        assert!(
+            e.contains("a100-40gb-sxm") && e.contains("a100-80gb-pcie"),
+            "{e}"
+        );
+        assert_eq!(
+            name_words("A100-SXM4-80GB (400W)"),
+            ["a100", "sxm4", "80gb", "400w"]
+        );
+    }
+
+    #[test]
     fn partial_device_halves_the_package() {
         let db = HardwareDb::builtin().unwrap();
         let full = db.get("mi250x").unwrap();
@@ -522,5 +495,7 @@ mod tests {
         assert_eq!(map_framework("gpt-fast"), Some("gpt-fast"));
         assert_eq!(map_framework("LitGPT generate (eager PyTorch)"), Some("hf"));
         assert_eq!(map_framework("gpu-stream (CUDA/HIP)"), None);
+        assert_eq!(map_framework(" HF "), Some("hf"));
+        assert_eq!(ENGINE_IDS[3..10], TYPICAL_POOL);
     }
 }

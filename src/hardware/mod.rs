@@ -128,6 +128,99 @@ pub struct Price {
     pub source: String,
 }
 
+/// One way publications name a device (see [`Hardware::publication_names`]). In TOML
+/// a string of words (`"a100 sxm4"`) or a table that adds what reading a name this way
+/// assumes (`{ words = "a100", assumes = "A100 variant not stated: ..." }`), the share
+/// of the device it means, or that it means a device the database lacks (`absent`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PublicationName {
+    /// Words that must all appear in the name (`a100 sxm4`).
+    pub words: String,
+    /// What reading a name this way assumes (reported with the measurement).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub assumes: Option<String>,
+    /// Fraction of this device the name means (0.5: one GCD of a two-die MI250X).
+    #[serde(skip_serializing_if = "is_whole")]
+    pub share: f64,
+    /// The name means another device, which the database lacks: why (rows naming it
+    /// are left out with this reason).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub absent: Option<String>,
+}
+
+fn whole() -> f64 {
+    1.0
+}
+
+fn is_whole(v: &f64) -> bool {
+    *v == 1.0
+}
+
+/// The table form of [`PublicationName`].
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PublicationNameTable {
+    words: String,
+    #[serde(default)]
+    assumes: Option<String>,
+    #[serde(default = "whole")]
+    share: f64,
+    #[serde(default)]
+    absent: Option<String>,
+}
+
+impl<'de> Deserialize<'de> for PublicationName {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        use serde::de::{Error as _, MapAccess, Visitor, value::MapAccessDeserializer};
+        struct Either;
+        impl<'de> Visitor<'de> for Either {
+            type Value = PublicationNameTable;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a string of words or a table with `words`")
+            }
+            fn visit_str<E: serde::de::Error>(
+                self,
+                v: &str,
+            ) -> std::result::Result<Self::Value, E> {
+                Ok(PublicationNameTable {
+                    words: v.to_string(),
+                    assumes: None,
+                    share: 1.0,
+                    absent: None,
+                })
+            }
+            fn visit_map<A: MapAccess<'de>>(
+                self,
+                m: A,
+            ) -> std::result::Result<Self::Value, A::Error> {
+                PublicationNameTable::deserialize(MapAccessDeserializer::new(m))
+            }
+        }
+        let t = d.deserialize_any(Either)?;
+        if t.words
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .all(str::is_empty)
+        {
+            return Err(D::Error::custom(format!(
+                "publication name '{}' has no words",
+                t.words
+            )));
+        }
+        if !(t.share > 0.0 && t.share <= 1.0) {
+            return Err(D::Error::custom(format!(
+                "publication name '{}': share must be in (0, 1], got {}",
+                t.words, t.share
+            )));
+        }
+        Ok(PublicationName {
+            words: t.words,
+            assumes: t.assumes,
+            share: t.share,
+            absent: t.absent,
+        })
+    }
+}
+
 /// One accelerator.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -147,6 +240,12 @@ pub struct Hardware {
     /// Other names that resolve to this device.
     #[serde(default)]
     pub aliases: Vec<String>,
+    /// How publications name this device (`A100-SXM4-80GB`, `RTX 4090 24GB`): read when
+    /// measurement rows are mapped to devices ([`crate::calibrate::map_gpu`]). An entry's
+    /// words must all be words of the name (case and punctuation aside); over all devices
+    /// the entry with the most words wins. Not part of reports.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub publication_names: Vec<PublicationName>,
     /// Year of release.
     #[serde(default)]
     pub release_year: Option<u32>,

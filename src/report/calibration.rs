@@ -1,7 +1,8 @@
 //! Text report of `ridgeline calibrate`: fitted factors with intervals, per-row errors
-//! before and after, median errors by kind, and the rows left out.
+//! before and after, median errors by kind, and the rows left out; and the Markdown
+//! accuracy table (in sample and held out) the README shows.
 
-use crate::calibrate::{Calibration, ParamKind, Target};
+use crate::calibrate::{Accuracy, Calibration, EngineFit, KindAccuracy, ParamKind, Target};
 use crate::report::table::render;
 
 fn value(kind: &ParamKind, v: f64) -> String {
@@ -31,90 +32,89 @@ fn pct(v: f64) -> String {
     }
 }
 
+fn row(cells: &[&str]) -> Vec<String> {
+    cells.iter().map(|c| c.to_string()).collect()
+}
+
+/// One engine's fit: factors before and after with intervals, and the notes.
+fn engine_fit(out: &mut String, f: &EngineFit) {
+    out.push_str(&format!(
+        "engine {}: {} rows, rms ln(pred/measured) {:.3} -> {:.3}\n",
+        f.engine.id,
+        f.rows.len(),
+        f.rms_log_before,
+        f.rms_log_after
+    ));
+    let mut rows = vec![row(&["factor", "before", "fitted", "95% CI", "rows"])];
+    for p in &f.params {
+        let ci = match (p.ci_low, p.ci_high) {
+            (Some(l), Some(h)) => format!("{} .. {}", value(&p.kind, l), value(&p.kind, h)),
+            _ if p.at_bound => "at bound".into(),
+            _ => "-".into(),
+        };
+        rows.push(vec![
+            p.key.clone(),
+            value(&p.kind, p.start),
+            value(&p.kind, p.value),
+            ci,
+            p.rows.len().to_string(),
+        ]);
+    }
+    if f.params.is_empty() {
+        out.push_str("  (no factor fitted)\n");
+    } else {
+        for line in render(&rows).lines() {
+            out.push_str("  ");
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    for n in &f.notes {
+        out.push_str(&format!("  note: {n}\n"));
+    }
+    out.push('\n');
+}
+
 /// Renders a calibration for a terminal.
 pub fn text(c: &Calibration) -> String {
     let mut out = String::new();
     for f in &c.engines {
-        out.push_str(&format!(
-            "engine {}: {} rows, rms ln(pred/measured) {:.3} -> {:.3}\n",
-            f.engine.id,
-            f.rows.len(),
-            f.rms_log_before,
-            f.rms_log_after
-        ));
-        let mut rows = vec![vec![
-            "factor".to_string(),
-            "before".into(),
-            "fitted".into(),
-            "95% CI".into(),
-            "rows".into(),
-        ]];
-        for p in &f.params {
-            let ci = match (p.ci_low, p.ci_high) {
-                (Some(l), Some(h)) => format!("{} .. {}", value(&p.kind, l), value(&p.kind, h)),
-                _ if p.at_bound => "at bound".into(),
-                _ => "-".into(),
-            };
-            rows.push(vec![
-                p.key.clone(),
-                value(&p.kind, p.start),
-                value(&p.kind, p.value),
-                ci,
-                p.rows.len().to_string(),
-            ]);
-        }
-        if f.params.is_empty() {
-            out.push_str("  (no factor fitted)\n");
-        } else {
-            for line in render(&rows).lines() {
-                out.push_str("  ");
-                out.push_str(line);
-                out.push('\n');
-            }
-        }
-        for n in &f.notes {
-            out.push_str(&format!("  note: {n}\n"));
-        }
-        out.push('\n');
+        engine_fit(&mut out, f);
     }
-    let mut rows = vec![vec![
-        "id".to_string(),
-        "kind".into(),
-        "engine".into(),
-        "hardware".into(),
-        "model".into(),
-        "measured".into(),
-        "before".into(),
-        "after".into(),
-        "err before".into(),
-        "err after".into(),
-    ]];
+    let mut rows = vec![row(&[
+        "id",
+        "kind",
+        "engine",
+        "hardware",
+        "model",
+        "measured",
+        "before",
+        "after",
+        "err before",
+        "err after",
+    ])];
     for r in &c.rows {
+        let t = r.row.target;
         rows.push(vec![
-            format!("{}{}", r.id, if r.fitted { "" } else { "*" }),
-            r.kind.to_string(),
-            r.engine.clone(),
-            r.hardware.clone(),
-            if r.model.is_empty() {
+            format!("{}{}", r.row.id, if r.fitted { "" } else { "*" }),
+            r.row.kind.to_string(),
+            r.row.engine.clone(),
+            r.row.hardware.clone(),
+            if r.row.model.is_empty() {
                 "-".into()
             } else {
-                r.model.clone()
+                r.row.model.clone()
             },
-            measured(r.target, r.measured),
-            measured(r.target, r.predicted_before),
-            measured(r.target, r.predicted_after),
+            measured(t, r.row.measured),
+            measured(t, r.predicted_before),
+            measured(t, r.predicted_after),
             pct(r.error_before_pct),
             pct(r.error_after_pct),
         ]);
     }
     out.push_str(&render(&rows));
     out.push_str("(* = not used in the fit: a device ceiling, or an engine not fitted)\n\n");
-    let mut rows = vec![vec![
-        "kind".to_string(),
-        "rows".into(),
-        "median |err| before".into(),
-        "after".into(),
-    ]];
+    let mut rows = vec![row(&["kind", "rows", "median |err| before", "after"])];
     for s in &c.summary {
         rows.push(vec![
             s.kind.to_string(),
@@ -132,6 +132,51 @@ pub fn text(c: &Calibration) -> String {
                 s.id, s.line, s.kind, s.reason
             ));
         }
+    }
+    out
+}
+
+/// One cell of the accuracy table.
+type Cell = fn(&KindAccuracy) -> String;
+
+/// The Markdown table of median absolute errors per kind: the pure roofline, the
+/// engines as given, leave one out and leave one source out (the README's accuracy
+/// table is this function's output for the bundled files).
+pub fn accuracy_markdown(a: &Accuracy) -> String {
+    let name = |k: &str| match k {
+        "A" => "decode (A)",
+        "B" => "batched (B)",
+        "C" => "prefill (C)",
+        _ => "other",
+    };
+    let mut out = String::from("| median \\|error\\| |");
+    let mut rule = String::from("|---|");
+    for k in &a.kinds {
+        out.push_str(&format!(" {} |", name(k.kind.letter())));
+        rule.push_str("---:|");
+    }
+    out.push('\n');
+    out.push_str(&rule);
+    out.push('\n');
+    let lines: [(&str, Cell); 5] = [
+        ("rows", |k| k.rows.to_string()),
+        ("`ideal` roofline", |k| format!("{:.1}%", k.ideal_pct)),
+        ("fitted engines (in sample)", |k| {
+            format!("{:.1}%", k.fitted_pct)
+        }),
+        ("leave one row out", |k| {
+            format!("{:.1}%", k.leave_one_out_pct)
+        }),
+        ("leave one source out", |k| {
+            format!("{:.1}%", k.leave_one_source_out_pct)
+        }),
+    ];
+    for (label, cell) in lines {
+        out.push_str(&format!("| {label} |"));
+        for k in &a.kinds {
+            out.push_str(&format!(" {} |", cell(k)));
+        }
+        out.push('\n');
     }
     out
 }

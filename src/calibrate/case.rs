@@ -1,0 +1,284 @@
+//! One measurement row -> one [`Case`]: the scenario to predict and the prediction
+//! number that matches the row's metric; and predicting a case with an engine.
+
+use super::{
+    BatchSpec, Case, Count, Kind, MAX_LOAD_BATCH, Measurement, Target, map_framework, map_gpu,
+    map_model, map_precision, partial_device,
+};
+use crate::dtype::{ComputeDtype, Format};
+use crate::engine::Engine;
+use crate::error::{Error, Result};
+use crate::hardware::HardwareDb;
+use crate::memory::Parallel;
+use crate::model::ModelDb;
+use crate::predict::{GenerationReport, Predictor, Scenario};
+
+/// What a unit measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Dim {
+    Rate,
+    RatePerGpu,
+    Time,
+    Flops,
+    Bandwidth,
+}
+
+/// The SI factor of a unit and what it measures.
+fn unit_scale(unit: &str) -> Option<(f64, Dim)> {
+    let u = unit.trim().to_ascii_lowercase().replace(' ', "");
+    Some(match u.as_str() {
+        "tok/s" | "tokens/s" | "token/s" | "tokens/sec" => (1.0, Dim::Rate),
+        "tok/s/gpu" | "tokens/s/gpu" => (1.0, Dim::RatePerGpu),
+        "ms" => (1e-3, Dim::Time),
+        "s" | "sec" => (1.0, Dim::Time),
+        "us" | "µs" => (1e-6, Dim::Time),
+        "tflop/s" | "tflops" => (1e12, Dim::Flops),
+        "gflop/s" => (1e9, Dim::Flops),
+        "gb/s" => (1e9, Dim::Bandwidth),
+        "tb/s" => (1e12, Dim::Bandwidth),
+        _ => return None,
+    })
+}
+
+/// Maps one row to a case, or gives the reason it cannot be predicted.
+pub(super) fn case(
+    r: &Measurement,
+    hw_db: &HardwareDb,
+    model_db: &ModelDb,
+) -> std::result::Result<Case, String> {
+    match r.kind {
+        Kind::D => {
+            return Err("kind D (training throughput) is not an inference measurement".into());
+        }
+        Kind::E => return Err("kind E (measured memory) is not a speed measurement".into()),
+        _ => {}
+    }
+    let (scale, dim) =
+        unit_scale(&r.unit).ok_or_else(|| format!("unit '{}' is not understood", r.unit))?;
+    let measured = r.value * scale;
+    if measured.is_nan() || measured <= 0.0 {
+        return Err(format!("value {} is not positive", r.value));
+    }
+    let gpu = map_gpu(&r.gpu, hw_db)?;
+    let base = hw_db.get(&gpu.id).map_err(|e| e.to_string())?;
+    let mut c = Case {
+        id: r.id.clone(),
+        line: r.line,
+        kind: r.kind,
+        source: r.source.clone(),
+        engine: String::new(),
+        hardware: partial_device(base, gpu.share),
+        model: None,
+        scenario: Scenario::default(),
+        batch: BatchSpec::Fixed(1),
+        target: Target::MemoryBytesPerS,
+        measured,
+        assumptions: gpu.note.into_iter().collect(),
+    };
+    let (weights, kv) = map_precision(&r.precision)?;
+    if r.kind == Kind::F {
+        c.engine = match map_framework(&r.framework) {
+            Some(e) if e != "ideal" => e.to_string(),
+            _ => "typical".to_string(),
+        };
+        c.target = ceiling_target(r, dim, weights)?;
+        return Ok(c);
+    }
+    c.engine = map_framework(&r.framework)
+        .ok_or_else(|| {
+            format!(
+                "framework '{}' is not one of ridgeline's engines",
+                r.framework
+            )
+        })?
+        .to_string();
+    let model_id = map_model(&r.model, model_db)?;
+    c.model = Some(model_db.resolve(&model_id).map_err(|e| e.to_string())?);
+    c.batch = batch_spec(r, &mut c.assumptions)?;
+    let (prompt, gen_tokens) = lengths(r, &mut c.assumptions)?;
+    let parallel = layout(r, &c.engine, &mut c.assumptions);
+    c.target = model_target(r, dim)?;
+    if r.kind == Kind::C && prompt == 0 {
+        return Err("prefill row with prompt length 0".into());
+    }
+    if matches!(r.kind, Kind::A | Kind::B) && gen_tokens == 0 {
+        return Err("decode row with generation length 0".into());
+    }
+    c.scenario = Scenario {
+        batch: match c.batch {
+            BatchSpec::Fixed(n) => n,
+            BatchSpec::MaxLoad => 1,
+        },
+        prompt,
+        gen_tokens,
+        weights,
+        kv,
+        gpus: r.num_gpus,
+        parallel,
+        flash: true,
+        offload: false,
+    };
+    // a layout the predictor rejects (no link between devices, heads not divisible)
+    // is a reason to skip, found now rather than at every prediction
+    predict_case(&c, &Engine::ideal()).map_err(|e| e.to_string())?;
+    Ok(c)
+}
+
+/// The ceiling a kind F row measured: a matmul rate in the weights' compute dtype, or
+/// a bandwidth.
+fn ceiling_target(
+    r: &Measurement,
+    dim: Dim,
+    weights: Option<Format>,
+) -> std::result::Result<Target, String> {
+    match dim {
+        Dim::Flops => {
+            let act = weights.unwrap_or(Format::Bf16);
+            let d = act.compute_dtype(act.as_activation_dtype().unwrap_or(ComputeDtype::Bf16));
+            Ok(Target::MatmulFlopsPerS(d))
+        }
+        Dim::Bandwidth => Ok(Target::MemoryBytesPerS),
+        _ => Err(format!(
+            "kind F row in '{}': only FLOP/s and bandwidth ceilings are compared",
+            r.unit
+        )),
+    }
+}
+
+/// The row's batch; a kind A row without one is batch 1, "max-load"/"offline" is the
+/// scheduler's choice.
+fn batch_spec(
+    r: &Measurement,
+    assumptions: &mut Vec<String>,
+) -> std::result::Result<BatchSpec, String> {
+    match &r.batch {
+        Count::Exact(0) => Err("batch 0".into()),
+        Count::Exact(n) => Ok(BatchSpec::Fixed(*n)),
+        Count::Missing if r.kind == Kind::A => {
+            assumptions.push("batch not stated: 1 (single stream)".into());
+            Ok(BatchSpec::Fixed(1))
+        }
+        Count::Missing => Err("batch not stated".into()),
+        Count::Text(t) => {
+            let l = t.to_ascii_lowercase();
+            if l.starts_with("max") || l.starts_with("offline") {
+                assumptions.push(format!(
+                    "batch '{t}': the largest that fits, at most {MAX_LOAD_BATCH}"
+                ));
+                Ok(BatchSpec::MaxLoad)
+            } else {
+                Err(format!("batch '{t}' is not a number"))
+            }
+        }
+    }
+}
+
+/// Prompt and generation lengths; missing ones are 0 and 128 (1 for prefill rows).
+fn lengths(
+    r: &Measurement,
+    assumptions: &mut Vec<String>,
+) -> std::result::Result<(u64, u64), String> {
+    let prompt = match &r.prompt_len {
+        Count::Exact(n) => *n,
+        Count::Missing => {
+            assumptions.push("prompt length not stated: 0".into());
+            0
+        }
+        Count::Text(t) => return Err(format!("prompt_len '{t}' is not a number")),
+    };
+    let gen_tokens = match &r.gen_len {
+        Count::Exact(n) => *n,
+        Count::Missing => {
+            let n = if r.kind == Kind::C { 1 } else { 128 };
+            assumptions.push(format!("generation length not stated: {n}"));
+            n
+        }
+        Count::Text(t) => return Err(format!("gen_len '{t}' is not a number")),
+    };
+    Ok((prompt, gen_tokens))
+}
+
+/// Several devices are tensor parallel, except for llama.cpp (whose default splits
+/// layers) and rows whose notes say "layer split" or "pipeline".
+fn layout(r: &Measurement, engine: &str, assumptions: &mut Vec<String>) -> Parallel {
+    let notes = r.notes.to_ascii_lowercase();
+    if r.num_gpus > 1
+        && (engine == "llama.cpp" || notes.contains("layer split") || notes.contains("pipeline"))
+    {
+        assumptions.push("devices split layers (pipeline-style), not tensor parallel".into());
+        Parallel::Pp
+    } else {
+        Parallel::Tp
+    }
+}
+
+/// The prediction number matching a kind A/B/C row's metric and unit.
+fn model_target(r: &Measurement, dim: Dim) -> std::result::Result<Target, String> {
+    let metric = r.metric.to_ascii_lowercase();
+    Ok(match (r.kind, dim) {
+        (Kind::A, Dim::Rate) if metric.contains("output") || metric.contains("out tok") => {
+            Target::OutputTokensPerS
+        }
+        (Kind::A, Dim::Rate) => Target::DecodeTokensPerS,
+        (Kind::B, Dim::Rate) if metric.contains("per gpu") => Target::OutputTokensPerSPerGpu,
+        (Kind::B, Dim::Rate) => Target::OutputTokensPerS,
+        (Kind::A | Kind::B, Dim::RatePerGpu) => Target::OutputTokensPerSPerGpu,
+        (Kind::C, Dim::Rate) => Target::PrefillTokensPerS,
+        (Kind::C, Dim::Time) => Target::TtftS,
+        _ => {
+            return Err(format!(
+                "kind {} with unit '{}' does not match a prediction",
+                r.kind, r.unit
+            ));
+        }
+    })
+}
+
+/// Predicts the case's [`Target`] with `engine`, in SI units.
+pub fn predict_case(c: &Case, engine: &Engine) -> Result<f64> {
+    let Some(model) = &c.model else {
+        return match c.target {
+            Target::MatmulFlopsPerS(d) => Ok(engine.compute_efficiency * c.hardware.peak(d).0),
+            Target::MemoryBytesPerS => {
+                Ok(engine.memory_efficiency(&c.hardware) * c.hardware.memory.bandwidth_bytes_per_s)
+            }
+            _ => Err(Error::invalid(
+                "model",
+                format!("{}: a model is needed to predict {}", c.id, c.target.name()),
+            )),
+        };
+    };
+    let p = Predictor::new(model, &c.hardware, engine, &c.scenario)?;
+    let s = &c.scenario;
+    let batch = match c.batch {
+        BatchSpec::Fixed(n) => n,
+        BatchSpec::MaxLoad => {
+            let max = p.max_batch(s.prompt, s.gen_tokens);
+            if max == 0 {
+                return Err(Error::conflict(
+                    &["batch"],
+                    format!(
+                        "{}: not even one sequence of {} + {} tokens fits",
+                        c.id, s.prompt, s.gen_tokens
+                    ),
+                ));
+            }
+            max.min(MAX_LOAD_BATCH)
+        }
+    };
+    let sum = p.summary(batch, s.prompt, s.gen_tokens);
+    let g = GenerationReport::from_summary(&sum, batch, s.gen_tokens);
+    Ok(match c.target {
+        Target::DecodeTokensPerS => g.decode_tokens_per_s,
+        Target::OutputTokensPerS => g.output_tokens_per_s,
+        Target::OutputTokensPerSPerGpu => g.output_tokens_per_s / s.gpus as f64,
+        Target::PrefillTokensPerS => batch as f64 * s.prompt as f64 / g.ttft_s,
+        Target::TtftS => g.ttft_s,
+        Target::MatmulFlopsPerS(_) | Target::MemoryBytesPerS => {
+            return Err(Error::invalid(
+                "target",
+                format!("{}: device ceilings are predicted without a model", c.id),
+            ));
+        }
+    })
+}
