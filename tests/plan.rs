@@ -59,7 +59,9 @@ fn llama2_70b_fp16_needs_two_80gb_devices() {
     for e in &all {
         assert!(e["gpus"].as_u64().unwrap() >= 2, "{e}");
         assert_eq!(e["fits"], true);
-        assert!(e["total_bytes"].as_f64().unwrap() <= 80e9);
+        // an "80GB" H100 holds 80 GiB
+        assert_eq!(e["capacity_bytes"].as_f64().unwrap(), 85_899_345_920.0);
+        assert!(e["total_bytes"].as_f64().unwrap() <= 85_899_345_920.0);
     }
 
     // every format: one device only with a format smaller than fp16
@@ -75,7 +77,7 @@ fn llama2_70b_fp16_needs_two_80gb_devices() {
     let best = &v["best"];
     assert_eq!(best["gpus"], 1);
     assert_ne!(best["weights"], "fp16");
-    assert!(best["total_bytes"].as_f64().unwrap() <= 80e9);
+    assert!(best["total_bytes"].as_f64().unwrap() <= 85_899_345_920.0);
 }
 
 #[test]

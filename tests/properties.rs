@@ -107,7 +107,8 @@ proptest! {
         // what production runs: the generation sum inside `summary` (and the sweep's
         // Evaluator, held equal to it by its own test)
         let closed = p.summary(batch, prompt, gen_tokens).decode_total_s;
-        let looped: f64 = (prompt + 1..=prompt + gen_tokens).map(|l| p.pass(&Step::decode(batch, l), 0.0).time_s).sum();
+        let (lo, hi) = ridgeline::predict::decode_steps(prompt, gen_tokens);
+        let looped: f64 = (lo..=hi).map(|l| p.pass(&Step::decode(batch, l), 0.0).time_s).sum();
         prop_assert!((closed - looped).abs() <= 1e-9 * looped, "{} vs {}", closed, looped);
     }
 }

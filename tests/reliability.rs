@@ -578,3 +578,34 @@ fn absurd_but_finite_quantities_are_refused() {
     one_line_error(&out, &["bits per weight must be in [1, 64]"]);
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+#[test]
+fn the_first_token_comes_from_the_prefill() {
+    // CONTRACT: with a prompt, total_s = ttft_s + (gen - 1) x tpot_s; --gen 1 has no
+    // decode step; with --prompt 0 every output token is a decode step.
+    let json = |args: &[&str]| -> serde_json::Value {
+        let mut a = vec![
+            "predict",
+            "--model",
+            "llama-3-8b",
+            "--gpu",
+            "h100",
+            "--json",
+        ];
+        a.extend(args);
+        serde_json::from_slice(&run(&a).stdout).unwrap()
+    };
+    let g = |v: &serde_json::Value, k: &str| v["generation"][k].as_f64().unwrap();
+    let v = json(&["--prompt", "512", "--gen", "128"]);
+    let expect = g(&v, "ttft_s") + 127.0 * g(&v, "tpot_s");
+    assert!((g(&v, "total_s") - expect).abs() <= 1e-12 * expect);
+    let one = json(&["--prompt", "512", "--gen", "1"]);
+    assert_eq!(g(&one, "total_s"), g(&one, "ttft_s"));
+    assert_eq!(g(&one, "tpot_s"), 0.0);
+    assert_eq!(g(&one, "output_tokens_per_s"), 1.0 / g(&one, "ttft_s"));
+    // llama-bench tg: no prompt, 128 decode steps, TTFT 0
+    let tg = json(&["--prompt", "0", "--gen", "128"]);
+    assert_eq!(g(&tg, "ttft_s"), 0.0);
+    let expect = 128.0 * g(&tg, "tpot_s");
+    assert!((g(&tg, "total_s") - expect).abs() <= 1e-12 * expect);
+}

@@ -119,6 +119,27 @@ pub fn decode_context(prompt: u64, gen_tokens: u64) -> u64 {
     (prompt + (gen_tokens / 2).max(1)).max(1)
 }
 
+/// The contexts of the decode steps of a generation, `lo..=hi` (empty when `hi < lo`).
+///
+/// With a prompt, the prefill makes the first output token (the convention of vLLM's
+/// and NVIDIA's serving benchmarks): `gen - 1` decode steps follow, each adding one
+/// token, at contexts `prompt + 1 ..= prompt + gen - 1`. Without a prompt (llama-bench
+/// `tg`), every output token is a decode step: contexts `1 ..= gen`.
+///
+/// ```
+/// use ridgeline::predict::decode_steps;
+/// assert_eq!(decode_steps(512, 128), (513, 639));   // 127 steps after the prefill
+/// assert_eq!(decode_steps(512, 1), (513, 512));     // none: the prefill made the token
+/// assert_eq!(decode_steps(0, 128), (1, 128));       // 128 steps from an empty context
+/// ```
+pub fn decode_steps(prompt: u64, gen_tokens: u64) -> (u64, u64) {
+    if prompt == 0 {
+        (1, gen_tokens)
+    } else {
+        (prompt + 1, prompt + gen_tokens - gen_tokens.min(1))
+    }
+}
+
 /// `num / den`, or 0 where the denominator is 0 (no tokens, no time).
 fn ratio(num: f64, den: f64) -> f64 {
     if den > 0.0 { num / den } else { 0.0 }
@@ -131,9 +152,11 @@ pub struct Summary {
     pub prefill: PassResult,
     /// One decode step at context `prompt + gen/2`.
     pub decode: PassResult,
-    /// Sum of the `gen` decode steps (predicted), s.
+    /// Decode steps of the generation (see [`decode_steps`]).
+    pub decode_steps: u64,
+    /// Sum of the decode steps (predicted), s.
     pub decode_total_s: f64,
-    /// Sum of the `gen` decode steps (ideal roofline), s.
+    /// Sum of the decode steps (ideal roofline), s.
     pub decode_total_roofline_s: f64,
     /// Memory per device.
     pub memory: InferenceMemory,
@@ -392,11 +415,13 @@ impl<'a> Predictor<'a> {
         let (memory, offloaded) = self.memory(batch, prompt, gen_tokens);
         let prefill = self.pass(&Step::prefill(batch, prompt), offloaded);
         let mid = decode_context(prompt, gen_tokens);
+        let (lo, hi) = decode_steps(prompt, gen_tokens);
         let (decode, decode_total_s, decode_total_roofline_s) =
-            self.decode_with_sum(batch, mid, prompt + 1, prompt + gen_tokens, offloaded);
+            self.decode_with_sum(batch, mid, lo, hi, offloaded);
         Summary {
             prefill,
             decode,
+            decode_steps: (hi + 1).saturating_sub(lo),
             decode_total_s,
             decode_total_roofline_s,
             memory,

@@ -271,7 +271,7 @@ pub struct GenerationReport {
     pub total_s: f64,
     /// batch × gen / total_s.
     pub output_tokens_per_s: f64,
-    /// batch × gen / decode time (what `llama-bench tg` reports).
+    /// batch × decode steps / decode time (what `llama-bench tg` reports).
     pub decode_tokens_per_s: f64,
     /// Ideal TTFT, s.
     pub roofline_ttft_s: f64,
@@ -283,22 +283,23 @@ pub struct GenerationReport {
 
 impl GenerationReport {
     /// The one home of the derived generation metrics: TTFT is the prefill; the
-    /// generation adds the `gen` decode steps of the summary; per-token and per-second
-    /// figures divide by the tokens made (0 where no token is made).
+    /// generation adds the summary's decode steps (see [`super::decode_steps`]: with a
+    /// prompt the prefill makes the first token), so `total_s = ttft_s + steps x tpot_s`;
+    /// per-token and per-second figures divide by the tokens made (0 where none is).
     pub fn from_summary(s: &Summary, batch: u64, gen_tokens: u64) -> GenerationReport {
         let b = batch as f64;
-        let gen_f = gen_tokens as f64;
+        let steps = s.decode_steps as f64;
         let ttft = s.prefill.time_s;
         let total = ttft + s.decode_total_s;
         GenerationReport {
             ttft_s: ttft,
-            tpot_s: ratio(s.decode_total_s, gen_f),
+            tpot_s: ratio(s.decode_total_s, steps),
             total_s: total,
-            output_tokens_per_s: ratio(b * gen_f, total),
-            decode_tokens_per_s: ratio(b * gen_f, s.decode_total_s),
+            output_tokens_per_s: ratio(b * gen_tokens as f64, total),
+            decode_tokens_per_s: ratio(b * steps, s.decode_total_s),
             roofline_ttft_s: s.prefill.roofline_time_s,
-            roofline_tpot_s: ratio(s.decode_total_roofline_s, gen_f),
-            roofline_decode_tokens_per_s: ratio(b * gen_f, s.decode_total_roofline_s),
+            roofline_tpot_s: ratio(s.decode_total_roofline_s, steps),
+            roofline_decode_tokens_per_s: ratio(b * steps, s.decode_total_roofline_s),
         }
     }
 }
