@@ -36,19 +36,13 @@ pub struct InferenceMemory {
     pub fits: bool,
 }
 
-/// Whole-model weight bytes at `weights` format (embedding and lm_head at 16-bit where
-/// the format keeps them so; norms at 16-bit).
+/// Whole-model weight bytes at `weights` format: what one device holding the whole
+/// model holds ([`device_weight_bytes`]; norms at the activation dtype the weights run
+/// with, see [`crate::predict::activation_dtype`]).
 pub fn model_weight_bytes(cfg: &ModelConfig, weights: Format) -> f64 {
-    let p = cfg.params();
-    let emb_bits = if weights.keeps_embeddings_16bit() {
-        16.0
-    } else {
-        weights.bits()
-    };
-    let body = (p.attention + p.mlp) as f64;
-    body * weights.bits() / 8.0
-        + (p.embedding + p.lm_head) as f64 * emb_bits / 8.0
-        + p.norms as f64 * 2.0
+    let act = crate::predict::activation_dtype(cfg, weights);
+    let whole = Share::stages(cfg, 1, Parallel::Tp)[0];
+    device_weight_bytes(cfg, weights, act, &whole)
 }
 
 /// KV-cache bytes per token of one sequence on one device holding `layers` layers and

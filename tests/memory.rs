@@ -98,3 +98,42 @@ fn max_context_stops_at_the_trained_window_and_kv_per_token_needs_no_tokens() {
     assert_eq!(p.memory.kv_bytes_per_token, 131_072.0);
     assert_eq!(p.limits().kv_bytes_per_token, 131_072.0);
 }
+
+#[test]
+fn an_fp32_checkpoint_cast_to_bf16_runs_bf16_and_fp32_norms_take_4_bytes() {
+    let mut text: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/data/models/llama-2-7b.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    text["torch_dtype"] = "float32".into();
+    let m = ModelConfig::from_json_str(&text.to_string(), "fp32-llama", "test").unwrap();
+    assert_eq!(m.native_format, Format::Fp32);
+    let hw = HardwareDb::builtin().unwrap().get("h100").unwrap();
+    let e = EngineDb::builtin().unwrap().get("ideal").unwrap();
+    let at = |weights| {
+        predict(
+            &m,
+            hw,
+            e,
+            &Scenario {
+                weights,
+                ..Scenario::default()
+            },
+        )
+        .unwrap()
+    };
+    // cast to bf16: activations and the KV cache follow the weights
+    let bf16 = at(Some(Format::Bf16));
+    assert_eq!(bf16.config.activations, ComputeDtype::Bf16);
+    assert_eq!(bf16.config.kv, Format::Bf16);
+    // native fp32: 6,738,415,616 params x 4 bytes, norms (65 x 4096) included at 4 bytes
+    let fp32 = at(None);
+    assert_eq!(fp32.config.kv, Format::Fp32);
+    assert_eq!(fp32.memory.inner.weights_bytes, 6_738_415_616.0 * 4.0);
+    // bf16: everything at 2 bytes
+    assert_eq!(bf16.memory.inner.weights_bytes, 6_738_415_616.0 * 2.0);
+}

@@ -239,14 +239,17 @@ pub fn check_layout(
     }
 }
 
-/// Default activation dtype of a model: its native 16-bit dtype (fp32 models run fp32).
+/// The activation dtype (and so the default KV format) for weights in `weights`: fp32,
+/// fp16 and bf16 weights run activations in their own dtype (an fp32 checkpoint cast to
+/// bf16 runs bf16); quantized weights run the model's native 16-bit dtype, or bf16 for an
+/// fp32 model.
 pub fn activation_dtype(model: &ModelConfig, weights: Format) -> ComputeDtype {
-    match weights {
-        Format::Fp32 => ComputeDtype::Fp32,
-        _ => model
-            .native_format
-            .as_activation_dtype()
-            .unwrap_or(ComputeDtype::Bf16),
+    match weights.as_activation_dtype() {
+        Some(d) => d,
+        None => match model.native_format.as_activation_dtype() {
+            Some(d @ (ComputeDtype::Fp16 | ComputeDtype::Bf16)) => d,
+            _ => ComputeDtype::Bf16,
+        },
     }
 }
 
