@@ -19,22 +19,37 @@ pub const TERA: f64 = 1e12;
 /// 10^9, for GFLOP/s.
 pub const GIGA: f64 = 1e9;
 
+/// Beyond this magnitude a number meets a person in scientific notation (`1.23e7`),
+/// never as a row of digits.
+const PLAIN_MAX: f64 = 1e6;
+
+/// `x` with `decimals` places, or in scientific notation when it is extreme (at least
+/// [`PLAIN_MAX`], or non-zero and below 10^-decimals).
+pub fn fixed(x: f64, decimals: usize) -> String {
+    let a = x.abs();
+    if a >= PLAIN_MAX || (a > 0.0 && a < 10f64.powi(-(decimals as i32))) {
+        format!("{x:.2e}")
+    } else {
+        format!("{x:.decimals$}")
+    }
+}
+
 /// Formats a byte count in GB (1e9), e.g. `13.48 GB`.
 pub fn fmt_gb(bytes: f64) -> String {
-    format!("{:.2} GB", bytes / GB)
+    format!("{} GB", fixed(bytes / GB, 2))
 }
 
 /// Formats a byte count in GiB (2^30), e.g. `12.55 GiB`.
 pub fn fmt_gib(bytes: f64) -> String {
-    format!("{:.2} GiB", bytes / GIB)
+    format!("{} GiB", fixed(bytes / GIB, 2))
 }
 
 /// Formats a byte rate, e.g. `3.35 TB/s` or `936 GB/s`.
 pub fn fmt_bytes_per_s(rate: f64) -> String {
     if rate >= TB {
-        format!("{:.2} TB/s", rate / TB)
+        format!("{} TB/s", fixed(rate / TB, 2))
     } else {
-        format!("{:.0} GB/s", rate / GB)
+        format!("{} GB/s", fixed(rate / GB, 0))
     }
 }
 
@@ -54,11 +69,11 @@ pub fn fmt_seconds(s: f64) -> String {
         return "n/a".to_string();
     }
     if s >= 1.0 {
-        format!("{s:.2} s")
+        format!("{} s", fixed(s, 2))
     } else if s >= 1e-3 {
         format!("{:.2} ms", s * 1e3)
     } else {
-        format!("{:.2} µs", s * 1e6)
+        format!("{} µs", fixed(s * 1e6, 2))
     }
 }
 
@@ -82,10 +97,13 @@ pub fn si(x: f64) -> String {
     format!("{} ", sig3(x))
 }
 
-/// Three significant figures without trailing zeros noise: 989.5 -> "990", 1.234 -> "1.23".
+/// Three significant figures without trailing zeros noise: 989.5 -> "990", 1.234 -> "1.23"
+/// (scientific notation for extreme values).
 pub fn sig3(x: f64) -> String {
     let a = x.abs();
-    if a >= 100.0 {
+    if a >= PLAIN_MAX || (a > 0.0 && a < 1e-3) {
+        format!("{x:.2e}")
+    } else if a >= 100.0 {
         format!("{x:.0}")
     } else if a >= 10.0 {
         format!("{x:.1}")
@@ -113,5 +131,14 @@ mod tests {
         assert_eq!(fmt_bytes_per_s(936e9), "936 GB/s");
         assert_eq!(fmt_seconds(16.46e-6), "16.46 µs");
         assert_eq!(fmt_seconds(0.0123), "12.30 ms");
+    }
+
+    #[test]
+    fn extremes_are_scientific() {
+        assert_eq!(fmt_seconds(3.2e12), "3.20e12 s");
+        assert_eq!(fmt_seconds(1e-15), "1.00e-9 µs");
+        assert_eq!(fmt_gb(1e30), "1.00e21 GB");
+        assert_eq!(fmt_flops(1e30), "1.00e12 EFLOP");
+        assert_eq!(fmt_gb(0.0), "0.00 GB");
     }
 }
