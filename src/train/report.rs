@@ -75,10 +75,14 @@ pub enum TrainNote {
         /// Bytes per device in host memory.
         bytes: f64,
     },
-    /// Attention is a large share of the model FLOPs, counted over the full square.
+    /// Attention is a large share of the model FLOPs (counted causally): MFUs published
+    /// with the full-square count are not comparable.
     AttentionShare {
         /// Attention's share of the model FLOPs, percent.
         percent: f64,
+        /// Model FLOPs with attention over the full `s × s` square (PaLM, Megatron-LM)
+        /// over the causal count.
+        full_square_ratio: f64,
     },
     /// No global batch was given with pipelining: `4 · pp` micro-batches are assumed.
     DefaultMicroBatches {
@@ -162,11 +166,12 @@ impl Trainer<'_> {
                 bytes: detail.host_optimizer_bytes,
             });
         }
-        let dense = 6.0 * self.model.params().total as f64;
-        let attn = self.attention_flops_per_token();
-        if attn > dense * 0.25 {
+        let model_flops = self.model_flops();
+        let share = self.tokens_per_step() * self.attention_flops_per_token() / model_flops;
+        if share > 0.2 {
             notes.push(TrainNote::AttentionShare {
-                percent: 100.0 * attn / (attn + dense),
+                percent: 100.0 * share,
+                full_square_ratio: self.model_flops_full_square() / model_flops,
             });
         }
         if self.cfg.global_batch.is_none() && self.layout.pp > 1 {
