@@ -792,7 +792,7 @@ fn bad_values_are_named() {
         (
             TrainConfig {
                 method: Method::Lora,
-                lora_rank: 0,
+                lora_rank: Some(0),
                 ..TrainConfig::default()
             },
             "lora_rank",
@@ -1373,7 +1373,7 @@ mod utilization_properties {
             flash,
             dropout,
             virtual_stages: v,
-            lora_rank: p.rank,
+            lora_rank: Some(p.rank),
             efficiency: Some(TrainEfficiency {
                 label: "random".into(),
                 compute: e.0,
@@ -1400,4 +1400,86 @@ mod utilization_properties {
             assert_utilizations(&t.report(), &hw);
         }
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// LoRA rank: bounded by the adapted matrices; ignored (with a note) by full training.
+
+#[test]
+fn lora_rank_is_bounded_by_the_smallest_adapted_dimension() {
+    // Llama-3-8B: v_proj is 4096 x 1024 (8 KV heads of 128), so ranks above 1024 are
+    // rank-deficient
+    let (m, hw) = (model("llama-3-8b"), gpu("h100-sxm"));
+    let at = |method, rank| {
+        Trainer::new(
+            &m,
+            &hw,
+            &TrainConfig {
+                method,
+                lora_rank: Some(rank),
+                ..TrainConfig::default()
+            },
+        )
+    };
+    let ok = at(Method::Lora, 1024).unwrap().report();
+    assert!(ok.model.trainable_params < m.params().total as f64);
+    for (method, rank) in [(Method::Lora, 1025), (Method::Qlora, 99_999_999)] {
+        let e = at(method, rank).unwrap_err();
+        assert!(
+            matches!(&e, Error::InvalidValue { field, .. } if field == "lora_rank"),
+            "{e}"
+        );
+        assert!(e.to_string().contains("1024"), "{e}");
+    }
+    // the CLI names the flag and the limit, exit 2
+    let out = cli(&[
+        "train",
+        "--model",
+        "llama-2-7b",
+        "--gpu",
+        "a100",
+        "--method",
+        "lora",
+        "--lora-rank",
+        "99999999",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--lora-rank") && err.contains("4096"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}
+
+#[test]
+fn lora_rank_with_full_training_is_a_note() {
+    let run = |extra: &[&str]| -> serde_json::Value {
+        let mut a = vec!["train", "--model", "llama-2-7b", "--gpu", "a100", "--json"];
+        a.extend(extra);
+        let out = cli(&a);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let notes = |v: &serde_json::Value| -> Vec<String> {
+        v["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n.as_str().unwrap().to_string())
+            .collect()
+    };
+    let given = run(&["--method", "full", "--lora-rank", "64"]);
+    assert!(
+        notes(&given).iter().any(|n| n.contains("rank 64")),
+        "{:?}",
+        notes(&given)
+    );
+    assert_eq!(given["config"]["lora_rank"], 0);
+    // the default rank says nothing; LoRA uses it
+    assert!(notes(&run(&[])).iter().all(|n| !n.contains("rank")));
+    let lora = run(&["--method", "lora"]);
+    assert_eq!(lora["config"]["lora_rank"], 8);
+    assert!(notes(&lora).iter().all(|n| !n.contains("rank")));
 }

@@ -2,7 +2,7 @@
 //! kinds), and its validation into a device [`Layout`].
 
 use super::efficiency::TrainEfficiency;
-use super::memory::FrameworkOverhead;
+use super::memory::{FrameworkOverhead, max_lora_rank};
 use crate::dtype::{ComputeDtype, Format};
 use crate::error::{Error, Result, require_positive};
 use crate::hardware::Hardware;
@@ -134,6 +134,9 @@ pub const DEFAULT_DEVICES_PER_NODE: u64 = 8;
 /// The highest ZeRO stage (3: weights, gradients and optimizer states sharded).
 pub const MAX_ZERO_STAGE: u64 = 3;
 
+/// LoRA rank when none is given (PEFT's and the LoRA paper's 8).
+pub const DEFAULT_LORA_RANK: u64 = 8;
+
 /// Largest sequence length and micro-batch the model accepts.
 const MAX_SIZE: u64 = 100_000_000;
 
@@ -161,8 +164,10 @@ pub struct TrainConfig {
     pub seq: u64,
     /// Full fine-tuning / pre-training, LoRA or QLoRA.
     pub method: Method,
-    /// LoRA rank.
-    pub lora_rank: u64,
+    /// LoRA rank (`None`: [`DEFAULT_LORA_RANK`] for LoRA and QLoRA). At most the
+    /// smaller dimension of the smallest adapted matrix ([`super::max_lora_rank`]);
+    /// given with full training it is unused, and a note says so.
+    pub lora_rank: Option<u64>,
     /// Matrices LoRA adapts.
     pub lora_targets: LoraTargets,
     /// Activation recomputation.
@@ -205,7 +210,7 @@ impl Default for TrainConfig {
             global_batch: None,
             seq: 2048,
             method: Method::Full,
-            lora_rank: 8,
+            lora_rank: None,
             lora_targets: LoraTargets::QueryValue,
             recompute: Recompute::None,
             precision: TrainPrecision::Bf16,
@@ -219,6 +224,17 @@ impl Default for TrainConfig {
             inter_node_bytes_per_s: DEFAULT_INTER_NODE_BYTES_PER_S,
             efficiency: None,
             overhead: None,
+        }
+    }
+}
+
+impl TrainConfig {
+    /// The LoRA rank in use: as given or [`DEFAULT_LORA_RANK`] for LoRA and QLoRA, 0 for
+    /// full training.
+    pub fn effective_lora_rank(&self) -> u64 {
+        match self.method {
+            Method::Full => 0,
+            _ => self.lora_rank.unwrap_or(DEFAULT_LORA_RANK),
         }
     }
 }
@@ -333,6 +349,26 @@ fn check_degrees(model: &ModelConfig, cfg: &TrainConfig) -> Result<()> {
     Ok(())
 }
 
+/// The LoRA rank of LoRA and QLoRA: at least 1, at most the smaller dimension of the
+/// smallest adapted matrix (beyond it `B·A` gains parameters but no rank).
+fn check_lora_rank(model: &ModelConfig, cfg: &TrainConfig) -> Result<()> {
+    if cfg.method == Method::Full {
+        return Ok(());
+    }
+    let rank = positive_u64("lora_rank", cfg.effective_lora_rank())?;
+    let (limit, matrix) = max_lora_rank(model, cfg.lora_targets);
+    if rank > limit {
+        return Err(Error::invalid(
+            "lora_rank",
+            format!(
+                "rank {rank} exceeds {limit}, the smaller dimension of {}'s {matrix}: a higher rank adds parameters but no rank",
+                model.id
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// The global batch: as given, or `micro_batch · dp` (times `4 · pp` when pipelining);
 /// it must be a whole multiple of `micro_batch · dp`.
 fn global_batch(cfg: &TrainConfig, dp: u64) -> Result<u64> {
@@ -397,9 +433,7 @@ pub(super) fn layout(
     check_degrees(model, cfg)?;
     let dp = cfg.gpus / (cfg.tp * cfg.pp);
     let global = global_batch(cfg, dp)?;
-    if cfg.method != Method::Full {
-        positive_u64("lora_rank", cfg.lora_rank)?;
-    }
+    check_lora_rank(model, cfg)?;
     check_device(hardware, cfg)?;
     Ok(Layout {
         gpus: cfg.gpus,

@@ -84,6 +84,11 @@ pub enum TrainNote {
         /// over the causal count.
         full_square_ratio: f64,
     },
+    /// A LoRA rank was given with full training, which has no adapters.
+    LoraRankUnused {
+        /// The rank given.
+        rank: u64,
+    },
     /// No global batch was given with pipelining: `4 · pp` micro-batches are assumed.
     DefaultMicroBatches {
         /// Micro-batches per step.
@@ -123,12 +128,7 @@ fn echo<S: Serializer>(c: &TrainConfig, s: S) -> Result<S::Ok, S::Error> {
     m.serialize_field("seq", &c.seq)?;
     m.serialize_field("zero", &c.zero)?;
     m.serialize_field("method", &c.method)?;
-    let rank = if c.method == Method::Full {
-        0
-    } else {
-        c.lora_rank
-    };
-    m.serialize_field("lora_rank", &rank)?;
+    m.serialize_field("lora_rank", &c.effective_lora_rank())?;
     m.serialize_field("recompute", &c.recompute)?;
     m.serialize_field("precision", &c.precision)?;
     m.serialize_field("optimizer", &c.optimizer)?;
@@ -147,7 +147,11 @@ impl Trainer<'_> {
             Method::Full => self.model.params().total as f64,
             _ => {
                 self.model.layers as f64
-                    * lora_params_per_layer(self.model, self.cfg.lora_rank, self.cfg.lora_targets)
+                    * lora_params_per_layer(
+                        self.model,
+                        self.cfg.effective_lora_rank(),
+                        self.cfg.lora_targets,
+                    )
             }
         }
     }

@@ -287,9 +287,13 @@ impl Trainer<'_> {
         let tokens = l.micro_batch as f64 * self.cfg.seq as f64;
         let layers = l.layers_per_stage as f64;
         let adapters = layers
-            * lora_params_per_layer(self.model, self.cfg.lora_rank, self.cfg.lora_targets)
+            * lora_params_per_layer(
+                self.model,
+                self.cfg.effective_lora_rank(),
+                self.cfg.lora_targets,
+            )
             / l.tp as f64;
-        let r = self.cfg.lora_rank as f64;
+        let r = self.cfg.effective_lora_rank() as f64;
         let e = self.precision.activations.bytes();
         let io = if r > 0.0 { adapters / r } else { 0.0 };
         let bottleneck = layers * lora_matrices_per_layer(self.model, self.cfg.lora_targets) * r;
