@@ -1483,3 +1483,73 @@ fn lora_rank_with_full_training_is_a_note() {
     assert_eq!(lora["config"]["lora_rank"], 8);
     assert!(notes(&lora).iter().all(|n| !n.contains("rank")));
 }
+
+// ---------------------------------------------------------------------------------------
+// Interleaving: every model chunk (pp x virtual_stages of them) holds whole layers.
+
+#[test]
+fn virtual_stages_must_leave_a_layer_per_chunk() {
+    // Llama-2-7B: 32 layers over pp 4, so at most 8 chunks per device
+    let (m, hw) = (model("llama-2-7b"), gpu("a100-80gb-sxm"));
+    let at = |v| {
+        Trainer::new(
+            &m,
+            &hw,
+            &TrainConfig {
+                gpus: 4,
+                pp: 4,
+                virtual_stages: v,
+                ..TrainConfig::default()
+            },
+        )
+        .map(|t| t.step())
+    };
+    assert!(at(8).is_ok());
+    for v in [9, 100] {
+        let e = at(v).unwrap_err();
+        assert!(
+            matches!(&e, Error::Conflict { fields, .. } if fields[0] == "virtual_stages"),
+            "{e}"
+        );
+        assert!(e.to_string().contains("1 to 8"), "{e}");
+    }
+    // uneven chunks: 30 layers over pp 4 (8 on the fullest stage) in 3 chunks of at
+    // most 3 layers: the bubble is 3 · 3/8 of a micro-batch, not 3/3
+    let cfg = TrainConfig {
+        gpus: 4,
+        pp: 4,
+        virtual_stages: 3,
+        global_batch: Some(16),
+        ..TrainConfig::default()
+    };
+    let mut m = model("llama-2-7b");
+    m.layers = 30;
+    let r = train(&m, &gpu("a100-80gb-sxm"), &cfg).unwrap();
+    let t = r.step.micro_batch_time_s;
+    assert!(
+        (r.step.bubble_time_s / (3.0 * 3.0 / 8.0 * t) - 1.0).abs() < 1e-12,
+        "{} vs {}",
+        r.step.bubble_time_s,
+        t
+    );
+    // the CLI: exit 2 naming the flag
+    let out = cli(&[
+        "train",
+        "--model",
+        "llama-2-7b",
+        "--gpu",
+        "a100",
+        "--gpus",
+        "4",
+        "--pp",
+        "4",
+        "--virtual-stages",
+        "100",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--virtual-stages") && err.contains("1 to 8"),
+        "{err}"
+    );
+}

@@ -184,7 +184,8 @@ pub struct TrainConfig {
     pub flash: bool,
     /// The model uses dropout (1-byte masks stored); modern LLM pre-training does not.
     pub dropout: bool,
-    /// Interleaved pipeline: model chunks per device (1: plain 1F1B).
+    /// Interleaved pipeline: model chunks per device (1: plain 1F1B); `pp ·
+    /// virtual_stages` chunks of whole layers, so at most `layers / pp`.
     pub virtual_stages: u64,
     /// Storage format of frozen LoRA base weights (`None`: the precision's 16-bit format
     /// for LoRA, NF4 for QLoRA).
@@ -304,7 +305,10 @@ fn check_values(cfg: &TrainConfig) -> Result<()> {
 }
 
 /// Degrees that contradict the model: `tp · pp` not dividing `gpus`, `tp` not dividing
-/// the heads (or KV heads), more stages than layers, virtual stages without pipelining.
+/// the heads (or KV heads), more stages than layers, virtual stages without pipelining
+/// or more model chunks (`pp · virtual_stages`) than layers. Uneven chunks are allowed
+/// (Megatron-LM wants `layers` divisible by `pp · v`; Llama 3 405B ran 126 layers in
+/// uneven stages) and costed by the largest.
 fn check_degrees(model: &ModelConfig, cfg: &TrainConfig) -> Result<()> {
     let (gpus, tp, pp) = (cfg.gpus, cfg.tp, cfg.pp);
     let tp_pp = tp.saturating_mul(pp);
@@ -340,10 +344,23 @@ fn check_degrees(model: &ModelConfig, cfg: &TrainConfig) -> Result<()> {
             format!("pp {pp} exceeds {}'s {} layers", model.id, model.layers),
         ));
     }
-    if cfg.virtual_stages > 1 && pp == 1 {
+    let v = cfg.virtual_stages;
+    if v > 1 && pp == 1 {
         return Err(Error::conflict(
             &["virtual_stages", "pp"],
             "virtual pipeline stages need pp > 1",
+        ));
+    }
+    let most = model.layers / pp;
+    if v > most {
+        return Err(Error::conflict(
+            &["virtual_stages", "pp"],
+            format!(
+                "pp {pp} x virtual_stages {v} = {} model chunks, more than {}'s {} layers: every chunk holds whole layers, so virtual_stages is 1 to {most}",
+                pp.saturating_mul(v),
+                model.id,
+                model.layers
+            ),
         ));
     }
     Ok(())

@@ -12,10 +12,12 @@
 //! [`super::TrainEfficiency`]. The step is
 //!
 //! ```text
-//! t = (m + (pp-1)/v) · t_micro  +  exposed DP communication  +  optimizer update
+//! t = (m + (pp-1)·c/n) · t_micro  +  exposed DP communication  +  optimizer update
 //! ```
 //!
-//! for `m` micro-batches per pipeline and `v` virtual stages (interleaving); tensor-parallel
+//! for `m` micro-batches per pipeline and `v` virtual stages (interleaving): the `n` layers
+//! of the fullest stage in `v` chunks of whole layers, the largest `c = ceil(n/v)` (`c/n =
+//! 1/v` when `v` divides `n`, as Megatron-LM requires); tensor-parallel
 //! collectives run on the scale-up link, or on the inter-node network when a group spans
 //! nodes (see [`super::TrainConfig::inter_node_bytes_per_s`]). A fraction (`overlap_*`) of
 //! each communication is hidden behind compute, never more than the compute available.
@@ -109,13 +111,14 @@ pub struct StepReport {
     pub pp_comm_time_s: f64,
     /// Communication time not hidden by compute, s.
     pub exposed_comm_time_s: f64,
-    /// Pipeline bubble `(pp-1)/v · t_micro`, s.
+    /// Pipeline bubble `(pp-1)·c/n · t_micro` (`1/v` of the plain bubble when the
+    /// chunks are even; see the [module docs](self)), s.
     pub bubble_time_s: f64,
     /// Optimizer update on the device, s.
     pub optimizer_time_s: f64,
     /// Gradient / weight traffic over the host link with offload, s.
     pub offload_time_s: f64,
-    /// Bubble fraction `(p-1)/v / (m + (p-1)/v)`.
+    /// Bubble fraction `(p-1)·c/n / (m + (p-1)·c/n)`.
     pub bubble_fraction: f64,
 }
 
@@ -554,7 +557,9 @@ impl Trainer<'_> {
         let tp_exposed = mb.tp_s - (self.eff.overlap_tp * mb.tp_s).min(op_s);
         let t_micro = op_s + tp_exposed;
         let m = l.micro_batches as f64;
-        let bubble_mb = (l.pp - 1) as f64 / self.cfg.virtual_stages as f64;
+        let n = l.layers_per_stage.max(1);
+        let chunk = n.div_ceil(self.cfg.virtual_stages);
+        let bubble_mb = (l.pp - 1) as f64 * chunk as f64 / n as f64;
         let tr = self.traffic(op_s);
         let time =
             (m + bubble_mb) * t_micro + tr.dp_exposed_s + tr.pp_s + tr.optimizer_s + tr.offload_s;
