@@ -1192,11 +1192,15 @@ fn utilization_ceiling(r: &ridgeline::train::TrainReport, hw: &Hardware) -> f64 
     use ridgeline::dtype::ComputeDtype;
     let e = &r.efficiency;
     let p16 = hw.peak(r.config.precision.activations()).0;
-    if r.step.peak_flops_per_s == p16 {
-        e.compute
-    } else {
+    let fp8_matmuls = r.config.precision == TrainPrecision::Fp8
+        && r.config.method == Method::Full
+        && hw.peak_flops_per_s.fp8.is_some();
+    if fp8_matmuls {
         assert_eq!(r.step.peak_flops_per_s, hw.peak(ComputeDtype::Fp8).0);
         e.compute_fp8.max(e.compute * p16 / r.step.peak_flops_per_s)
+    } else {
+        assert_eq!(r.step.peak_flops_per_s, p16);
+        e.compute
     }
 }
 
@@ -1306,10 +1310,17 @@ mod utilization_properties {
                 0usize..1000,
                 0usize..1000,
                 1u64..=8,
-                1u64..=16,
+                0u32..=12,
                 1u64..=4,
             ),
-            (0u32..=20, 1u64..=7, 1u64..=8, 1u64..=8, 0u64..=3, 1u64..=64),
+            (
+                0u32..=26,
+                1u64..=7,
+                0u32..=26,
+                0u32..=16,
+                0u64..=3,
+                1u64..=64,
+            ),
             (0usize..3, 0usize..3, 0usize..3, 0usize..3),
             (any::<bool>(), any::<bool>(), any::<bool>(), any::<bool>()),
             (0.05f64..=1.0, 0.1f64..=1.0, 0.05f64..=1.0, 0.05f64..=1.0),
@@ -1320,11 +1331,11 @@ mod utilization_properties {
                 gpu: a.1,
                 tp: a.2,
                 pp: a.3,
-                dp: a.4,
+                dp: 1 << a.4,
                 v: a.5,
-                seq: b.1 << b.0,
-                mb: b.2,
-                acc: b.3,
+                seq: (b.1 << b.0).min(100_000_000),
+                mb: (1u64 << b.2).min(100_000_000),
+                acc: 1 << b.3,
                 zero: b.4,
                 rank: b.5,
                 kinds,
@@ -1346,7 +1357,7 @@ mod utilization_properties {
         let dp = if linked { p.dp } else { 1 };
         let v = if pp > 1 { p.v.min(m.layers / pp) } else { 1 };
         let (sp, flash, dropout, offload) = p.flags;
-        let seq = p.seq.div_ceil(tp) * tp;
+        let seq = (p.seq.div_ceil(tp) * tp).min(100_000_000 / tp * tp);
         let e = p.eff;
         let cfg = TrainConfig {
             gpus: tp * pp * dp,
@@ -1552,4 +1563,94 @@ fn virtual_stages_must_leave_a_layer_per_chunk() {
         err.contains("--virtual-stages") && err.contains("1 to 8"),
         "{err}"
     );
+}
+
+// ---------------------------------------------------------------------------------------
+// Hostile but valid inputs end as an error naming the field or as finite numbers.
+
+#[test]
+fn hostile_sizes_give_an_error_or_sane_numbers() {
+    let (m, hw) = (model("llama-2-7b"), gpu("a100-80gb-sxm"));
+    // a network too slow to time: the step would take longer than f64 holds
+    let e = err(TrainConfig {
+        gpus: 64,
+        inter_node_bytes_per_s: 1e-300,
+        ..TrainConfig::default()
+    });
+    assert!(
+        matches!(&e, Error::InvalidValue { field, .. } if field == "inter_node_bytes_per_s"),
+        "{e}"
+    );
+    // sequence parallelism splits each sequence over the tp ranks: whole tokens only
+    let sp = |seq, sequence_parallel| {
+        Trainer::new(
+            &m,
+            &hw,
+            &TrainConfig {
+                gpus: 8,
+                tp: 8,
+                seq,
+                sequence_parallel,
+                ..TrainConfig::default()
+            },
+        )
+        .map(|t| t.report())
+    };
+    let e = sp(1, true).unwrap_err();
+    assert!(
+        matches!(&e, Error::Conflict { fields, .. } if fields == &["seq", "tp"]),
+        "{e}"
+    );
+    assert!(
+        e.to_string().contains("seq 1") && e.to_string().contains("tp 8"),
+        "{e}"
+    );
+    assert!(sp(1, false).is_ok());
+    assert!(sp(8, true).is_ok());
+    // the extremes the value parsers allow
+    for cfg in [
+        TrainConfig {
+            seq: 1,
+            ..TrainConfig::default()
+        },
+        TrainConfig {
+            micro_batch: 100_000_000,
+            ..TrainConfig::default()
+        },
+        TrainConfig {
+            gpus: 10_000_000,
+            zero: 3,
+            ..TrainConfig::default()
+        },
+        TrainConfig {
+            gpus: 64,
+            inter_node_bytes_per_s: 1e300,
+            ..TrainConfig::default()
+        },
+        TrainConfig {
+            global_batch: Some(100_000_000_000),
+            ..TrainConfig::default()
+        },
+        TrainConfig {
+            method: Method::Qlora,
+            precision: TrainPrecision::Fp8,
+            ..TrainConfig::default()
+        },
+    ] {
+        let r = train(&m, &hw, &cfg).unwrap();
+        assert_utilizations(&r, &hw);
+    }
+    for args in [
+        vec!["--gpus", "64", "--inter-node-bw", "1e-300"],
+        vec!["--gpus", "8", "--tp", "8", "--seq", "1"],
+    ] {
+        let mut a = vec!["train", "--model", "llama-2-7b", "--gpu", "a100", "--json"];
+        a.extend(args.iter());
+        let out = cli(&a);
+        assert_eq!(out.status.code(), Some(2), "{a:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(err.contains(args[args.len() - 2]), "{a:?}: {err}");
+        assert!(out.stdout.is_empty());
+    }
 }

@@ -143,6 +143,11 @@ const MAX_SIZE: u64 = 100_000_000;
 /// Largest device count the model accepts.
 const MAX_GPUS: u64 = 10_000_000;
 
+/// Slowest inter-node network the model accepts, bytes/s (1 MB/s; 1 GbE is 125 MB/s):
+/// below it a step's communication time leaves the range of numbers worth printing
+/// (and at 1e-300 that of `f64`).
+pub const MIN_INTER_NODE_BYTES_PER_S: f64 = 1e6;
+
 /// A training configuration (the `train` command's options).
 #[derive(Debug, Clone, PartialEq)]
 pub struct TrainConfig {
@@ -178,7 +183,8 @@ pub struct TrainConfig {
     pub optimizer: Optimizer,
     /// Optimizer states on the host.
     pub offload: Offload,
-    /// Megatron sequence parallelism alongside tensor parallelism (default on).
+    /// Megatron sequence parallelism alongside tensor parallelism (default on); it
+    /// splits each sequence over the `tp` ranks, so `seq` must be a multiple of `tp`.
     pub sequence_parallel: bool,
     /// Fused (flash) attention (default on).
     pub flash: bool,
@@ -190,7 +196,8 @@ pub struct TrainConfig {
     /// Storage format of frozen LoRA base weights (`None`: the precision's 16-bit format
     /// for LoRA, NF4 for QLoRA).
     pub frozen_format: Option<Format>,
-    /// Network bandwidth per GPU between nodes, bytes/s per direction.
+    /// Network bandwidth per GPU between nodes, bytes/s per direction (at least
+    /// [`MIN_INTER_NODE_BYTES_PER_S`]).
     pub inter_node_bytes_per_s: f64,
     /// Override of the calibrated efficiencies.
     pub efficiency: Option<TrainEfficiency>,
@@ -272,7 +279,7 @@ fn positive_u64(field: &str, v: u64) -> Result<u64> {
 }
 
 /// Values that are wrong on their own: zero sizes, sizes beyond what is modelled, a
-/// ZeRO stage above 3, a non-positive bandwidth.
+/// ZeRO stage above 3, a non-positive or slower-than-modelled network.
 fn check_values(cfg: &TrainConfig) -> Result<()> {
     positive_u64("gpus", cfg.gpus)?;
     positive_u64("tp", cfg.tp)?;
@@ -301,11 +308,22 @@ fn check_values(cfg: &TrainConfig) -> Result<()> {
         }
     }
     require_positive("inter_node_bytes_per_s", cfg.inter_node_bytes_per_s)?;
+    if cfg.inter_node_bytes_per_s < MIN_INTER_NODE_BYTES_PER_S {
+        return Err(Error::invalid(
+            "inter_node_bytes_per_s",
+            format!(
+                "{} bytes/s is below the 1e6 bytes/s (1 MB/s) ridgeline models",
+                cfg.inter_node_bytes_per_s
+            ),
+        ));
+    }
     Ok(())
 }
 
 /// Degrees that contradict the model: `tp · pp` not dividing `gpus`, `tp` not dividing
-/// the heads (or KV heads), more stages than layers, virtual stages without pipelining
+/// the heads (or KV heads), more stages than layers, sequence parallelism over a `seq`
+/// that `tp` does not divide (Megatron-LM splits whole tokens), virtual stages without
+/// pipelining
 /// or more model chunks (`pp · virtual_stages`) than layers. Uneven chunks are allowed
 /// (Megatron-LM wants `layers` divisible by `pp · v`; Llama 3 405B ran 126 layers in
 /// uneven stages) and costed by the largest.
@@ -342,6 +360,15 @@ fn check_degrees(model: &ModelConfig, cfg: &TrainConfig) -> Result<()> {
         return Err(Error::conflict(
             &["pp"],
             format!("pp {pp} exceeds {}'s {} layers", model.id, model.layers),
+        ));
+    }
+    if cfg.sequence_parallel && tp > 1 && !cfg.seq.is_multiple_of(tp) {
+        return Err(Error::conflict(
+            &["seq", "tp"],
+            format!(
+                "sequence parallelism splits each sequence over the tp ranks in whole tokens: seq {} is not a multiple of tp {tp} (turn sequence parallelism off, or pick a multiple)",
+                cfg.seq
+            ),
         ));
     }
     let v = cfg.virtual_stages;

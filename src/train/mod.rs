@@ -108,12 +108,14 @@ impl<'a> Trainer<'a> {
     /// Validates the configuration against the model and device.
     ///
     /// Errors ([`crate::Error::InvalidValue`] or [`crate::Error::Conflict`], naming the
-    /// fields): zero sizes, ZeRO stage above 3, `tp · pp` not dividing `gpus`, `tp` not
-    /// dividing the attention heads (or KV heads), more stages than layers, a global
-    /// batch that is not a multiple of `micro_batch · dp`, a LoRA rank of 0 or above the
-    /// smallest adapted dimension ([`max_lora_rank`]), non-finite or
-    /// non-positive bandwidths, offload without a host link, efficiency factors outside
-    /// their ranges.
+    /// fields): zero sizes, sizes beyond the modelled range, ZeRO stage above 3, `tp ·
+    /// pp` not dividing `gpus`, `tp` not dividing the attention heads (or KV heads), more
+    /// stages than layers, more model chunks (`pp · virtual_stages`) than layers,
+    /// sequence parallelism over a `seq` that `tp` does not divide, a global batch that
+    /// is not a multiple of `micro_batch · dp`, a LoRA rank of 0 or above the smallest
+    /// adapted dimension ([`max_lora_rank`]), a network slower than
+    /// [`MIN_INTER_NODE_BYTES_PER_S`] (or not finite), offload without a host link,
+    /// efficiency factors outside their ranges (or `attention > compute`).
     pub fn new(model: &'a ModelConfig, hardware: &'a Hardware, cfg: &TrainConfig) -> Result<Self> {
         let layout = config::layout(model, hardware, cfg)?;
         let eff = match &cfg.efficiency {
