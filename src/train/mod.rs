@@ -29,8 +29,8 @@ pub mod step;
 
 pub use config::{
     DEFAULT_DEVICES_PER_NODE, DEFAULT_INTER_NODE_BYTES_PER_S, DEFAULT_LORA_RANK, Layout,
-    LoraTargets, MAX_ZERO_STAGE, Method, Offload, Optimizer, Recompute, TrainConfig,
-    TrainPrecision,
+    LoraTargets, MAX_ZERO_STAGE, MIN_INTER_NODE_BYTES_PER_S, Method, Offload, Optimizer, Recompute,
+    TrainConfig, TrainPrecision,
 };
 pub use efficiency::{BUILTIN_TRAINING_TOML, EfficiencyTable, TableEntry, TrainEfficiency};
 pub use memory::{
