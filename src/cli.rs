@@ -260,9 +260,9 @@ pub struct TrainArgs {
     /// full, lora or qlora.
     #[arg(long, default_value = "full", value_parser = Method::parse)]
     pub method: Method,
-    /// LoRA rank (adapters on q and v).
-    #[arg(long = "lora-rank", default_value_t = 8, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..))]
-    pub lora_rank: u64,
+    /// LoRA rank (adapters on q and v) [default: 8 with lora and qlora].
+    #[arg(long = "lora-rank", allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..))]
+    pub lora_rank: Option<u64>,
     /// Activation recomputation: none, selective, full.
     #[arg(long, default_value = "none", value_parser = Recompute::parse)]
     pub recompute: Recompute,

@@ -555,8 +555,9 @@ fn recomputation_trades_memory_for_time_and_mfu_ignores_it() {
 #[test]
 fn mfu_counts_six_n_plus_attention() {
     // Llama-2-13B, seq 4096, 128 sequences: N excludes the input embedding lookup
-    // (13,015,864,320 - 163,840,000 = 12,852,024,320); attention 12 · 40 · 5120 · 4096
-    // = 10,066,329,600 per token; FLOPs = 524,288 tokens · (6N + attention).
+    // (13,015,864,320 - 163,840,000 = 12,852,024,320); causal attention 6 · 40 · 5120 ·
+    // 4096 = 5,033,164,800 per token (PaLM's full square: twice that); FLOPs = 524,288
+    // tokens · (6N + attention).
     let m = model("llama-2-13b");
     let hw = gpu("a100-80gb-sxm");
     let t = Trainer::new(
@@ -572,8 +573,10 @@ fn mfu_counts_six_n_plus_attention() {
         },
     )
     .unwrap();
-    let expect = 524_288.0 * (6.0 * 12_852_024_320.0 + 10_066_329_600.0);
+    let expect = 524_288.0 * (6.0 * 12_852_024_320.0 + 5_033_164_800.0);
     assert!((t.model_flops() / expect - 1.0).abs() < 1e-12);
+    let square = 524_288.0 * (6.0 * 12_852_024_320.0 + 10_066_329_600.0);
+    assert!((t.model_flops_full_square() / square - 1.0).abs() < 1e-12);
 }
 
 #[test]
@@ -789,7 +792,7 @@ fn bad_values_are_named() {
         (
             TrainConfig {
                 method: Method::Lora,
-                lora_rank: 0,
+                lora_rank: Some(0),
                 ..TrainConfig::default()
             },
             "lora_rank",
@@ -822,6 +825,17 @@ fn bad_values_are_named() {
         ..TrainConfig::default()
     });
     assert!(e.to_string().contains("efficiency.compute"), "{e}");
+    // the attention core never runs closer to the peak than the matmuls (HFU <= compute)
+    let mut eff = TrainEfficiency::for_hardware(&gpu("a100-80gb-sxm")).unwrap();
+    eff.attention = eff.compute + 0.01;
+    let e = err(TrainConfig {
+        efficiency: Some(eff),
+        ..TrainConfig::default()
+    });
+    assert!(
+        matches!(&e, Error::InvalidValue { field, .. } if field == "efficiency.attention"),
+        "{e}"
+    );
     // unknown names suggest the valid ones
     let e = Method::parse("qlor").unwrap_err();
     assert!(e.to_string().contains("qlora"), "{e}");
@@ -1108,10 +1122,15 @@ fn further_published_runs_outside_the_csv() {
     let mut errs = Vec::new();
     for (label, id, hw, cfg, measured, tps, asserted) in cases {
         let r = train(&model(id), hw, &cfg).unwrap();
+        // published TFLOP/s count attention over the full square
+        let square = Trainer::new(&model(id), hw, &cfg)
+            .unwrap()
+            .model_flops_full_square()
+            / r.step.flops;
         let p = if tps {
             r.step.tokens_per_s_per_gpu
         } else {
-            r.step.model_flops_per_s_per_gpu
+            r.step.model_flops_per_s_per_gpu * square
         };
         let err = p / measured - 1.0;
         println!(
@@ -1126,4 +1145,512 @@ fn further_published_runs_outside_the_csv() {
     let med = median(errs);
     println!("median |error| (asserted rows): {:.1}%", 100.0 * med);
     assert!(med < 0.15);
+}
+
+// ---------------------------------------------------------------------------------------
+// Utilizations: 0 < MFU <= HFU <= the compute efficiency the step assumes <= 1, and no
+// impossible number anywhere in the report.
+
+/// Every number of a `train --json` document: finite (serde_json writes NaN and inf as
+/// null), not negative, and the utilizations and fractions at most 1.
+fn assert_sane_json(v: &serde_json::Value, path: &str) {
+    match v {
+        serde_json::Value::Null => panic!("{path} is null (NaN or inf)"),
+        serde_json::Value::Number(n) => {
+            let x = n.as_f64().unwrap();
+            assert!(x.is_finite() && x >= 0.0, "{path} = {x}");
+            let leaf = path.rsplit('.').next().unwrap();
+            if ["mfu", "hfu", "bubble_fraction", "fragmentation"].contains(&leaf)
+                || path.starts_with("efficiency.")
+            {
+                assert!(x <= 1.0, "{path} = {x}");
+            }
+        }
+        serde_json::Value::Array(a) => {
+            for (i, x) in a.iter().enumerate() {
+                assert_sane_json(x, &format!("{path}[{i}]"));
+            }
+        }
+        serde_json::Value::Object(o) => {
+            for (k, x) in o {
+                let p = if path.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{path}.{k}")
+                };
+                assert_sane_json(x, &p);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The fastest rate, over the utilizations' peak, at which the step places any FLOP:
+/// `compute` with 16-bit matmuls; with fp8 matmuls the fp8 fraction, or the 16-bit
+/// attention core and adapters at `compute` of the 16-bit peak if that is faster.
+fn utilization_ceiling(r: &ridgeline::train::TrainReport, hw: &Hardware) -> f64 {
+    use ridgeline::dtype::ComputeDtype;
+    let e = &r.efficiency;
+    let p16 = hw.peak(r.config.precision.activations()).0;
+    let fp8_matmuls = r.config.precision == TrainPrecision::Fp8
+        && r.config.method == Method::Full
+        && hw.peak_flops_per_s.fp8.is_some();
+    if fp8_matmuls {
+        assert_eq!(r.step.peak_flops_per_s, hw.peak(ComputeDtype::Fp8).0);
+        e.compute_fp8.max(e.compute * p16 / r.step.peak_flops_per_s)
+    } else {
+        assert_eq!(r.step.peak_flops_per_s, p16);
+        e.compute
+    }
+}
+
+fn assert_utilizations(r: &ridgeline::train::TrainReport, hw: &Hardware) {
+    let s = &r.step;
+    let ceiling = utilization_ceiling(r, hw);
+    assert!(s.mfu > 0.0, "mfu {}", s.mfu);
+    assert!(
+        s.mfu <= s.hfu * (1.0 + 1e-12),
+        "mfu {} > hfu {}",
+        s.mfu,
+        s.hfu
+    );
+    assert!(
+        s.hfu <= ceiling * (1.0 + 1e-9),
+        "hfu {} > ceiling {ceiling}",
+        s.hfu
+    );
+    assert!(ceiling <= 1.0);
+    assert!(s.hardware_flops <= s.executed_flops * (1.0 + 1e-9));
+    assert_sane_json(&serde_json::to_value(r).unwrap(), "");
+}
+
+#[test]
+fn mfu_and_hfu_stay_below_the_efficiency_at_any_length() {
+    // attention-dominated: 10^6 tokens per sequence on one A100
+    let (m, hw) = (model("llama-2-7b"), gpu("a100-80gb-sxm"));
+    let r = train(
+        &m,
+        &hw,
+        &TrainConfig {
+            seq: 1_000_000,
+            ..TrainConfig::default()
+        },
+    )
+    .unwrap();
+    assert_utilizations(&r, &hw);
+    assert!(r.step.mfu <= 0.64, "{}", r.step.mfu);
+    // full recomputation at 128K on 8 GPUs: HFU at most the 0.64 it assumes
+    let (m, hw) = (model("llama-3.1-8b"), gpu("a100-80gb-sxm"));
+    let r = train(
+        &m,
+        &hw,
+        &TrainConfig {
+            gpus: 8,
+            seq: 131_072,
+            recompute: Recompute::Full,
+            ..TrainConfig::default()
+        },
+    )
+    .unwrap();
+    assert_utilizations(&r, &hw);
+    assert!(r.step.hfu <= r.efficiency.compute, "{}", r.step.hfu);
+    // the largest sizes the model accepts, naive attention included
+    for flash in [true, false] {
+        let r = train(
+            &m,
+            &hw,
+            &TrainConfig {
+                seq: 100_000_000,
+                micro_batch: 100_000_000,
+                flash,
+                ..TrainConfig::default()
+            },
+        )
+        .unwrap();
+        assert_utilizations(&r, &hw);
+    }
+}
+
+mod utilization_properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Tensor-parallel degrees up to 16 the model accepts.
+    fn tp_degrees(m: &ModelConfig) -> Vec<u64> {
+        (1..=16u64)
+            .filter(|t| {
+                m.heads.is_multiple_of(*t)
+                    && (m.kv_heads.is_multiple_of(*t) || t.is_multiple_of(m.kv_heads))
+            })
+            .collect()
+    }
+
+    #[derive(Debug, Clone)]
+    struct Pick {
+        model: usize,
+        gpu: usize,
+        tp: usize,
+        pp: u64,
+        dp: u64,
+        v: u64,
+        seq: u64,
+        mb: u64,
+        acc: u64,
+        zero: u64,
+        kinds: (usize, usize, usize, usize),
+        flags: (bool, bool, bool, bool),
+        rank: u64,
+        eff: (f64, f64, f64, f64, f64, f64, f64),
+    }
+
+    fn pick() -> impl Strategy<Value = Pick> {
+        (
+            (
+                0usize..1000,
+                0usize..1000,
+                0usize..1000,
+                1u64..=8,
+                0u32..=12,
+                1u64..=4,
+            ),
+            (
+                0u32..=26,
+                1u64..=7,
+                0u32..=26,
+                0u32..=16,
+                0u64..=3,
+                1u64..=64,
+            ),
+            (0usize..3, 0usize..3, 0usize..3, 0usize..3),
+            (any::<bool>(), any::<bool>(), any::<bool>(), any::<bool>()),
+            (0.05f64..=1.0, 0.1f64..=1.0, 0.05f64..=1.0, 0.05f64..=1.0),
+            (0.05f64..=1.0, 0.0f64..=1.0, 0.0f64..=1.0),
+        )
+            .prop_map(|(a, b, kinds, flags, e1, e2)| Pick {
+                model: a.0,
+                gpu: a.1,
+                tp: a.2,
+                pp: a.3,
+                dp: 1 << a.4,
+                v: a.5,
+                seq: (b.1 << b.0).min(100_000_000),
+                mb: (1u64 << b.2).min(100_000_000),
+                acc: 1 << b.3,
+                zero: b.4,
+                rank: b.5,
+                kinds,
+                flags,
+                eff: (e1.0, e1.1, e1.2, e1.3, e2.0, e2.1, e2.2),
+            })
+    }
+
+    /// A configuration the model and device accept, from the random picks.
+    fn setup(p: &Pick) -> (ModelConfig, Hardware, TrainConfig) {
+        let models = ModelDb::builtin().unwrap().models();
+        let devices = HardwareDb::builtin().unwrap().devices();
+        let m = models[p.model % models.len()].clone();
+        let hw = devices[p.gpu % devices.len()].clone();
+        let linked = hw.device_link().is_some();
+        let tps = tp_degrees(&m);
+        let tp = if linked { tps[p.tp % tps.len()] } else { 1 };
+        let pp = if linked { p.pp.min(m.layers) } else { 1 };
+        let dp = if linked { p.dp } else { 1 };
+        let v = if pp > 1 { p.v.min(m.layers / pp) } else { 1 };
+        let (sp, flash, dropout, offload) = p.flags;
+        let seq = (p.seq.div_ceil(tp) * tp).min(100_000_000 / tp * tp);
+        let e = p.eff;
+        let cfg = TrainConfig {
+            gpus: tp * pp * dp,
+            tp,
+            pp,
+            zero: p.zero,
+            micro_batch: p.mb,
+            global_batch: Some(p.mb * dp * p.acc),
+            seq,
+            method: [Method::Full, Method::Lora, Method::Qlora][p.kinds.0],
+            recompute: [Recompute::None, Recompute::Selective, Recompute::Full][p.kinds.1],
+            precision: [
+                TrainPrecision::Bf16,
+                TrainPrecision::Fp16,
+                TrainPrecision::Fp8,
+            ][p.kinds.2],
+            optimizer: [Optimizer::Adamw, Optimizer::Sgd, Optimizer::Adafactor][p.kinds.3],
+            offload: if offload && hw.host_link.is_some() {
+                Offload::Cpu
+            } else {
+                Offload::None
+            },
+            sequence_parallel: sp,
+            flash,
+            dropout,
+            virtual_stages: v,
+            lora_rank: Some(p.rank),
+            efficiency: Some(TrainEfficiency {
+                label: "random".into(),
+                compute: e.0,
+                attention: e.0 * e.1,
+                compute_fp8: e.2,
+                memory: e.3,
+                link: e.4,
+                overlap_dp: e.5,
+                overlap_tp: e.6,
+            }),
+            ..TrainConfig::default()
+        };
+        (m, hw, cfg)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+
+        #[test]
+        fn mfu_le_hfu_le_compute_efficiency_le_1(p in pick()) {
+            let (m, hw, cfg) = setup(&p);
+            let t = Trainer::new(&m, &hw, &cfg)
+                .unwrap_or_else(|e| panic!("{} on {}: {e}\n{cfg:?}", m.id, hw.id));
+            assert_utilizations(&t.report(), &hw);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// LoRA rank: bounded by the adapted matrices; ignored (with a note) by full training.
+
+#[test]
+fn lora_rank_is_bounded_by_the_smallest_adapted_dimension() {
+    // Llama-3-8B: v_proj is 4096 x 1024 (8 KV heads of 128), so ranks above 1024 are
+    // rank-deficient
+    let (m, hw) = (model("llama-3-8b"), gpu("h100-sxm"));
+    let at = |method, rank| {
+        Trainer::new(
+            &m,
+            &hw,
+            &TrainConfig {
+                method,
+                lora_rank: Some(rank),
+                ..TrainConfig::default()
+            },
+        )
+    };
+    let ok = at(Method::Lora, 1024).unwrap().report();
+    assert!(ok.model.trainable_params < m.params().total as f64);
+    for (method, rank) in [(Method::Lora, 1025), (Method::Qlora, 99_999_999)] {
+        let e = at(method, rank).unwrap_err();
+        assert!(
+            matches!(&e, Error::InvalidValue { field, .. } if field == "lora_rank"),
+            "{e}"
+        );
+        assert!(e.to_string().contains("1024"), "{e}");
+    }
+    // the CLI names the flag and the limit, exit 2
+    let out = cli(&[
+        "train",
+        "--model",
+        "llama-2-7b",
+        "--gpu",
+        "a100",
+        "--method",
+        "lora",
+        "--lora-rank",
+        "99999999",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--lora-rank") && err.contains("4096"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}
+
+#[test]
+fn lora_rank_with_full_training_is_a_note() {
+    let run = |extra: &[&str]| -> serde_json::Value {
+        let mut a = vec!["train", "--model", "llama-2-7b", "--gpu", "a100", "--json"];
+        a.extend(extra);
+        let out = cli(&a);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let notes = |v: &serde_json::Value| -> Vec<String> {
+        v["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n.as_str().unwrap().to_string())
+            .collect()
+    };
+    let given = run(&["--method", "full", "--lora-rank", "64"]);
+    assert!(
+        notes(&given).iter().any(|n| n.contains("rank 64")),
+        "{:?}",
+        notes(&given)
+    );
+    assert_eq!(given["config"]["lora_rank"], 0);
+    // the default rank says nothing; LoRA uses it
+    assert!(notes(&run(&[])).iter().all(|n| !n.contains("rank")));
+    let lora = run(&["--method", "lora"]);
+    assert_eq!(lora["config"]["lora_rank"], 8);
+    assert!(notes(&lora).iter().all(|n| !n.contains("rank")));
+}
+
+// ---------------------------------------------------------------------------------------
+// Interleaving: every model chunk (pp x virtual_stages of them) holds whole layers.
+
+#[test]
+fn virtual_stages_must_leave_a_layer_per_chunk() {
+    // Llama-2-7B: 32 layers over pp 4, so at most 8 chunks per device
+    let (m, hw) = (model("llama-2-7b"), gpu("a100-80gb-sxm"));
+    let at = |v| {
+        Trainer::new(
+            &m,
+            &hw,
+            &TrainConfig {
+                gpus: 4,
+                pp: 4,
+                virtual_stages: v,
+                ..TrainConfig::default()
+            },
+        )
+        .map(|t| t.step())
+    };
+    assert!(at(8).is_ok());
+    for v in [9, 100] {
+        let e = at(v).unwrap_err();
+        assert!(
+            matches!(&e, Error::Conflict { fields, .. } if fields[0] == "virtual_stages"),
+            "{e}"
+        );
+        assert!(e.to_string().contains("1 to 8"), "{e}");
+    }
+    // uneven chunks: 30 layers over pp 4 (8 on the fullest stage) in 3 chunks of at
+    // most 3 layers: the bubble is 3 · 3/8 of a micro-batch, not 3/3
+    let cfg = TrainConfig {
+        gpus: 4,
+        pp: 4,
+        virtual_stages: 3,
+        global_batch: Some(16),
+        ..TrainConfig::default()
+    };
+    let mut m = model("llama-2-7b");
+    m.layers = 30;
+    let r = train(&m, &gpu("a100-80gb-sxm"), &cfg).unwrap();
+    let t = r.step.micro_batch_time_s;
+    assert!(
+        (r.step.bubble_time_s / (3.0 * 3.0 / 8.0 * t) - 1.0).abs() < 1e-12,
+        "{} vs {}",
+        r.step.bubble_time_s,
+        t
+    );
+    // the CLI: exit 2 naming the flag
+    let out = cli(&[
+        "train",
+        "--model",
+        "llama-2-7b",
+        "--gpu",
+        "a100",
+        "--gpus",
+        "4",
+        "--pp",
+        "4",
+        "--virtual-stages",
+        "100",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--virtual-stages") && err.contains("1 to 8"),
+        "{err}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// Hostile but valid inputs end as an error naming the field or as finite numbers.
+
+#[test]
+fn hostile_sizes_give_an_error_or_sane_numbers() {
+    let (m, hw) = (model("llama-2-7b"), gpu("a100-80gb-sxm"));
+    // a network too slow to time: the step would take longer than f64 holds
+    let e = err(TrainConfig {
+        gpus: 64,
+        inter_node_bytes_per_s: 1e-300,
+        ..TrainConfig::default()
+    });
+    assert!(
+        matches!(&e, Error::InvalidValue { field, .. } if field == "inter_node_bytes_per_s"),
+        "{e}"
+    );
+    // sequence parallelism splits each sequence over the tp ranks: whole tokens only
+    let sp = |seq, sequence_parallel| {
+        Trainer::new(
+            &m,
+            &hw,
+            &TrainConfig {
+                gpus: 8,
+                tp: 8,
+                seq,
+                sequence_parallel,
+                ..TrainConfig::default()
+            },
+        )
+        .map(|t| t.report())
+    };
+    let e = sp(1, true).unwrap_err();
+    assert!(
+        matches!(&e, Error::Conflict { fields, .. } if fields == &["seq", "tp"]),
+        "{e}"
+    );
+    assert!(
+        e.to_string().contains("seq 1") && e.to_string().contains("tp 8"),
+        "{e}"
+    );
+    assert!(sp(1, false).is_ok());
+    assert!(sp(8, true).is_ok());
+    // the extremes the value parsers allow
+    for cfg in [
+        TrainConfig {
+            seq: 1,
+            ..TrainConfig::default()
+        },
+        TrainConfig {
+            micro_batch: 100_000_000,
+            ..TrainConfig::default()
+        },
+        TrainConfig {
+            gpus: 10_000_000,
+            zero: 3,
+            ..TrainConfig::default()
+        },
+        TrainConfig {
+            gpus: 64,
+            inter_node_bytes_per_s: 1e300,
+            ..TrainConfig::default()
+        },
+        TrainConfig {
+            global_batch: Some(100_000_000_000),
+            ..TrainConfig::default()
+        },
+        TrainConfig {
+            method: Method::Qlora,
+            precision: TrainPrecision::Fp8,
+            ..TrainConfig::default()
+        },
+    ] {
+        let r = train(&m, &hw, &cfg).unwrap();
+        assert_utilizations(&r, &hw);
+    }
+    for args in [
+        vec!["--gpus", "64", "--inter-node-bw", "1e-300"],
+        vec!["--gpus", "8", "--tp", "8", "--seq", "1"],
+    ] {
+        let mut a = vec!["train", "--model", "llama-2-7b", "--gpu", "a100", "--json"];
+        a.extend(args.iter());
+        let out = cli(&a);
+        assert_eq!(out.status.code(), Some(2), "{a:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(err.contains(args[args.len() - 2]), "{a:?}: {err}");
+        assert!(out.stdout.is_empty());
+    }
 }

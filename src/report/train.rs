@@ -34,9 +34,16 @@ impl fmt::Display for TrainNote {
                 "{:.2} GB of optimizer states per device in host memory; the CPU update itself is not timed",
                 bytes / 1e9
             ),
-            TrainNote::AttentionShare { percent } => write!(
+            TrainNote::AttentionShare {
+                percent,
+                full_square_ratio,
+            } => write!(
                 f,
-                "attention is {percent:.0} % of the model FLOPs at this length; MFU counts it over the full s x s square (the PaLM/Megatron convention), about twice what a causal kernel executes"
+                "attention is {percent:.0} % of the model FLOPs at this length, counted causally (half the s x s square); MFUs published with the full-square PaLM/Megatron count read {full_square_ratio:.2}x higher"
+            ),
+            TrainNote::LoraRankUnused { rank } => write!(
+                f,
+                "LoRA rank {rank} is unused: full training has no adapters (the rank applies to --method lora and qlora)"
             ),
             TrainNote::DefaultMicroBatches { micro_batches } => write!(
                 f,
@@ -85,7 +92,7 @@ fn header(r: &TrainReport) -> String {
     let l = &r.layout;
     let method = match c.method {
         Method::Full => "full training".to_string(),
-        m => format!("{} rank {}", m.name(), c.lora_rank),
+        m => format!("{} rank {}", m.name(), c.effective_lora_rank()),
     };
     format!(
         "{} on {}x {}: tp {} x pp {} x dp {}, ZeRO-{}, {}, {} {}, recompute {}{}\nseq {}, micro-batch {}, global batch {} ({} micro-batch{} per step{})\n\n",

@@ -9,7 +9,8 @@
 //! 1. the 16-bit matmul fraction `compute` (with `attention` equal to it) jointly with
 //!    the fp8 fraction `compute_fp8` when the architecture has fp8 rows (else
 //!    `compute_fp8 = compute`, unused), on a grid of [`COMPUTE_STEP`];
-//! 2. a separate `attention` fraction, kept only when it lowers the median error by at
+//! 2. a separate `attention` fraction, at most `compute` (see
+//!    [`TrainEfficiency::validate`]), kept only when it lowers the median error by at
 //!    least [`ATTENTION_MIN_GAIN`].
 //!
 //! Not fitted, because the runs do not identify them: `memory` and `link`
@@ -245,7 +246,11 @@ fn fit_fractions(arch: &str, runs: &[&PublishedRun], overlap: (f64, f64)) -> Res
         fp8,
         attention: compute,
     };
-    let (attention, own) = best(&compute_grid(), |a| {
+    let attention_grid: Vec<f64> = compute_grid()
+        .into_iter()
+        .filter(|a| *a <= compute)
+        .collect();
+    let (attention, own) = best(&attention_grid, |a| {
         errors(
             runs,
             &efficiency(
@@ -406,9 +411,9 @@ const HEADER: &str = "\
 # Training efficiency factors per chip architecture, keyed by the `architecture` field
 # of data/hardware/*.toml. Each factor is a fraction of the device's own ceiling:
 # compute of the dense 16-bit matmul peak, compute_fp8 of the dense fp8 peak, attention
-# of the 16-bit peak for the attention core, memory of the memory bandwidth, link of the
-# link bandwidth; overlap_dp and overlap_tp are the fractions of data- and
-# tensor-parallel communication hidden behind compute.
+# of the 16-bit peak for the attention core (at most compute), memory of the memory
+# bandwidth, link of the link bandwidth; overlap_dp and overlap_tp are the fractions of
+# data- and tensor-parallel communication hidden behind compute.
 #
 # Written by `ridgeline calibrate --train --measurements <CSV> --save <this file>`: a grid
 # search minimising the median |predicted / measured - 1| over the kind-D rows of the

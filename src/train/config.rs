@@ -2,7 +2,7 @@
 //! kinds), and its validation into a device [`Layout`].
 
 use super::efficiency::TrainEfficiency;
-use super::memory::FrameworkOverhead;
+use super::memory::{FrameworkOverhead, max_lora_rank};
 use crate::dtype::{ComputeDtype, Format};
 use crate::error::{Error, Result, require_positive};
 use crate::hardware::Hardware;
@@ -134,11 +134,19 @@ pub const DEFAULT_DEVICES_PER_NODE: u64 = 8;
 /// The highest ZeRO stage (3: weights, gradients and optimizer states sharded).
 pub const MAX_ZERO_STAGE: u64 = 3;
 
+/// LoRA rank when none is given (PEFT's and the LoRA paper's 8).
+pub const DEFAULT_LORA_RANK: u64 = 8;
+
 /// Largest sequence length and micro-batch the model accepts.
 const MAX_SIZE: u64 = 100_000_000;
 
 /// Largest device count the model accepts.
 const MAX_GPUS: u64 = 10_000_000;
+
+/// Slowest inter-node network the model accepts, bytes/s (1 MB/s; 1 GbE is 125 MB/s):
+/// below it a step's communication time leaves the range of numbers worth printing
+/// (and at 1e-300 that of `f64`).
+pub const MIN_INTER_NODE_BYTES_PER_S: f64 = 1e6;
 
 /// A training configuration (the `train` command's options).
 #[derive(Debug, Clone, PartialEq)]
@@ -161,8 +169,10 @@ pub struct TrainConfig {
     pub seq: u64,
     /// Full fine-tuning / pre-training, LoRA or QLoRA.
     pub method: Method,
-    /// LoRA rank.
-    pub lora_rank: u64,
+    /// LoRA rank (`None`: [`DEFAULT_LORA_RANK`] for LoRA and QLoRA). At most the
+    /// smaller dimension of the smallest adapted matrix ([`super::max_lora_rank`]);
+    /// given with full training it is unused, and a note says so.
+    pub lora_rank: Option<u64>,
     /// Matrices LoRA adapts.
     pub lora_targets: LoraTargets,
     /// Activation recomputation.
@@ -173,18 +183,21 @@ pub struct TrainConfig {
     pub optimizer: Optimizer,
     /// Optimizer states on the host.
     pub offload: Offload,
-    /// Megatron sequence parallelism alongside tensor parallelism (default on).
+    /// Megatron sequence parallelism alongside tensor parallelism (default on); it
+    /// splits each sequence over the `tp` ranks, so `seq` must be a multiple of `tp`.
     pub sequence_parallel: bool,
     /// Fused (flash) attention (default on).
     pub flash: bool,
     /// The model uses dropout (1-byte masks stored); modern LLM pre-training does not.
     pub dropout: bool,
-    /// Interleaved pipeline: model chunks per device (1: plain 1F1B).
+    /// Interleaved pipeline: model chunks per device (1: plain 1F1B); `pp ·
+    /// virtual_stages` chunks of whole layers, so at most `layers / pp`.
     pub virtual_stages: u64,
     /// Storage format of frozen LoRA base weights (`None`: the precision's 16-bit format
     /// for LoRA, NF4 for QLoRA).
     pub frozen_format: Option<Format>,
-    /// Network bandwidth per GPU between nodes, bytes/s per direction.
+    /// Network bandwidth per GPU between nodes, bytes/s per direction (at least
+    /// [`MIN_INTER_NODE_BYTES_PER_S`]).
     pub inter_node_bytes_per_s: f64,
     /// Override of the calibrated efficiencies.
     pub efficiency: Option<TrainEfficiency>,
@@ -205,7 +218,7 @@ impl Default for TrainConfig {
             global_batch: None,
             seq: 2048,
             method: Method::Full,
-            lora_rank: 8,
+            lora_rank: None,
             lora_targets: LoraTargets::QueryValue,
             recompute: Recompute::None,
             precision: TrainPrecision::Bf16,
@@ -219,6 +232,17 @@ impl Default for TrainConfig {
             inter_node_bytes_per_s: DEFAULT_INTER_NODE_BYTES_PER_S,
             efficiency: None,
             overhead: None,
+        }
+    }
+}
+
+impl TrainConfig {
+    /// The LoRA rank in use: as given or [`DEFAULT_LORA_RANK`] for LoRA and QLoRA, 0 for
+    /// full training.
+    pub fn effective_lora_rank(&self) -> u64 {
+        match self.method {
+            Method::Full => 0,
+            _ => self.lora_rank.unwrap_or(DEFAULT_LORA_RANK),
         }
     }
 }
@@ -255,7 +279,7 @@ fn positive_u64(field: &str, v: u64) -> Result<u64> {
 }
 
 /// Values that are wrong on their own: zero sizes, sizes beyond what is modelled, a
-/// ZeRO stage above 3, a non-positive bandwidth.
+/// ZeRO stage above 3, a non-positive or slower-than-modelled network.
 fn check_values(cfg: &TrainConfig) -> Result<()> {
     positive_u64("gpus", cfg.gpus)?;
     positive_u64("tp", cfg.tp)?;
@@ -284,11 +308,25 @@ fn check_values(cfg: &TrainConfig) -> Result<()> {
         }
     }
     require_positive("inter_node_bytes_per_s", cfg.inter_node_bytes_per_s)?;
+    if cfg.inter_node_bytes_per_s < MIN_INTER_NODE_BYTES_PER_S {
+        return Err(Error::invalid(
+            "inter_node_bytes_per_s",
+            format!(
+                "{} bytes/s is below the 1e6 bytes/s (1 MB/s) ridgeline models",
+                cfg.inter_node_bytes_per_s
+            ),
+        ));
+    }
     Ok(())
 }
 
 /// Degrees that contradict the model: `tp · pp` not dividing `gpus`, `tp` not dividing
-/// the heads (or KV heads), more stages than layers, virtual stages without pipelining.
+/// the heads (or KV heads), more stages than layers, sequence parallelism over a `seq`
+/// that `tp` does not divide (Megatron-LM splits whole tokens), virtual stages without
+/// pipelining
+/// or more model chunks (`pp · virtual_stages`) than layers. Uneven chunks are allowed
+/// (Megatron-LM wants `layers` divisible by `pp · v`; Llama 3 405B ran 126 layers in
+/// uneven stages) and costed by the largest.
 fn check_degrees(model: &ModelConfig, cfg: &TrainConfig) -> Result<()> {
     let (gpus, tp, pp) = (cfg.gpus, cfg.tp, cfg.pp);
     let tp_pp = tp.saturating_mul(pp);
@@ -324,10 +362,52 @@ fn check_degrees(model: &ModelConfig, cfg: &TrainConfig) -> Result<()> {
             format!("pp {pp} exceeds {}'s {} layers", model.id, model.layers),
         ));
     }
-    if cfg.virtual_stages > 1 && pp == 1 {
+    if cfg.sequence_parallel && tp > 1 && !cfg.seq.is_multiple_of(tp) {
+        return Err(Error::conflict(
+            &["seq", "tp"],
+            format!(
+                "sequence parallelism splits each sequence over the tp ranks in whole tokens: seq {} is not a multiple of tp {tp} (turn sequence parallelism off, or pick a multiple)",
+                cfg.seq
+            ),
+        ));
+    }
+    let v = cfg.virtual_stages;
+    if v > 1 && pp == 1 {
         return Err(Error::conflict(
             &["virtual_stages", "pp"],
             "virtual pipeline stages need pp > 1",
+        ));
+    }
+    let most = model.layers / pp;
+    if v > most {
+        return Err(Error::conflict(
+            &["virtual_stages", "pp"],
+            format!(
+                "pp {pp} x virtual_stages {v} = {} model chunks, more than {}'s {} layers: every chunk holds whole layers, so virtual_stages is 1 to {most}",
+                pp.saturating_mul(v),
+                model.id,
+                model.layers
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The LoRA rank of LoRA and QLoRA: at least 1, at most the smaller dimension of the
+/// smallest adapted matrix (beyond it `B·A` gains parameters but no rank).
+fn check_lora_rank(model: &ModelConfig, cfg: &TrainConfig) -> Result<()> {
+    if cfg.method == Method::Full {
+        return Ok(());
+    }
+    let rank = positive_u64("lora_rank", cfg.effective_lora_rank())?;
+    let (limit, matrix) = max_lora_rank(model, cfg.lora_targets);
+    if rank > limit {
+        return Err(Error::invalid(
+            "lora_rank",
+            format!(
+                "rank {rank} exceeds {limit}, the smaller dimension of {}'s {matrix}: a higher rank adds parameters but no rank",
+                model.id
+            ),
         ));
     }
     Ok(())
@@ -397,9 +477,7 @@ pub(super) fn layout(
     check_degrees(model, cfg)?;
     let dp = cfg.gpus / (cfg.tp * cfg.pp);
     let global = global_batch(cfg, dp)?;
-    if cfg.method != Method::Full {
-        positive_u64("lora_rank", cfg.lora_rank)?;
-    }
+    check_lora_rank(model, cfg)?;
     check_device(hardware, cfg)?;
     Ok(Layout {
         gpus: cfg.gpus,

@@ -28,7 +28,7 @@ pub struct TrainEfficiency {
     /// Fraction of the dense fp8 peak reached by fp8 matmuls.
     pub compute_fp8: f64,
     /// Fraction of the dense 16-bit peak reached by the attention core (fused kernels,
-    /// forward and backward).
+    /// forward and backward); at most `compute`.
     pub attention: f64,
     /// Fraction of memory bandwidth reached by memory-bound kernels.
     pub memory: f64,
@@ -81,8 +81,9 @@ impl TrainEfficiency {
         ]
     }
 
-    /// Checks every fraction: the ceilings' in (0, 1], the overlaps in [0, 1]; errors
-    /// name the field as `efficiency.<factor>`.
+    /// Checks every fraction: the ceilings' in (0, 1], the overlaps in [0, 1], and
+    /// `attention <= compute` (which bounds HFU by `compute`, see [`super::step`]);
+    /// errors name the field as `efficiency.<factor>`.
     pub fn validate(&self) -> Result<()> {
         let factors = self.factors();
         let (ceilings, overlaps) = factors.split_at(5);
@@ -101,6 +102,15 @@ impl TrainEfficiency {
                     format!("must be in [0, 1], got {v}"),
                 ));
             }
+        }
+        if self.attention > self.compute {
+            return Err(Error::invalid(
+                "efficiency.attention",
+                format!(
+                    "{} is above compute {}: the attention core does not run closer to the peak than the dense matmuls",
+                    self.attention, self.compute
+                ),
+            ));
         }
         Ok(())
     }

@@ -237,6 +237,23 @@ pub fn lora_params_per_layer(cfg: &ModelConfig, rank: u64, targets: LoraTargets)
     }
 }
 
+/// The largest useful LoRA rank, the smaller dimension of the smallest matrix LoRA
+/// adapts, and that matrix as `name (d_in x d_out)`: q and v projections (`h x q`,
+/// `h x k`) for [`LoraTargets::QueryValue`]; with [`LoraTargets::AllLinear`] also k, o
+/// and the MLP's (`h x i`).
+pub fn max_lora_rank(cfg: &ModelConfig, targets: LoraTargets) -> (u64, String) {
+    let (h, q, k, i) = (cfg.hidden, cfg.q_width(), cfg.kv_width(), cfg.intermediate);
+    let mut adapted = vec![("q_proj", h, q), ("v_proj", h, k)];
+    if targets == LoraTargets::AllLinear {
+        adapted.extend([("o_proj", q, h), ("down_proj", i, h)]);
+    }
+    let (name, d_in, d_out) = adapted
+        .into_iter()
+        .min_by_key(|(_, a, b)| (*a).min(*b))
+        .unwrap_or(("q_proj", h, q));
+    (d_in.min(d_out), format!("{name} ({d_in} x {d_out})"))
+}
+
 /// Matrices LoRA adapts per layer: 2 for q and v; 4 attention projections plus the MLP's
 /// (3 gated or 2 plain, per expert) for all-linear.
 pub fn lora_matrices_per_layer(cfg: &ModelConfig, targets: LoraTargets) -> f64 {
@@ -321,7 +338,11 @@ impl Trainer<'_> {
             Method::Full => sp.total(),
             _ => {
                 layers as f64
-                    * lora_params_per_layer(self.model, self.cfg.lora_rank, self.cfg.lora_targets)
+                    * lora_params_per_layer(
+                        self.model,
+                        self.cfg.effective_lora_rank(),
+                        self.cfg.lora_targets,
+                    )
                     / self.layout.tp as f64
             }
         }
@@ -344,7 +365,7 @@ impl Trainer<'_> {
             (Optimizer::Adafactor, _) => {
                 // an adapter pair (d_in x r, r x d_out): rows + cols = d_in + d_out + 2r
                 // over r·(d_in + d_out) parameters, about 1/r.
-                4.0 / self.cfg.lora_rank.max(1) as f64
+                4.0 / self.cfg.effective_lora_rank().max(1) as f64
             }
             _ => 0.0,
         };

@@ -28,14 +28,15 @@ pub mod runs;
 pub mod step;
 
 pub use config::{
-    DEFAULT_DEVICES_PER_NODE, DEFAULT_INTER_NODE_BYTES_PER_S, Layout, LoraTargets, MAX_ZERO_STAGE,
-    Method, Offload, Optimizer, Recompute, TrainConfig, TrainPrecision,
+    DEFAULT_DEVICES_PER_NODE, DEFAULT_INTER_NODE_BYTES_PER_S, DEFAULT_LORA_RANK, Layout,
+    LoraTargets, MAX_ZERO_STAGE, MIN_INTER_NODE_BYTES_PER_S, Method, Offload, Optimizer, Recompute,
+    TrainConfig, TrainPrecision,
 };
 pub use efficiency::{BUILTIN_TRAINING_TOML, EfficiencyTable, TableEntry, TrainEfficiency};
 pub use memory::{
     ActivationShape, DEFAULT_OVERHEAD, FrameworkOverhead, MemoryDetail, TrainMemory,
     activation_bytes_per_layer, adafactor_factored_bytes_per_param, lora_matrices_per_layer,
-    lora_params_per_layer,
+    lora_params_per_layer, max_lora_rank,
 };
 pub use report::{HardwareInfo, MemoryReport, ModelInfo, TrainNote, TrainReport};
 pub use step::{StepReport, backward_cost};
@@ -107,11 +108,14 @@ impl<'a> Trainer<'a> {
     /// Validates the configuration against the model and device.
     ///
     /// Errors ([`crate::Error::InvalidValue`] or [`crate::Error::Conflict`], naming the
-    /// fields): zero sizes, ZeRO stage above 3, `tp · pp` not dividing `gpus`, `tp` not
-    /// dividing the attention heads (or KV heads), more stages than layers, a global
-    /// batch that is not a multiple of `micro_batch · dp`, LoRA rank 0, non-finite or
-    /// non-positive bandwidths, offload without a host link, efficiency factors outside
-    /// their ranges.
+    /// fields): zero sizes, sizes beyond the modelled range, ZeRO stage above 3, `tp ·
+    /// pp` not dividing `gpus`, `tp` not dividing the attention heads (or KV heads), more
+    /// stages than layers, more model chunks (`pp · virtual_stages`) than layers,
+    /// sequence parallelism over a `seq` that `tp` does not divide, a global batch that
+    /// is not a multiple of `micro_batch · dp`, a LoRA rank of 0 or above the smallest
+    /// adapted dimension ([`max_lora_rank`]), a network slower than
+    /// [`MIN_INTER_NODE_BYTES_PER_S`] (or not finite), offload without a host link,
+    /// efficiency factors outside their ranges (or `attention > compute`).
     pub fn new(model: &'a ModelConfig, hardware: &'a Hardware, cfg: &TrainConfig) -> Result<Self> {
         let layout = config::layout(model, hardware, cfg)?;
         let eff = match &cfg.efficiency {
@@ -125,6 +129,9 @@ impl<'a> Trainer<'a> {
 
         let mut notes = Vec::new();
         let (precision, frozen) = formats(hardware, cfg, &mut notes);
+        if let (Method::Full, Some(rank)) = (cfg.method, cfg.lora_rank) {
+            notes.push(TrainNote::LoraRankUnused { rank });
+        }
         if cfg.seq > model.max_context {
             notes.push(TrainNote::SeqBeyondContext {
                 seq: cfg.seq,

@@ -75,10 +75,19 @@ pub enum TrainNote {
         /// Bytes per device in host memory.
         bytes: f64,
     },
-    /// Attention is a large share of the model FLOPs, counted over the full square.
+    /// Attention is a large share of the model FLOPs (counted causally): MFUs published
+    /// with the full-square count are not comparable.
     AttentionShare {
         /// Attention's share of the model FLOPs, percent.
         percent: f64,
+        /// Model FLOPs with attention over the full `s × s` square (PaLM, Megatron-LM)
+        /// over the causal count.
+        full_square_ratio: f64,
+    },
+    /// A LoRA rank was given with full training, which has no adapters.
+    LoraRankUnused {
+        /// The rank given.
+        rank: u64,
     },
     /// No global batch was given with pipelining: `4 · pp` micro-batches are assumed.
     DefaultMicroBatches {
@@ -119,12 +128,7 @@ fn echo<S: Serializer>(c: &TrainConfig, s: S) -> Result<S::Ok, S::Error> {
     m.serialize_field("seq", &c.seq)?;
     m.serialize_field("zero", &c.zero)?;
     m.serialize_field("method", &c.method)?;
-    let rank = if c.method == Method::Full {
-        0
-    } else {
-        c.lora_rank
-    };
-    m.serialize_field("lora_rank", &rank)?;
+    m.serialize_field("lora_rank", &c.effective_lora_rank())?;
     m.serialize_field("recompute", &c.recompute)?;
     m.serialize_field("precision", &c.precision)?;
     m.serialize_field("optimizer", &c.optimizer)?;
@@ -143,7 +147,11 @@ impl Trainer<'_> {
             Method::Full => self.model.params().total as f64,
             _ => {
                 self.model.layers as f64
-                    * lora_params_per_layer(self.model, self.cfg.lora_rank, self.cfg.lora_targets)
+                    * lora_params_per_layer(
+                        self.model,
+                        self.cfg.effective_lora_rank(),
+                        self.cfg.lora_targets,
+                    )
             }
         }
     }
@@ -162,11 +170,12 @@ impl Trainer<'_> {
                 bytes: detail.host_optimizer_bytes,
             });
         }
-        let dense = 6.0 * self.model.params().total as f64;
-        let attn = self.attention_flops_per_token();
-        if attn > dense * 0.25 {
+        let model_flops = self.model_flops();
+        let share = self.tokens_per_step() * self.attention_flops_per_token() / model_flops;
+        if share > 0.2 {
             notes.push(TrainNote::AttentionShare {
-                percent: 100.0 * attn / (attn + dense),
+                percent: 100.0 * share,
+                full_square_ratio: self.model_flops_full_square() / model_flops,
             });
         }
         if self.cfg.global_batch.is_none() && self.layout.pp > 1 {

@@ -34,11 +34,12 @@ crate::named_enum! {
         TokensPerSPerGpu = "tokens_per_s_per_gpu",
         /// Tokens per second over all devices.
         TokensPerS = "tokens_per_s",
-        /// Model FLOP/s per device (recomputation not counted).
+        /// Model FLOP/s per device (recomputation not counted; attention over the full
+        /// square, as published).
         ModelFlopsPerSPerGpu = "model_flops_per_s_per_gpu",
         /// FLOP/s per device counting recomputation (Narayanan et al. 2021 count it).
         HardwareFlopsPerSPerGpu = "hardware_flops_per_s_per_gpu",
-        /// Model FLOPs utilization (fraction).
+        /// Model FLOPs utilization (fraction; attention over the full square).
         Mfu = "mfu",
         /// `torch.cuda.max_memory_allocated()`: no CUDA context, no allocator slack.
         AllocatedBytes = "allocated_bytes",
@@ -284,7 +285,10 @@ pub struct PublishedRun {
 
 impl PublishedRun {
     /// The predicted number for the metric, with `efficiency` in place of the table's
-    /// factors when given.
+    /// factors when given. FLOP metrics (model and hardware FLOP/s, MFU) are read in the
+    /// convention of the published figures, PaLM's and Megatron-LM's attention over the
+    /// full `s × s` square ([`Trainer::model_flops_full_square`]), not in the causal
+    /// count of `train`'s own MFU.
     pub fn predict(&self, efficiency: Option<&TrainEfficiency>) -> Result<f64> {
         let cfg = TrainConfig {
             efficiency: efficiency
@@ -302,12 +306,14 @@ impl PublishedRun {
             });
         }
         let s = t.step();
+        // published FLOP figures count attention over the full square
+        let square = t.model_flops_full_square() / s.flops;
         Ok(match self.metric {
             Metric::TokensPerSPerGpu => s.tokens_per_s_per_gpu,
             Metric::TokensPerS => s.tokens_per_s,
-            Metric::ModelFlopsPerSPerGpu => s.model_flops_per_s_per_gpu,
-            Metric::HardwareFlopsPerSPerGpu => s.hfu * s.peak_flops_per_s,
-            _ => s.mfu,
+            Metric::ModelFlopsPerSPerGpu => s.model_flops_per_s_per_gpu * square,
+            Metric::HardwareFlopsPerSPerGpu => s.hfu * s.peak_flops_per_s * square,
+            _ => s.mfu * square,
         })
     }
 

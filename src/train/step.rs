@@ -12,20 +12,49 @@
 //! [`super::TrainEfficiency`]. The step is
 //!
 //! ```text
-//! t = (m + (pp-1)/v) · t_micro  +  exposed DP communication  +  optimizer update
+//! t = (m + (pp-1)·c/n) · t_micro  +  exposed DP communication  +  optimizer update
 //! ```
 //!
-//! for `m` micro-batches per pipeline and `v` virtual stages (interleaving); tensor-parallel
+//! for `m` micro-batches per pipeline and `v` virtual stages (interleaving): the `n` layers
+//! of the fullest stage in `v` chunks of whole layers, the largest `c = ceil(n/v)` (`c/n =
+//! 1/v` when `v` divides `n`, as Megatron-LM requires); tensor-parallel
 //! collectives run on the scale-up link, or on the inter-node network when a group spans
 //! nodes (see [`super::TrainConfig::inter_node_bytes_per_s`]). A fraction (`overlap_*`) of
 //! each communication is hidden behind compute, never more than the compute available.
 //!
-//! MFU = model FLOPs / (time × GPUs × dense peak of the matmul dtype), with model FLOPs
-//! `6 · N · tokens + 12 · layers · heads·head_dim · seq · tokens` (N: parameters that
-//! multiply, i.e. excluding the input-embedding lookup; attention counted over the full
-//! `s × s` square as PaLM and Megatron-LM do), never counting recomputation; LoRA counts
-//! `4 · N` for the frozen weights (no weight gradients) plus `6 ·` the adapters. HFU is
-//! MFU scaled by the ratio of executed kernel FLOPs with and without recomputation.
+//! **Utilizations.** MFU = model FLOPs / (time × GPUs × dense peak of the matmul dtype).
+//! Model FLOPs follow PaLM (Chowdhery et al. 2022, appendix B) and Megatron-LM: `6 · N`
+//! per token (N: parameters that multiply, i.e. excluding the input-embedding lookup and
+//! inactive experts; LoRA `4 · N` for the frozen weights, which get no weight gradients,
+//! plus `6 ·` the adapters), plus attention `6 · layers · heads·head_dim · seq` per
+//! token: PaLM's `12 · layers · q · seq` halved for the causal mask, i.e. the `s²/2`
+//! query-key pairs a causal model needs (the convention of FlashAttention's benchmarks
+//! and Megatron's causal FLOP count), never counting recomputation. PaLM's full `s × s`
+//! square counts work no causal kernel does: at long sequences, where attention
+//! dominates, it made MFU exceed the executed-FLOP utilization and even 1.
+//! [`Trainer::model_flops_full_square`] gives that count for comparing with figures
+//! published in it. HFU is MFU scaled by the ratio of executed kernel FLOPs with and
+//! without recomputation.
+//!
+//! `0 < MFU ≤ HFU ≤ the compute efficiency ≤ 1` holds by construction:
+//! - model FLOPs never exceed the FLOPs the kernels execute without recomputation: every
+//!   matmul executes `6·` (LoRA's frozen ones `4·`) its parameters per token (forward,
+//!   input and weight gradients), fused attention the causal pairs plus the same again
+//!   2.5× in backward (`7 · q · (s+1)` per token against the model's `6 · q · s`; the naive
+//!   form the full square, `12 · q · s`), and norms, biases and activations execute at
+//!   least the `6 ·` their parameters the model counts; every device executes at least
+//!   its share (the slowest stage stands for all, with whole layers);
+//! - so HFU's numerator, model FLOPs × executed / (executed − recomputed), is at most the
+//!   executed FLOPs, and MFU ≤ HFU as executed ≥ executed − recomputed;
+//! - every kernel is placed at no more than its efficiency times its unit's peak
+//!   ([`place`]), and the step time is at least the sum of the kernel times: matmuls at
+//!   [`super::TrainEfficiency::compute_for`] their dtype, the attention core at
+//!   `attention ≤ compute` of the 16-bit peak (validation enforces the order: a fused
+//!   attention kernel does not run closer to peak than the dense matmuls), vector ops at
+//!   `compute` of the (lower) fp32 peak. With 16-bit matmuls HFU ≤ `compute`; with fp8
+//!   matmuls, against the fp8 peak, HFU ≤ max(`compute_fp8`, `compute` × 16-bit peak /
+//!   fp8 peak), the 16-bit attention core being the faster of the two when fp8 matmuls
+//!   are slow; every factor is at most 1.
 
 use super::Trainer;
 use super::config::{Method, Offload, Recompute};
@@ -47,17 +76,16 @@ pub struct StepReport {
     pub tokens_per_s: f64,
     /// Tokens per second per device.
     pub tokens_per_s_per_gpu: f64,
-    /// Model FLOPs utilization (recomputation not counted). Attention is counted over
-    /// the full `s × s` square (the PaLM / Megatron-LM convention the published MFUs use),
-    /// about twice what a causal fused kernel executes, so at very long sequences, where
-    /// attention dominates, MFU can exceed the executed-FLOP utilization (and even 1).
+    /// Model FLOPs utilization (recomputation not counted; causal attention, see the
+    /// [module docs](self)): `0 < mfu <= hfu <=` the compute efficiency `<= 1`.
     pub mfu: f64,
     /// The bound that accounts for most of the step time.
     pub bound: Bound,
     /// Model FLOPs plus the recomputed forward work, counted the same way (MFU's
     /// convention): `flops · executed / (executed - recomputed)` kernel FLOPs.
     pub hardware_flops: f64,
-    /// Hardware FLOPs utilization (`hardware_flops` over time × GPUs × peak).
+    /// Hardware FLOPs utilization (`hardware_flops` over time × GPUs × peak); at most
+    /// the compute efficiency the step assumes.
     pub hfu: f64,
     /// FLOPs the kernels execute per step over all devices (causal-half attention,
     /// 2.5x fused-attention backward, recomputation), from the slowest stage.
@@ -83,13 +111,14 @@ pub struct StepReport {
     pub pp_comm_time_s: f64,
     /// Communication time not hidden by compute, s.
     pub exposed_comm_time_s: f64,
-    /// Pipeline bubble `(pp-1)/v · t_micro`, s.
+    /// Pipeline bubble `(pp-1)·c/n · t_micro` (`1/v` of the plain bubble when the
+    /// chunks are even; see the [module docs](self)), s.
     pub bubble_time_s: f64,
     /// Optimizer update on the device, s.
     pub optimizer_time_s: f64,
     /// Gradient / weight traffic over the host link with offload, s.
     pub offload_time_s: f64,
-    /// Bubble fraction `(p-1)/v / (m + (p-1)/v)`.
+    /// Bubble fraction `(p-1)·c/n / (m + (p-1)·c/n)`.
     pub bubble_fraction: f64,
 }
 
@@ -261,9 +290,13 @@ impl Trainer<'_> {
         let tokens = l.micro_batch as f64 * self.cfg.seq as f64;
         let layers = l.layers_per_stage as f64;
         let adapters = layers
-            * lora_params_per_layer(self.model, self.cfg.lora_rank, self.cfg.lora_targets)
+            * lora_params_per_layer(
+                self.model,
+                self.cfg.effective_lora_rank(),
+                self.cfg.lora_targets,
+            )
             / l.tp as f64;
-        let r = self.cfg.lora_rank as f64;
+        let r = self.cfg.effective_lora_rank() as f64;
         let e = self.precision.activations.bytes();
         let io = if r > 0.0 { adapters / r } else { 0.0 };
         let bottleneck = layers * lora_matrices_per_layer(self.model, self.cfg.lora_targets) * r;
@@ -476,7 +509,8 @@ impl Trainer<'_> {
     }
 
     /// Model FLOPs of one step over all devices: `6·N·tokens` (LoRA: `4·N_frozen +
-    /// 6·N_adapters`) plus `12 · layers · heads·head_dim · seq` per token.
+    /// 6·N_adapters`) plus `6 · layers · heads·head_dim · seq` per token for causal
+    /// attention (see the [module docs](self)).
     pub fn model_flops(&self) -> f64 {
         let p = self.model.params();
         let table_lookup = p.embedding as f64
@@ -489,17 +523,30 @@ impl Trainer<'_> {
             * self.model.expert_params() as f64
             * (self.model.experts - self.model.experts_per_token) as f64;
         let n = p.total as f64 - table_lookup - expert_inactive;
-        let tokens = self.layout.global_batch as f64 * self.cfg.seq as f64;
         let dense = match self.cfg.method {
             Method::Full => 6.0 * n,
             _ => 4.0 * n + 6.0 * self.trainable_params(),
         };
-        tokens * (dense + self.attention_flops_per_token())
+        self.tokens_per_step() * (dense + self.attention_flops_per_token())
     }
 
-    /// Attention FLOPs per token over the full `s × s` square: `12 · layers · q · s`.
+    /// Model FLOPs of one step with attention counted over the full `s × s` square,
+    /// `12 · layers · heads·head_dim · seq` per token, as PaLM and Megatron-LM's
+    /// published MFUs and TFLOP/s do: for comparing with such figures only (it exceeds
+    /// what a causal kernel executes, so its utilization is not bounded by 1).
+    pub fn model_flops_full_square(&self) -> f64 {
+        self.model_flops() + self.tokens_per_step() * self.attention_flops_per_token()
+    }
+
+    /// Tokens per optimizer step, all devices.
+    pub(super) fn tokens_per_step(&self) -> f64 {
+        self.layout.global_batch as f64 * self.cfg.seq as f64
+    }
+
+    /// Causal attention FLOPs per token in the model count: `6 · layers · q · s` (forward
+    /// `2 · q · s` over the `s²/2` causal pairs, backward twice that).
     pub(super) fn attention_flops_per_token(&self) -> f64 {
-        12.0 * self.model.layers as f64 * self.model.q_width() as f64 * self.cfg.seq as f64
+        6.0 * self.model.layers as f64 * self.model.q_width() as f64 * self.cfg.seq as f64
     }
 
     /// Predicts one optimizer step.
@@ -510,7 +557,9 @@ impl Trainer<'_> {
         let tp_exposed = mb.tp_s - (self.eff.overlap_tp * mb.tp_s).min(op_s);
         let t_micro = op_s + tp_exposed;
         let m = l.micro_batches as f64;
-        let bubble_mb = (l.pp - 1) as f64 / self.cfg.virtual_stages as f64;
+        let n = l.layers_per_stage.max(1);
+        let chunk = n.div_ceil(self.cfg.virtual_stages);
+        let bubble_mb = (l.pp - 1) as f64 * chunk as f64 / n as f64;
         let tr = self.traffic(op_s);
         let time =
             (m + bubble_mb) * t_micro + tr.dp_exposed_s + tr.pp_s + tr.optimizer_s + tr.offload_s;
@@ -538,7 +587,7 @@ impl Trainer<'_> {
             )
             .0;
         let gpus = l.gpus as f64;
-        let tokens = l.global_batch as f64 * self.cfg.seq as f64;
+        let tokens = self.tokens_per_step();
         let util = |f: f64| time_at(f, time * gpus * peak);
         StepReport {
             flops: model_flops,
