@@ -43,7 +43,7 @@ fn fails_with(args: &[&str], needles: &[&str]) {
 fn hardware_json_lists_all_devices_with_sources() {
     let v = json(&["hardware", "--json"]);
     let list = v.as_array().unwrap();
-    assert_eq!(list.len(), 39);
+    assert_eq!(list.len(), 48);
     for d in list {
         assert!(d["id"].is_string());
         assert!(!d["sources"].as_array().unwrap().is_empty(), "{}", d["id"]);
@@ -538,4 +538,41 @@ fn huge_inputs_are_rejected_not_wrapped() {
         ],
         &["--batch"],
     );
+}
+
+#[test]
+fn a10g_runs_tensor_parallel_over_pcie() {
+    // AWS g5.12xlarge: 4 x A10G joined by PCIe only (no NVLink); the host link carries the
+    // all-reduces. PCIe Gen4 x16 = 64 GB/s bidirectional = 32 GB/s per direction.
+    let hw = json(&["hardware", "show", "a10g", "--json"]);
+    assert_eq!(hw["host_link_bytes_per_s"].as_f64(), Some(32e9));
+    assert!(hw["scaleup_link_bytes_per_s"].is_null());
+    for gpus in ["2", "4"] {
+        let v = json(&[
+            "predict",
+            "--model",
+            "llama-2-7b",
+            "--gpu",
+            "a10g",
+            "--gpus",
+            gpus,
+            "--engine",
+            "ideal",
+            "--json",
+        ]);
+        assert_eq!(v["hardware"]["count"].as_f64(), Some(gpus.parse().unwrap()));
+        assert_eq!(v["config"]["parallel"], "tp");
+        let comm: Vec<&Value> = v["ops"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|o| o["link_bytes"].as_f64().unwrap_or(0.0) > 0.0)
+            .collect();
+        assert!(!comm.is_empty(), "--gpus {gpus}: no all-reduce");
+        for o in comm {
+            // the ideal roofline moves link bytes at exactly the link's 32 GB/s
+            let rate = o["link_bytes"].as_f64().unwrap() / o["time_s"].as_f64().unwrap();
+            assert!((rate / 32e9 - 1.0).abs() < 1e-9, "{}: {rate}", o["name"]);
+        }
+    }
 }

@@ -4,7 +4,7 @@
 use ridgeline::dtype::ComputeDtype;
 use ridgeline::hardware::HardwareDb;
 
-const CONTRACT_IDS: [&str; 39] = [
+const CONTRACT_IDS: [&str; 48] = [
     "a100-40gb-sxm",
     "a100-80gb-sxm",
     "a100-80gb-pcie",
@@ -44,6 +44,16 @@ const CONTRACT_IDS: [&str; 39] = [
     "m2-ultra",
     "m3-max",
     "m4-max",
+    // devices of 2025-26
+    "b300",
+    "gb300",
+    "mi355x",
+    "rtx-pro-6000",
+    "dgx-spark",
+    "ryzen-ai-max-395",
+    "tpu-v6e",
+    "h20",
+    "rtx-5080",
 ];
 
 #[test]
@@ -223,7 +233,260 @@ fn sparse_halving_is_declared_where_datasheets_print_sparse() {
         "b200",
         "gb200",
         "l4",
+        "b300",
+        "gb300",
+        "rtx-pro-6000",
+        "rtx-5080",
+        "dgx-spark",
     ] {
         assert!(db.get(id).unwrap().peak_flops_per_s.sparse_halved, "{id}");
+    }
+}
+
+const GIB: f64 = 1073741824.0;
+
+/// Every peak of a device that is present, as (dtype name, FLOP/s).
+fn peaks(d: &ridgeline::hardware::Hardware) -> Vec<(&'static str, f64)> {
+    ComputeDtype::ALL
+        .iter()
+        .filter_map(|&t| d.peak_flops_per_s.get(t).map(|v| (t.name(), v)))
+        .collect()
+}
+
+#[test]
+fn b300_pins_the_hgx_b300_per_gpu_figures() {
+    let db = HardwareDb::builtin().unwrap();
+    let d = db.get("b300").unwrap();
+    assert_eq!(db.get("hgx-b300").unwrap().id, "b300");
+    // HGX B300 per GPU: 270 GB HBM3e at 7.7 TB/s (Blackwell Ultra datasheet HGX column, NVIDIA exemplar)
+    assert_eq!(d.memory.capacity_bytes, 270.0 * GIB);
+    assert_eq!(d.memory.bandwidth_bytes_per_s, 7.7e12);
+    let p = &d.peak_flops_per_s;
+    // BF16 36 PF* per 8-GPU board: 36 / 8 / 2 = 2.25 PF dense (exemplar: 2250)
+    assert_eq!(p.bf16, Some(2250e12));
+    // FP8 72 PF* per board: 72 / 8 / 2 = 4.5 PF dense (exemplar: 4500)
+    assert_eq!(p.fp8, Some(4500e12));
+    // FP4 printed sparse | dense 144 | 108 PF per board: 108 / 8 = 13.5 PF dense, not halved (exemplar: 13500)
+    assert_eq!(p.fp4, Some(13500e12));
+    // Blackwell Ultra's INT8 is a narrow path: 307 TOPS* / 2, far below FP8
+    assert_eq!(p.int8, Some(153.5e12));
+    assert!(p.sparse_halved);
+    assert_eq!(d.tdp_w, Some(1100.0));
+    // NVLink 5: 1.8 TB/s bidirectional = 900 GB/s per direction
+    assert_eq!(
+        d.scaleup_link.as_ref().unwrap().bytes_per_s_per_direction,
+        900e9
+    );
+    assert_eq!(d.architecture, "blackwell");
+}
+
+#[test]
+fn gb300_pins_the_nvl72_per_gpu_figures() {
+    let db = HardwareDb::builtin().unwrap();
+    let d = db.get("gb300").unwrap();
+    // 279 GB HBM3e at 8 TB/s per GPU (exemplar GB300 reference, datasheet GB300 column)
+    assert_eq!(d.memory.capacity_bytes, 279.0 * GIB);
+    assert_eq!(d.memory.bandwidth_bytes_per_s, 8e12);
+    let p = &d.peak_flops_per_s;
+    // GB300 dense FP4 = 15 PFLOPS per GPU: NVL72 prints 1,440 | 1,080 PF (sparse | dense); 1,080 / 72 = 15
+    assert_eq!(p.fp4, Some(15000e12));
+    // FP8/FP6 720 PF* / 72 / 2 = 5 PF; FP16/BF16 360 PF* / 72 / 2 = 2.5 PF; TF32 180 PF* / 72 / 2 = 1.25 PF
+    assert_eq!(p.fp8, Some(5000e12));
+    assert_eq!(p.bf16, Some(2500e12));
+    assert_eq!(p.tf32, Some(1250e12));
+    // INT8 330 TOPS* / 2 (NVL72: 24 POPS* / 72 = 333*)
+    assert_eq!(p.int8, Some(165e12));
+    assert!(p.sparse_halved);
+    assert_eq!(d.tdp_w, Some(1400.0));
+    // the scale-up domain is the 72-GPU NVLink rack; the host is Grace over C2C, no PCIe host link
+    assert_eq!(d.devices_per_node, Some(72));
+    assert!(d.host_link.is_none());
+    assert_eq!(
+        d.scaleup_link.as_ref().unwrap().bytes_per_s_per_direction,
+        900e9
+    );
+}
+
+#[test]
+fn mi355x_pins_amd_dense_rows() {
+    let db = HardwareDb::builtin().unwrap();
+    let d = db.get("mi355x").unwrap();
+    // ROCm gpu-specs: 'VRAM (GiB) 288'; 8 TB/s; L2 4 MiB per XCD x 8
+    assert_eq!(d.memory.capacity_bytes, 288.0 * GIB);
+    assert_eq!(d.memory.bandwidth_bytes_per_s, 8e12);
+    assert_eq!(d.memory.l2_bytes, Some(32.0 * 1048576.0));
+    let p = &d.peak_flops_per_s;
+    // AMD's dense rows (sparse listed separately): FP16/BF16 2.5 PF, OCP-FP8 5.0 PF, MXFP4 10.1 PF
+    // (256 CU x 2.4 GHz: 2516.6 / 5033 / 10066 TF)
+    assert_eq!(p.bf16, Some(2500e12));
+    assert_eq!(p.fp8, Some(5000e12));
+    assert_eq!(p.fp4, Some(10100e12));
+    assert_eq!(p.fp32, Some(157.3e12));
+    assert_eq!(p.fp64, Some(78.6e12));
+    // CDNA4 has no native TF32 matrix path: not carried over from MI300X
+    assert_eq!(p.tf32, None);
+    assert!(!p.sparse_halved);
+    assert_eq!(d.tdp_w, Some(1400.0));
+    assert_eq!(d.architecture, "cdna4");
+    // Infinity Fabric: 7 links x 153.6 GB/s each direction (OLCF Lux guide)
+    let l = d.scaleup_link.as_ref().unwrap().bytes_per_s_per_direction;
+    assert!((l - 7.0 * 153.6e9).abs() < 1.0, "{l}");
+    assert_eq!(
+        d.host_link.as_ref().unwrap().bytes_per_s_per_direction,
+        64e9
+    );
+}
+
+#[test]
+fn rtx_pro_6000_pins_the_workstation_edition() {
+    let db = HardwareDb::builtin().unwrap();
+    let d = db.get("rtx-pro-6000").unwrap();
+    assert_eq!(db.get("rtx-pro-6000-blackwell").unwrap().id, "rtx-pro-6000");
+    assert_eq!(d.class, ridgeline::hardware::DeviceClass::Workstation);
+    // 96 GB GDDR7 ECC = 96 GiB; 512-bit x 28 Gbps / 8 = 1,792 GB/s
+    assert_eq!(d.memory.capacity_bytes, 96.0 * GIB);
+    assert_eq!(d.memory.bandwidth_bytes_per_s, 1792e9);
+    let p = &d.peak_flops_per_s;
+    // '4,000 AI TOPS' = FP4 4,030.4* -> 2,015.2 dense; BF16 (FP32 acc, no penalty on RTX PRO) 503.8 dense
+    // = 188 SM x 2.617 GHz x 1,024
+    assert_eq!(p.fp4, Some(2015.2e12));
+    assert_eq!(p.fp8, Some(1007.6e12));
+    assert_eq!(p.bf16, Some(503.8e12));
+    // professional cards accumulate fp16 in fp32 at full rate: no separate fp16_acc16
+    assert_eq!(p.fp16_acc16, None);
+    assert!(p.sparse_halved);
+    assert_eq!(d.tdp_w, Some(600.0));
+    assert!(d.scaleup_link.is_none());
+    assert_eq!(
+        d.host_link.as_ref().unwrap().bytes_per_s_per_direction,
+        64e9
+    );
+}
+
+#[test]
+fn rtx_5080_pins_geforce_rates() {
+    let db = HardwareDb::builtin().unwrap();
+    let d = db.get("rtx-5080").unwrap();
+    assert_eq!(db.get("5080").unwrap().id, "rtx-5080");
+    // 16 GB GDDR7 = 16 GiB; 256-bit x 30 Gbps / 8 = 960 GB/s
+    assert_eq!(d.memory.capacity_bytes, 16.0 * GIB);
+    assert_eq!(d.memory.bandwidth_bytes_per_s, 960e9);
+    let p = &d.peak_flops_per_s;
+    // '1,801 AI TOPS' is FP4 with sparsity: 1,801 / 2 = 900.4 dense
+    assert_eq!(p.fp4, Some(900.4e12));
+    // GeForce: bf16 is the FP32-accumulate rate, half the FP16-accumulate 225.1
+    // (84 SM x 2.617 GHz x 1,024 = 225.1 TF)
+    assert_eq!(p.bf16, Some(112.6e12));
+    assert_eq!(p.fp16_acc16, Some(225.1e12));
+    assert_eq!(d.tdp_w, Some(360.0));
+    assert_eq!(d.class, ridgeline::hardware::DeviceClass::Consumer);
+}
+
+#[test]
+fn unified_memory_machines_hold_128_gib_and_publish_little() {
+    let db = HardwareDb::builtin().unwrap();
+    let spark = db.get("dgx-spark").unwrap();
+    assert_eq!(db.get("gb10").unwrap().id, "dgx-spark");
+    // 128 GB LPDDR5X = 128 GiB, 273 GB/s
+    assert_eq!(spark.memory.capacity_bytes, 128.0 * GIB);
+    assert_eq!(spark.memory.bandwidth_bytes_per_s, 273e9);
+    // NVIDIA publishes '1 PFLOP' FP4 with sparsity: 500 TF dense; no BF16/FP8 rate, so none is invented
+    assert_eq!(spark.peak_flops_per_s.fp4, Some(500e12));
+    assert_eq!(spark.peak_flops_per_s.bf16, None);
+    assert_eq!(spark.peak_flops_per_s.fp8, None);
+    assert!(spark.estimated_peak_flops_per_s.is_none());
+    // one pool for CPU and GPU: nothing to offload over; Sparks pair over ConnectX-7 200 GbE
+    assert!(spark.host_link.is_none());
+    assert_eq!(
+        spark
+            .scaleup_link
+            .as_ref()
+            .unwrap()
+            .bytes_per_s_per_direction,
+        25e9
+    );
+    assert_eq!(spark.devices_per_node, Some(1));
+
+    let halo = db.get("ryzen-ai-max-395").unwrap();
+    assert_eq!(db.get("strix-halo").unwrap().id, "ryzen-ai-max-395");
+    // 128 GB LPDDR5X-8000 on 256 bits: 128 GiB, 8000e6 x 32 bytes = 256 GB/s
+    assert_eq!(halo.memory.capacity_bytes, 128.0 * GIB);
+    assert_eq!(halo.memory.bandwidth_bytes_per_s, 256e9);
+    assert_eq!(halo.architecture, "rdna3.5");
+    // AMD publishes no GPU FLOP/s: no vendor peak, a third-party estimate only
+    // (40 CU x 2.9 GHz x 512 = 59.4 TF fp16)
+    assert!(peaks(halo).is_empty(), "{:?}", peaks(halo));
+    let est = halo.estimated_peak_flops_per_s.as_ref().unwrap();
+    assert_eq!(est.fp16, Some(59.4e12));
+    assert!(!est.source.is_empty());
+    assert_eq!(halo.peak(ComputeDtype::Bf16), (59.4e12, ComputeDtype::Fp16));
+    assert!(halo.host_link.is_none() && halo.scaleup_link.is_none());
+    for d in [spark, halo] {
+        assert!(
+            d.notes.to_ascii_lowercase().contains("gpu-addressable"),
+            "{}: notes say what the GPU can address",
+            d.id
+        );
+    }
+}
+
+#[test]
+fn tpu_v6e_pins_googles_table() {
+    let db = HardwareDb::builtin().unwrap();
+    let d = db.get("trillium").unwrap();
+    assert_eq!(d.id, "tpu-v6e");
+    // 918 TFLOPs bf16, 1836 TOPs int8, 32 GB HBM (read as GiB, as v5e), 1638 GBps
+    assert_eq!(d.peak_flops_per_s.bf16, Some(918e12));
+    assert_eq!(d.peak_flops_per_s.int8, Some(1836e12));
+    assert_eq!(d.peak_flops_per_s.fp8, None);
+    assert_eq!(d.memory.capacity_bytes, 32.0 * GIB);
+    assert_eq!(d.memory.bandwidth_bytes_per_s, 1638e9);
+    // ICI 800 GB/s bidirectional per chip = 400 GB/s per direction
+    assert_eq!(
+        d.scaleup_link.as_ref().unwrap().bytes_per_s_per_direction,
+        400e9
+    );
+}
+
+#[test]
+fn h20_pins_the_compiled_figures() {
+    let db = HardwareDb::builtin().unwrap();
+    let d = db.get("h20").unwrap();
+    // 96 GB HBM3 = 96 GiB at 4.0 TB/s; dense BF16 148, FP8 296 (secondary sources; NVIDIA publishes none)
+    assert_eq!(d.memory.capacity_bytes, 96.0 * GIB);
+    assert_eq!(d.memory.bandwidth_bytes_per_s, 4.0e12);
+    assert_eq!(d.peak_flops_per_s.bf16, Some(148e12));
+    assert_eq!(d.peak_flops_per_s.fp8, Some(296e12));
+    assert_eq!(d.tdp_w, Some(400.0));
+    assert_eq!(d.architecture, "hopper");
+    // NVLink 4 as the H100: 900 GB/s bidirectional = 450 GB/s per direction
+    assert_eq!(
+        d.scaleup_link.as_ref().unwrap().bytes_per_s_per_direction,
+        450e9
+    );
+    // a name with 'h200' is not an H20
+    assert_ne!(db.get("h200").unwrap().id, "h20");
+}
+
+#[test]
+fn fp4_peaks_only_on_blackwell_and_cdna4() {
+    // FP4 (NVFP4 / MXFP4) tensor rates exist from Blackwell and CDNA4 on; older parts fall back
+    let db = HardwareDb::builtin().unwrap();
+    for d in db.devices() {
+        if let Some(fp4) = d.peak_flops_per_s.fp4 {
+            assert!(
+                d.architecture == "blackwell" || d.architecture == "cdna4",
+                "{}: fp4 on {}",
+                d.id,
+                d.architecture
+            );
+            let below = d
+                .peak_flops_per_s
+                .fp8
+                .or(d.peak_flops_per_s.bf16)
+                .or(d.peak_flops_per_s.fp32)
+                .unwrap();
+            assert!(fp4 >= below, "{}: fp4 below the next wider rate", d.id);
+        }
     }
 }
