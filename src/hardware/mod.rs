@@ -42,7 +42,8 @@ pub struct Memory {
     /// HBM3, GDDR6X, LPDDR5, ...
     #[serde(rename = "type")]
     pub kind: String,
-    /// Capacity in bytes (GB = 1e9).
+    /// Physical capacity in bytes: a part sold as "80GB" holds 80 GiB (DRAM comes in
+    /// binary sizes); what an engine may use of it is the engine's business.
     pub capacity_bytes: f64,
     /// Peak bandwidth in bytes/s.
     pub bandwidth_bytes_per_s: f64,
@@ -554,8 +555,8 @@ pub struct PeakReport {
     pub fp16_acc16: Option<f64>,
 }
 
-/// The JSON document of `ridgeline hardware show ID --json` (keys per CONTRACT.md, plus
-/// extras: class, aliases, link names, ridge point, notes).
+/// The JSON document of `ridgeline hardware show ID --json` (keys in docs/reference.md,
+/// section "hardware show ID --json").
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HardwareReport {
     /// Device id.

@@ -301,13 +301,17 @@ impl ModelConfig {
     /// Parses a Hugging Face `config.json` document. `fallback_id` names the model when
     /// the file has no `ridgeline_id`; `src` names the file in errors.
     ///
-    /// Field mapping: width `hidden_size | d_model | n_embd`; layers `num_hidden_layers |
-    /// n_layers | n_layer`; heads `num_attention_heads | n_heads | n_head`; KV heads
-    /// `num_key_value_heads` (or `multi_query`/`attn_config.kv_n_heads`, default = heads);
-    /// MLP width `intermediate_size | n_inner | ffn_dim` (default `expansion_ratio` or 4
-    /// times width); vocabulary `vocab_size`; experts `num_local_experts | num_experts`,
-    /// `num_experts_per_tok`. Gated MLP for llama/mistral/mixtral/qwen2-style
-    /// (`model_type` or SiLU activation), plain GELU MLP for gpt2/gpt_neox/mpt/falcon/opt.
+    /// Field mapping: width `hidden_size | d_model | n_embd | dim`; layers
+    /// `num_hidden_layers | n_layers | n_layer | num_layers`; heads `num_attention_heads |
+    /// n_heads | n_head`; KV heads `num_key_value_heads | n_head_kv | num_kv_heads` (or
+    /// `attn_config.kv_n_heads`, or 1 with `multi_query`; default = heads);
+    /// MLP width `intermediate_size | n_inner | ffn_dim | ffn_hidden_size` (else
+    /// `expansion_ratio` times width, else 4 times width for the plain-MLP families, else
+    /// an error); vocabulary `vocab_size | padded_vocab_size`; experts `num_local_experts |
+    /// num_experts | moe_num_experts`, `num_experts_per_tok | moe_top_k`. The MLP is
+    /// chosen by `model_type` alone: plain GELU for gpt2/gpt_neox/gptj/mpt/falcon/opt/
+    /// bloom/gpt_bigcode/phi, gated for every other family. Every field read:
+    /// docs/reference.md, section "config.json".
     pub fn from_json_str(text: &str, fallback_id: &str, src: &str) -> Result<ModelConfig> {
         let v: Value = serde_json::from_str(text).map_err(|e| Error::Parse {
             source_name: src.into(),

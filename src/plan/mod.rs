@@ -137,7 +137,7 @@ pub struct Entry {
     pub ttft_s: f64,
     /// Mean time per output token, s.
     pub tpot_s: f64,
-    /// batch x gen / decode time.
+    /// batch x decode steps / decode time (see [`crate::predict::decode_steps`]).
     pub decode_tokens_per_s: f64,
     /// batch x gen / (TTFT + decode time), the whole replica.
     pub output_tokens_per_s: f64,

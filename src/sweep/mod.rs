@@ -177,7 +177,7 @@ pub struct Point {
     pub tpot_s: f64,
     /// TTFT plus every decode step, s.
     pub total_s: f64,
-    /// batch x gen / decode time.
+    /// batch x decode steps / decode time (see [`crate::predict::decode_steps`]).
     pub decode_tokens_per_s: f64,
     /// batch x gen / (TTFT + decode time).
     pub output_tokens_per_s: f64,
