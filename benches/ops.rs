@@ -13,16 +13,7 @@ fn bench(c: &mut Criterion) {
     c.bench_function("op_cost/gemv_4096", |b| {
         b.iter(|| gemm(1, black_box(1), black_box(4096), black_box(4096), a, w, a))
     });
-    let shape = AttentionShape {
-        batch: 8,
-        q_len: 1,
-        kv_len: 4096,
-        heads: 32,
-        kv_heads: 8,
-        head_dim: 128,
-        act_bits: 16.0,
-        kv_bits: 16.0,
-    };
+    let shape = AttentionShape::gqa(8, 1, 4096, 32, 8, 128, 16.0, 16.0);
     c.bench_function("op_cost/attention_decode", |b| {
         b.iter(|| attention_fused(black_box(&shape)))
     });

@@ -102,6 +102,8 @@ impl fmt::Display for ComputeDtype {
 /// | `q6_k` | 6.5625 | GGUF q6_K super-block: 210 bytes per 256 weights |
 /// | `nf4` | 4.127 | bitsandbytes NF4 with double quantization: 4 + 8/64 + 32/(64·256) (QLoRA paper) |
 /// | `awq-int4`, `gptq-int4` | 4.156 | group 128: fp16 scale + packed int4 zero per group: 4 + 20/128 |
+/// | `mxfp4` | 4.25 | OCP microscaling: 32 fp4 (e2m1) values share an 8-bit power-of-two scale |
+/// | `nvfp4` | 4.5 | NVIDIA: 16 fp4 values share an fp8 (e4m3) scale (the per-tensor fp32 scale is negligible) |
 /// | `bpw:N` | N | any bits per weight, e.g. EXL2 `bpw:4.0` |
 ///
 /// Which layers stay in higher precision: AWQ, GPTQ, bitsandbytes (nf4, int8) and fp8
@@ -137,12 +139,16 @@ pub enum Format {
     AwqInt4,
     /// GPTQ int4, group 128.
     GptqInt4,
+    /// OCP MXFP4: fp4 e2m1 with an 8-bit shared scale per 32 values.
+    Mxfp4,
+    /// NVIDIA NVFP4: fp4 e2m1 with an fp8 scale per 16 values.
+    Nvfp4,
     /// Any bits per weight.
     Bpw(f64),
 }
 
 /// Names accepted by [`Format::parse`] (besides `bpw:N`).
-pub const FORMAT_NAMES: [&str; 14] = [
+pub const FORMAT_NAMES: [&str; 16] = [
     "fp32",
     "fp16",
     "bf16",
@@ -157,6 +163,8 @@ pub const FORMAT_NAMES: [&str; 14] = [
     "nf4",
     "awq-int4",
     "gptq-int4",
+    "mxfp4",
+    "nvfp4",
 ];
 
 impl Format {
@@ -193,6 +201,8 @@ impl Format {
             "nf4" => Format::Nf4,
             "awq-int4" | "awq" => Format::AwqInt4,
             "gptq-int4" | "gptq" => Format::GptqInt4,
+            "mxfp4" => Format::Mxfp4,
+            "nvfp4" => Format::Nvfp4,
             _ => return Err(Error::unknown("format", s, FORMAT_NAMES)),
         })
     }
@@ -214,6 +224,8 @@ impl Format {
             Format::Nf4 => "nf4".into(),
             Format::AwqInt4 => "awq-int4".into(),
             Format::GptqInt4 => "gptq-int4".into(),
+            Format::Mxfp4 => "mxfp4".into(),
+            Format::Nvfp4 => "nvfp4".into(),
             Format::Bpw(b) => format!("bpw:{b}"),
         }
     }
@@ -232,6 +244,8 @@ impl Format {
             Format::Q6K => 6.5625,
             Format::Nf4 => 4.0 + 8.0 / 64.0 + 32.0 / (64.0 * 256.0),
             Format::AwqInt4 | Format::GptqInt4 => 4.0 + 20.0 / 128.0,
+            Format::Mxfp4 => 4.0 + 8.0 / 32.0,
+            Format::Nvfp4 => 4.0 + 8.0 / 16.0,
             Format::Bpw(b) => b,
         }
     }
@@ -251,6 +265,8 @@ impl Format {
                 | Format::Nf4
                 | Format::AwqInt4
                 | Format::GptqInt4
+                | Format::Mxfp4
+                | Format::Nvfp4
         )
     }
 
@@ -272,6 +288,9 @@ impl Format {
             Format::Fp8 => ComputeDtype::Fp8,
             Format::Int8 => ComputeDtype::Int8,
             Format::Fp32 => ComputeDtype::Fp32,
+            // fp4 tensor cores where the device has them (Blackwell); elsewhere the
+            // kernels dequantize to 16 bits (see `Hardware::peak`'s fallback)
+            Format::Mxfp4 | Format::Nvfp4 => ComputeDtype::Fp4,
             _ => activation,
         }
     }

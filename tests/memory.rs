@@ -3,7 +3,12 @@
 
 use ridgeline::dtype::{ComputeDtype, Format};
 use ridgeline::memory::{Share, device_weight_bytes, model_weight_bytes};
+use ridgeline::predict::resolve_formats;
 use ridgeline::prelude::*;
+
+fn bf16(m: &ModelConfig) -> ridgeline::model::graph::Precision {
+    resolve_formats(m, Some(Format::Bf16), None)
+}
 
 fn model(id: &str) -> ModelConfig {
     ModelDb::builtin().unwrap().resolve(id).unwrap()
@@ -22,7 +27,7 @@ fn pipeline_memory_is_the_most_loaded_stage() {
     let stages = Share::stages(&m, 6, Parallel::Pp);
     let bytes: Vec<f64> = stages
         .iter()
-        .map(|s| device_weight_bytes(&m, Format::Bf16, ComputeDtype::Bf16, s))
+        .map(|s| device_weight_bytes(&m, &bf16(&m), s))
         .collect();
     assert_eq!(bytes, vec![26_059_669_504.0, 24_348_377_088.0]);
     let hw = HardwareDb::builtin().unwrap().get("rtx-4090").unwrap();
@@ -47,7 +52,7 @@ fn tensor_parallel_beyond_the_kv_heads_replicates_kv_projections_and_norms() {
     // too: 2,637,824 · 15/16 = 2,472,960 more.
     let m = model("llama-3-70b");
     let share = Share::stages(&m, 16, Parallel::Tp)[0];
-    let per_device = device_weight_bytes(&m, Format::Bf16, ComputeDtype::Bf16, &share);
+    let per_device = device_weight_bytes(&m, &bf16(&m), &share);
     let split_evenly = model_weight_bytes(&m, Format::Bf16) / 16.0;
     assert!(
         (per_device - split_evenly - 170_245_120.0).abs() < 1.0,
@@ -56,7 +61,7 @@ fn tensor_parallel_beyond_the_kv_heads_replicates_kv_projections_and_norms() {
     // one device holds exactly the whole model
     let one = Share::stages(&m, 1, Parallel::Tp)[0];
     assert_eq!(
-        device_weight_bytes(&m, Format::Bf16, ComputeDtype::Bf16, &one),
+        device_weight_bytes(&m, &bf16(&m), &one),
         model_weight_bytes(&m, Format::Bf16)
     );
 }
@@ -69,7 +74,8 @@ fn a_tied_embedding_is_held_again_by_the_last_stage() {
     let [first, last] = Share::stages(&m, 2, Parallel::Pp)[..] else {
         panic!("two stages")
     };
-    let w = |s: &Share| device_weight_bytes(&m, Format::Fp16, ComputeDtype::Fp16, s);
+    let fp16 = resolve_formats(&m, Some(Format::Fp16), None);
+    let w = |s: &Share| device_weight_bytes(&m, &fp16, s);
     let table = (m.vocab * m.hidden) as f64 * 2.0;
     let positions = (m.max_context * m.hidden) as f64 * 2.0;
     // equal layer counts (32 = 16 + 16): the stages differ by the position table the

@@ -35,7 +35,7 @@ proptest! {
 
     #[test]
     fn kv_bytes_linear_in_context(l in 1u64..100_000, batch in 1u64..64, kv_heads in prop::sample::select(vec![1u64, 8, 32])) {
-        let s = |kv_len| AttentionShape { batch, q_len: 1, kv_len, heads: 32, kv_heads, head_dim: 128, act_bits: 16.0, kv_bits: 16.0 };
+        let s = |kv_len| AttentionShape::gqa(batch, 1, kv_len, 32, kv_heads, 128, 16.0, 16.0);
         let one = attention_fused(&s(l)).read.kv;
         let two = attention_fused(&s(2 * l)).read.kv;
         prop_assert_eq!(two, 2.0 * one);
@@ -46,7 +46,7 @@ proptest! {
         mi in 0usize..MODELS.len(), context in 1u64..8192, batch in 1u64..256,
     ) {
         let model = ModelDb::builtin().unwrap().resolve(MODELS[mi]).unwrap();
-        let p = Precision { weights: Format::Bf16, kv: Format::Bf16, activations: ComputeDtype::Bf16 };
+        let p = Precision { weights: Format::Bf16, kv: Format::Bf16, activations: ComputeDtype::Bf16, experts: Format::Bf16 };
         let at = |b| forward(&model, &Step::decode(b, context), &p, 1, true, model.layers).total().intensity();
         prop_assert!(at(batch + 1) >= at(batch) * (1.0 - 1e-12));
     }

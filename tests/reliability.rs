@@ -498,10 +498,15 @@ fn model_configs_are_read_or_refused_with_a_reason() {
     });
     one_line_error(&predict(&p), &["intermediate_size"]);
     // an architecture that is not modelled is refused, not read as Llama
+    let p = write("mamba.json", &|m| {
+        m.insert("ssm_cfg".into(), serde_json::json!({"d_state": 128}));
+    });
+    one_line_error(&predict(&p), &["ssm_cfg", "state-space"]);
+    // latent attention is modelled: an incomplete MLA config names what it lacks
     let p = write("mla.json", &|m| {
         m.insert("kv_lora_rank".into(), 512.into());
     });
-    one_line_error(&predict(&p), &["kv_lora_rank", "latent attention"]);
+    one_line_error(&predict(&p), &["missing field qk_nope_head_dim"]);
     // an unknown family is read as Llama-style, and the prediction says so
     let p = write("other.json", &|m| {
         m.insert("model_type".into(), "internlm2".into());

@@ -1346,7 +1346,13 @@ mod utilization_properties {
 
     /// A configuration the model and device accept, from the random picks.
     fn setup(p: &Pick) -> (ModelConfig, Hardware, TrainConfig) {
-        let models = ModelDb::builtin().unwrap().models();
+        // the models the training model takes (one layer kind, full-MLP experts)
+        let models: Vec<&ModelConfig> = ModelDb::builtin()
+            .unwrap()
+            .models()
+            .iter()
+            .filter(|m| m.is_uniform())
+            .collect();
         let devices = HardwareDb::builtin().unwrap().devices();
         let m = models[p.model % models.len()].clone();
         let hw = devices[p.gpu % devices.len()].clone();

@@ -405,7 +405,8 @@ impl Hardware {
             Fp8 => &[Fp8, Int8, Bf16, Fp16, Fp32],
             Int8 => &[Int8, Fp8, Bf16, Fp16, Fp32],
             Int4 => &[Int4, Int8, Fp8, Bf16, Fp16, Fp32],
-            Fp4 => &[Fp4, Fp8, Bf16, Fp16, Fp32],
+            // without fp4 units, fp4 weights are dequantized to 16 bits (not fp8)
+            Fp4 => &[Fp4, Bf16, Fp16, Fp32],
         };
         let est = self.estimated_peak_flops_per_s.as_ref();
         for &d in chain {

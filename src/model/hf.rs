@@ -10,18 +10,18 @@ use serde_json::{Map, Value};
 use std::path::Path;
 
 /// One config document: its fields and the name of the file in errors.
-struct Fields<'a> {
+pub(super) struct Fields<'a> {
     m: &'a Map<String, Value>,
-    src: &'a str,
+    pub(super) src: &'a str,
 }
 
 impl<'a> Fields<'a> {
-    fn get(&self, keys: &[&str]) -> Option<&'a Value> {
+    pub(super) fn get(&self, keys: &[&str]) -> Option<&'a Value> {
         keys.iter()
             .find_map(|k| self.m.get(*k).filter(|v| !v.is_null()))
     }
 
-    fn error(&self, message: String) -> Error {
+    pub(super) fn error(&self, message: String) -> Error {
         Error::Parse {
             source_name: self.src.into(),
             message,
@@ -29,7 +29,7 @@ impl<'a> Fields<'a> {
     }
 
     /// A whole number >= 1 under the first of `keys` present.
-    fn uint(&self, keys: &[&str]) -> Result<Option<u64>> {
+    pub(super) fn uint(&self, keys: &[&str]) -> Result<Option<u64>> {
         let Some(v) = self.get(keys) else {
             return Ok(None);
         };
@@ -45,17 +45,26 @@ impl<'a> Fields<'a> {
         Ok(Some(f as u64))
     }
 
-    fn req(&self, keys: &[&str]) -> Result<u64> {
+    /// A whole number >= 0 (a count that may be zero, such as `first_k_dense_replace`).
+    pub(super) fn count(&self, keys: &[&str]) -> Result<Option<u64>> {
+        match self.get(keys) {
+            Some(v) if v.as_f64() == Some(0.0) => Ok(Some(0)),
+            _ => self.uint(keys),
+        }
+    }
+
+    pub(super) fn req(&self, keys: &[&str]) -> Result<u64> {
         self.uint(keys)?.ok_or_else(|| {
-            self.error(format!(
-                "missing field {} (also accepted: {})",
-                keys[0],
-                keys[1..].join(", ")
-            ))
+            let also = if keys.len() > 1 {
+                format!(" (also accepted: {})", keys[1..].join(", "))
+            } else {
+                String::new()
+            };
+            self.error(format!("missing field {}{also}", keys[0]))
         })
     }
 
-    fn boolean(&self, keys: &[&str], default: bool) -> Result<bool> {
+    pub(super) fn boolean(&self, keys: &[&str], default: bool) -> Result<bool> {
         match self.get(keys) {
             None => Ok(default),
             Some(Value::Bool(b)) => Ok(*b),
@@ -66,12 +75,12 @@ impl<'a> Fields<'a> {
         }
     }
 
-    fn string(&self, keys: &[&str]) -> Option<&'a str> {
+    pub(super) fn string(&self, keys: &[&str]) -> Option<&'a str> {
         self.get(keys).and_then(Value::as_str)
     }
 
     /// The nested object under `key` (empty when absent).
-    fn nested(&self, key: &str) -> Fields<'a> {
+    pub(super) fn nested(&self, key: &str) -> Fields<'a> {
         static EMPTY: std::sync::OnceLock<Map<String, Value>> = std::sync::OnceLock::new();
         Fields {
             m: self
@@ -92,6 +101,9 @@ fn is_plain_family(family: &str) -> bool {
     )
 }
 
+/// Most decoder layers a config may have (the layer structure is kept per layer).
+const MAX_LAYERS: u64 = 100_000;
+
 /// Width, layers, heads, KV heads, head size.
 struct AttentionDims {
     hidden: u64,
@@ -104,6 +116,11 @@ struct AttentionDims {
 fn attention_dims(f: &Fields) -> Result<AttentionDims> {
     let hidden = f.req(&["hidden_size", "d_model", "n_embd", "dim"])?;
     let layers = f.req(&["num_hidden_layers", "n_layers", "n_layer", "num_layers"])?;
+    if layers > MAX_LAYERS {
+        return Err(f.error(format!(
+            "field num_hidden_layers: {layers} layers is beyond any model (at most {MAX_LAYERS}); the parameters would not fit any count"
+        )));
+    }
     let heads = f.req(&["num_attention_heads", "n_heads", "n_head"])?;
     let multi_query = f.boolean(&["multi_query"], false)?;
     let kv_heads = match f.uint(&["num_key_value_heads", "n_head_kv", "num_kv_heads"])? {
@@ -156,8 +173,18 @@ fn activation(f: &Fields, plain: bool) -> Activation {
     }
 }
 
-/// MLP width (one expert), experts and experts per token.
-fn mlp_dims(f: &Fields, hidden: u64, plain: bool) -> Result<(u64, u64, u64)> {
+/// Feed-forward widths: the dense MLP's and a routed expert's.
+struct MlpDims {
+    intermediate: u64,
+    expert_intermediate: u64,
+    experts: u64,
+    per_token: u64,
+}
+
+/// Feed-forward widths, experts and experts per token. Llama 4 names its dense width
+/// `intermediate_size_mlp` and its expert width `intermediate_size`; DeepSeek and Qwen
+/// name the expert width `moe_intermediate_size`.
+fn mlp_dims(f: &Fields, hidden: u64, plain: bool, family: &str) -> Result<MlpDims> {
     let expansion = f.get(&["expansion_ratio"]).and_then(Value::as_f64);
     let keys = ["intermediate_size", "n_inner", "ffn_dim", "ffn_hidden_size"];
     let intermediate = match (f.uint(&keys)?, expansion) {
@@ -173,15 +200,34 @@ fn mlp_dims(f: &Fields, hidden: u64, plain: bool) -> Result<(u64, u64, u64)> {
         }
     };
     let experts = f
-        .uint(&["num_local_experts", "num_experts", "moe_num_experts"])?
+        .uint(&[
+            "num_local_experts",
+            "num_experts",
+            "n_routed_experts",
+            "moe_num_experts",
+        ])?
         .unwrap_or(1);
-    let per_token = f.uint(&["num_experts_per_tok", "moe_top_k"])?.unwrap_or(1);
+    let per_token = f
+        .uint(&["num_experts_per_tok", "experts_per_token", "moe_top_k"])?
+        .unwrap_or(1);
     if per_token > experts {
         return Err(f.error(format!(
             "field num_experts_per_tok: {per_token} is more than num_local_experts {experts}"
         )));
     }
-    Ok((intermediate, experts, per_token))
+    let (intermediate, expert_intermediate) = if family.starts_with("llama4") {
+        let dense = f.uint(&["intermediate_size_mlp"])?.unwrap_or(intermediate);
+        (dense, intermediate)
+    } else {
+        let expert = f.uint(&["moe_intermediate_size"])?.unwrap_or(intermediate);
+        (intermediate, expert)
+    };
+    Ok(MlpDims {
+        intermediate,
+        expert_intermediate,
+        experts,
+        per_token,
+    })
 }
 
 /// Biases (q/k/v, o, MLP) and the norm, by family.
@@ -194,6 +240,8 @@ fn biases_and_norm(f: &Fields, family: &str) -> Result<(bool, bool, bool, NormKi
         "mpt" if no_bias => (false, false, false, NormKind::LayerNoBias),
         "mpt" => (true, true, true, NormKind::Layer),
         "qwen2" | "qwen2_moe" => (true, false, false, NormKind::Rms),
+        // gpt-oss: biases on q, k, v, o and on every expert
+        "gpt_oss" => (true, true, true, NormKind::Rms),
         _ => {
             let ab = f.boolean(&["attention_bias", "bias"], false)?;
             let mb = f.boolean(&["mlp_bias"], false)?;
@@ -206,7 +254,15 @@ fn biases_and_norm(f: &Fields, family: &str) -> Result<(bool, bool, bool, NormKi
 fn embeddings_and_positions(f: &Fields, family: &str) -> Result<(bool, bool, bool)> {
     let tied_default = matches!(
         family,
-        "gpt2" | "mpt" | "gpt_bigcode" | "gptj" | "opt" | "bloom"
+        "gpt2"
+            | "mpt"
+            | "gpt_bigcode"
+            | "gptj"
+            | "opt"
+            | "bloom"
+            | "gemma2"
+            | "gemma3"
+            | "gemma3_text"
     );
     let tied = f.boolean(&["tie_word_embeddings"], tied_default)?;
     let alibi =
@@ -236,7 +292,7 @@ fn native_format(f: &Fields) -> Result<Format> {
 
 /// Families whose layer layout ridgeline models as read (anything else is read as a
 /// Llama-style decoder, and said so).
-const KNOWN_FAMILIES: [&str; 15] = [
+const KNOWN_FAMILIES: [&str; 29] = [
     "llama",
     "mistral",
     "mixtral",
@@ -252,23 +308,29 @@ const KNOWN_FAMILIES: [&str; 15] = [
     "gpt_bigcode",
     "phi",
     "codellama",
+    "phi3",
+    "qwen3",
+    "qwen3_moe",
+    "qwen3_next",
+    "gemma2",
+    "gemma3",
+    "gemma3_text",
+    "gpt_oss",
+    "deepseek_v2",
+    "deepseek_v3",
+    "kimi_k2",
+    "llama4",
+    "llama4_text",
+    "mistral3",
 ];
 
 /// Config fields of architectures ridgeline does not model yet: reading such a config
 /// as a plain decoder would give wrong memory and speed without a word.
-const UNMODELLED: [(&str, &str); 6] = [
-    (
-        "kv_lora_rank",
-        "multi-head latent attention (DeepSeek-V2/V3 style)",
-    ),
-    (
-        "q_lora_rank",
-        "multi-head latent attention (DeepSeek-V2/V3 style)",
-    ),
-    ("n_shared_experts", "MoE shared experts"),
-    ("layer_types", "layers of several kinds"),
-    ("linear_num_value_heads", "linear-attention layers"),
-    ("ssm_cfg", "state-space layers"),
+const UNMODELLED: [(&str, &str); 4] = [
+    ("ssm_cfg", "state-space (Mamba) layers"),
+    ("mamba_d_state", "state-space (Mamba) layers"),
+    ("hybrid_override_pattern", "state-space (Mamba) layers"),
+    ("attn_logit_softcapping_scale", "logit soft-capping"),
 ];
 
 /// Refuses configs whose architecture is not modelled; notes what is approximated.
@@ -280,15 +342,7 @@ fn check_architecture(f: &Fields, family: &str) -> Result<Vec<String>> {
             )));
         }
     }
-    let window = f.uint(&["sliding_window"])?;
-    let uses_window = f.boolean(&["use_sliding_window"], true)?;
-    let context = f.uint(&["max_position_embeddings"])?.unwrap_or(u64::MAX);
     let mut notes = Vec::new();
-    if let Some(w) = window.filter(|&w| uses_window && w < context) {
-        notes.push(format!(
-            "sliding-window attention ({w} tokens) is counted over the whole context: KV cache and attention beyond {w} tokens are overestimated"
-        ));
-    }
     if !KNOWN_FAMILIES.contains(&family) {
         notes.push(format!(
             "model_type '{family}' is read as a Llama-style decoder (gated MLP, RMSNorm, RoPE)"
@@ -323,6 +377,8 @@ impl ModelConfig {
                 message: "expected a JSON object (a Hugging Face config.json)".into(),
             });
         };
+        let mut m = text_part(&m).unwrap_or(m);
+        with_family_defaults(&mut m);
         from_fields(&Fields { m: &m, src }, fallback_id)
     }
 
@@ -340,6 +396,44 @@ impl ModelConfig {
     }
 }
 
+/// Multimodal configs (Gemma 3, Llama 4, Mistral Small 3.1) keep the language model
+/// under `text_config`: its fields, with the top level's for what it does not say
+/// (`torch_dtype`, `quantization_config`, the ridgeline fields).
+fn text_part(m: &Map<String, Value>) -> Option<Map<String, Value>> {
+    let text = m.get("text_config")?.as_object()?;
+    let mut merged = text.clone();
+    for (k, v) in m {
+        if k != "text_config" && k != "model_type" {
+            merged.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+    }
+    Some(merged)
+}
+
+/// Fields a family's published configs leave to its transformers config class (Gemma
+/// 3's config.json files name only what differs from `Gemma3TextConfig`'s defaults).
+fn with_family_defaults(m: &mut Map<String, Value>) {
+    let family = m.get("model_type").and_then(Value::as_str).unwrap_or("");
+    let defaults: &[(&str, Value)] = match family {
+        "gemma3_text" | "gemma3" => &[
+            ("vocab_size", Value::from(262_208u64)),
+            ("num_attention_heads", Value::from(8u64)),
+            ("num_key_value_heads", Value::from(4u64)),
+            ("head_dim", Value::from(256u64)),
+            ("max_position_embeddings", Value::from(131_072u64)),
+            ("sliding_window_pattern", Value::from(6u64)),
+            ("hidden_activation", Value::from("gelu_pytorch_tanh")),
+            ("tie_word_embeddings", Value::from(true)),
+        ],
+        _ => &[],
+    };
+    for (k, v) in defaults {
+        if m.get(*k).is_none_or(Value::is_null) {
+            m.insert(k.to_string(), v.clone());
+        }
+    }
+}
+
 fn from_fields(f: &Fields, fallback_id: &str) -> Result<ModelConfig> {
     let family = f
         .string(&["model_type"])
@@ -348,7 +442,7 @@ fn from_fields(f: &Fields, fallback_id: &str) -> Result<ModelConfig> {
     let plain = is_plain_family(&family);
     let d = attention_dims(f)?;
     let approximations = check_architecture(f, &family)?;
-    let (intermediate, experts, experts_per_token) = mlp_dims(f, d.hidden, plain)?;
+    let mlp = mlp_dims(f, d.hidden, plain, &family)?;
     let vocab = f.req(&["vocab_size", "padded_vocab_size"])?;
     let max_context = f
         .uint(&[
@@ -361,6 +455,23 @@ fn from_fields(f: &Fields, fallback_id: &str) -> Result<ModelConfig> {
         .unwrap_or(2048);
     let (qkv_bias, o_bias, mlp_bias, norm) = biases_and_norm(f, &family)?;
     let (tied_embeddings, learned_positions, rope) = embeddings_and_positions(f, &family)?;
+    let structure = super::kinds::read(
+        f,
+        &super::kinds::Base {
+            family: &family,
+            layers: d.layers,
+            intermediate: mlp.expert_intermediate,
+            experts: mlp.experts,
+            max_context,
+            rope,
+        },
+    )?;
+    let mut approximations = approximations;
+    approximations.extend(structure.notes);
+    let native_format = match super::kinds::checkpoint_format(f) {
+        Some(q) => q,
+        None => native_format(f)?,
+    };
     let id = f
         .string(&["ridgeline_id"])
         .unwrap_or(fallback_id)
@@ -373,7 +484,7 @@ fn from_fields(f: &Fields, fallback_id: &str) -> Result<ModelConfig> {
         source: f.string(&["source"]).unwrap_or(f.src).to_string(),
         activation: activation(f, plain),
         gated_mlp: !plain,
-        native_format: native_format(f)?,
+        native_format,
         approximations,
         id,
         name,
@@ -383,7 +494,7 @@ fn from_fields(f: &Fields, fallback_id: &str) -> Result<ModelConfig> {
         heads: d.heads,
         kv_heads: d.kv_heads,
         head_dim: d.head_dim,
-        intermediate,
+        intermediate: mlp.intermediate,
         vocab,
         max_context,
         norm,
@@ -393,14 +504,27 @@ fn from_fields(f: &Fields, fallback_id: &str) -> Result<ModelConfig> {
         tied_embeddings,
         learned_positions,
         rope,
-        experts,
-        experts_per_token,
+        experts: mlp.experts,
+        experts_per_token: mlp.per_token,
+        expert_intermediate: mlp.expert_intermediate,
+        shared_experts: structure.shared_experts,
+        shared_intermediate: structure.shared_intermediate,
+        layer_kinds: structure.layer_kinds,
+        kinds: structure.kinds,
+        mla: structure.mla,
+        linear: structure.linear,
+        qk_norm: structure.qk_norm,
+        norms_per_layer: structure.norms_per_layer,
+        attention_sinks: structure.attention_sinks,
+        attention_gate: structure.attention_gate,
+        native_expert_format: structure.native_expert_format,
+        mtp_layers: structure.mtp_layers,
     };
     match cfg.try_params() {
         Some(p) if p.total <= MAX_PARAMS => Ok(cfg),
         _ => Err(f.error(format!(
-            "the sizes (hidden_size {}, num_hidden_layers {}, intermediate_size {intermediate}, vocab_size {vocab}, experts {experts}) give more than {MAX_PARAMS} parameters",
-            d.hidden, d.layers
+            "the sizes (hidden_size {}, num_hidden_layers {}, intermediate_size {}, vocab_size {vocab}, experts {}) give more than {MAX_PARAMS} parameters",
+            d.hidden, d.layers, cfg.intermediate, cfg.experts
         ))),
     }
 }

@@ -10,7 +10,7 @@
 //! | qwen2_moe, qwen3_moe, qwen3_next | `decoder_sparse_step`, `mlp_only_layers`, `moe_intermediate_size`, `shared_expert_intermediate_size`, `full_attention_interval`, `linear_*` |
 
 use super::hf::Fields;
-use super::{LayerKind, LinearDims, MlaDims, Mixer};
+use super::{LayerKind, LinearDims, Mixer, MlaDims};
 use crate::dtype::Format;
 use crate::error::Result;
 use serde_json::Value;
@@ -84,7 +84,10 @@ pub(super) fn read(f: &Fields, b: &Base) -> Result<Structure> {
         shared_intermediate,
         mla: mla(f)?,
         linear: linear(f)?,
-        qk_norm: matches!(b.family, "qwen3" | "qwen3_moe" | "qwen3_next" | "gemma3" | "gemma3_text"),
+        qk_norm: matches!(
+            b.family,
+            "qwen3" | "qwen3_moe" | "qwen3_next" | "gemma3" | "gemma3_text"
+        ),
         norms_per_layer: if b.family.starts_with("gemma2") || b.family.starts_with("gemma3") {
             4
         } else {
@@ -93,7 +96,7 @@ pub(super) fn read(f: &Fields, b: &Base) -> Result<Structure> {
         attention_sinks: b.family == "gpt_oss",
         attention_gate: b.family == "qwen3_next",
         native_expert_format: expert_format(f)?,
-        mtp_layers: f.uint(&["num_nextn_predict_layers"])?.unwrap_or(0),
+        mtp_layers: f.count(&["num_nextn_predict_layers"])?.unwrap_or(0),
         notes,
     })
 }
@@ -103,9 +106,11 @@ fn layer_types(f: &Fields, n: usize) -> Result<Option<Vec<String>>> {
     let Some(v) = f.get(&["layer_types"]) else {
         return Ok(None);
     };
-    let list: Option<Vec<String>> = v
-        .as_array()
-        .map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_string)).collect());
+    let list: Option<Vec<String>> = v.as_array().map(|a| {
+        a.iter()
+            .filter_map(|x| x.as_str().map(str::to_string))
+            .collect()
+    });
     match list {
         Some(l) if l.len() == n => Ok(Some(l)),
         _ => Err(f.error(format!(
@@ -206,7 +211,7 @@ fn moe_layers(f: &Fields, b: &Base, n: usize) -> Result<Vec<bool>> {
     if b.experts <= 1 {
         return Ok(vec![false; n]);
     }
-    let first_dense = f.uint(&["first_k_dense_replace"])?.unwrap_or(0) as usize;
+    let first_dense = f.count(&["first_k_dense_replace"])?.unwrap_or(0) as usize;
     let step = f
         .uint(&[
             "interleave_moe_layer_step",
@@ -236,16 +241,19 @@ fn rope_layers(f: &Fields, b: &Base, n: usize) -> Result<Vec<bool>> {
     match f.get(&["no_rope_layers"]).and_then(Value::as_array) {
         // Llama 4: 1 = RoPE, 0 = no positional encoding on that layer
         Some(a) if a.len() == n => Ok(a.iter().map(|x| x.as_u64() != Some(0)).collect()),
+        // empty: transformers' default, every fourth layer without RoPE
+        Some(a) if a.is_empty() => Ok((0..n).map(|i| (i + 1) % 4 != 0).collect()),
         Some(_) => Err(f.error(format!(
             "field no_rope_layers: expected {n} entries (one per layer)"
         ))),
+        None if b.family.starts_with("llama4") => Ok((0..n).map(|i| (i + 1) % 4 != 0).collect()),
         None => Ok(vec![b.rope; n]),
     }
 }
 
 /// Shared experts: (count, total inner width).
 fn shared(f: &Fields, b: &Base) -> Result<(u64, u64)> {
-    if let Some(k) = f.uint(&["n_shared_experts"])? {
+    if let Some(k) = f.count(&["n_shared_experts"])?.filter(|&k| k > 0) {
         let each = f
             .uint(&["moe_intermediate_size"])?
             .unwrap_or(b.intermediate);
@@ -291,7 +299,11 @@ fn linear(f: &Fields) -> Result<Option<LinearDims>> {
 /// from the rest (gpt-oss: MXFP4 experts).
 fn expert_format(f: &Fields) -> Result<Option<Format>> {
     let q = f.nested("quantization_config");
-    match q.string(&["quant_method"]).map(str::to_ascii_lowercase).as_deref() {
+    match q
+        .string(&["quant_method"])
+        .map(str::to_ascii_lowercase)
+        .as_deref()
+    {
         Some("mxfp4") => Ok(Some(Format::Mxfp4)),
         _ => Ok(None),
     }
@@ -301,7 +313,11 @@ fn expert_format(f: &Fields) -> Result<Option<Format>> {
 /// fp8), if it sets one for every linear layer.
 pub(super) fn checkpoint_format(f: &Fields) -> Option<Format> {
     let q = f.nested("quantization_config");
-    match q.string(&["quant_method"]).map(str::to_ascii_lowercase).as_deref() {
+    match q
+        .string(&["quant_method"])
+        .map(str::to_ascii_lowercase)
+        .as_deref()
+    {
         Some("fp8") => Some(Format::Fp8),
         _ => None,
     }

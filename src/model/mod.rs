@@ -4,6 +4,7 @@
 
 pub mod graph;
 mod hf;
+mod kinds;
 
 use crate::dtype::Format;
 use crate::error::{Error, Result};
@@ -15,6 +16,92 @@ use std::sync::OnceLock;
 /// Largest parameter count accepted from a config (10^15): keeps every derived count
 /// exact in `u64` and `f64`.
 pub const MAX_PARAMS: u64 = 1_000_000_000_000_000;
+
+crate::named_enum! {
+    /// What mixes information across tokens in a layer.
+    pub enum Mixer: "layer mixer" {
+        /// Softmax attention (multi-head, grouped-query or multi-query), over the whole
+        /// context or a sliding window.
+        Attention = "attention",
+        /// Multi-head latent attention (DeepSeek-V2/V3, Kimi K2): keys and values cached
+        /// as one compressed latent per token.
+        Mla = "mla",
+        /// Linear attention with a fixed-size recurrent state (Gated DeltaNet).
+        Linear = "linear",
+    }
+}
+
+/// One kind of decoder layer: its token mixer and feed-forward.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub struct LayerKind {
+    /// Attention, latent attention or linear attention.
+    pub mixer: Mixer,
+    /// Sliding window (or attention chunk) in tokens: each query sees at most this many
+    /// keys, and the cache keeps no more (`None`: the whole context).
+    pub window: Option<u64>,
+    /// Rotary position embedding on this layer (Llama 4's every fourth layer has none).
+    pub rope: bool,
+    /// Mixture-of-experts feed-forward (else the dense MLP).
+    pub moe: bool,
+}
+
+/// Multi-head latent attention dimensions (DeepSeek-V2/V3 `config.json`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct MlaDims {
+    /// Rank of the query compression (`q_lora_rank`; `None`: a plain q projection).
+    pub q_lora_rank: Option<u64>,
+    /// Rank of the key/value latent (`kv_lora_rank`), cached per token.
+    pub kv_lora_rank: u64,
+    /// Per-head query/key dimension without rotary embedding (`qk_nope_head_dim`).
+    pub qk_nope_head_dim: u64,
+    /// Per-head (query) and shared (key) rotary dimension (`qk_rope_head_dim`), cached.
+    pub qk_rope_head_dim: u64,
+    /// Per-head value dimension (`v_head_dim`).
+    pub v_head_dim: u64,
+}
+
+impl MlaDims {
+    /// Elements cached per token per layer: the latent and the shared rotary key.
+    pub fn cache_elems(&self) -> u64 {
+        self.kv_lora_rank + self.qk_rope_head_dim
+    }
+
+    /// Query/key dimension per head (`nope + rope`).
+    pub fn qk_head_dim(&self) -> u64 {
+        self.qk_nope_head_dim + self.qk_rope_head_dim
+    }
+}
+
+/// Linear-attention (Gated DeltaNet) dimensions (Qwen3-Next `config.json`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct LinearDims {
+    /// Key (and query) heads (`linear_num_key_heads`).
+    pub key_heads: u64,
+    /// Value heads (`linear_num_value_heads`), each with a `key_dim x value_dim` state.
+    pub value_heads: u64,
+    /// Key head dimension (`linear_key_head_dim`).
+    pub key_dim: u64,
+    /// Value head dimension (`linear_value_head_dim`).
+    pub value_dim: u64,
+    /// Causal convolution width (`linear_conv_kernel_dim`).
+    pub conv_kernel: u64,
+}
+
+impl LinearDims {
+    /// Channels of the q, k, v projections (convolved).
+    pub fn qkv_channels(&self) -> u64 {
+        2 * self.key_heads * self.key_dim + self.value_heads * self.value_dim
+    }
+
+    /// State elements per sequence per layer: the recurrent matrices (kept in fp32) and
+    /// the convolution's last `conv_kernel - 1` inputs.
+    pub fn state_elems(&self) -> (u64, u64) {
+        (
+            self.value_heads * self.key_dim * self.value_dim,
+            (self.conv_kernel.saturating_sub(1)) * self.qkv_channels(),
+        )
+    }
+}
 
 /// Normalized architecture of a decoder-only transformer.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -63,10 +150,40 @@ pub struct ModelConfig {
     pub learned_positions: bool,
     /// Rotary position embedding applied to q and k.
     pub rope: bool,
-    /// Experts per MoE layer (1 for a dense model).
+    /// Routed experts per MoE layer (1 for a dense model).
     pub experts: u64,
     /// Experts each token is routed to.
     pub experts_per_token: u64,
+    /// Inner width of one routed expert (`moe_intermediate_size`; `intermediate` for
+    /// Mixtral-style models whose experts are full MLPs).
+    pub expert_intermediate: u64,
+    /// Shared experts every token passes through (DeepSeek, Llama 4, Qwen3-Next).
+    pub shared_experts: u64,
+    /// Inner width of all shared experts together.
+    pub shared_intermediate: u64,
+    /// The kind of each layer, in order: `kinds[layer_kinds[i]]`.
+    pub layer_kinds: Vec<u8>,
+    /// The distinct layer kinds.
+    pub kinds: Vec<LayerKind>,
+    /// Latent-attention dimensions (layers whose mixer is [`Mixer::Mla`]).
+    pub mla: Option<MlaDims>,
+    /// Linear-attention dimensions (layers whose mixer is [`Mixer::Linear`]).
+    pub linear: Option<LinearDims>,
+    /// RMSNorm on each head's queries and keys (Qwen3, Gemma 3).
+    pub qk_norm: bool,
+    /// Norms per layer: 2 (before attention and MLP), 4 with Gemma's extra norms after
+    /// each.
+    pub norms_per_layer: u64,
+    /// A learned per-head attention sink logit (gpt-oss).
+    pub attention_sinks: bool,
+    /// Attention output gated by a second query-sized projection (Qwen3-Next).
+    pub attention_gate: bool,
+    /// Native format of the routed experts when it differs from `native_format`
+    /// (gpt-oss ships MXFP4 experts and bf16 attention).
+    pub native_expert_format: Option<Format>,
+    /// Multi-token-prediction layers shipped beside the model (DeepSeek-V3's MTP
+    /// module): not part of the forward pass, a draft for speculative decoding.
+    pub mtp_layers: u64,
     /// Native weight format (from `torch_dtype`; bf16 when absent).
     pub native_format: Format,
     /// What reading the config approximated (an unknown `model_type` read as a
@@ -110,12 +227,19 @@ impl ModelConfig {
         self.kv_heads * self.head_dim
     }
 
-    /// Exact parameter counts.
+    /// Exact parameter counts, summed over the layers by their kind.
     ///
-    /// Per layer: q `h·H·d`, k and v `h·K·d` each, o `H·d·h` (+ biases where the family
-    /// has them); MLP `3·h·i` gated or `2·h·i` plain per expert (+ biases), router
-    /// `h·E` for MoE; two norms of `h` (×2 with LayerNorm bias). Plus embedding `V·h`,
-    /// learned positions `P·h`, final norm, and an untied lm_head `V·h`.
+    /// Softmax attention per layer: q `h·H·d` (twice with an output gate), k and v
+    /// `h·K·d` each, o `H·d·h`, biases where the family has them, a sink per head, q/k
+    /// norms `2d`. Latent attention: q `h·r_q + r_q + r_q·H·(d_nope + d_rope)` (or
+    /// `h·H·(d_nope + d_rope)` without q compression), kv_a `h·(r_kv + d_rope) + r_kv`,
+    /// kv_b `r_kv·H·(d_nope + d_v)`, o `H·d_v·h`. Linear attention: qkvz `h·(2·n_k·d_k +
+    /// 2·n_v·d_v)`, b and a `h·2·n_v`, a causal convolution over the q, k, v channels,
+    /// `2·n_v` decay parameters, a `d_v` norm, out `n_v·d_v·h`. Dense MLP `3·h·i` gated or
+    /// `2·h·i` plain (+ biases); MoE: routed experts of width `i_e`, a router `h·E`, and
+    /// shared experts of total width `i_s`. Norms per layer of `h` (×2 with LayerNorm
+    /// bias). Plus embedding `V·h`, learned positions `P·h`, final norm, and an untied
+    /// lm_head `V·h`. Active parameters count `k` routed experts and every shared one.
     pub fn params(&self) -> ParamCounts {
         // Parsing rejects configs whose count overflows (see `try_params`).
         self.try_params().unwrap_or(ParamCounts {
@@ -129,32 +253,104 @@ impl ModelConfig {
         })
     }
 
+    /// Parameters of one norm.
+    fn norm_params(&self) -> u64 {
+        match self.norm {
+            NormKind::Layer => 2 * self.hidden,
+            _ => self.hidden,
+        }
+    }
+
+    /// Parameters of one layer's token mixer.
+    pub fn try_mixer_params(&self, mixer: Mixer) -> Option<u64> {
+        let mul = |a: u64, b: u64| a.checked_mul(b);
+        let h = self.hidden;
+        match mixer {
+            Mixer::Attention => {
+                let q = mul(self.heads, self.head_dim)?;
+                let kv = mul(self.kv_heads, self.head_dim)?;
+                let q_out = if self.attention_gate { mul(2, q)? } else { q };
+                let mut p = mul(h, q_out)?
+                    .checked_add(mul(mul(2, h)?, kv)?)?
+                    .checked_add(mul(q, h)?)?;
+                if self.qkv_bias {
+                    p = p.checked_add(q_out)?.checked_add(mul(2, kv)?)?;
+                }
+                if self.o_bias {
+                    p = p.checked_add(h)?;
+                }
+                if self.attention_sinks {
+                    p = p.checked_add(self.heads)?;
+                }
+                if self.qk_norm {
+                    p = p.checked_add(mul(2, self.head_dim)?)?;
+                }
+                Some(p)
+            }
+            Mixer::Mla => {
+                let m = self.mla?;
+                let qk = mul(self.heads, m.qk_head_dim())?;
+                let q = match m.q_lora_rank {
+                    Some(r) => mul(h, r)?.checked_add(r)?.checked_add(mul(r, qk)?)?,
+                    None => mul(h, qk)?,
+                };
+                let kv_a = mul(h, m.cache_elems())?.checked_add(m.kv_lora_rank)?;
+                let kv_b = mul(
+                    m.kv_lora_rank,
+                    mul(self.heads, m.qk_nope_head_dim.checked_add(m.v_head_dim)?)?,
+                )?;
+                let o = mul(mul(self.heads, m.v_head_dim)?, h)?;
+                q.checked_add(kv_a)?.checked_add(kv_b)?.checked_add(o)
+            }
+            Mixer::Linear => {
+                let l = self.linear?;
+                let v = mul(l.value_heads, l.value_dim)?;
+                let qkvz = mul(h, l.qkv_channels().checked_add(v)?)?;
+                let ba = mul(h, mul(2, l.value_heads)?)?;
+                let conv = mul(l.qkv_channels(), l.conv_kernel)?;
+                let out = mul(v, h)?;
+                qkvz.checked_add(ba)?
+                    .checked_add(conv)?
+                    .checked_add(mul(2, l.value_heads)?)?
+                    .checked_add(l.value_dim)?
+                    .checked_add(out)
+            }
+        }
+    }
+
+    /// Parameters of one layer's feed-forward: (all, used per token).
+    pub fn try_ffn_params(&self, moe: bool) -> Option<(u64, u64)> {
+        if !moe {
+            let p = self.try_mlp_params(self.intermediate)?;
+            return Some((p, p));
+        }
+        let expert = self.try_mlp_params(self.expert_intermediate)?;
+        let router = self.hidden.checked_mul(self.experts)?;
+        let shared = if self.shared_experts > 0 {
+            self.try_mlp_params(self.shared_intermediate)?
+        } else {
+            0
+        };
+        let fixed = router.checked_add(shared)?;
+        Some((
+            expert.checked_mul(self.experts)?.checked_add(fixed)?,
+            expert
+                .checked_mul(self.experts_per_token)?
+                .checked_add(fixed)?,
+        ))
+    }
+
     /// [`ModelConfig::params`] with checked arithmetic: `None` when a count overflows.
     pub fn try_params(&self) -> Option<ParamCounts> {
         let mul = |a: u64, b: u64| a.checked_mul(b);
         let (h, v) = (self.hidden, self.vocab);
-        let norm_params = match self.norm {
-            NormKind::Layer => mul(2, h)?,
-            _ => h,
-        };
-        let q = mul(self.heads, self.head_dim)?;
-        let kv = mul(self.kv_heads, self.head_dim)?;
-        let mut attn = mul(h, q)?
-            .checked_add(mul(mul(2, h)?, kv)?)?
-            .checked_add(mul(q, h)?)?;
-        if self.qkv_bias {
-            attn = attn.checked_add(q)?.checked_add(mul(2, kv)?)?;
+        let (mut attention, mut mlp, mut active_mlp) = (0u64, 0u64, 0u64);
+        for (kind, count) in self.kind_counts() {
+            attention = attention.checked_add(mul(self.try_mixer_params(kind.mixer)?, count)?)?;
+            let (all, used) = self.try_ffn_params(kind.moe)?;
+            mlp = mlp.checked_add(mul(all, count)?)?;
+            active_mlp = active_mlp.checked_add(mul(used, count)?)?;
         }
-        if self.o_bias {
-            attn = attn.checked_add(h)?;
-        }
-        let expert = self.try_expert_params()?;
-        let router = if self.is_moe() {
-            mul(h, self.experts)?
-        } else {
-            0
-        };
-        let mlp_layer = mul(expert, self.experts)?.checked_add(router)?;
         let positions = if self.learned_positions {
             mul(self.max_context, h)?
         } else {
@@ -162,18 +358,15 @@ impl ModelConfig {
         };
         let embedding = mul(v, h)?.checked_add(positions)?;
         let lm_head = if self.tied_embeddings { 0 } else { mul(v, h)? };
-        let norms = mul(mul(2, self.layers)?.checked_add(1)?, norm_params)?;
-        let attention = mul(self.layers, attn)?;
-        let mlp = mul(self.layers, mlp_layer)?;
+        let norms = mul(
+            mul(self.norms_per_layer, self.layers)?.checked_add(1)?,
+            self.norm_params(),
+        )?;
         let total = embedding
             .checked_add(attention)?
             .checked_add(mlp)?
             .checked_add(norms)?
             .checked_add(lm_head)?;
-        let unused = mul(
-            mul(self.layers, expert)?,
-            self.experts - self.experts_per_token,
-        )?;
         Some(ParamCounts {
             embedding,
             attention,
@@ -181,17 +374,48 @@ impl ModelConfig {
             norms,
             lm_head,
             total,
-            active: total - unused,
+            active: total - (mlp - active_mlp),
         })
     }
 
-    /// Parameters of one MLP (one expert for MoE), biases included.
-    pub fn expert_params(&self) -> u64 {
-        self.try_expert_params().unwrap_or(u64::MAX)
+    /// The distinct layer kinds with the number of layers of each.
+    pub fn kind_counts(&self) -> Vec<(LayerKind, u64)> {
+        self.kinds_in(0..self.layer_kinds.len())
     }
 
-    fn try_expert_params(&self) -> Option<u64> {
-        let (h, i) = (self.hidden, self.intermediate);
+    /// The layer kinds of layers `range` (a pipeline stage) with their counts.
+    pub fn kinds_in(&self, range: std::ops::Range<usize>) -> Vec<(LayerKind, u64)> {
+        let mut counts = vec![0u64; self.kinds.len()];
+        for &k in &self.layer_kinds[range] {
+            counts[k as usize] += 1;
+        }
+        self.kinds
+            .iter()
+            .copied()
+            .zip(counts)
+            .filter(|(_, n)| *n > 0)
+            .collect()
+    }
+
+    /// Whether every layer is a softmax-attention layer (over the whole context or a
+    /// window) with the same feed-forward, whose experts (if any) are full MLPs: what
+    /// the training model assumes.
+    pub fn is_uniform(&self) -> bool {
+        self.kinds.len() == 1
+            && self.kinds[0].mixer == Mixer::Attention
+            && (!self.kinds[0].moe || self.expert_intermediate == self.intermediate)
+            && self.shared_experts == 0
+    }
+
+    /// Parameters of one routed expert (biases included).
+    pub fn expert_params(&self) -> u64 {
+        self.try_mlp_params(self.expert_intermediate)
+            .unwrap_or(u64::MAX)
+    }
+
+    /// Parameters of one MLP of inner width `i`, biases included.
+    fn try_mlp_params(&self, i: u64) -> Option<u64> {
+        let h = self.hidden;
         let hi = h.checked_mul(i)?;
         let mut p = hi.checked_mul(if self.gated_mlp { 3 } else { 2 })?;
         if self.mlp_bias {

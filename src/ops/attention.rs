@@ -18,8 +18,19 @@ pub struct AttentionShape {
     pub heads: u64,
     /// Key/value heads (`heads` for MHA, fewer for GQA, 1 for MQA).
     pub kv_heads: u64,
-    /// Dimension per head.
+    /// Query/key dimension per head.
     pub head_dim: u64,
+    /// Value (and output) dimension per head (`head_dim` but for latent attention).
+    pub v_dim: u64,
+    /// Sliding window: each query sees at most this many keys (`None`: all).
+    pub window: Option<u64>,
+    /// Elements read per key position for all heads together: `2 · kv_heads · head_dim`
+    /// for K and V of grouped-query attention, the latent and rotary key for latent
+    /// attention.
+    pub kv_elems_per_token: f64,
+    /// Keys and values come from the KV cache (at `kv_bits`); else they are activations
+    /// computed in this pass (latent attention's expanded prefill).
+    pub kv_from_cache: bool,
     /// Bits per activation element (Q, O, scores).
     pub act_bits: f64,
     /// Bits per KV-cache element.
@@ -36,19 +47,111 @@ pub fn causal_pairs(q_len: u64, kv_len: u64) -> f64 {
     q * past + q * (q + 1.0) / 2.0
 }
 
+/// Pairs a causal mask with a sliding window of `w` keys keeps: the query at position
+/// `p` (1-based) sees `min(p, w)` keys, summed over the new positions
+/// `kv_len - q_len + 1 ..= kv_len`. Prefill of `s <= w` tokens: `s(s+1)/2`; of `s > w`:
+/// `w(w+1)/2 + (s - w)·w`; decode at context `L`: `min(L, w)`.
+pub fn windowed_pairs(q_len: u64, kv_len: u64, w: u64) -> f64 {
+    // sum of min(p, w) for p in a..=b: the part below the window is an arithmetic
+    // series, the part above it w each
+    let (a, b) = (kv_len.saturating_sub(q_len) + 1, kv_len);
+    if b < a {
+        return 0.0;
+    }
+    let below_end = b.min(w);
+    let below = if below_end >= a {
+        let n = (below_end - a + 1) as f64;
+        n * (a as f64 + below_end as f64) / 2.0
+    } else {
+        0.0
+    };
+    let above = b.saturating_sub(below_end.max(a - 1)) as f64 * w as f64;
+    below + above
+}
+
 impl AttentionShape {
+    /// Grouped-query attention over a cache of `kv_heads` keys and values per token.
+    #[allow(clippy::too_many_arguments)]
+    pub fn gqa(
+        batch: u64,
+        q_len: u64,
+        kv_len: u64,
+        heads: u64,
+        kv_heads: u64,
+        head_dim: u64,
+        act_bits: f64,
+        kv_bits: f64,
+    ) -> AttentionShape {
+        AttentionShape {
+            batch,
+            q_len,
+            kv_len,
+            heads,
+            kv_heads,
+            head_dim,
+            v_dim: head_dim,
+            window: None,
+            kv_elems_per_token: 2.0 * kv_heads as f64 * head_dim as f64,
+            kv_from_cache: true,
+            act_bits,
+            kv_bits,
+        }
+    }
+
+    /// Query-key pairs the causal mask (and window) keeps, per sequence.
+    pub fn pairs(&self) -> f64 {
+        match self.window {
+            Some(w) => windowed_pairs(self.q_len, self.kv_len, w),
+            None => causal_pairs(self.q_len, self.kv_len),
+        }
+    }
+
+    /// Key positions read per sequence: all of them, or with a window the last
+    /// `q_len + w - 1` (what the new queries can see).
+    pub fn keys_read(&self) -> u64 {
+        match self.window {
+            Some(w) => self.kv_len.min(self.q_len.saturating_add(w - 1)),
+            None => self.kv_len,
+        }
+    }
+
     fn q_elems(&self) -> f64 {
         self.batch as f64 * self.q_len as f64 * self.heads as f64 * self.head_dim as f64
     }
 
-    /// Bytes of K **and** V for this layer: `2 · batch · kv_len · kv_heads · head_dim ·
+    fn o_elems(&self) -> f64 {
+        self.batch as f64 * self.q_len as f64 * self.heads as f64 * self.v_dim as f64
+    }
+
+    /// Bytes of K **and** V read for this layer: `batch · keys read · elements per token
+    /// · bits/8`, for grouped-query attention `2 · batch · kv_len · kv_heads · head_dim ·
     /// kv_bits/8`. This is what one decode step must stream per layer; GQA shrinks it
-    /// by `heads / kv_heads`.
+    /// by `heads / kv_heads`, a window caps it at `w` tokens.
     pub fn kv_bytes(&self) -> f64 {
-        2.0 * bytes_of(
-            self.batch as f64 * self.kv_len as f64 * self.kv_heads as f64 * self.head_dim as f64,
-            self.kv_bits,
+        let bits = if self.kv_from_cache {
+            self.kv_bits
+        } else {
+            self.act_bits
+        };
+        bytes_of(
+            self.batch as f64 * self.keys_read() as f64 * self.kv_elems_per_token,
+            bits,
         )
+    }
+
+    /// [`AttentionShape::kv_bytes`] as cache or activation bytes.
+    fn kv_read(&self) -> ByteClasses {
+        if self.kv_from_cache {
+            ByteClasses {
+                kv: self.kv_bytes(),
+                ..Default::default()
+            }
+        } else {
+            ByteClasses {
+                activations: self.kv_bytes(),
+                ..Default::default()
+            }
+        }
     }
 
     fn score_elems(&self) -> f64 {
@@ -59,23 +162,25 @@ impl AttentionShape {
 /// Fused (FlashAttention-style) attention: the score matrix never leaves on-chip memory.
 ///
 /// Counting rule: FLOPs count the **causal half only** (a fused kernel skips masked
-/// tiles): `4 · batch · heads · head_dim · pairs` with `pairs` from [`causal_pairs`]
-/// (2 for `QKᵀ`, 2 for `PV`); softmax exponentials are not counted (they run on the
-/// special-function units, not the tensor cores). Bytes: Q read and O written at
-/// activation width, the whole K and V of the layer read once at KV width (see
-/// [`AttentionShape::kv_bytes`]). Decode at context `L` therefore streams
-/// `2 · batch · L · kv_heads · head_dim · kv_bits/8` bytes per layer.
+/// tiles, and with a sliding window the tiles outside the band): `2 · batch · heads ·
+/// (head_dim + v_dim) · pairs` with `pairs` from [`AttentionShape::pairs`] (`2·head_dim`
+/// for `QKᵀ`, `2·v_dim` for `PV`: `4 · heads · head_dim · pairs` for ordinary heads);
+/// softmax exponentials are not counted (they run on the special-function units, not
+/// the tensor cores). Bytes: Q read and O written at activation width, the keys and
+/// values the queries can see read once (see [`AttentionShape::kv_bytes`]). Decode at
+/// context `L` therefore streams `2 · batch · L · kv_heads · head_dim · kv_bits/8` bytes
+/// per layer, or `min(L, w)` tokens' worth with a window.
 pub fn attention_fused(s: &AttentionShape) -> Cost {
-    let pairs = s.batch as f64 * causal_pairs(s.q_len, s.kv_len);
+    let pairs = s.batch as f64 * s.pairs();
     Cost {
-        flops: 4.0 * s.heads as f64 * s.head_dim as f64 * pairs,
-        read: ByteClasses {
-            activations: bytes_of(s.q_elems(), s.act_bits),
-            kv: s.kv_bytes(),
-            weights: 0.0,
-        },
+        flops: 2.0 * s.heads as f64 * (s.head_dim + s.v_dim) as f64 * pairs,
+        read: s.kv_read()
+            + ByteClasses {
+                activations: bytes_of(s.q_elems(), s.act_bits),
+                ..Default::default()
+            },
         written: ByteClasses {
-            activations: bytes_of(s.q_elems(), s.act_bits),
+            activations: bytes_of(s.o_elems(), s.act_bits),
             ..Default::default()
         },
         link_bytes: 0.0,
@@ -141,16 +246,7 @@ mod tests {
     use super::*;
 
     fn llama2_7b(batch: u64, q_len: u64, kv_len: u64) -> AttentionShape {
-        AttentionShape {
-            batch,
-            q_len,
-            kv_len,
-            heads: 32,
-            kv_heads: 32,
-            head_dim: 128,
-            act_bits: 16.0,
-            kv_bits: 16.0,
-        }
+        AttentionShape::gqa(batch, q_len, kv_len, 32, 32, 128, 16.0, 16.0)
     }
 
     #[test]
@@ -168,10 +264,7 @@ mod tests {
     #[test]
     fn gqa_shrinks_kv_by_group_size() {
         let mha = attention_fused(&llama2_7b(1, 1, 2048));
-        let gqa = attention_fused(&AttentionShape {
-            kv_heads: 8,
-            ..llama2_7b(1, 1, 2048)
-        });
+        let gqa = attention_fused(&AttentionShape::gqa(1, 1, 2048, 32, 8, 128, 16.0, 16.0));
         assert_eq!(mha.read.kv / gqa.read.kv, 4.0);
         assert_eq!(mha.flops, gqa.flops);
     }
@@ -205,5 +298,30 @@ mod tests {
         let p1 = attention_fused(&llama2_7b(1, 1000, 1000));
         let p2 = attention_fused(&llama2_7b(1, 2000, 2000));
         assert!((p2.flops / p1.flops - 4.0).abs() < 0.01);
+    }
+
+    #[test]
+    fn a_window_caps_decode_reads_and_bands_prefill() {
+        // Mistral-7B v0.1 layer (32 heads, 8 KV heads of 128, window 4096), bf16:
+        // decode at context 16384 reads 4096 tokens of K and V: 2 · 4096 · 8 · 128 · 2
+        // = 16,777,216 bytes, a quarter of the 67,108,864 of the whole context.
+        let at = |q_len, kv_len, window| {
+            attention_fused(&AttentionShape {
+                window,
+                ..AttentionShape::gqa(1, q_len, kv_len, 32, 8, 128, 16.0, 16.0)
+            })
+        };
+        assert_eq!(at(1, 16384, Some(4096)).read.kv, 16_777_216.0);
+        assert_eq!(at(1, 16384, None).read.kv, 67_108_864.0);
+        // prefill of 8192 tokens: pairs = 4096·4097/2 + 4096·4096 = 25,167,872 (the
+        // causal square would be 33,558,528)
+        assert_eq!(windowed_pairs(8192, 8192, 4096), 25_167_872.0);
+        assert_eq!(causal_pairs(8192, 8192), 33_558_528.0);
+        // below the window nothing changes
+        assert_eq!(windowed_pairs(100, 100, 4096), causal_pairs(100, 100));
+        assert_eq!(at(1, 1000, Some(4096)), at(1, 1000, None));
+        // a brute-force sum agrees
+        let brute: f64 = (3000u64 + 1..=3500).map(|p| p.min(3200) as f64).sum();
+        assert_eq!(windowed_pairs(500, 3500, 3200), brute);
     }
 }

@@ -22,6 +22,7 @@ mod norm;
 
 pub use attention::{
     AttentionShape, attention_fused, attention_scores, attention_values, causal_pairs,
+    windowed_pairs,
 };
 pub use collective::{Collective, collective};
 pub use elementwise::{Activation, activation, gated_activation, residual_add, rope};

@@ -190,6 +190,8 @@ pub struct Predictor<'a> {
     link_bw: f64,
     /// The compute dtype the weights' matmuls wanted and the one whose peak was used.
     matmul_dtypes: (ComputeDtype, ComputeDtype),
+    /// The model's sliding windows, ascending: where decode costs stop growing.
+    windows: Vec<u64>,
 }
 
 /// Most devices one layout may have.
@@ -273,8 +275,8 @@ impl<'a> Predictor<'a> {
         let precision = resolve_formats(model, s.weights, s.kv);
         let Precision {
             weights,
-            kv,
             activations,
+            ..
         } = precision;
         let (tp, layers) = match s.parallel {
             Parallel::Tp => (s.gpus, model.layers),
@@ -292,15 +294,7 @@ impl<'a> Predictor<'a> {
             ..eff
         };
         let memory = MemoryModel::new(
-            model,
-            hardware,
-            engine,
-            weights,
-            kv,
-            activations,
-            s.gpus,
-            s.parallel,
-            s.flash,
+            model, hardware, engine, &precision, s.gpus, s.parallel, s.flash,
         );
         Ok(Predictor {
             model,
@@ -327,6 +321,12 @@ impl<'a> Predictor<'a> {
                 .device_link()
                 .map_or(0.0, |l| l.bytes_per_s_per_direction),
             matmul_dtypes: (matmul_dtype, used),
+            windows: {
+                let mut w: Vec<u64> = model.kinds.iter().filter_map(|k| k.window).collect();
+                w.sort_unstable();
+                w.dedup();
+                w
+            },
         })
     }
 

@@ -123,7 +123,36 @@ impl Predictor<'_> {
     /// integer `L` splits at the lines' crossings into arithmetic series
     /// ([`sum_max_affine`]). Ops whose cost does not depend on the context are placed
     /// once, not three times.
+    ///
+    /// A sliding window makes its attention affine only up to the window (constant
+    /// beyond), so the sum is taken piecewise between the model's windows.
     pub fn decode_with_sum(
+        &self,
+        batch: u64,
+        mid: u64,
+        lo: u64,
+        hi: u64,
+        offloaded: f64,
+    ) -> (PassResult, f64, f64) {
+        let mut kinks = self.windows.iter().copied().filter(|&w| w >= lo && w < hi);
+        let Some(first) = kinks.next() else {
+            return self.decode_with_affine_sum(batch, mid, lo, hi, offloaded);
+        };
+        let (step, mut pred, mut ideal) =
+            self.decode_with_affine_sum(batch, mid, lo, first, offloaded);
+        let mut start = first + 1;
+        for end in kinks.chain(std::iter::once(hi)) {
+            let (_, p, i) = self.decode_with_affine_sum(batch, start, start, end, offloaded);
+            pred += p;
+            ideal += i;
+            start = end + 1;
+        }
+        (step, pred, ideal)
+    }
+
+    /// [`Predictor::decode_with_sum`] over a range where every op is affine in the
+    /// context.
+    fn decode_with_affine_sum(
         &self,
         batch: u64,
         mid: u64,

@@ -100,6 +100,7 @@ fn formats(
         weights,
         kv: Format::parse(act.name()).unwrap_or(Format::Bf16),
         activations: act,
+        experts: weights,
     };
     (precision, frozen)
 }
@@ -117,6 +118,15 @@ impl<'a> Trainer<'a> {
     /// [`MIN_INTER_NODE_BYTES_PER_S`] (or not finite), offload without a host link,
     /// efficiency factors outside their ranges (or `attention > compute`).
     pub fn new(model: &'a ModelConfig, hardware: &'a Hardware, cfg: &TrainConfig) -> Result<Self> {
+        if !model.is_uniform() {
+            return Err(crate::Error::invalid(
+                "model",
+                format!(
+                    "{} mixes layer kinds (latent or linear attention, dense and MoE layers, or experts narrower than its MLP): training such models is not modelled yet",
+                    model.id
+                ),
+            ));
+        }
         let layout = config::layout(model, hardware, cfg)?;
         let eff = match &cfg.efficiency {
             Some(e) => e.clone(),

@@ -256,7 +256,9 @@ impl Trainer<'_> {
         let grad_bits = self.cfg.precision.weight_format().bits();
         let bwd = match (op.kind, op.unit) {
             (k, _) if frozen && k.is_embedding() => Cost::default(),
-            (OpKind::Attention, _) => scale(fwd, 2.5, 2.0),
+            (OpKind::Attention | OpKind::WindowAttention | OpKind::MlaAttention, _) => {
+                scale(fwd, 2.5, 2.0)
+            }
             (OpKind::AttnScores | OpKind::AttnValues, _) => fwd.times(2.0),
             (_, Unit::Matrix(_)) => backward_cost(&fwd, w_bits, grad_bits, frozen),
             _ if is_comm => fwd,
@@ -544,9 +546,23 @@ impl Trainer<'_> {
     }
 
     /// Causal attention FLOPs per token in the model count: `6 · layers · q · s` (forward
-    /// `2 · q · s` over the `s²/2` causal pairs, backward twice that).
+    /// `2 · q · s` over the `s²/2` causal pairs, backward twice that). A layer with a
+    /// sliding window `w < s` sees fewer keys: its `s` becomes the span its pairs give,
+    /// `2 · pairs(s, w) / s - 1` (`s` itself without a window).
     pub(super) fn attention_flops_per_token(&self) -> f64 {
-        6.0 * self.model.layers as f64 * self.model.q_width() as f64 * self.cfg.seq as f64
+        let s = self.cfg.seq;
+        let q = self.model.q_width() as f64;
+        self.model
+            .kind_counts()
+            .iter()
+            .map(|(kind, layers)| {
+                let span = match kind.window {
+                    Some(w) if w < s => 2.0 * crate::ops::windowed_pairs(s, s, w) / s as f64 - 1.0,
+                    _ => s as f64,
+                };
+                6.0 * *layers as f64 * q * span
+            })
+            .sum()
     }
 
     /// Predicts one optimizer step.

@@ -58,18 +58,21 @@ pub(super) fn add_op_at(
 }
 
 /// The formats a [`Predictor`] uses for `weights` and `kv` (`None`: the model's native
-/// weight format; the activation dtype for the KV cache), without building one.
+/// weight format, with the routed experts in the checkpoint's expert format where it
+/// ships one; the activation dtype for the KV cache), without building one.
 pub fn resolve_formats(
     model: &ModelConfig,
     weights: Option<Format>,
     kv: Option<Format>,
 ) -> Precision {
+    let experts = weights.unwrap_or(model.native_expert_format.unwrap_or(model.native_format));
     let weights = weights.unwrap_or(model.native_format);
     let activations = activation_dtype(model, weights);
     Precision {
         weights,
         kv: kv.unwrap_or(format_for(activations)),
         activations,
+        experts,
     }
 }
 

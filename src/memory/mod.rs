@@ -1,10 +1,11 @@
 //! Inference memory footprint per device: weights, KV cache, activation workspace and
 //! engine overhead; whether it fits; the largest batch and context that fit.
 
-use crate::dtype::{ComputeDtype, Format};
+use crate::dtype::Format;
 use crate::engine::Engine;
 use crate::hardware::Hardware;
 use crate::model::ModelConfig;
+use crate::model::graph::Precision;
 use serde::Serialize;
 
 crate::named_enum! {
@@ -36,136 +37,24 @@ pub struct InferenceMemory {
     pub fits: bool,
 }
 
-/// Whole-model weight bytes at `weights` format: what one device holding the whole
-/// model holds ([`device_weight_bytes`]; norms at the activation dtype the weights run
-/// with, see [`crate::predict::activation_dtype`]).
+mod share;
+
+pub use share::{CacheBytes, Share, device_cache_bytes, device_weight_bytes};
+
+/// Whole-model weight bytes at `weights` format (every weight, the experts too): what
+/// one device holding the whole model holds ([`device_weight_bytes`]; norms at the
+/// activation dtype the weights run with, see [`crate::predict::activation_dtype`]).
 pub fn model_weight_bytes(cfg: &ModelConfig, weights: Format) -> f64 {
-    let act = crate::predict::activation_dtype(cfg, weights);
+    let p = crate::predict::resolve_formats(cfg, Some(weights), None);
     let whole = Share::stages(cfg, 1, Parallel::Tp)[0];
-    device_weight_bytes(cfg, weights, act, &whole)
-}
-
-/// KV-cache bytes per token of one sequence on one device holding `layers` layers and
-/// `kv_heads` KV heads: `2 · layers · kv_heads · head_dim · kv_bytes`.
-pub fn kv_bytes_per_token(cfg: &ModelConfig, kv: Format, layers: u64, kv_heads: u64) -> f64 {
-    2.0 * layers as f64 * kv_heads as f64 * cfg.head_dim as f64 * kv.bytes()
-}
-
-/// The part of a model one device holds: its tensor-parallel share of `layers`
-/// consecutive layers, the embedding if it is the first pipeline stage, the final norm
-/// and lm_head if it is the last.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Share {
-    /// Tensor-parallel degree.
-    pub tp: u64,
-    /// Pipeline stages.
-    pub pp: u64,
-    /// Layers on this device.
-    pub layers: u64,
-    /// Holds the token embedding.
-    pub first: bool,
-    /// Holds the final norm and the lm_head.
-    pub last: bool,
-}
-
-impl Share {
-    /// The shares worth checking for `parallel` over `gpus` devices: one for tensor
-    /// parallel; the first and last stages for pipeline parallel (layers split as
-    /// evenly as they go, the first stages taking one more; one of these two is the most
-    /// loaded: the others hold no more layers than the first and no embedding).
-    pub fn stages(cfg: &ModelConfig, gpus: u64, parallel: Parallel) -> Vec<Share> {
-        let n = gpus.max(1);
-        match parallel {
-            Parallel::Tp => vec![Share {
-                tp: n,
-                pp: 1,
-                layers: cfg.layers,
-                first: true,
-                last: true,
-            }],
-            Parallel::Pp if n == 1 => Share::stages(cfg, 1, Parallel::Tp),
-            Parallel::Pp => {
-                let (base, rem) = (cfg.layers / n, cfg.layers % n);
-                let stage = |layers, first, last| Share {
-                    tp: 1,
-                    pp: n,
-                    layers,
-                    first,
-                    last,
-                };
-                vec![
-                    stage(base + u64::from(rem > 0), true, false),
-                    stage(base, false, true),
-                ]
-            }
-        }
-    }
-
-    /// KV heads on this device (replicated when fewer than `tp`).
-    pub fn kv_heads(&self, cfg: &ModelConfig) -> u64 {
-        cfg.kv_heads.div_ceil(self.tp)
-    }
-}
-
-/// Weight bytes one device holds for `share`, at `weights` format (embedding and
-/// lm_head at 16 bits where the format keeps them so), norms at the activation dtype.
-///
-/// Tensor parallelism splits q, o, the MLP and the vocabulary by `tp` and replicates
-/// the norms, the MoE router and, when `tp` exceeds the KV heads, the K/V projections
-/// (each device computes whole KV heads, as the layer graph does). A pipeline stage
-/// holds whole layers; a tied embedding is held by the first stage and again, as the
-/// lm_head, by the last.
-pub fn device_weight_bytes(
-    cfg: &ModelConfig,
-    weights: Format,
-    act: ComputeDtype,
-    s: &Share,
-) -> f64 {
-    let p = cfg.params();
-    let tp = s.tp.max(1) as f64;
-    let (h, d) = (cfg.hidden as f64, cfg.head_dim as f64);
-    let q = (cfg.heads * cfg.head_dim) as f64 / tp;
-    let kv = s.kv_heads(cfg) as f64 * d;
-    let mut attn = 2.0 * h * q + 2.0 * h * kv;
-    if cfg.qkv_bias {
-        attn += q + 2.0 * kv;
-    }
-    if cfg.o_bias {
-        attn += h;
-    }
-    let router = if cfg.is_moe() {
-        h * cfg.experts as f64
-    } else {
-        0.0
-    };
-    let mlp = (p.mlp as f64 / cfg.layers as f64 - router) / tp + router;
-    let layers = s.layers as f64;
-    let norm_params = p.norms as f64 / (2 * cfg.layers + 1) as f64;
-    let norms = norm_params * (2.0 * layers + if s.last { 1.0 } else { 0.0 });
-    let emb_bytes = if weights.keeps_embeddings_16bit() {
-        2.0
-    } else {
-        weights.bytes()
-    };
-    let table = (cfg.vocab * cfg.hidden) as f64;
-    let embedding = if s.first { p.embedding as f64 } else { 0.0 };
-    let lm_head = match (s.last, cfg.tied_embeddings) {
-        (false, _) => 0.0,
-        (true, false) => p.lm_head as f64,
-        // tied: the lm_head is the embedding, held again unless the stage has both
-        (true, true) if s.first => 0.0,
-        (true, true) => table,
-    };
-    layers * (attn + mlp) * weights.bytes()
-        + (embedding + lm_head) / tp * emb_bytes
-        + norms * act.bytes()
+    device_weight_bytes(cfg, &p, &whole)
 }
 
 /// Memory of one device kind of share, hoisted out of batch/context loops.
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct StageMemory {
     weights_bytes: f64,
-    kv_per_token: f64,
+    cache: CacheBytes,
     /// logits bytes per sequence (fp32 over the vocabulary shard; last stage only).
     logits_per_seq: f64,
 }
@@ -194,24 +83,23 @@ impl MemoryModel {
         cfg: &ModelConfig,
         hw: &Hardware,
         engine: &Engine,
-        weights: Format,
-        kv: Format,
-        act: ComputeDtype,
+        p: &Precision,
         gpus: u64,
         parallel: Parallel,
         flash: bool,
     ) -> MemoryModel {
+        let act = p.activations;
         let shares = Share::stages(cfg, gpus, parallel);
         let tp = shares[0].tp;
         let mut stages = [StageMemory {
             weights_bytes: 0.0,
-            kv_per_token: 0.0,
+            cache: CacheBytes::default(),
             logits_per_seq: 0.0,
         }; 2];
         for (m, s) in stages.iter_mut().zip(&shares) {
             *m = StageMemory {
-                weights_bytes: device_weight_bytes(cfg, weights, act, s),
-                kv_per_token: kv_bytes_per_token(cfg, kv, s.layers, s.kv_heads(cfg)),
+                weights_bytes: device_weight_bytes(cfg, p, s),
+                cache: device_cache_bytes(cfg, p.kv, act.bytes(), s),
                 logits_per_seq: if s.last {
                     4.0 * cfg.vocab.div_ceil(tp) as f64
                 } else {
@@ -247,11 +135,12 @@ impl MemoryModel {
         }
     }
 
-    /// KV-cache bytes per token of one sequence on the device holding the most layers.
+    /// KV-cache bytes per token of one sequence on the device holding the most layers
+    /// (while the context is below every sliding window).
     pub fn kv_bytes_per_token(&self) -> f64 {
         self.stages[..self.n_stages]
             .iter()
-            .map(|s| s.kv_per_token)
+            .map(|s| s.cache.per_token_below_windows())
             .fold(0.0, f64::max)
     }
 
@@ -265,7 +154,7 @@ impl MemoryModel {
         let in_flight = (b * p.max(1.0)).min(self.chunk_tokens.max(b));
         let workspace = self.act_per_token * in_flight + b * self.scores_per_seq_sq * p * p;
         let at = |s: &StageMemory| {
-            let kv = s.kv_per_token * b * (p + gen_tokens as f64);
+            let kv = b * s.cache.at(p + gen_tokens as f64);
             let act = workspace + b * s.logits_per_seq;
             let total = s.weights_bytes + kv + act + self.overhead_bytes;
             InferenceMemory {
@@ -301,7 +190,8 @@ mod tests {
         // 2 · 32 layers · 8 kv heads · 128 · 2 bytes = 131,072 bytes per token;
         // × 2,304 tokens × 64 sequences = 19,327,352,832 bytes.
         let m = ModelDb::builtin().unwrap().resolve("llama-3-8b").unwrap();
-        let per_tok = kv_bytes_per_token(&m, Format::Fp16, m.layers, m.kv_heads);
+        let whole = Share::stages(&m, 1, Parallel::Tp)[0];
+        let per_tok = device_cache_bytes(&m, Format::Fp16, 2.0, &whole).at(1.0);
         assert_eq!(per_tok, 131_072.0);
         assert_eq!(per_tok * 2304.0 * 64.0, 19_327_352_832.0);
     }

@@ -1,0 +1,280 @@
+//! The layer graph as data: `(model, step shape, formats, tensor-parallel degree)` ->
+//! the operators of one forward pass with their per-device [`Cost`]s.
+//!
+//! One code path serves prefill and decode: a [`Step`] is `batch` sequences each adding
+//! `new_tokens` tokens to a KV cache that then holds `context` tokens (prefill:
+//! `new_tokens = context = prompt`; decode: `new_tokens = 1`, `context = L`).
+//!
+//! The graph is a fixed-capacity array (no heap allocation), so it can be rebuilt for
+//! millions of configurations in a sweep.
+
+use crate::dtype::{ComputeDtype, Format};
+use crate::ops::{self, Cost};
+
+crate::named_enum! {
+    /// The phase of inference a pass belongs to.
+    pub enum Phase: "phase" {
+        /// The prompt, all tokens at once (time to first token).
+        Prefill = "prefill",
+        /// One new token per sequence.
+        Decode = "decode",
+    }
+}
+
+mod kind;
+mod pass;
+
+pub use kind::OpKind;
+pub use pass::forward;
+
+/// Most operators one forward pass can have.
+pub const MAX_OPS: usize = 64;
+
+/// Shape of one forward pass.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Step {
+    /// Sequences processed together.
+    pub batch: u64,
+    /// New tokens per sequence in this pass.
+    pub new_tokens: u64,
+    /// Tokens in each sequence's KV cache after this pass (includes the new ones).
+    pub context: u64,
+    /// Rows the lm_head runs on per sequence (prefill: 1, the last token; decode: all new).
+    pub logits_per_sequence: u64,
+}
+
+impl Step {
+    /// Prefill of `prompt` tokens for `batch` sequences (logits for the last token only).
+    pub fn prefill(batch: u64, prompt: u64) -> Step {
+        Step {
+            batch,
+            new_tokens: prompt,
+            context: prompt,
+            logits_per_sequence: 1,
+        }
+    }
+
+    /// One decode step at context `context` (the new token included).
+    pub fn decode(batch: u64, context: u64) -> Step {
+        Step {
+            batch,
+            new_tokens: 1,
+            context,
+            logits_per_sequence: 1,
+        }
+    }
+}
+
+/// Formats and options of a forward pass.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Precision {
+    /// Weight storage format.
+    pub weights: Format,
+    /// KV cache format.
+    pub kv: Format,
+    /// Activation dtype (bf16/fp16/fp32).
+    pub activations: ComputeDtype,
+    /// Storage format of the routed experts (`weights` but where a checkpoint ships its
+    /// experts in another format, as gpt-oss does in MXFP4).
+    pub experts: Format,
+}
+
+/// Whether an op runs on matrix units (tensor cores) or vector units.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    /// Matrix math at the given dtype.
+    Matrix(ComputeDtype),
+    /// Elementwise / reduction math.
+    Vector,
+}
+
+impl Unit {
+    /// `bf16`, `fp8`, ... for matrix units, `vector` otherwise.
+    pub fn name(self) -> &'static str {
+        match self {
+            Unit::Matrix(d) => d.name(),
+            Unit::Vector => "vector",
+        }
+    }
+}
+
+impl serde::Serialize for Unit {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+/// One operator of the graph.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OpInstance {
+    /// What the op is (its name in reports: `qkv_proj`, `attention`, ...).
+    pub kind: OpKind,
+    /// Executions per forward pass (layers for per-layer ops, 1 otherwise).
+    pub count: f64,
+    /// Cost of one execution on one device.
+    pub cost: Cost,
+    /// Where it runs.
+    pub unit: Unit,
+}
+
+impl OpInstance {
+    /// Cost of all executions.
+    pub fn total(&self) -> Cost {
+        self.cost.times(self.count)
+    }
+}
+
+/// The operators of one forward pass (fixed capacity, no allocation).
+#[derive(Debug, Clone, Copy)]
+pub struct Graph {
+    pub(super) ops: [OpInstance; MAX_OPS],
+    pub(super) len: usize,
+}
+
+pub(super) const EMPTY: OpInstance = OpInstance {
+    kind: OpKind::Embedding,
+    count: 0.0,
+    cost: Cost {
+        flops: 0.0,
+        read: ops::ByteClasses {
+            weights: 0.0,
+            activations: 0.0,
+            kv: 0.0,
+        },
+        written: ops::ByteClasses {
+            weights: 0.0,
+            activations: 0.0,
+            kv: 0.0,
+        },
+        link_bytes: 0.0,
+    },
+    unit: Unit::Vector,
+};
+
+impl Graph {
+    /// Appends an op; an op of the same kind, unit and cost per execution already in
+    /// the graph (the norms of two layer kinds) takes the executions instead. Attention
+    /// ops are never merged: their cost depends on the context.
+    pub(super) fn push(&mut self, kind: OpKind, count: f64, cost: Cost, unit: Unit) {
+        if count <= 0.0 {
+            return;
+        }
+        if !kind.is_attention_core()
+            && let Some(op) = self.ops[..self.len]
+                .iter_mut()
+                .find(|o| o.kind == kind && o.unit == unit && o.cost == cost)
+        {
+            op.count += count;
+            return;
+        }
+        if self.len < MAX_OPS {
+            self.ops[self.len] = OpInstance {
+                kind,
+                count,
+                cost,
+                unit,
+            };
+            self.len += 1;
+        }
+    }
+
+    /// The operators in execution order.
+    pub fn ops(&self) -> &[OpInstance] {
+        &self.ops[..self.len]
+    }
+
+    /// Sum of every op's total cost.
+    pub fn total(&self) -> Cost {
+        self.ops().iter().map(OpInstance::total).sum()
+    }
+}
+
+/// Expected number of distinct experts that `tokens` tokens touch when each picks
+/// `k` of `e` experts uniformly: `e · (1 - (1 - k/e)^tokens)`. One token touches `k`;
+/// many tokens touch all `e`. This sets MoE weight traffic at batch > 1.
+pub fn expected_experts(e: u64, k: u64, tokens: u64) -> f64 {
+    if e <= 1 {
+        return 1.0;
+    }
+    let (e, k) = (e as f64, k as f64);
+    e * (1.0 - (1.0 - k / e).powf(tokens as f64))
+}
+
+pub(super) fn ceil_div(a: u64, b: u64) -> u64 {
+    a.div_ceil(b.max(1))
+}
+
+pub(super) fn matmul_dtype(u: Unit) -> ComputeDtype {
+    match u {
+        Unit::Matrix(d) => d,
+        Unit::Vector => ComputeDtype::Fp32,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::ModelDb;
+
+    fn bf16() -> Precision {
+        Precision {
+            weights: Format::Fp16,
+            kv: Format::Fp16,
+            activations: ComputeDtype::Fp16,
+            experts: Format::Fp16,
+        }
+    }
+
+    #[test]
+    fn decode_weight_bytes_equal_params_times_two() {
+        // Llama-2-7B fp16 batch 1: every weight except the unused embedding rows is
+        // read once per token: (6,738,415,616 - 131,072,000 + 4096) · 2 bytes, plus
+        // one embedding row (4096 · 2).
+        let m = ModelDb::builtin().unwrap().resolve("llama-2-7b").unwrap();
+        let g = forward(&m, &Step::decode(1, 1), &bf16(), 1, true, m.layers);
+        let w = g.total().read.weights;
+        let expect = (6_738_415_616.0 - 131_072_000.0) * 2.0 + 4096.0 * 2.0;
+        assert!((w - expect).abs() < 1.0, "{w} vs {expect}");
+        // FLOPs ~ 2 · non-embedding params
+        let f = g.total().flops;
+        assert!((f / (2.0 * 6.607e9) - 1.0).abs() < 0.01, "{f}");
+    }
+
+    #[test]
+    fn moe_expected_experts() {
+        assert_eq!(expected_experts(8, 2, 1), 2.0);
+        // 2 tokens: 8 · (1 - 0.75²) = 3.5
+        assert_eq!(expected_experts(8, 2, 2), 3.5);
+        assert!((expected_experts(8, 2, 1000) - 8.0).abs() < 1e-9);
+        assert_eq!(expected_experts(1, 1, 5), 1.0);
+    }
+
+    #[test]
+    fn mixtral_decode_reads_two_experts() {
+        // batch 1 decode reads active-param weights: 12,879,925,248 - 131,072,000 (embedding
+        // table unread) at 2 bytes, + one embedding row.
+        let m = ModelDb::builtin().unwrap().resolve("mixtral-8x7b").unwrap();
+        let g = forward(&m, &Step::decode(1, 1), &bf16(), 1, true, m.layers);
+        let w = g.total().read.weights;
+        let expect = (12_879_925_248.0 - 131_072_000.0) * 2.0 + 8192.0;
+        assert!((w / expect - 1.0).abs() < 1e-9, "{w} vs {expect}");
+    }
+
+    #[test]
+    fn tensor_parallel_splits_and_adds_allreduce() {
+        let m = ModelDb::builtin().unwrap().resolve("llama-2-70b").unwrap();
+        let one = forward(&m, &Step::decode(1, 100), &bf16(), 1, true, m.layers).total();
+        let four = forward(&m, &Step::decode(1, 100), &bf16(), 4, true, m.layers).total();
+        assert!((one.read.weights / four.read.weights - 4.0).abs() < 0.05);
+        // two all-reduces of 8192 fp16 per layer, ring factor 2·3/4: 80·2·1.5·16384 bytes
+        assert_eq!(four.link_bytes, 80.0 * 2.0 * 1.5 * 16384.0);
+    }
+
+    #[test]
+    fn no_allocation_graph_fits_every_model() {
+        for m in ModelDb::builtin().unwrap().models() {
+            let g = forward(m, &Step::prefill(1, 16), &bf16(), 2, false, m.layers);
+            assert!(g.ops().len() < MAX_OPS, "{}", m.id);
+        }
+    }
+}
