@@ -1,0 +1,135 @@
+//! The contract's JSON view of a device (`hardware show ID --json`).
+
+use super::{DeviceClass, Hardware, Peaks};
+use crate::dtype::ComputeDtype;
+use serde::{Deserialize, Serialize};
+
+impl Hardware {
+    /// The contract's JSON view of this device (`hardware show ID --json`).
+    pub fn report(&self) -> HardwareReport {
+        let p = &self.peak_flops_per_s;
+        HardwareReport {
+            id: self.id.clone(),
+            name: self.name.clone(),
+            vendor: self.vendor.clone(),
+            class: self.class,
+            architecture: self.architecture.clone(),
+            aliases: self.aliases.clone(),
+            memory: MemoryReport {
+                kind: self.memory.kind.clone(),
+                capacity_bytes: self.memory.capacity_bytes,
+                bandwidth_bytes_per_s: self.memory.bandwidth_bytes_per_s,
+                l2_bytes: self.memory.l2_bytes,
+            },
+            peak_flops_per_s: PeakReport {
+                fp64: p.fp64,
+                fp32: p.fp32,
+                tf32: p.tf32,
+                fp16: p.fp16,
+                bf16: p.bf16,
+                fp8: p.fp8,
+                int8: p.int8,
+                int4: p.int4,
+                fp4: p.fp4,
+                fp16_acc16: p.fp16_acc16,
+            },
+            estimated_peak_flops_per_s: self.estimated_peak_flops_per_s.clone(),
+            ridge_point_bf16_flop_per_byte: self.ridge_point(ComputeDtype::Bf16),
+            host_link_bytes_per_s: self.host_link.as_ref().map(|l| l.bytes_per_s_per_direction),
+            host_link: self.host_link.as_ref().map(|l| l.name.clone()),
+            scaleup_link_bytes_per_s: self
+                .scaleup_link
+                .as_ref()
+                .map(|l| l.bytes_per_s_per_direction),
+            scaleup_link: self.scaleup_link.as_ref().map(|l| l.name.clone()),
+            tdp_w: self.tdp_w,
+            release_year: self.release_year,
+            price_usd_per_hour: self.price.as_ref().map(|p| p.usd_per_hour),
+            price_date: self.price.as_ref().map(|p| p.date.clone()),
+            sparse_halved: p.sparse_halved,
+            sources: self.all_sources(),
+            notes: self.notes.clone(),
+        }
+    }
+}
+
+/// `memory` in [`HardwareReport`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemoryReport {
+    /// Memory technology.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Bytes.
+    pub capacity_bytes: f64,
+    /// Bytes/s.
+    pub bandwidth_bytes_per_s: f64,
+    /// Bytes, or null.
+    pub l2_bytes: Option<f64>,
+}
+
+/// `peak_flops_per_s` in [`HardwareReport`]: every key present, `null` when unpublished.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[allow(missing_docs)]
+pub struct PeakReport {
+    pub fp64: Option<f64>,
+    pub fp32: Option<f64>,
+    pub tf32: Option<f64>,
+    pub fp16: Option<f64>,
+    pub bf16: Option<f64>,
+    pub fp8: Option<f64>,
+    pub int8: Option<f64>,
+    pub int4: Option<f64>,
+    pub fp4: Option<f64>,
+    /// fp16 with fp16 accumulation, where it differs (GeForce).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fp16_acc16: Option<f64>,
+}
+
+/// The JSON document of `ridgeline hardware show ID --json` (keys in docs/reference.md,
+/// section "hardware show ID --json").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HardwareReport {
+    /// Device id.
+    pub id: String,
+    /// Marketing name.
+    pub name: String,
+    /// Vendor.
+    pub vendor: String,
+    /// Market segment.
+    pub class: DeviceClass,
+    /// Chip generation (empty when unknown).
+    pub architecture: String,
+    /// Other accepted names.
+    pub aliases: Vec<String>,
+    /// Memory.
+    pub memory: MemoryReport,
+    /// Dense peaks, FLOP/s.
+    pub peak_flops_per_s: PeakReport,
+    /// Third-party / derived peaks used where the vendor publishes none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub estimated_peak_flops_per_s: Option<Peaks>,
+    /// bf16 (or nearest published) peak over memory bandwidth.
+    pub ridge_point_bf16_flop_per_byte: f64,
+    /// Host link bytes/s per direction.
+    pub host_link_bytes_per_s: Option<f64>,
+    /// Host link name.
+    pub host_link: Option<String>,
+    /// Scale-up link bytes/s per direction.
+    pub scaleup_link_bytes_per_s: Option<f64>,
+    /// Scale-up link name.
+    pub scaleup_link: Option<String>,
+    /// Watts.
+    pub tdp_w: Option<f64>,
+    /// Year.
+    pub release_year: Option<u32>,
+    /// USD per device-hour.
+    pub price_usd_per_hour: Option<f64>,
+    /// Date of the price.
+    pub price_date: Option<String>,
+    /// Whether sparse datasheet figures were halved.
+    pub sparse_halved: bool,
+    /// Source URLs.
+    pub sources: Vec<String>,
+    /// Caveats.
+    pub notes: String,
+}
