@@ -213,3 +213,46 @@ fn linear_attention_keeps_a_fixed_state() {
     assert_eq!(at(1000), state + 12.0 * 2048.0 * 1000.0);
     assert_eq!(at(2000) - at(1000), 12.0 * 2048.0 * 1000.0);
 }
+
+#[test]
+fn configs_the_llama_reading_got_wrong() {
+    // Gemma-2-9B (https://huggingface.co/google/gemma-2-9b/blob/main/config.json; the
+    // HF page lists 9.24B params): head_dim 256 is not 3584 / 16, embeddings are tied,
+    // and each layer has four norms. 256000·3584 + 42·(3584·16·256·2 + 3584·8·256·2 +
+    // 3·3584·14336 + 4·3584) + 3584 = 9,241,705,984.
+    let gemma2 = r#"{"architectures":["Gemma2ForCausalLM"],"head_dim":256,
+        "hidden_activation":"gelu_pytorch_tanh","hidden_size":3584,"intermediate_size":14336,
+        "max_position_embeddings":8192,"model_type":"gemma2","num_attention_heads":16,
+        "num_hidden_layers":42,"num_key_value_heads":8,"query_pre_attn_scalar":256,
+        "sliding_window":4096,"torch_dtype":"float32","vocab_size":256000}"#;
+    let g = ModelConfig::from_json_str(gemma2, "gemma-2-9b", "config.json").unwrap();
+    assert_eq!(g.params().total, 9_241_705_984);
+    // alternating: half the layers keep 4096 tokens
+    let windows: Vec<(Option<u64>, u64)> = g
+        .kind_counts()
+        .iter()
+        .map(|(k, n)| (k.window, *n))
+        .collect();
+    assert!(windows.contains(&(Some(4096), 21)) && windows.contains(&(None, 21)));
+
+    // DeepSeek-V2-Lite (https://huggingface.co/deepseek-ai/DeepSeek-V2-Lite: "15.7B
+    // total parameters, 2.4B activated"): MLA without q compression, 64 routed experts
+    // top-6 plus 2 shared, first layer dense. Its cache: 27 x (512 + 64) x 2 = 31,104 B
+    // per token.
+    let v2 = r#"{"architectures":["DeepseekV2ForCausalLM"],"first_k_dense_replace":1,
+        "hidden_act":"silu","hidden_size":2048,"intermediate_size":10944,"kv_lora_rank":512,
+        "max_position_embeddings":163840,"model_type":"deepseek_v2",
+        "moe_intermediate_size":1408,"moe_layer_freq":1,"n_routed_experts":64,
+        "n_shared_experts":2,"num_attention_heads":16,"num_experts_per_tok":6,
+        "num_hidden_layers":27,"num_key_value_heads":16,"q_lora_rank":null,
+        "qk_nope_head_dim":128,"qk_rope_head_dim":64,"tie_word_embeddings":false,
+        "torch_dtype":"bfloat16","v_head_dim":128,"vocab_size":102400}"#;
+    let d = ModelConfig::from_json_str(v2, "deepseek-v2-lite", "config.json").unwrap();
+    near("v2-lite total", d.params().total as f64, 15.7e9, 0.5);
+    // "2.4B" has two significant digits; like the V3 card, without the embedding table
+    near("v2-lite active", active_without_embedding(&d), 2.4e9, 2.5);
+    let hw = HardwareDb::builtin().unwrap().get("h100").unwrap();
+    let e = EngineDb::builtin().unwrap().get("ideal").unwrap();
+    let p = predict(&d, hw, e, &Scenario::default()).unwrap();
+    assert_eq!(p.memory.kv_bytes_per_token, 31_104.0);
+}
