@@ -138,9 +138,18 @@ impl MemoryModel {
         let kvw = (shares[0].kv_heads(cfg) * cfg.head_dim) as f64;
         let inter = cfg.intermediate.div_ceil(tp) as f64 * cfg.experts_per_token as f64;
         let up = if cfg.gated_mlp { 2.0 * inter } else { inter };
+        // a Mamba-2 block: its in_proj output (z, x, B, C, dt) and the scan's output
+        let ssm = cfg
+            .ssm
+            .filter(|_| cfg.kinds.iter().any(|k| k.mixer == crate::model::Mixer::Ssm))
+            .map_or(0.0, |d| {
+                let heads = d.heads.div_ceil(tp);
+                let inner = heads * d.head_dim;
+                (3 * inner + 2 * d.groups.div_ceil(tp) * d.d_state + heads) as f64
+            });
         // live in one layer: residual stream + normed input + max(attention: q, k, v, out;
-        // MLP: up (gate+up) and the activated product)
-        let act_per_token = a * (2.0 * h + (q + 2.0 * kvw + q).max(up + inter));
+        // MLP: up (gate+up) and the activated product; SSM: in_proj out and scan out)
+        let act_per_token = a * (2.0 * h + (q + 2.0 * kvw + q).max(up + inter).max(ssm));
         let scores = if flash {
             0.0
         } else {

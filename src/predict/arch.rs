@@ -1,12 +1,13 @@
 //! What a model's architecture does to its cache and its work, in numbers the
 //! explanation quotes: latent versus uncompressed KV (MLA), grouped-query attention,
-//! sliding windows, linear-attention state, and the experts a mixture runs and touches.
+//! sliding windows, linear-attention and state-space (Mamba-2) state, and the experts a
+//! mixture runs and touches.
 
 use super::Predictor;
 use crate::dtype::Format;
 use crate::memory::{Layout, Parallel, Share, device_cache_bytes};
-use crate::model::Mixer;
 use crate::model::graph::expected_experts;
+use crate::model::{Ffn, Mixer};
 use serde::Serialize;
 
 /// The `architecture` object of a prediction: whole-model figures for one sequence (all
@@ -23,6 +24,11 @@ pub struct Architecture {
     pub latent_layers: u64,
     /// Layers with linear attention (a fixed state instead of a KV cache).
     pub linear_layers: u64,
+    /// Layers with softmax or latent attention: the layers that cache keys and values.
+    pub attention_layers: u64,
+    /// Layers that are a feed-forward only, with no token mixer (Nemotron-H's MLP
+    /// blocks).
+    pub ffn_only_layers: u64,
     /// Sliding windows and the layers each applies to, ascending.
     pub windows: Vec<WindowLayers>,
     /// Cache bytes per token of one sequence while the context is below every window.
@@ -36,8 +42,12 @@ pub struct Architecture {
     /// What it would be without the sliding windows (every layer caching the whole
     /// context).
     pub kv_bytes_at_context_unwindowed: f64,
-    /// Fixed state bytes per sequence (linear attention), whatever the context.
+    /// Fixed state bytes per sequence (linear attention, state-space blocks), whatever
+    /// the context.
     pub state_bytes_per_sequence: f64,
+    /// State-space (Mamba-2) blocks, if the model has them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ssm: Option<SsmFacts>,
     /// Mixture of experts, if the model has one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub experts: Option<ExpertFacts>,
@@ -50,6 +60,24 @@ pub struct WindowLayers {
     pub window: u64,
     /// Layers with this window.
     pub layers: u64,
+}
+
+/// The state-space (Mamba-2) blocks of a hybrid model.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct SsmFacts {
+    /// Layers that are Mamba-2 blocks.
+    pub layers: u64,
+    /// SSM heads per block.
+    pub heads: u64,
+    /// Channels per head.
+    pub head_dim: u64,
+    /// State size per channel.
+    pub d_state: u64,
+    /// Format the SSM state is kept in.
+    pub state_format: Format,
+    /// Fixed bytes per sequence of all these blocks together: the SSM states and the
+    /// convolution windows.
+    pub state_bytes_per_sequence: f64,
 }
 
 /// The experts of a mixture-of-experts model.
@@ -77,7 +105,8 @@ impl Predictor<'_> {
         let kv = self.precision.kv;
         let whole = Share::stages(m, &Layout::new(1, Parallel::Tp))[0];
         let cache = device_cache_bytes(m, kv, self.precision.activations.bytes(), &whole);
-        let (mut latent, mut linear, mut mha) = (0, 0, 0.0);
+        let (mut latent, mut linear, mut ssm_layers, mut mha) = (0, 0, 0, 0.0);
+        let (mut attention, mut ffn_only) = (0, 0);
         let mut windows: Vec<WindowLayers> = Vec::new();
         for (kind, n) in m.kind_counts() {
             let per_head = match (kind.mixer, m.mla) {
@@ -89,8 +118,17 @@ impl Predictor<'_> {
                     linear += n;
                     continue;
                 }
+                (Mixer::Ssm, _) => {
+                    ssm_layers += n;
+                    continue;
+                }
+                (Mixer::None, _) => {
+                    ffn_only += n;
+                    continue;
+                }
                 _ => 2 * m.head_dim,
             };
+            attention += n;
             mha += (n * m.heads * per_head) as f64 * kv.bytes();
             if let Some(w) = kind.window {
                 match windows.iter_mut().find(|x| x.window == w) {
@@ -107,7 +145,7 @@ impl Predictor<'_> {
         let moe_layers = m
             .kind_counts()
             .iter()
-            .filter(|(k, _)| k.moe)
+            .filter(|(k, _)| k.ffn == Ffn::Moe)
             .map(|(_, n)| n)
             .sum();
         let experts = (m.experts > 1).then(|| ExpertFacts {
@@ -118,12 +156,25 @@ impl Predictor<'_> {
             format: self.precision.experts,
             touched_per_decode_step: expected_experts(m.experts, m.experts_per_token, batch),
         });
+        let act = self.precision.activations.bytes();
+        let ssm = m.ssm.filter(|_| ssm_layers > 0).map(|d| SsmFacts {
+            layers: ssm_layers,
+            heads: d.heads,
+            head_dim: d.head_dim,
+            d_state: d.d_state,
+            state_format: d
+                .state_format
+                .unwrap_or(super::format_for(self.precision.activations)),
+            state_bytes_per_sequence: ssm_layers as f64 * d.bytes_per_sequence(act),
+        });
         Architecture {
             heads: m.heads,
             kv_heads: if latent > 0 { m.heads } else { m.kv_heads },
             layers: m.layers,
             latent_layers: latent,
             linear_layers: linear,
+            attention_layers: attention,
+            ffn_only_layers: ffn_only,
             windows,
             kv_bytes_per_token: cache.per_token_below_windows(),
             mha_kv_bytes_per_token: mha,
@@ -131,6 +182,7 @@ impl Predictor<'_> {
             kv_bytes_at_context_unwindowed: cache.per_token_below_windows() * ctx
                 + cache.per_sequence,
             state_bytes_per_sequence: cache.per_sequence,
+            ssm,
             experts,
         }
     }

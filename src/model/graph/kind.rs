@@ -35,12 +35,18 @@ crate::named_enum! {
         MlaVAbsorb = "mla_v_absorb",
         /// Linear attention: input projection (queries, keys, values, gates).
         LinearInProj = "linear_in_proj",
-        /// Linear attention: the short causal convolution.
+        /// Linear attention and state-space blocks: the short causal convolution.
         ShortConv = "short_conv",
         /// Linear attention: the gated delta-rule recurrence over the state.
         DeltaRule = "delta_rule",
         /// Linear attention: the gated output norm.
         LinearNorm = "linear_norm",
+        /// State-space (Mamba-2) block: input projection (gate, x, B, C, step sizes).
+        SsmInProj = "ssm_in_proj",
+        /// State-space block: the selective scan (state update and readout).
+        SsmScan = "ssm_scan",
+        /// State-space block: the gated RMSNorm before the output projection.
+        SsmNorm = "ssm_norm",
         /// Naive attention: scores `Q·Kᵀ`.
         AttnScores = "attn_scores",
         /// Naive attention: softmax over the scores.

@@ -216,7 +216,8 @@ fn evaluator_equals_plain_summary() {
 }
 
 /// The same with the models of 2025-26: windows, latent attention, linear attention,
-/// expert parallelism and speculative decoding (which takes the plain path).
+/// Mamba-2 blocks with MLP-only layers (Nemotron-H), expert parallelism and speculative
+/// decoding (which takes the plain path).
 #[test]
 fn evaluator_equals_plain_for_new_architectures() {
     use crate::predict::Speculation;
@@ -231,6 +232,8 @@ fn evaluator_equals_plain_for_new_architectures() {
         ("deepseek-v3", "h200", 16, 8, None),
         ("qwen3-30b-a3b", "h100", 4, 4, None),
         ("qwen3-next-80b-a3b", "h200", 2, 1, None),
+        ("nemotron-h-56b", "h100", 1, 1, None),
+        ("nemotron-h-56b", "h200", 4, 1, spec),
         ("llama-3.1-8b", "h100", 1, 1, spec),
         ("qwen3-30b-a3b", "h100", 4, 2, spec),
     ] {
@@ -355,5 +358,25 @@ fn decode_lines_have_one_varying_op_with_flash_and_three_without() {
         let d = DecodeLines::new(&p, 4).unwrap();
         assert_eq!(d.varying().len(), n);
         assert_eq!(d.batch(), 4);
+    }
+}
+
+/// The hybrid's decode steps take the lines (its Mamba-2 ops are constant in the
+/// context, its attention affine), not the plain fallback the equality test would also
+/// accept.
+#[test]
+fn decode_lines_serve_the_mamba_hybrid() {
+    let models = ModelDb::builtin().unwrap();
+    let hw = HardwareDb::builtin().unwrap();
+    let engines = EngineDb::builtin().unwrap();
+    let m = models.resolve("nemotron-h-56b").unwrap();
+    let s = Scenario::default();
+    let (gpu, engine) = (hw.get("h100").unwrap(), engines.get("typical").unwrap());
+    let p = Predictor::new(&m, gpu, engine, &s).unwrap();
+    for b in [1u64, 7, 256] {
+        assert!(
+            super::decode::DecodeLines::new(&p, b).is_some(),
+            "decode {b}"
+        );
     }
 }
