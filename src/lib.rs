@@ -39,6 +39,7 @@
 //! | [`dtype`] | compute dtypes and storage formats with real bits per weight |
 //! | [`ops`] | operator catalog: FLOPs and bytes by class for GEMM, attention, norms, ... |
 //! | [`hardware`] | the device database ([`hardware::HardwareDb`]), every number sourced |
+//! | [`instances`] | cloud instance shapes with on-demand prices ([`instances::InstanceDb`]) |
 //! | [`model`] | [`model::ModelConfig`] from HF `config.json`, parameter counts, layer graph |
 //! | [`roofline`] | ridge points, attainable FLOP/s, [`roofline::place`], [`roofline::Bound`] |
 //! | [`engine`] | efficiency profiles of inference engines ([`engine::EngineDb`]) |
@@ -46,7 +47,7 @@
 //! | [`predict`] | prefill, decode and generation roll-ups ([`predict::Predictor`], cached [`predict::Evaluator`]) |
 //! | [`list`] | LIST arguments: `1,2,4`, `1..64`, `128..8192:x2`, `0..1000:+50` |
 //! | [`sweep`] | parallel sweeps over every axis ([`sweep::Sweep`]): streaming CSV/JSON, `ndarray` grids |
-//! | [`plan`] | capacity planning under latency, throughput and budget targets ([`plan::plan`]) |
+//! | [`plan`] | capacity planning under latency, throughput and budget targets ([`plan::plan`]); training plans ([`plan::train::plan_training`]) |
 //! | [`series`] | chart data: throughput and latency vs batch, memory by weight format and by ZeRO stage |
 //! | [`report`] | text, Markdown and plain-language renderers of the report structs |
 //!
@@ -60,6 +61,7 @@ pub mod engine;
 pub mod error;
 pub mod files;
 pub mod hardware;
+pub mod instances;
 pub mod list;
 pub mod memory;
 pub mod model;
