@@ -85,10 +85,7 @@ impl Instance {
         if !valid_name {
             return Err(Error::invalid(
                 "name",
-                format!(
-                    "'{}' must be letters, digits, '.', '-' and '_'",
-                    self.name
-                ),
+                format!("'{}' must be letters, digits, '.', '-' and '_'", self.name),
             ));
         }
         if self.provider.trim().is_empty() {
@@ -108,12 +105,24 @@ impl Instance {
         if self.count == 0 || self.count > MAX_DEVICES_PER_INSTANCE {
             return Err(Error::invalid(
                 "count",
-                format!("{} devices: must be 1 to {MAX_DEVICES_PER_INSTANCE}", self.count),
+                format!(
+                    "{} devices: must be 1 to {MAX_DEVICES_PER_INSTANCE}",
+                    self.count
+                ),
             ));
         }
         require_in("host_memory_bytes", self.host_memory_bytes, 1e9, 1e15)?;
         if let Some(n) = self.network_bytes_per_s {
             require_in("network_bytes_per_s", n, 1e6, 1e14)?;
+            let per_gpu = n / self.count as f64;
+            if per_gpu < crate::train::MIN_INTER_NODE_BYTES_PER_S {
+                return Err(Error::invalid(
+                    "network_bytes_per_s",
+                    format!(
+                        "{per_gpu} bytes/s per device is below the 1e6 bytes/s ridgeline models"
+                    ),
+                ));
+            }
         }
         if let Some(l) = &self.scaleup_link {
             require_in(
@@ -129,9 +138,13 @@ impl Instance {
         require_in("price.usd_per_hour", self.price.usd_per_hour, 1e-4, 1e5)?;
         let d = self.price.date.as_bytes();
         let date_ok = d.len() == 10
-            && d.iter()
-                .enumerate()
-                .all(|(i, c)| if i == 4 || i == 7 { *c == b'-' } else { c.is_ascii_digit() });
+            && d.iter().enumerate().all(|(i, c)| {
+                if i == 4 || i == 7 {
+                    *c == b'-'
+                } else {
+                    c.is_ascii_digit()
+                }
+            });
         if !date_ok {
             return Err(Error::invalid(
                 "price.date",
@@ -142,7 +155,10 @@ impl Instance {
             return Err(Error::invalid("price.source", "must not be empty"));
         }
         if self.sources.iter().all(|s| s.trim().is_empty()) {
-            return Err(Error::invalid("sources", "at least one source URL is required"));
+            return Err(Error::invalid(
+                "sources",
+                "at least one source URL is required",
+            ));
         }
         Ok(())
     }
@@ -160,6 +176,14 @@ impl Instance {
     /// Network between instances per device, bytes/s (`None`: no cluster network).
     pub fn network_per_gpu_bytes_per_s(&self) -> Option<f64> {
         self.network_bytes_per_s.map(|n| n / self.count as f64)
+    }
+
+    /// Network between nodes per device as training sees it: the instance's network over
+    /// its devices, or [`crate::train::DEFAULT_INTER_NODE_BYTES_PER_S`] for a shape
+    /// without one (planned alone, so never used).
+    pub fn inter_node_bytes_per_s(&self) -> f64 {
+        self.network_per_gpu_bytes_per_s()
+            .unwrap_or(crate::train::DEFAULT_INTER_NODE_BYTES_PER_S)
     }
 
     /// Most devices a layout of these instances may use: any number of instances with
@@ -291,7 +315,11 @@ impl InstanceDb {
 
     /// Reads a user's instances file (same schema as `data/instances.toml`) and adds
     /// it; returns the names it replaced.
-    pub fn load_file(&mut self, path: &std::path::Path, hardware: &HardwareDb) -> Result<Vec<String>> {
+    pub fn load_file(
+        &mut self,
+        path: &std::path::Path,
+        hardware: &HardwareDb,
+    ) -> Result<Vec<String>> {
         let text = crate::files::read_document(path)?;
         self.add_toml(&text, &path.display().to_string(), hardware)
     }
@@ -336,7 +364,9 @@ impl Instance {
     pub fn report(&self, db: &HardwareDb) -> InstanceReport<'_> {
         InstanceReport {
             instance: self,
-            hardware_id: db.get(&self.gpu).map_or_else(|_| self.gpu.clone(), |h| h.id.clone()),
+            hardware_id: db
+                .get(&self.gpu)
+                .map_or_else(|_| self.gpu.clone(), |h| h.id.clone()),
             usd_per_gpu_hour: self.usd_per_gpu_hour(),
         }
     }
@@ -372,8 +402,18 @@ sources = ["https://example.com/shape"]
         assert_eq!(d.price.unwrap().usd_per_hour, 1.5);
         assert_eq!(i.max_gpus(), 2);
         assert!(i.check_gpus(2).is_ok());
-        assert!(i.check_gpus(3).unwrap_err().to_string().contains("multiple of 2"));
-        assert!(i.check_gpus(4).unwrap_err().to_string().contains("no cluster network"));
+        assert!(
+            i.check_gpus(3)
+                .unwrap_err()
+                .to_string()
+                .contains("multiple of 2")
+        );
+        assert!(
+            i.check_gpus(4)
+                .unwrap_err()
+                .to_string()
+                .contains("no cluster network")
+        );
         // the same name again needs override = true
         let e = db.add_toml(ONE, "y.toml", hw).unwrap_err().to_string();
         assert!(e.contains("y.toml") && e.contains("override = true"), "{e}");
@@ -386,13 +426,29 @@ sources = ["https://example.com/shape"]
         let hw = HardwareDb::builtin().unwrap();
         for (from, to, needle) in [
             ("count = 2", "count = 0", "invalid count"),
-            ("gpu = \"a100\"", "gpu = \"a1000\"", "invalid gpu: unknown hardware id 'a1000'; did you mean"),
-            ("host_memory_bytes = 256e9", "host_memory_bytes = 256", "invalid host_memory_bytes"),
-            ("usd_per_hour = 3.0", "usd_per_hour = -3.0", "invalid price.usd_per_hour"),
+            (
+                "gpu = \"a100\"",
+                "gpu = \"a1000\"",
+                "invalid gpu: unknown hardware id 'a1000'; did you mean",
+            ),
+            (
+                "host_memory_bytes = 256e9",
+                "host_memory_bytes = 256",
+                "invalid host_memory_bytes",
+            ),
+            (
+                "usd_per_hour = 3.0",
+                "usd_per_hour = -3.0",
+                "invalid price.usd_per_hour",
+            ),
             ("2026-01-01", "Jan 2026", "invalid price.date"),
             ("name = \"ex-2x\"", "name = \"ex 2x\"", "invalid name"),
             ("count = 2", "count = 2\ncolor = 1", "unknown field `color`"),
-            ("sources = [\"https://example.com/shape\"]", "sources = []", "invalid sources"),
+            (
+                "sources = [\"https://example.com/shape\"]",
+                "sources = []",
+                "invalid sources",
+            ),
         ] {
             let text = ONE.replace(from, to);
             let e = InstanceDb::default()
@@ -403,7 +459,9 @@ sources = ["https://example.com/shape"]
             assert!(e.contains(needle), "{e} lacks {needle}");
         }
         let twice = format!("{ONE}{ONE}");
-        let e = InstanceDb::default().add_toml(&twice, "t.toml", hw).unwrap_err();
+        let e = InstanceDb::default()
+            .add_toml(&twice, "t.toml", hw)
+            .unwrap_err();
         assert!(e.to_string().contains("appears twice"), "{e}");
     }
 
@@ -412,8 +470,17 @@ sources = ["https://example.com/shape"]
         let db = InstanceDb::builtin().unwrap();
         assert!(db.instances().len() >= 15);
         for i in db.instances() {
-            assert!(i.price.source.starts_with("http"), "{}: {}", i.name, i.price.source);
-            assert!(i.sources.iter().all(|s| s.starts_with("http")), "{}", i.name);
+            assert!(
+                i.price.source.starts_with("http"),
+                "{}: {}",
+                i.name,
+                i.price.source
+            );
+            assert!(
+                i.sources.iter().all(|s| s.starts_with("http")),
+                "{}",
+                i.name
+            );
         }
         let e = db.get("p4d.24xlarg").unwrap_err().to_string();
         assert!(e.contains("did you mean p4d.24xlarge"), "{e}");

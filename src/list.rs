@@ -170,7 +170,11 @@ pub fn parse_count(flag: &str, text: &str) -> Result<u64> {
                 'M' => 1e6,
                 'B' => 1e9,
                 'T' => 1e12,
-                _ => return Err(bad("unknown suffix; use K (1e3), M (1e6), B (1e9) or T (1e12)")),
+                _ => {
+                    return Err(bad(
+                        "unknown suffix; use K (1e3), M (1e6), B (1e9) or T (1e12)",
+                    ));
+                }
             };
             (&item[..i], scale)
         }
@@ -181,8 +185,12 @@ pub fn parse_count(flag: &str, text: &str) -> Result<u64> {
         && digits
             .bytes()
             .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'+' | b'-'));
-    let v = if plain { digits.parse::<f64>().ok() } else { None }
-        .ok_or_else(|| bad("not a number (plain, 5e8, or with K/M/B/T: 500M, 1.5B, 2T)"))?
+    let v = if plain {
+        digits.parse::<f64>().ok()
+    } else {
+        None
+    }
+    .ok_or_else(|| bad("not a number (plain, 5e8, or with K/M/B/T: 500M, 1.5B, 2T)"))?
         * scale;
     if !(v >= 1.0) {
         return Err(bad("must be at least 1"));

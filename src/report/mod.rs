@@ -10,3 +10,4 @@ pub mod sweep;
 pub mod table;
 pub mod text;
 pub mod train;
+pub mod train_plan;
