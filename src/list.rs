@@ -192,7 +192,7 @@ pub fn parse_count(flag: &str, text: &str) -> Result<u64> {
     }
     .ok_or_else(|| bad("not a number (plain, 5e8, or with K/M/B/T: 500M, 1.5B, 2T)"))?
         * scale;
-    if !(v >= 1.0) {
+    if v.is_nan() || v < 1.0 {
         return Err(bad("must be at least 1"));
     }
     if v > MAX_COUNT {

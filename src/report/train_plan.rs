@@ -37,12 +37,12 @@ pub fn hours(h: f64) -> String {
     }
 }
 
-/// Dollars: cents below $100, whole dollars with thousands separators above.
+/// Dollars: cents below $1000, whole dollars with thousands separators above.
 pub fn usd(x: f64) -> String {
     if !x.is_finite() {
         return "n/a".into();
     }
-    if x < 100.0 {
+    if x < 1000.0 {
         return format!("${x:.2}");
     }
     let digits = format!("{x:.0}");
@@ -258,11 +258,11 @@ fn sharding(o: &OptionStory) -> String {
         );
     }
     format!(
-        "{} of {} bring{} it to {} each",
+        "{} bring{} it to {} on each {}",
         how.join(" and "),
-        e.gpu,
         if how.len() == 1 { "s" } else { "" },
-        gb(o.states_per_device_bytes)
+        gb(o.states_per_device_bytes),
+        e.gpu
     )
 }
 
@@ -308,7 +308,7 @@ pub fn explain_option(o: &OptionStory) -> String {
         hours(e.hours),
         usd_opt(e.usd),
         capitalized(method_name(e.method)),
-        sig3(o.state_bytes_per_param),
+        trimmed(sig3(o.state_bytes_per_param)),
         gb(o.model_states_bytes),
         tokens(o.params as f64),
         sharding(o),
@@ -318,6 +318,36 @@ pub fn explain_option(o: &OptionStory) -> String {
         gb(e.capacity_bytes),
         next_cheaper(&o.next_cheaper)
     )
+}
+
+/// `text` broken at spaces into lines of at most `width` characters (a longer word
+/// stays whole), every line after the first starting with `indent`.
+pub fn wrap(text: &str, width: usize, indent: &str) -> String {
+    let mut out = String::new();
+    let mut line = 0usize;
+    for word in text.split(' ') {
+        let len = word.chars().count();
+        if line > 0 && line + 1 + len > width {
+            out.push('\n');
+            out.push_str(indent);
+            line = indent.chars().count();
+        } else if line > 0 {
+            out.push(' ');
+            line += 1;
+        }
+        out.push_str(word);
+        line += len;
+    }
+    out
+}
+
+/// A decimal without trailing zeros (`16.0` -> `16`, `2.50` -> `2.5`).
+fn trimmed(s: String) -> String {
+    if s.contains('.') && !s.contains('e') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
 }
 
 fn capitalized(s: &str) -> String {
@@ -389,16 +419,14 @@ pub fn render(p: &TrainPlan) -> String {
             Answer::Fastest => "Why the fastest",
             Answer::None => "Why none",
         };
-        s.push_str(&format!(
-            "{who}: {} binds: {}\n",
-            target_flag(b.target),
-            b.reason
-        ));
+        let line = format!("{who}: {} binds: {}", target_flag(b.target), b.reason);
+        s.push_str(&wrap(&line, 96, "  "));
+        s.push('\n');
     }
     if !p.options.is_empty() {
         s.push_str("\nWhat binds each option:\n");
         for o in &p.options {
-            s.push_str(&format!("- {}\n", explain_option(o)));
+            s.push_str(&format!("- {}\n", wrap(&explain_option(o), 96, "  ")));
         }
     }
     if !p.pareto.is_empty() {
@@ -480,7 +508,14 @@ mod tests {
         assert_eq!(hours(13.25), "13.2 h");
         assert_eq!(hours(72.0), "72.0 h (3.00 days)");
         assert_eq!(usd(2.5), "$2.50");
+        assert_eq!(usd(437.123), "$437.12");
         assert_eq!(usd(12345.4), "$12,345");
+        assert_eq!(
+            wrap("one two three four", 9, "  "),
+            "one two\n  three\n  four"
+        );
         assert_eq!(capitalized("full fine-tune"), "Full fine-tune");
+        assert_eq!(trimmed(sig3(16.0)), "16");
+        assert_eq!(trimmed(sig3(0.58)), "0.58");
     }
 }

@@ -171,6 +171,40 @@ impl TrainPlanRequest {
     }
 }
 
+/// Parses `--method`: `any` (every method) or a comma-separated list of `full`,
+/// `lora`, `qlora`; unknown names suggest the closest.
+///
+/// ```
+/// use ridgeline::plan::train::parse_methods;
+/// use ridgeline::train::Method;
+/// assert_eq!(parse_methods("any")?, Method::ALL.to_vec());
+/// assert_eq!(parse_methods("qlora, full")?, vec![Method::Qlora, Method::Full]);
+/// assert!(parse_methods("fulll").unwrap_err().to_string().contains("did you mean full"));
+/// # Ok::<(), ridgeline::Error>(())
+/// ```
+pub fn parse_methods(text: &str) -> Result<Vec<Method>> {
+    let mut out: Vec<Method> = Vec::new();
+    for name in crate::list::parse_names("methods", text)? {
+        let add: Vec<Method> = if name.eq_ignore_ascii_case("any") {
+            Method::ALL.to_vec()
+        } else {
+            vec![Method::parse(&name).map_err(|_| {
+                Error::unknown(
+                    "training method",
+                    &name,
+                    Method::ALL.iter().map(|m| m.name()).chain(["any"]),
+                )
+            })?]
+        };
+        for m in add {
+            if !out.contains(&m) {
+                out.push(m);
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// Every pool of `db` with a price (every device when none has one).
 pub fn default_pools(db: &HardwareDb) -> Vec<Pool> {
     crate::plan::default_devices(db)
