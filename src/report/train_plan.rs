@@ -162,8 +162,12 @@ impl fmt::Display for TrainReason {
                 };
                 write!(
                     f,
-                    "{count} {what} configuration{} miss a limit; the closest, {} at {value}, {lack}",
-                    if *count == 1 { "" } else { "s" },
+                    "{count} {what} {} a limit; the closest, {} at {value}, {lack}",
+                    if *count == 1 {
+                        "configuration misses"
+                    } else {
+                        "configurations miss"
+                    },
                     config(next)
                 )
             }
@@ -431,8 +435,9 @@ pub fn render(p: &TrainPlan) -> String {
     }
     if !p.pareto.is_empty() {
         s.push_str(&format!(
-            "\nPareto front (cost vs time): {} configurations, cheapest first\n  {:>10}  {:>16}  {:>9}  config\n",
+            "\nPareto front (cost vs time): {} configuration{}, cheapest first\n  {:>10}  {:>16}  {:>9}  config\n",
             p.pareto.len(),
+            if p.pareto.len() == 1 { "" } else { "s" },
             "cost",
             "time",
             "tok/s"
