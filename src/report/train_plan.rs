@@ -200,14 +200,14 @@ impl fmt::Display for TrainReason {
                 match (target, reached) {
                     (TrainTarget::MaxHours, Some((v, e))) => write!(
                         f,
-                        "{head}the shortest reachable is {} ({}), over the {} asked",
+                        "{head}the shortest reachable is {}, with {}, over the {} asked",
                         hours(*v),
                         config(e),
                         hours(*limit)
                     ),
                     (_, Some((v, e))) => write!(
                         f,
-                        "{head}the cheapest reachable is {} ({}), over the {} budget",
+                        "{head}the cheapest reachable is {}, with {}, over the {} budget",
                         usd(*v),
                         config(e),
                         usd(*limit)
@@ -463,11 +463,30 @@ pub fn render(p: &TrainPlan) -> String {
 
 /// The plan as Markdown: the answers, the explanation and the Pareto front as a table.
 pub fn markdown(p: &TrainPlan) -> String {
-    let mut s = format!("## Training plan for `{}`\n\n", p.model);
-    for line in header(p).lines().skip(1) {
+    let h = header(p);
+    let mut lines = h.lines();
+    let title = lines.next().unwrap_or_default().replacen(
+        &format!("for {}:", p.model),
+        &format!("for `{}`:", p.model),
+        1,
+    );
+    let mut s = format!("## {title}\n\n");
+    for line in lines {
         s.push_str(&format!("{line}  \n"));
     }
     s.push('\n');
+    for (label, e) in [("Best (cheapest)", &p.best), ("Fastest", &p.fastest)] {
+        if let Some(e) = e {
+            let a = answer(label, e);
+            let mut lines = a.lines();
+            let head = lines.next().unwrap_or_default();
+            let rest: Vec<&str> = lines.map(str::trim).collect();
+            s.push_str(&format!("**{head}**  \n{}\n\n", rest.join(" ")));
+        }
+    }
+    if p.best.is_none() {
+        s.push_str("**No configuration meets the targets.**\n\n");
+    }
     for b in &p.binding {
         s.push_str(&format!(
             "- **{}** ({}): {}\n",
