@@ -200,7 +200,7 @@ pub struct PredictArgs {
     #[arg(long = "gen", default_value_t = 128, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(0..=MAX_COUNT))]
     pub gen_tokens: u64,
     /// Weight format: fp32, fp16, bf16, fp8, int8, int4, q8_0, q4_0, q4_k_m, q5_k_m, q6_k,
-    /// nf4, awq-int4, gptq-int4, bpw:N (default: the model's native dtype).
+    /// nf4, awq-int4, gptq-int4, mxfp4, nvfp4, bpw:N (default: the model's native dtype).
     #[arg(long, value_parser = Format::parse)]
     pub weights: Option<Format>,
     /// KV-cache format (default: the activation dtype).
@@ -219,6 +219,54 @@ pub struct PredictArgs {
     /// Stream weights that do not fit from host memory over PCIe.
     #[arg(long, value_enum, default_value_t = OffloadArg::None)]
     pub offload: OffloadArg,
+    /// Expert parallelism and speculative decoding.
+    #[command(flatten)]
+    pub decoding: DecodingArgs,
+}
+
+/// Options shared by predict, explain, roofline and sweep: expert parallelism and
+/// speculative decoding.
+#[derive(Args, Clone)]
+pub struct DecodingArgs {
+    /// Expert-parallel groups for a mixture-of-experts model: the routed experts spread
+    /// over N groups of --gpus/N tensor-parallel devices, attention data-parallel across
+    /// the groups, tokens sent to their experts by all-to-all.
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=MAX_DEVICES))]
+    pub ep: u64,
+    /// Speculative decoding: draft tokens proposed per verify pass (needs --spec-accept).
+    #[arg(long, requires = "spec_accept", allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=ridgeline::predict::MAX_SPEC_K))]
+    pub spec_k: Option<u64>,
+    /// Speculative decoding: probability that a draft token is accepted, 0..1 (needs
+    /// --spec-k).
+    #[arg(long, requires = "spec_k", allow_negative_numbers = true, value_parser = probability)]
+    pub spec_accept: Option<f64>,
+    /// Speculative decoding: draft model id or config.json (same vocabulary); without
+    /// it the drafts come from the model's own MTP or EAGLE-style head.
+    #[arg(long, requires = "spec_k")]
+    pub draft: Option<String>,
+}
+
+impl DecodingArgs {
+    /// The speculative-decoding settings, if any.
+    pub fn speculation(&self) -> Option<ridgeline::predict::Speculation> {
+        Some(ridgeline::predict::Speculation {
+            k: self.spec_k?,
+            accept: self.spec_accept?,
+        })
+    }
+}
+
+/// A probability on the command line: a finite number in 0..=1.
+fn probability(s: &str) -> std::result::Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number"))?;
+    if (0.0..=1.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("must be a probability in 0..1, got {s}"))
+    }
 }
 
 impl PredictArgs {
@@ -232,8 +280,10 @@ impl PredictArgs {
             kv: self.kv,
             gpus: self.gpus,
             parallel: self.parallel,
+            ep: self.decoding.ep,
             flash: !self.no_flash,
             offload: self.offload == OffloadArg::Cpu,
+            spec: self.decoding.speculation(),
         }
     }
 }
@@ -374,6 +424,9 @@ pub struct SweepArgs {
     /// Naive attention that materializes the score matrix.
     #[arg(long = "no-flash")]
     pub no_flash: bool,
+    /// Expert parallelism and speculative decoding, for every configuration.
+    #[command(flatten)]
+    pub decoding: DecodingArgs,
     /// CSV rows (the default; --json for `{"rows": [...]}`).
     #[arg(long)]
     pub csv: bool,
@@ -396,6 +449,9 @@ impl SweepArgs {
             kv: &self.kv,
             engine: &self.engine,
             parallel: self.parallel,
+            ep: self.decoding.ep,
+            spec: self.decoding.speculation(),
+            draft: self.decoding.draft.as_deref().unwrap_or(""),
             flash: !self.no_flash,
         }
     }
@@ -554,7 +610,8 @@ pub fn flag_of(field: &str) -> Option<String> {
         "model" | "gpu" | "gpus" | "batch" | "prompt" | "weights" | "kv" | "engine"
         | "parallel" | "tp" | "pp" | "zero" | "micro_batch" | "global_batch" | "seq"
         | "lora_rank" | "virtual_stages" | "offload" | "method" | "recompute" | "precision"
-        | "optimizer" | "measurements" | "tokens" | "max_hours" | "budget_usd" | "instance" => {
+        | "optimizer" | "measurements" | "ep" | "spec_k" | "spec_accept" | "draft" | "tokens"
+        | "max_hours" | "budget_usd" | "instance" => {
             return Some(format!("--{}", field.replace('_', "-")));
         }
         _ => return None,

@@ -2,7 +2,8 @@
 //! returns what goes to stdout. One predictor per command.
 
 use crate::cli::{
-    self, ChartArg, Cli, HardwareAction, PlanArgs, PlanTrainArgs, PredictArgs, SweepArgs, TrainArgs,
+    self, ChartArg, Cli, DecodingArgs, HardwareAction, PlanArgs, PlanTrainArgs, PredictArgs,
+    SweepArgs, TrainArgs,
 };
 use ridgeline::engine::EngineDb;
 use ridgeline::hardware::{Hardware, HardwareDb};
@@ -62,7 +63,34 @@ impl Ctx {
         let model = resolve_model(&a.model)?;
         let hw = self.hardware.get(&a.gpu)?;
         let engine = self.engines.get(&a.engine)?;
-        f(&Predictor::new(&model, hw, engine, &a.scenario())?)
+        let draft = draft_model(&a.decoding)?;
+        f(&build_predictor(
+            &model,
+            hw,
+            engine,
+            &a.scenario(),
+            draft.as_ref(),
+        )?)
+    }
+}
+
+/// The `--draft` model, if named.
+fn draft_model(d: &DecodingArgs) -> Result<Option<ModelConfig>> {
+    d.draft.as_deref().map(resolve_model).transpose()
+}
+
+/// A predictor for `s`, with drafts from `draft` where one is given.
+fn build_predictor<'a>(
+    model: &'a ModelConfig,
+    hw: &'a Hardware,
+    engine: &'a ridgeline::engine::Engine,
+    s: &Scenario,
+    draft: Option<&'a ModelConfig>,
+) -> Result<Predictor<'a>> {
+    let p = Predictor::new(model, hw, engine, s)?;
+    match draft {
+        Some(d) => p.with_draft(d),
+        None => Ok(p),
     }
 }
 
@@ -238,9 +266,16 @@ pub fn roofline_cmd(
     let engine = ctx.engines.get(&a.engine)?;
     let s = a.scenario();
     let hws = ctx.hardware.get_list(&a.gpu)?;
+    let draft = draft_model(&a.decoding)?;
     let preds = hws
         .iter()
-        .map(|hw| Predictor::new(&model, hw, engine, &s)?.predict(s.batch, s.prompt, s.gen_tokens))
+        .map(|hw| {
+            build_predictor(&model, hw, engine, &s, draft.as_ref())?.predict(
+                s.batch,
+                s.prompt,
+                s.gen_tokens,
+            )
+        })
         .collect::<Result<Vec<_>>>()?;
     let devices: Vec<_> = hws.iter().copied().zip(&preds).collect();
     let svg = roofline_chart(&devices, links || s.gpus > 1, links || s.offload)?;

@@ -333,6 +333,12 @@ fn predict_and_explain_keys_are_documented_both_ways() {
         json_args(&[
             "predict", "--model", &model, "--gpu", "l40s", "--batch", "8", "--json",
         ]),
+        // sliding windows
+        json("predict --model gemma-3-4b --gpu l4 --json"),
+        // expert parallelism and speculative decoding
+        json(
+            "predict --model qwen3-30b-a3b --gpu h100 --gpus 4 --ep 4 --spec-k 3 --spec-accept 0.7 --json",
+        ),
     ];
     let mut problems = Vec::new();
     let all = union(&predictions);
