@@ -322,6 +322,7 @@ fn bad_input_exits_2_naming_the_flag() {
         (&["--tokens", "1B", "--max-hours", "0"], "--max-hours"),
         (&["--tokens", "1B", "--max-tpot-ms", "5"], "--max-tpot-ms"),
         (&["--tokens", "1B", "--gpus", "0"], "--gpus"),
+        (&["--tokens", "1B", "--gpus", "1..1000000"], "--gpus"),
         (&["--tokens", "1B", "--svg", "chart.png"], "--svg"),
         (&["--tokens", "1B", "--gpu", "h1000"], "h100"),
         (&["--tokens", "1B", "--instances-file", bad], "count"),

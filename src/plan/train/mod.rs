@@ -63,6 +63,10 @@ pub const DEFAULT_GLOBAL_BATCH: u64 = 256;
 /// Most devices one configuration may use.
 pub const MAX_TRAIN_PLAN_GPUS: u64 = 1_000_000;
 
+/// Most (device, count, tp, pp) layouts one search may span (the default search spans
+/// about 3,000; each layout is evaluated for up to 16 options).
+pub const MAX_LAYOUTS: u64 = 20_000;
+
 /// Largest micro-batch searched (2^20 sequences).
 pub const MAX_MICRO_BATCH: u64 = 1 << 20;
 
@@ -408,7 +412,7 @@ fn validate(req: &TrainPlanRequest) -> Result<()> {
 /// ```
 pub fn plan_training(req: &TrainPlanRequest) -> Result<TrainPlan> {
     validate(req)?;
-    let (layouts, impossible) = search::layouts(req);
+    let (layouts, impossible) = search::layouts(req)?;
     let (cands, invalid) = search::evaluate(req, &layouts);
     let t = &req.targets;
     let feasible: Vec<&Cand> = cands.iter().filter(|c| c.meets(t)).collect();

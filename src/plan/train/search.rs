@@ -2,7 +2,8 @@
 //! largest micro-batch that fits every option, and the best, the fastest and the
 //! Pareto front of what qualifies.
 
-use super::{Lack, MAX_MICRO_BATCH, Pool, TrainEntry, TrainPlanRequest, TrainTargets};
+use super::{Lack, MAX_LAYOUTS, MAX_MICRO_BATCH, Pool, TrainEntry, TrainPlanRequest, TrainTargets};
+use crate::error::{Error, Result};
 use crate::train::{DEFAULT_DEVICES_PER_NODE, Method, Offload, Recompute, TrainConfig, Trainer};
 use rayon::prelude::*;
 
@@ -202,8 +203,10 @@ fn divisors(n: u64) -> impl Iterator<Item = u64> {
 /// Every layout the request searches: tensor parallelism within a node's scale-up
 /// domain (tp divides the devices per node), pipeline parallelism across nodes. Layouts
 /// the model or device cannot use (tp not dividing the heads or the sequence, more
-/// stages than layers, several devices without a link) are counted, not built.
-pub(super) fn layouts(req: &TrainPlanRequest) -> (Vec<Layout>, u64) {
+/// stages than layers, several devices without a link) are counted, not built. More
+/// than [`MAX_LAYOUTS`] (device, count, tp, pp) combinations in all is an error naming
+/// `gpu_counts`, found before any is evaluated.
+pub(super) fn layouts(req: &TrainPlanRequest) -> Result<(Vec<Layout>, u64)> {
     let m = &req.model;
     let seq = req.base.seq;
     let mut counts = req.gpu_counts.clone();
@@ -220,6 +223,14 @@ pub(super) fn layouts(req: &TrainPlanRequest) -> (Vec<Layout>, u64) {
         for &gpus in counts.iter().filter(|&&g| pool.allows(g)) {
             for tp in divisors(gpus).filter(|tp| node.is_multiple_of(*tp)) {
                 for pp in divisors(gpus / tp) {
+                    if out.len() as u64 + impossible >= MAX_LAYOUTS {
+                        return Err(Error::invalid(
+                            "gpu_counts",
+                            format!(
+                                "the search would span more than {MAX_LAYOUTS} (device, count, tp, pp) layouts; give fewer device counts or devices"
+                            ),
+                        ));
+                    }
                     let possible = (gpus == 1 || linked)
                         && m.heads.is_multiple_of(tp)
                         && (m.kv_heads.is_multiple_of(tp) || tp.is_multiple_of(m.kv_heads))
@@ -239,7 +250,7 @@ pub(super) fn layouts(req: &TrainPlanRequest) -> (Vec<Layout>, u64) {
             }
         }
     }
-    (out, impossible)
+    Ok((out, impossible))
 }
 
 /// The options searched on a layout (see the [module docs](super)): ZeRO 0 with one
