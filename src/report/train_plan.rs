@@ -73,11 +73,11 @@ pub fn method_name(m: Method) -> &'static str {
     }
 }
 
-/// The devices of an entry: `2 x a100-80gb-sxm`, with instances `16 x a100-80gb-sxm (2
-/// x p4de.24xlarge)`.
+/// The devices of an entry: `2 x a100-80gb-sxm`, with instances `16 x a100-80gb-sxm in 2
+/// x p4de.24xlarge`.
 fn devices(e: &TrainEntry) -> String {
     match (&e.instance, e.instances) {
-        (Some(name), Some(k)) => format!("{} x {} ({k} x {name})", e.gpus, e.gpu),
+        (Some(name), Some(k)) => format!("{} x {} in {k} x {name}", e.gpus, e.gpu),
         _ => format!("{} x {}", e.gpus, e.gpu),
     }
 }
