@@ -29,6 +29,9 @@ pub struct Cli {
     /// Extra engine profiles (TOML, same schema as data/engines.toml).
     #[arg(long = "engine-file", global = true, value_name = "FILE")]
     pub engine_files: Vec<PathBuf>,
+    /// Extra cloud instance shapes (TOML, same schema as data/instances.toml).
+    #[arg(long = "instances-file", global = true, value_name = "FILE")]
+    pub instances_files: Vec<PathBuf>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -80,15 +83,23 @@ pub enum Command {
         #[command(flatten)]
         args: SweepArgs,
     },
-    /// Cheapest configuration meeting latency/throughput targets, and the Pareto front.
+    /// Cheapest configuration meeting latency/throughput targets, and the Pareto front;
+    /// with --train, the cheapest and fastest way to train on --tokens.
     ///
     /// Searches devices (default: those with a price), counts 1, 2, 4, 8 (tp or pp) and
     /// 16, 32 (pp), weight and KV formats and batch sizes; ranks by USD per million output
-    /// tokens (price x gpus / output tokens per hour) and says which target binds.
+    /// tokens (price x gpus / output tokens per hour) and says which target binds. With
+    /// --train: devices (or --instances), counts 1..64, tp x pp x dp layouts, methods,
+    /// ZeRO, recomputation, offload and micro-batches; hours = tokens / (tokens/s x
+    /// 3600), cost = hours x price x devices.
     Plan {
         #[command(flatten)]
         args: PlanArgs,
+        #[command(flatten)]
+        train: PlanTrainArgs,
     },
+    /// Cloud instance shapes (devices, links, host memory, network, on-demand price).
+    Instances,
     /// Training: memory per device and step time (ZeRO, 3D parallelism, LoRA/QLoRA).
     Train {
         #[command(flatten)]
@@ -284,8 +295,16 @@ pub struct TrainArgs {
     #[arg(long)]
     pub model: String,
     /// Device id or alias (see `ridgeline hardware`).
-    #[arg(long)]
-    pub gpu: String,
+    #[arg(
+        long,
+        required_unless_present = "instance",
+        conflicts_with = "instance"
+    )]
+    pub gpu: Option<String>,
+    /// A cloud instance shape (see `ridgeline instances`): its device, link, devices per
+    /// node and network between instances.
+    #[arg(long, conflicts_with = "inter_node_bw")]
+    pub instance: Option<String>,
     /// Number of devices (tp x pp x dp).
     #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
     pub gpus: u64,
@@ -464,32 +483,32 @@ pub struct PlanArgs {
     #[arg(long)]
     pub gpus: Option<String>,
     /// Prompt tokens per request.
-    #[arg(long, default_value_t = 512, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(0..=MAX_COUNT))]
+    #[arg(long, default_value_t = 512, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(0..=MAX_COUNT), conflicts_with = "train")]
     pub prompt: u64,
     /// Generated tokens per request.
-    #[arg(long = "gen", default_value_t = 128, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=MAX_COUNT))]
+    #[arg(long = "gen", default_value_t = 128, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=MAX_COUNT), conflicts_with = "train")]
     pub gen_tokens: u64,
     /// Largest acceptable time to first token, ms.
-    #[arg(long = "max-ttft-ms", value_parser = positive, allow_negative_numbers = true)]
+    #[arg(long = "max-ttft-ms", value_parser = positive, allow_negative_numbers = true, conflicts_with = "train")]
     pub max_ttft_ms: Option<f64>,
     /// Largest acceptable mean time per output token, ms.
-    #[arg(long = "max-tpot-ms", value_parser = positive, allow_negative_numbers = true)]
+    #[arg(long = "max-tpot-ms", value_parser = positive, allow_negative_numbers = true, conflicts_with = "train")]
     pub max_tpot_ms: Option<f64>,
     /// Smallest acceptable output tokens/s of one replica (all its devices together).
-    #[arg(long = "min-throughput", value_parser = positive, allow_negative_numbers = true)]
+    #[arg(long = "min-throughput", value_parser = positive, allow_negative_numbers = true, conflicts_with = "train")]
     pub min_throughput: Option<f64>,
     /// Largest acceptable price of one replica, USD per hour.
-    #[arg(long = "budget-usd-per-hour", value_parser = positive, allow_negative_numbers = true)]
+    #[arg(long = "budget-usd-per-hour", value_parser = positive, allow_negative_numbers = true, conflicts_with = "train")]
     pub budget_usd_per_hour: Option<f64>,
     /// Weight formats to consider, comma-separated (`native` for the model's own;
     /// default: native, fp8 and int8 where the device has those peaks, q8_0, awq-int4).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "train")]
     pub weights: Option<String>,
     /// KV formats to consider, comma-separated (default: native,fp8).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "train")]
     pub kv: Option<String>,
     /// Engines to consider, comma-separated.
-    #[arg(long, default_value = "typical")]
+    #[arg(long, default_value = "typical", conflicts_with = "train")]
     pub engine: String,
     /// Naive attention that materializes the score matrix.
     #[arg(long = "no-flash")]
@@ -506,6 +525,63 @@ impl PlanArgs {
             max_usd_per_hour: self.budget_usd_per_hour,
         }
     }
+}
+
+/// A count of tokens (`5e8`, `500M`, `1.5B`, `2T`), as clap parses it.
+fn token_count(s: &str) -> std::result::Result<u64, String> {
+    ridgeline::list::parse_count("--tokens", s).map_err(|e| match e {
+        ridgeline::Error::InvalidValue { message, .. } => message,
+        other => other.to_string(),
+    })
+}
+
+/// Training methods to search (`--method`).
+#[derive(Clone, Debug)]
+pub struct Methods(pub Vec<Method>);
+
+/// `any` or a comma-separated list of methods.
+fn methods(s: &str) -> std::result::Result<Methods, String> {
+    ridgeline::plan::train::parse_methods(s)
+        .map(Methods)
+        .map_err(|e| e.to_string())
+}
+
+/// The training options of `ridgeline plan --train`.
+#[derive(Args, Clone)]
+pub struct PlanTrainArgs {
+    /// Plan a training run instead of serving: the cheapest and fastest way to train
+    /// --model on --tokens, and the Pareto front of cost vs time.
+    #[arg(long)]
+    pub train: bool,
+    /// Tokens to train on: plain, scientific or with K/M/B/T (5e8, 500M, 1.5B, 2T).
+    #[arg(long, value_parser = token_count, requires = "train", allow_negative_numbers = true)]
+    pub tokens: Option<u64>,
+    /// Tokens per sequence.
+    #[arg(long, default_value_t = 2048, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=100_000_000), requires = "train")]
+    pub seq: u64,
+    /// full, lora, qlora (comma-separated) or any.
+    #[arg(long, default_value = "any", value_parser = methods, requires = "train")]
+    pub method: Methods,
+    /// Sequences per optimizer step (each configuration rounds it up to a multiple of
+    /// micro-batch x dp).
+    #[arg(long = "global-batch", default_value_t = ridgeline::plan::train::DEFAULT_GLOBAL_BATCH, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=1_048_576), requires = "train")]
+    pub global_batch: u64,
+    /// Largest acceptable training time, hours.
+    #[arg(long = "max-hours", value_parser = positive, allow_negative_numbers = true, requires = "train")]
+    pub max_hours: Option<f64>,
+    /// Largest acceptable cost of the whole run, USD.
+    #[arg(long = "budget-usd", value_parser = positive, allow_negative_numbers = true, requires = "train")]
+    pub budget_usd: Option<f64>,
+    /// Rent cloud instance shapes (see `ridgeline instances`) instead of loose devices.
+    #[arg(long, requires = "train")]
+    pub instances: bool,
+    /// Print Markdown instead of text.
+    #[arg(long, requires = "train", conflicts_with = "json")]
+    pub markdown: bool,
+    /// Also write the chart of cost against time (the Pareto front, one marker per
+    /// method) as SVG.
+    #[arg(long, value_name = "FILE.svg", requires = "train")]
+    pub svg: Option<PathBuf>,
 }
 
 /// A comma-separated format list; `native` (or `auto`, `default`) is the model's own.
@@ -530,10 +606,12 @@ pub fn flag_of(field: &str) -> Option<String> {
         "max_tpot_s" => "--max-tpot-ms",
         "min_output_tokens_per_s" => "--min-throughput",
         "max_usd_per_hour" => "--budget-usd-per-hour",
+        "methods" => "--method",
         "model" | "gpu" | "gpus" | "batch" | "prompt" | "weights" | "kv" | "engine"
         | "parallel" | "tp" | "pp" | "zero" | "micro_batch" | "global_batch" | "seq"
         | "lora_rank" | "virtual_stages" | "offload" | "method" | "recompute" | "precision"
-        | "optimizer" | "measurements" | "ep" | "spec_k" | "spec_accept" | "draft" => {
+        | "optimizer" | "measurements" | "ep" | "spec_k" | "spec_accept" | "draft" | "tokens"
+        | "max_hours" | "budget_usd" | "instance" => {
             return Some(format!("--{}", field.replace('_', "-")));
         }
         _ => return None,

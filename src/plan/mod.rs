@@ -26,6 +26,7 @@
 
 mod binding;
 mod search;
+pub mod train;
 
 pub use binding::{Better, Config, Miss, Reason};
 

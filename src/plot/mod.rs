@@ -34,6 +34,7 @@
 //! # Ok::<(), ridgeline::Error>(())
 //! ```
 
+pub mod cost_time;
 pub mod memory;
 pub mod roofline;
 pub mod throughput;

@@ -11,3 +11,4 @@ pub mod sweep;
 pub mod table;
 pub mod text;
 pub mod train;
+pub mod train_plan;
