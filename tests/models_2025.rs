@@ -449,3 +449,111 @@ fn explain_names_the_ssm_layers_and_their_state() {
         "{text}"
     );
 }
+
+#[test]
+fn nemotron_h_moe_blocks() {
+    // Nemotron-3-Nano-30B-A3B's config.json (https://huggingface.co/nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16):
+    // 23 Mamba-2, 23 mixture-of-experts (E) and 6 attention blocks; experts are ungated
+    // (up, squared ReLU, down), a shared expert of width 3712.
+    let cfg = r#"{"architectures":["NemotronHForCausalLM"],"chunk_size":128,"conv_kernel":4,
+        "expand":2,"head_dim":128,"hidden_size":2688,
+        "hybrid_override_pattern":"MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME",
+        "intermediate_size":1856,"mamba_head_dim":64,"mamba_num_heads":64,
+        "mamba_ssm_cache_dtype":"float32","max_position_embeddings":262144,"mlp_bias":false,
+        "mlp_hidden_act":"relu2","model_type":"nemotron_h","moe_intermediate_size":1856,
+        "moe_shared_expert_intermediate_size":3712,"n_group":1,"n_groups":8,
+        "n_routed_experts":128,"n_shared_experts":1,"num_attention_heads":32,
+        "num_experts_per_tok":6,"num_hidden_layers":52,"num_key_value_heads":2,
+        "ssm_state_size":128,"tie_word_embeddings":false,"torch_dtype":"bfloat16",
+        "use_bias":false,"use_conv_bias":true,"vocab_size":131072}"#;
+    let m = ModelConfig::from_json_str(cfg, "nemotron-3-nano", "config.json").unwrap();
+    // embedding and head 2 · 131072 · 2688 = 704,643,072; Mamba-2 23 · (2688 · 10,304 +
+    // 6,144 · 5 + 192 + 4,096 + 4,096 · 2688) = 23 · 38,742,208 = 891,070,784; attention
+    // 6 · (2 · 2688 · 4096 + 2 · 2688 · 256) = 140,378,112; MoE 23 · (128 · 2 · 2688 ·
+    // 1856 + 2688 · 128 + 2 · 2688 · 3712) = 23 · 1,297,465,344 = 29,841,702,912; norms
+    // 53 · 2688 = 142,464: 31,577,937,344 (31.6B). Active: 6 of 128 experts, 23 ·
+    // (6 · 9,977,856 + 344,064 + 19,955,712) = 1,843,838,976 instead: 3,580,073,408
+    // (3.6B with the embedding table, 3.2B without).
+    let p = m.params();
+    assert_eq!(p.total, 31_577_937_344);
+    assert_eq!(p.active, 3_580_073_408);
+    assert_eq!(m.shared_intermediate, 3712);
+    // a decode step of batch 1 reads the active weights but the unused embedding rows
+    use ridgeline::dtype::ComputeDtype;
+    use ridgeline::model::graph::{Precision, Shard, Step, forward};
+    let bf16 = Precision {
+        weights: Format::Bf16,
+        kv: Format::Bf16,
+        activations: ComputeDtype::Bf16,
+        experts: Format::Bf16,
+    };
+    let g = forward(
+        &m,
+        &Step::decode(1, 1),
+        &bf16,
+        &Shard::tp(1, m.layers),
+        true,
+    );
+    // weights read: active params less the embedding table (one row read), with the
+    // conv weights and biases, A, D, dt_bias and norms read at 16 bits like the rest
+    let w = g.total().read.weights;
+    let expect = (3_580_073_408.0 - 352_321_536.0 + 2688.0) * 2.0;
+    assert!((w / expect - 1.0).abs() < 1e-9, "{w} vs {expect}");
+}
+
+#[test]
+fn jamba_mamba1_and_experts() {
+    // Jamba (arXiv 2403.19887, Table 1: "52B" available, "12B" active parameters) and
+    // Jamba-1.5-Mini, "12B active parameters" (arXiv 2408.12570), same shapes. Config:
+    // https://huggingface.co/ai21labs/AI21-Jamba-1.5-Mini/blob/main/config.json.
+    let cfg = r#"{"architectures":["JambaForCausalLM"],"attn_layer_offset":4,
+        "attn_layer_period":8,"expert_layer_offset":1,"expert_layer_period":2,
+        "hidden_act":"silu","hidden_size":4096,"intermediate_size":14336,
+        "mamba_conv_bias":true,"mamba_d_conv":4,"mamba_d_state":16,"mamba_dt_rank":256,
+        "mamba_expand":2,"mamba_proj_bias":false,"max_position_embeddings":262144,
+        "model_type":"jamba","num_attention_heads":32,"num_experts":16,
+        "num_experts_per_tok":2,"num_hidden_layers":32,"num_key_value_heads":8,
+        "rms_norm_eps":1e-06,"tie_word_embeddings":false,"torch_dtype":"bfloat16",
+        "vocab_size":65536}"#;
+    let m = ModelConfig::from_json_str(cfg, "jamba-1.5-mini", "config.json").unwrap();
+    // Mamba-1 block: in_proj 4096 · 16384 = 67,108,864; conv 8192 · (4 + 1) = 40,960;
+    // x_proj 8192 · (256 + 32) = 2,359,296 and its norms 288; dt_proj 256 · 8192 + 8192 =
+    // 2,105,344; A 8192 · 16 = 131,072; D 8192; out_proj 33,554,432: 105,308,448, × 28.
+    // 4 attention layers (offset 4, period 8) of 41,943,040; 16 MoE layers (odd) of 16
+    // experts 3 · 4096 · 14336 and a router 4096 · 16, 16 dense MLPs; embedding and head
+    // 2 · 65536 · 4096; norms 65 · 4096: 51,570,323,328 in all; with 2 of 16 experts
+    // 12,110,311,296 active.
+    use ridgeline::model::Mixer;
+    assert_eq!(m.try_mixer_params(Mixer::Mamba1), Some(105_308_448));
+    let p = m.params();
+    assert_eq!((p.total, p.active), (51_570_323_328, 12_110_311_296));
+    near("jamba total", p.total as f64, 52e9, 1.0);
+    near("jamba active", p.active as f64, 12e9, 1.0);
+    assert!(!m.rope);
+    // state: 28 · (8192 · 16 + 3 · 8192) · 2 bytes = 28 · 311,296 = 8,716,288 per
+    // sequence; the 4 attention layers cache 4 · 2 · 8 · 128 · 2 = 16,384 B per token
+    let hw = HardwareDb::builtin().unwrap().get("h100").unwrap();
+    let e = EngineDb::builtin().unwrap().get("ideal").unwrap();
+    let at = |prompt| {
+        let s = Scenario {
+            gpus: 2,
+            prompt,
+            gen_tokens: 0,
+            ..Scenario::default()
+        };
+        predict(&m, hw, e, &s).unwrap()
+    };
+    let (short, long) = (at(1000), at(100_000));
+    let ssm = short.architecture.ssm.unwrap();
+    assert_eq!((ssm.version, ssm.layers, ssm.heads), (1, 28, 8192));
+    assert_eq!(ssm.state_bytes_per_sequence, 8_716_288.0);
+    // per device (tp 2): half of the state and of the KV cache
+    assert_eq!(
+        short.memory.inner.kv_cache_bytes,
+        (8_716_288.0 + 16_384.0 * 1000.0) / 2.0
+    );
+    assert_eq!(
+        long.memory.inner.kv_cache_bytes - short.memory.inner.kv_cache_bytes,
+        16_384.0 * 99_000.0 / 2.0
+    );
+}

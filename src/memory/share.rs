@@ -102,7 +102,7 @@ fn mixer_params(cfg: &ModelConfig, mixer: Mixer, s: &Share) -> f64 {
             let kv_b = m.kv_lora_rank as f64 * heads * (m.qk_nope_head_dim + m.v_head_dim) as f64;
             q + kv_a + kv_b + heads * m.v_head_dim as f64 * h
         }
-        (Mixer::Linear | Mixer::Ssm, _, _) | (Mixer::None, _, _) => {
+        (Mixer::Linear | Mixer::Ssm | Mixer::Mamba1 | Mixer::None, _, _) => {
             cfg.try_mixer_params(mixer).unwrap_or(0) as f64 / tp
         }
         _ => {
@@ -247,6 +247,12 @@ pub fn device_cache_bytes(cfg: &ModelConfig, kv: Format, act: f64, s: &Share) ->
             }
             (Mixer::Ssm, _, _) => {
                 if let Some(d) = cfg.ssm {
+                    c.per_sequence += n * d.bytes_per_sequence(act) / s.tp as f64;
+                }
+                continue;
+            }
+            (Mixer::Mamba1, _, _) => {
+                if let Some(d) = cfg.mamba {
                     c.per_sequence += n * d.bytes_per_sequence(act) / s.tp as f64;
                 }
                 continue;

@@ -277,9 +277,9 @@ fn embeddings_and_positions(f: &Fields, family: &str) -> Result<(bool, bool, boo
         "mpt" => !alibi && f.boolean(&["learned_pos_emb"], true)?,
         _ => false,
     };
-    // Nemotron-H's attention layers have no positional encoding (its Mamba-2 layers
-    // carry the order)
-    let rope = !learned && !alibi && family != "nemotron_h";
+    // Nemotron-H's and Jamba's attention layers have no positional encoding (their
+    // Mamba layers carry the order)
+    let rope = !learned && !alibi && !matches!(family, "nemotron_h" | "jamba");
     Ok((tied, learned, rope))
 }
 
@@ -300,7 +300,7 @@ fn native_format(f: &Fields) -> Result<Format> {
 
 /// Families whose layer layout ridgeline models as read (anything else is read as a
 /// Llama-style decoder, and said so).
-const KNOWN_FAMILIES: [&str; 30] = [
+const KNOWN_FAMILIES: [&str; 31] = [
     "llama",
     "mistral",
     "mixtral",
@@ -331,19 +331,24 @@ const KNOWN_FAMILIES: [&str; 30] = [
     "llama4_text",
     "mistral3",
     "nemotron_h",
+    "jamba",
 ];
 
 /// Config fields of architectures ridgeline does not model yet: reading such a config
 /// as a plain decoder would give wrong memory and speed without a word. (Mamba-2 blocks
 /// in a `hybrid_override_pattern`, Nemotron-H's layout, are modelled.)
-const UNMODELLED: [(&str, &str); 3] = [
+const UNMODELLED: [(&str, &str); 4] = [
     (
         "ssm_cfg",
         "a pure state-space (mamba_ssm) model; only Mamba-2 hybrids with a hybrid_override_pattern (Nemotron-H) are modelled",
     ),
     (
         "mamba_d_state",
-        "Mamba-1 (Jamba) or other mamba_* state-space layers are not modelled yet (Mamba-2 hybrids with a hybrid_override_pattern, Nemotron-H, are)",
+        "the mamba_* state-space layers of this model_type are not modelled (Jamba's Mamba-1 layers, model_type jamba, and Mamba-2 hybrids with a hybrid_override_pattern, Nemotron-H, are)",
+    ),
+    (
+        "moe_latent_size",
+        "experts working in a projected latent space (Nemotron 3 Super) are not modelled yet",
     ),
     (
         "attn_logit_softcapping_scale",
@@ -354,7 +359,7 @@ const UNMODELLED: [(&str, &str); 3] = [
 /// Refuses configs whose architecture is not modelled; notes what is approximated.
 fn check_architecture(f: &Fields, family: &str) -> Result<Vec<String>> {
     for (key, what) in UNMODELLED {
-        if f.get(&[key]).is_some() {
+        if f.get(&[key]).is_some() && !(key == "mamba_d_state" && family == "jamba") {
             return Err(f.error(format!(
                 "field {key}: {what}; this config cannot be read as a plain decoder"
             )));
@@ -567,6 +572,7 @@ fn from_fields(f: &Fields, fallback_id: &str) -> Result<ModelConfig> {
         mla: structure.mla,
         linear: structure.linear,
         ssm: structure.ssm,
+        mamba: structure.mamba,
         qk_norm: structure.qk_norm,
         norms_per_layer: structure.norms_per_layer,
         attention_sinks: structure.attention_sinks,

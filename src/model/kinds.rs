@@ -8,10 +8,11 @@
 //! | llama4 | `attention_chunk_size` (chunked layers cache one chunk), `no_rope_layers`, `interleave_moe_layer_step`, `intermediate_size_mlp` |
 //! | deepseek_v2/v3, kimi_k2 | `q_lora_rank`, `kv_lora_rank`, `qk_nope_head_dim`, `qk_rope_head_dim`, `v_head_dim`, `first_k_dense_replace`, `moe_layer_freq`, `n_routed_experts`, `n_shared_experts`, `moe_intermediate_size`, `num_nextn_predict_layers` |
 //! | qwen2_moe, qwen3_moe, qwen3_next | `decoder_sparse_step`, `mlp_only_layers`, `moe_intermediate_size`, `shared_expert_intermediate_size`, `full_attention_interval`, `linear_*` |
+//! | jamba | `attn_layer_period`, `attn_layer_offset`, `expert_layer_period`, `expert_layer_offset`, `mamba_d_state`, `mamba_expand`, `mamba_dt_rank`, `mamba_d_conv`, `mamba_conv_bias`, `mamba_proj_bias` |
 //! | nemotron_h | `hybrid_override_pattern` (one block per layer), `mamba_num_heads`, `mamba_head_dim`, `ssm_state_size`, `n_groups`, `conv_kernel`, `chunk_size`, `use_bias`, `use_conv_bias`, `mamba_ssm_cache_dtype`, `moe_shared_expert_intermediate_size` |
 
 use super::hf::Fields;
-use super::{Ffn, LayerKind, LinearDims, Mixer, MlaDims, SsmDims};
+use super::{Ffn, LayerKind, LinearDims, MambaDims, Mixer, MlaDims, SsmDims};
 use crate::dtype::Format;
 use crate::error::Result;
 use serde_json::Value;
@@ -27,6 +28,7 @@ pub(super) struct Structure {
     pub mla: Option<MlaDims>,
     pub linear: Option<LinearDims>,
     pub ssm: Option<SsmDims>,
+    pub mamba: Option<MambaDims>,
     pub qk_norm: bool,
     pub norms_per_layer: u64,
     pub attention_sinks: bool,
@@ -51,6 +53,7 @@ pub(super) struct Base<'a> {
 pub(super) fn read(f: &Fields, b: &Base) -> Result<Structure> {
     let n = b.layers as usize;
     let ssm = super::ssm::read(f, b.hidden)?;
+    let mamba = super::ssm::read_mamba1(f, b.family, b.hidden)?;
     let blocks = super::ssm::pattern(f, n, ssm.is_some())?;
     let (mixers, ffns): (Vec<Mixer>, Vec<Ffn>) = match &blocks {
         Some(layers) => layers.iter().copied().unzip(),
@@ -96,6 +99,7 @@ pub(super) fn read(f: &Fields, b: &Base) -> Result<Structure> {
         mla: mla(f)?,
         linear: linear(f)?,
         ssm,
+        mamba,
         qk_norm: matches!(
             b.family,
             "qwen3" | "qwen3_moe" | "qwen3_next" | "gemma3" | "gemma3_text"
@@ -136,6 +140,9 @@ fn layer_types(f: &Fields, n: usize) -> Result<Option<Vec<String>>> {
 
 /// The mixer of each layer.
 fn mixers(f: &Fields, b: &Base, n: usize) -> Result<Vec<Mixer>> {
+    if b.family == "jamba" {
+        return super::ssm::jamba_mixers(f, n);
+    }
     if f.get(&["kv_lora_rank"]).is_some() {
         return Ok(vec![Mixer::Mla; n]);
     }
@@ -225,6 +232,11 @@ fn windows(f: &Fields, b: &Base, n: usize, mixers: &[Mixer]) -> Result<Vec<Optio
 fn moe_layers(f: &Fields, b: &Base, n: usize) -> Result<Vec<bool>> {
     if b.experts <= 1 {
         return Ok(vec![false; n]);
+    }
+    if let Some(period) = f.uint(&["expert_layer_period"])? {
+        // Jamba: experts on the layers `i % period == offset`
+        let offset = f.count(&["expert_layer_offset"])?.unwrap_or(0);
+        return Ok((0..n as u64).map(|i| i % period == offset).collect());
     }
     let first_dense = f.count(&["first_k_dense_replace"])?.unwrap_or(0) as usize;
     let step = f

@@ -7,7 +7,7 @@ mod hf;
 mod kinds;
 mod ssm;
 
-pub use ssm::SsmDims;
+pub use ssm::{MambaDims, SsmDims};
 
 use crate::dtype::Format;
 use crate::error::{Error, Result};
@@ -34,6 +34,9 @@ crate::named_enum! {
         /// A Mamba-2 state-space block (Nemotron-H): a fixed-size state per sequence,
         /// no KV cache.
         Ssm = "ssm",
+        /// A Mamba-1 selective state-space block (Jamba): a fixed-size state per
+        /// sequence, no KV cache.
+        Mamba1 = "mamba1",
         /// No token mixer: a block that is a feed-forward only (Nemotron-H's MLP layers).
         None = "none",
     }
@@ -206,6 +209,8 @@ pub struct ModelConfig {
     pub linear: Option<LinearDims>,
     /// State-space (Mamba-2) dimensions (layers whose mixer is [`Mixer::Ssm`]).
     pub ssm: Option<SsmDims>,
+    /// Mamba-1 dimensions (layers whose mixer is [`Mixer::Mamba1`]).
+    pub mamba: Option<MambaDims>,
     /// RMSNorm on each head's queries and keys (Qwen3, Gemma 3).
     pub qk_norm: bool,
     /// Norms per layer: 2 (before attention and MLP), 4 with Gemma's extra norms after
@@ -273,8 +278,8 @@ impl ModelConfig {
     /// `h·H·(d_nope + d_rope)` without q compression), kv_a `h·(r_kv + d_rope) + r_kv`,
     /// kv_b `r_kv·H·(d_nope + d_v)`, o `H·d_v·h`. Linear attention: qkvz `h·(2·n_k·d_k +
     /// 2·n_v·d_v)`, b and a `h·2·n_v`, a causal convolution over the q, k, v channels,
-    /// `2·n_v` decay parameters, a `d_v` norm, out `n_v·d_v·h`. Mamba-2: see
-    /// [`SsmDims::try_params`]. Dense MLP `3·h·i` gated or `2·h·i` plain (+ biases); MoE: routed experts of width `i_e`, a router `h·E`, and
+    /// `2·n_v` decay parameters, a `d_v` norm, out `n_v·d_v·h`. Mamba-2 and Mamba-1: see
+    /// [`SsmDims::try_params`] and [`MambaDims::try_params`]. Dense MLP `3·h·i` gated or `2·h·i` plain (+ biases); MoE: routed experts of width `i_e`, a router `h·E`, and
     /// shared experts of total width `i_s`. Norms per layer of `h` (×2 with LayerNorm
     /// bias). Plus embedding `V·h`, learned positions `P·h`, final norm, and an untied
     /// lm_head `V·h`. Active parameters count `k` routed experts and every shared one.
@@ -354,6 +359,7 @@ impl ModelConfig {
                     .checked_add(out)
             }
             Mixer::Ssm => self.ssm?.try_params(h),
+            Mixer::Mamba1 => self.mamba?.try_params(h),
             Mixer::None => Some(0),
         }
     }

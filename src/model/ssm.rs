@@ -1,7 +1,7 @@
-//! State-space (Mamba-2) blocks: their dimensions ([`SsmDims`]), parameters and fixed
-//! per-sequence state, and the reading of hybrid layer patterns (Nemotron-H's
-//! `hybrid_override_pattern`, where each layer is a single Mamba-2, attention or MLP
-//! block).
+//! State-space blocks: Mamba-2 ([`SsmDims`], Nemotron-H) and Mamba-1 ([`MambaDims`],
+//! Jamba), their parameters and fixed per-sequence state, and the reading of hybrid layer
+//! layouts (Nemotron-H's `hybrid_override_pattern`, where each layer is a single Mamba-2,
+//! attention or MLP block; Jamba's attention and expert periods).
 //!
 //! Shapes follow the Mamba-2 paper (Dao & Gu 2024, <https://arxiv.org/abs/2405.21060>,
 //! section 7 "the Mamba-2 block") and `mamba_ssm`'s `Mamba2` module as Hugging Face's
@@ -131,20 +131,7 @@ pub(super) fn read(f: &Fields, hidden: u64) -> Result<Option<SsmDims>> {
             "field n_groups: {groups} does not divide mamba_num_heads {heads}"
         )));
     }
-    let name = f
-        .string(&["mamba_ssm_cache_dtype"])
-        .map(str::to_ascii_lowercase);
-    let state_format = match name.as_deref() {
-        None | Some("auto") => None,
-        Some("float32" | "fp32") => Some(Format::Fp32),
-        Some("bfloat16" | "bf16") => Some(Format::Bf16),
-        Some("float16" | "fp16" | "half") => Some(Format::Fp16),
-        Some(other) => {
-            return Err(f.error(format!(
-                "field mamba_ssm_cache_dtype: '{other}' is not a state dtype ridgeline knows (float32, bfloat16, float16, auto)"
-            )));
-        }
-    };
+    let state_format = state_format(f)?;
     Ok(Some(SsmDims {
         heads,
         head_dim,
@@ -156,6 +143,136 @@ pub(super) fn read(f: &Fields, hidden: u64) -> Result<Option<SsmDims>> {
         conv_bias: f.boolean(&["use_conv_bias"], true)?,
         state_format,
     }))
+}
+
+/// The SSM state's format from `mamba_ssm_cache_dtype` (`None`: absent or `auto`, the
+/// activation dtype).
+fn state_format(f: &Fields) -> Result<Option<Format>> {
+    let name = f
+        .string(&["mamba_ssm_cache_dtype"])
+        .map(str::to_ascii_lowercase);
+    match name.as_deref() {
+        None | Some("auto") => Ok(None),
+        Some("float32" | "fp32") => Ok(Some(Format::Fp32)),
+        Some("bfloat16" | "bf16") => Ok(Some(Format::Bf16)),
+        Some("float16" | "fp16" | "half") => Ok(Some(Format::Fp16)),
+        Some(other) => Err(f.error(format!(
+            "field mamba_ssm_cache_dtype: '{other}' is not a state dtype ridgeline knows (float32, bfloat16, float16, auto)"
+        ))),
+    }
+}
+
+/// Mamba-1 (selective state space, Gu & Dao 2023, <https://arxiv.org/abs/2312.00752>)
+/// block dimensions as Jamba's `config.json` gives them. Shapes as Hugging Face's
+/// `JambaMambaMixer` builds them: `in_proj` maps the hidden state to `x` and the gate `z`
+/// (`2·d_inner`); a depthwise causal convolution over `x`; `x_proj` maps `x` to the step
+/// rank, `B` and `C` (`dt_rank + 2·d_state`), with RMSNorms on each (Jamba's); `dt_proj`
+/// maps the rank to a step size per channel; `A` (`d_inner × d_state`) and a skip `D`
+/// per channel; `out_proj` maps `d_inner` back to the hidden width.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct MambaDims {
+    /// Inner width (`mamba_expand · hidden_size`): channels, each with its own state.
+    pub d_inner: u64,
+    /// State size per channel (`mamba_d_state`).
+    pub d_state: u64,
+    /// Rank of the step-size projection (`mamba_dt_rank`).
+    pub dt_rank: u64,
+    /// Causal convolution width (`mamba_d_conv`).
+    pub conv_kernel: u64,
+    /// Bias on the convolution (`mamba_conv_bias`).
+    pub conv_bias: bool,
+    /// Biases on `in_proj` and `out_proj` (`mamba_proj_bias`).
+    pub bias: bool,
+    /// Format of the SSM state (`mamba_ssm_cache_dtype`; `None`: the activation dtype).
+    pub state_format: Option<Format>,
+}
+
+impl MambaDims {
+    /// Parameters of one block: `in_proj` `h·2·d`, the convolution `d·k` (+ `d` biases),
+    /// `x_proj` `d·(r + 2·N)` with norms `r + 2·N`, `dt_proj` `r·d + d`, `A` `d·N`, `D`
+    /// `d`, `out_proj` `d·h` (+ biases with `mamba_proj_bias`).
+    pub fn try_params(&self, hidden: u64) -> Option<u64> {
+        let (d, n, r) = (self.d_inner, self.d_state, self.dt_rank);
+        let rbc = r.checked_add(n.checked_mul(2)?)?;
+        let mut p = hidden
+            .checked_mul(d.checked_mul(2)?)?
+            .checked_add(d.checked_mul(self.conv_kernel)?)?
+            .checked_add(d.checked_mul(rbc)?)?
+            .checked_add(rbc)?
+            .checked_add(r.checked_mul(d)?.checked_add(d)?)?
+            .checked_add(d.checked_mul(n)?)?
+            .checked_add(d)?
+            .checked_add(d.checked_mul(hidden)?)?;
+        if self.conv_bias {
+            p = p.checked_add(d)?;
+        }
+        if self.bias {
+            p = p.checked_add(d.checked_mul(2)?)?.checked_add(hidden)?;
+        }
+        Some(p)
+    }
+
+    /// State elements per sequence per layer: `d_inner · d_state` and the convolution's
+    /// last `conv_kernel - 1` inputs over `d_inner` channels.
+    pub fn state_elems(&self) -> (u64, u64) {
+        (
+            self.d_inner * self.d_state,
+            self.conv_kernel.saturating_sub(1) * self.d_inner,
+        )
+    }
+
+    /// Bytes per element of the SSM state with activations of `act` bytes.
+    pub fn state_bytes(&self, act: f64) -> f64 {
+        self.state_format.map_or(act, |f| f.bits() / 8.0)
+    }
+
+    /// Bytes one block keeps per sequence (all tensor-parallel ranks together): the SSM
+    /// state at [`MambaDims::state_bytes`] and the convolution window at `act` bytes.
+    pub fn bytes_per_sequence(&self, act: f64) -> f64 {
+        let (state, conv) = self.state_elems();
+        state as f64 * self.state_bytes(act) + conv as f64 * act
+    }
+}
+
+/// The Mamba-1 dimensions of a Jamba config (`model_type` jamba with `mamba_d_state`).
+pub(super) fn read_mamba1(f: &Fields, family: &str, hidden: u64) -> Result<Option<MambaDims>> {
+    if family != "jamba" {
+        return Ok(None);
+    }
+    let Some(d_state) = f.uint(&["mamba_d_state"])? else {
+        return Ok(None);
+    };
+    let expand = f.uint(&["mamba_expand"])?.unwrap_or(2);
+    Ok(Some(MambaDims {
+        d_inner: hidden.saturating_mul(expand),
+        d_state,
+        dt_rank: f.uint(&["mamba_dt_rank"])?.unwrap_or(hidden.div_ceil(16)),
+        conv_kernel: f.uint(&["mamba_d_conv"])?.unwrap_or(4),
+        conv_bias: f.boolean(&["mamba_conv_bias"], true)?,
+        bias: f.boolean(&["mamba_proj_bias"], false)?,
+        state_format: state_format(f)?,
+    }))
+}
+
+/// Jamba's mixers: attention on the layers `i` with `i % attn_layer_period ==
+/// attn_layer_offset`, Mamba-1 on the others.
+pub(super) fn jamba_mixers(f: &Fields, n: usize) -> Result<Vec<Mixer>> {
+    let period = f.req(&["attn_layer_period"])?;
+    let offset = f.count(&["attn_layer_offset"])?.unwrap_or(0);
+    if offset >= period {
+        return Err(f.error(format!(
+            "field attn_layer_offset: {offset} is not below attn_layer_period {period}"
+        )));
+    }
+    Ok((0..n as u64)
+        .map(|i| {
+            if i % period == offset {
+                Mixer::Attention
+            } else {
+                Mixer::Mamba1
+            }
+        })
+        .collect())
 }
 
 /// Each layer's mixer and feed-forward from a `hybrid_override_pattern` (Nemotron-H: one
@@ -265,7 +382,16 @@ mod tests {
             (r#"{"mamba_num_heads":null}"#, "missing field expand"),
             (
                 r#"{"mamba_d_state":16}"#,
-                "field mamba_d_state: Mamba-1 (Jamba)",
+                "field mamba_d_state: the mamba_* state-space layers of this model_type",
+            ),
+            (
+                r#"{"model_type":"jamba","mamba_d_state":16,"hybrid_override_pattern":null}"#,
+                "missing field attn_layer_period",
+            ),
+            (
+                r#"{"model_type":"jamba","mamba_d_state":16,"hybrid_override_pattern":null,
+                "attn_layer_period":4,"attn_layer_offset":4}"#,
+                "attn_layer_offset: 4 is not below attn_layer_period 4",
             ),
         ] {
             let e = config(extra).unwrap_err().to_string();

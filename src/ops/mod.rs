@@ -30,7 +30,7 @@ pub use elementwise::{Activation, activation, gated_activation, residual_add, ro
 pub use embedding::embedding;
 pub use gemm::{Class, Operand, gemm, linear};
 pub use norm::{NormKind, norm, softmax};
-pub use recurrent::{ScanShape, causal_conv1d, ssm_scan};
+pub use recurrent::{ScanShape, causal_conv1d, selective_scan, ssm_scan};
 
 use serde::{Deserialize, Serialize};
 use std::ops::{Add, AddAssign};

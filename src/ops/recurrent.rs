@@ -1,5 +1,5 @@
 //! Operators of recurrent token mixers (linear attention, state-space blocks): the short
-//! causal convolution in front of them and the Mamba-2 selective scan. Their state is a
+//! causal convolution in front of them and the Mamba-2 and Mamba-1 selective scans. Their state is a
 //! fixed size per sequence, read and written once per pass whatever the context; it is
 //! counted in the KV class, the bytes a KV cache would move.
 
@@ -140,6 +140,54 @@ pub fn ssm_scan(s: &ScanShape) -> Cost {
         },
         written: ByteClasses {
             activations: bytes_of(tokens * h * p, s.act_bits),
+            kv: state,
+            ..Default::default()
+        },
+        link_bytes: 0.0,
+    }
+}
+
+/// The Mamba-1 selective scan (Gu & Dao 2023, <https://arxiv.org/abs/2312.00752>) over
+/// `tokens` tokens of `sequences` sequences: per channel a state of `d_state` values with
+/// its own decay `A` (channel × state) and step size, `S ← exp(dt·A)⊙S + dt·B·x`,
+/// `y = C·S + D·x`.
+///
+/// Counting rule, per token and channel: the discretization `exp(dt·A)` `2·N` (a
+/// multiply and an exponential per state element), the decay `N` multiplies, the input
+/// `dt·B·x` `2·N`, the readout `C·S` `2·N`, the skip `2`: `7·N + 2` FLOPs. Prefill runs
+/// the same recurrence as a parallel scan (the hardware-aware kernel of the paper, no
+/// matmul form), so the count per token is the same in both phases. Bytes: `x` and `dt`
+/// (a value per channel), `B` and `C` (`N` each) read and `y` written once at activation
+/// width; `A` and `D` read at 16 bits; the state of every sequence (`channels · N` at
+/// `state_bits`) read and written once per pass (KV class).
+///
+/// ```
+/// use ridgeline::ops::selective_scan;
+/// // one decode token, Jamba's block: 8192 channels, state 16, bf16:
+/// // 8192 · (7·16 + 2) = 933,888 FLOPs; state 8192·16·2 = 262,144 bytes each way.
+/// let c = selective_scan(1, 1, 8192, 16, 16.0, 16.0);
+/// assert_eq!(c.flops, 933_888.0);
+/// assert_eq!((c.read.kv, c.written.kv), (262_144.0, 262_144.0));
+/// ```
+pub fn selective_scan(
+    sequences: u64,
+    tokens: u64,
+    channels: u64,
+    d_state: u64,
+    act_bits: f64,
+    state_bits: f64,
+) -> Cost {
+    let (t, d, n) = (tokens as f64, channels as f64, d_state as f64);
+    let state = bytes_of(sequences as f64 * d * n, state_bits);
+    Cost {
+        flops: t * d * (7.0 * n + 2.0),
+        read: ByteClasses {
+            weights: bytes_of(d * n + d, 16.0),
+            activations: bytes_of(t * (2.0 * d + 2.0 * n), act_bits),
+            kv: state,
+        },
+        written: ByteClasses {
+            activations: bytes_of(t * d, act_bits),
             kv: state,
             ..Default::default()
         },

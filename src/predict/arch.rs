@@ -45,7 +45,7 @@ pub struct Architecture {
     /// Fixed state bytes per sequence (linear attention, state-space blocks), whatever
     /// the context.
     pub state_bytes_per_sequence: f64,
-    /// State-space (Mamba-2) blocks, if the model has them.
+    /// State-space (Mamba) blocks, if the model has them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ssm: Option<SsmFacts>,
     /// Mixture of experts, if the model has one.
@@ -62,14 +62,16 @@ pub struct WindowLayers {
     pub layers: u64,
 }
 
-/// The state-space (Mamba-2) blocks of a hybrid model.
+/// The state-space (Mamba) blocks of a hybrid model.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct SsmFacts {
-    /// Layers that are Mamba-2 blocks.
+    /// Mamba version: 2 (Nemotron-H) or 1 (Jamba).
+    pub version: u64,
+    /// Layers that are Mamba blocks.
     pub layers: u64,
-    /// SSM heads per block.
+    /// SSM heads per block (Mamba-1: every channel is a head of its own).
     pub heads: u64,
-    /// Channels per head.
+    /// Channels per head (Mamba-1: 1).
     pub head_dim: u64,
     /// State size per channel.
     pub d_state: u64,
@@ -118,7 +120,7 @@ impl Predictor<'_> {
                     linear += n;
                     continue;
                 }
-                (Mixer::Ssm, _) => {
+                (Mixer::Ssm | Mixer::Mamba1, _) => {
                     ssm_layers += n;
                     continue;
                 }
@@ -157,16 +159,37 @@ impl Predictor<'_> {
             touched_per_decode_step: expected_experts(m.experts, m.experts_per_token, batch),
         });
         let act = self.precision.activations.bytes();
-        let ssm = m.ssm.filter(|_| ssm_layers > 0).map(|d| SsmFacts {
-            layers: ssm_layers,
-            heads: d.heads,
-            head_dim: d.head_dim,
-            d_state: d.d_state,
-            state_format: d
-                .state_format
-                .unwrap_or(super::format_for(self.precision.activations)),
-            state_bytes_per_sequence: ssm_layers as f64 * d.bytes_per_sequence(act),
-        });
+        let act_format = super::format_for(self.precision.activations);
+        let facts =
+            |version, heads, head_dim, d_state, format: Option<Format>, bytes: f64| SsmFacts {
+                version,
+                layers: ssm_layers,
+                heads,
+                head_dim,
+                d_state,
+                state_format: format.unwrap_or(act_format),
+                state_bytes_per_sequence: ssm_layers as f64 * bytes,
+            };
+        let ssm = match (m.ssm, m.mamba) {
+            _ if ssm_layers == 0 => None,
+            (Some(d), _) => Some(facts(
+                2,
+                d.heads,
+                d.head_dim,
+                d.d_state,
+                d.state_format,
+                d.bytes_per_sequence(act),
+            )),
+            (None, Some(d)) => Some(facts(
+                1,
+                d.d_inner,
+                1,
+                d.d_state,
+                d.state_format,
+                d.bytes_per_sequence(act),
+            )),
+            (None, None) => None,
+        };
         Architecture {
             heads: m.heads,
             kv_heads: if latent > 0 { m.heads } else { m.kv_heads },

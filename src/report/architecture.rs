@@ -128,10 +128,15 @@ fn linear(a: &Architecture) -> Option<Finding> {
     })
 }
 
-/// State-space (Mamba-2) blocks: a fixed state per sequence, and which layers still
-/// cache keys and values.
+/// State-space (Mamba) blocks: a fixed state per sequence, and which layers still cache
+/// keys and values.
 fn ssm(p: &Prediction, a: &Architecture) -> Option<Finding> {
     let s = a.ssm?;
+    let shape = if s.head_dim == 1 {
+        format!("{} channels", s.heads)
+    } else {
+        format!("{} heads of {} channels", s.heads, s.head_dim)
+    };
     let mlp = if a.ffn_only_layers > 0 {
         format!(" {} layers are MLP-only blocks;", a.ffn_only_layers)
     } else {
@@ -140,11 +145,11 @@ fn ssm(p: &Prediction, a: &Architecture) -> Option<Finding> {
     Some(finding(
         "architecture",
         format!(
-            "{} of {} layers are Mamba-2 state-space blocks ({} heads of {} channels, state size {}): each sequence keeps a fixed {} in them ({} SSM states plus the convolution windows) whatever the context, read and written once per step instead of a growing KV cache;{mlp} only the {} attention layers cache keys and values, {} per token ({} per sequence at context {}).",
+            "{} of {} layers are Mamba-{} state-space blocks ({}, state size {}): each sequence keeps a fixed {} in them ({} SSM states plus the convolution windows) whatever the context, read and written once per step instead of a growing KV cache;{mlp} only the {} attention layers cache keys and values, {} per token ({} per sequence at context {}).",
             s.layers,
             a.layers,
-            s.heads,
-            s.head_dim,
+            s.version,
+            shape,
             s.d_state,
             bytes(s.state_bytes_per_sequence),
             s.state_format,

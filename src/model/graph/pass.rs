@@ -348,8 +348,13 @@ impl Pass<'_> {
         }
         if moe && cfg.shared_experts > 0 {
             let si = ceil_div(cfg.shared_intermediate, self.tp);
-            let shared = self.linear(h, 2 * si, self.w_bits, self.act, false)
-                + gated_activation(cfg.activation, t, si, a)
+            let (up, act) = if cfg.gated_mlp {
+                (2 * si, gated_activation(cfg.activation, t, si, a))
+            } else {
+                (si, ops::activation(cfg.activation, t, si, a))
+            };
+            let shared = self.linear(h, up, self.w_bits, self.act, false)
+                + act
                 + self.linear(si, h, self.w_bits, self.act, false);
             g.push(OpKind::SharedExperts, l, shared, self.matmul);
         }
@@ -370,6 +375,7 @@ impl Pass<'_> {
                 (Mixer::Mla, Some(m), _, _) => self.mla(g, kind, l, &m),
                 (Mixer::Linear, _, Some(d), _) => self.linear_attention(g, l, &d),
                 (Mixer::Ssm, _, _, Some(d)) => self.ssm(g, l, &d),
+                (Mixer::Mamba1, ..) if self.cfg.mamba.is_some() => self.mamba1(g, l),
                 _ => self.attention(g, kind, l),
             }
             self.around_mixer(g, l, false);

@@ -215,9 +215,18 @@ fn evaluator_equals_plain_summary() {
     assert_eq!(checked, 12 * 4 * 5 * 5);
 }
 
+/// Jamba-1.5-Mini's shapes (its config.json's fields that set them): Mamba-1 blocks,
+/// attention every eighth layer, experts every other layer.
+const JAMBA: &str = r#"{"model_type":"jamba","attn_layer_offset":4,"attn_layer_period":8,
+    "expert_layer_offset":1,"expert_layer_period":2,"hidden_size":4096,
+    "intermediate_size":14336,"mamba_d_conv":4,"mamba_d_state":16,"mamba_dt_rank":256,
+    "mamba_expand":2,"num_attention_heads":32,"num_experts":16,"num_experts_per_tok":2,
+    "num_hidden_layers":32,"num_key_value_heads":8,"vocab_size":65536,
+    "max_position_embeddings":262144,"tie_word_embeddings":false}"#;
+
 /// The same with the models of 2025-26: windows, latent attention, linear attention,
-/// Mamba-2 blocks with MLP-only layers (Nemotron-H), expert parallelism and speculative
-/// decoding (which takes the plain path).
+/// Mamba-2 blocks with MLP-only layers (Nemotron-H), Mamba-1 blocks with experts
+/// (Jamba), expert parallelism and speculative decoding (which takes the plain path).
 #[test]
 fn evaluator_equals_plain_for_new_architectures() {
     use crate::predict::Speculation;
@@ -234,10 +243,14 @@ fn evaluator_equals_plain_for_new_architectures() {
         ("qwen3-next-80b-a3b", "h200", 2, 1, None),
         ("nemotron-h-56b", "h100", 1, 1, None),
         ("nemotron-h-56b", "h200", 4, 1, spec),
+        ("jamba", "h100", 2, 1, None),
         ("llama-3.1-8b", "h100", 1, 1, spec),
         ("qwen3-30b-a3b", "h100", 4, 2, spec),
     ] {
-        let m = models.resolve(model).unwrap();
+        let m = match model {
+            "jamba" => crate::model::ModelConfig::from_json_str(JAMBA, model, "c").unwrap(),
+            id => models.resolve(id).unwrap(),
+        };
         let s = Scenario {
             gpus,
             ep,

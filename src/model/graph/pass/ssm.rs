@@ -1,8 +1,10 @@
-//! The ops of a Mamba-2 state-space block (Nemotron-H's `M` layers).
+//! The ops of state-space blocks: Mamba-2 (Nemotron-H) and Mamba-1 (Jamba).
 
 use super::{Graph, OpKind, Pass, Unit, ceil_div};
 use crate::model::SsmDims;
-use crate::ops::{Activation, ScanShape, causal_conv1d, gated_activation, norm, ssm_scan};
+use crate::ops::{
+    Activation, ScanShape, causal_conv1d, gated_activation, norm, selective_scan, ssm_scan,
+};
 
 impl Pass<'_> {
     /// A Mamba-2 block: a fixed-size state per sequence instead of a KV cache, so its
@@ -54,6 +56,58 @@ impl Pass<'_> {
             + gated_activation(Activation::Silu, t, inner, self.act_bits);
         g.push(OpKind::SsmNorm, l, gated, Unit::Vector);
         let o = self.linear(inner, h, self.w_bits, self.act, d.bias);
+        g.push(OpKind::OProj, l, o, self.matmul);
+    }
+}
+
+impl Pass<'_> {
+    /// A Mamba-1 block (Jamba): like [`Pass::ssm`] a fixed state per sequence, split over
+    /// tensor-parallel ranks by channels.
+    ///
+    /// Ops, per token on one device with `d` channels, state size `N`, step rank `r`:
+    /// - `ssm_in_proj`: `hidden → 2·d` (`x` and the gate `z`);
+    /// - `short_conv`: the causal convolution over `d` channels;
+    /// - `ssm_x_proj`: `x_proj` `d → r + 2·N` with the norms on the step rank, `B` and
+    ///   `C`, then `dt_proj` `r → d`;
+    /// - `ssm_scan`: [`crate::ops::selective_scan`], `7·N + 2` FLOPs per channel in both
+    ///   phases; the `d·N` state per sequence read and written once per pass;
+    /// - `ssm_gate`: `y ⊙ silu(z)`;
+    /// - `o_proj`: `out_proj`, `d → hidden`.
+    pub(super) fn mamba1(&self, g: &mut Graph, l: f64) {
+        let Some(d) = self.cfg.mamba else {
+            return;
+        };
+        let (h, t, act) = (self.cfg.hidden, self.tokens, self.act);
+        let inner = ceil_div(d.d_inner, self.tp);
+        let in_proj = self.linear(h, 2 * inner, self.w_bits, act, d.bias);
+        g.push(OpKind::SsmInProj, l, in_proj, self.matmul);
+        let conv = causal_conv1d(
+            self.step.batch,
+            t,
+            inner,
+            d.conv_kernel,
+            d.conv_bias,
+            self.act_bits,
+        );
+        g.push(OpKind::ShortConv, l, conv, Unit::Vector);
+        let rbc = d.dt_rank + 2 * d.d_state;
+        let x_proj = self.linear(inner, rbc, self.w_bits, act, false)
+            + norm(self.cfg.norm, t, rbc, self.act_bits, 16.0)
+            + self.linear(d.dt_rank, inner, self.w_bits, act, true);
+        g.push(OpKind::SsmXProj, l, x_proj, self.matmul);
+        let state_bits = 8.0 * d.state_bytes(self.act_bits / 8.0);
+        let scan = selective_scan(
+            self.step.batch,
+            t,
+            inner,
+            d.d_state,
+            self.act_bits,
+            state_bits,
+        );
+        g.push(OpKind::SsmScan, l, scan, self.attn_unit);
+        let gate = gated_activation(Activation::Silu, t, inner, self.act_bits);
+        g.push(OpKind::SsmGate, l, gate, Unit::Vector);
+        let o = self.linear(inner, h, self.w_bits, act, d.bias);
         g.push(OpKind::OProj, l, o, self.matmul);
     }
 }
