@@ -231,9 +231,10 @@ impl CacheBytes {
 /// block a fixed state of `heads · head_dim · d_state` values (at
 /// [`crate::model::SsmDims::state_bytes`]: the activation dtype unless the config's
 /// `mamba_ssm_cache_dtype` says otherwise) plus the convolution's last `conv_kernel - 1`
-/// inputs over `d_inner + 2 · n_groups · d_state` channels at the activation dtype. The
-/// recurrent states split over tensor-parallel ranks with their heads; a layer without a
-/// mixer holds nothing.
+/// inputs over `d_inner + 2 · n_groups · d_state` channels at the activation dtype (a
+/// Mamba-1 block: `d_inner · d_state` and the window over `d_inner`). The recurrent
+/// states split over tensor-parallel ranks with their heads; a layer without a mixer
+/// holds nothing.
 pub fn device_cache_bytes(cfg: &ModelConfig, kv: Format, act: f64, s: &Share) -> CacheBytes {
     let mut c = CacheBytes::default();
     for (kind, n) in s.kinds(cfg) {

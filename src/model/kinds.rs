@@ -55,6 +55,11 @@ pub(super) fn read(f: &Fields, b: &Base) -> Result<Structure> {
     let ssm = super::ssm::read(f, b.hidden)?;
     let mamba = super::ssm::read_mamba1(f, b.family, b.hidden)?;
     let blocks = super::ssm::pattern(f, n, ssm.is_some())?;
+    if ssm.is_some() && blocks.is_none() {
+        return Err(f.error(
+            "field ssm_state_size: Mamba-2 blocks need a hybrid_override_pattern saying which layers they are".into(),
+        ));
+    }
     let (mixers, ffns): (Vec<Mixer>, Vec<Ffn>) = match &blocks {
         Some(layers) => layers.iter().copied().unzip(),
         None => {

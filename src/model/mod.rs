@@ -75,12 +75,6 @@ impl LayerKind {
     pub fn is_moe(&self) -> bool {
         self.ffn == Ffn::Moe
     }
-
-    /// Whether the mixer caches keys and values per token (softmax or latent
-    /// attention), as opposed to a fixed state (linear attention, SSM) or nothing.
-    pub fn caches_tokens(&self) -> bool {
-        matches!(self.mixer, Mixer::Attention | Mixer::Mla)
-    }
 }
 
 /// Multi-head latent attention dimensions (DeepSeek-V2/V3 `config.json`).
@@ -279,10 +273,12 @@ impl ModelConfig {
     /// kv_b `r_kv·H·(d_nope + d_v)`, o `H·d_v·h`. Linear attention: qkvz `h·(2·n_k·d_k +
     /// 2·n_v·d_v)`, b and a `h·2·n_v`, a causal convolution over the q, k, v channels,
     /// `2·n_v` decay parameters, a `d_v` norm, out `n_v·d_v·h`. Mamba-2 and Mamba-1: see
-    /// [`SsmDims::try_params`] and [`MambaDims::try_params`]. Dense MLP `3·h·i` gated or `2·h·i` plain (+ biases); MoE: routed experts of width `i_e`, a router `h·E`, and
-    /// shared experts of total width `i_s`. Norms per layer of `h` (×2 with LayerNorm
-    /// bias). Plus embedding `V·h`, learned positions `P·h`, final norm, and an untied
-    /// lm_head `V·h`. Active parameters count `k` routed experts and every shared one.
+    /// [`SsmDims::try_params`] and [`MambaDims::try_params`]. Dense MLP `3·h·i` gated or
+    /// `2·h·i` plain (+ biases); MoE: routed experts of width `i_e`, a router `h·E`, and
+    /// shared experts of total width `i_s`; no feed-forward in a mixer-only block. Norms
+    /// per layer of `h` (×2 with LayerNorm bias). Plus embedding `V·h`, learned positions
+    /// `P·h`, final norm, and an untied lm_head `V·h`. Active parameters count `k` routed
+    /// experts and every shared one.
     pub fn params(&self) -> ParamCounts {
         // Parsing rejects configs whose count overflows (see `try_params`).
         self.try_params().unwrap_or(ParamCounts {

@@ -381,15 +381,19 @@ mod tests {
             (r#"{"ssm_state_size":null}"#, "Mamba-2 layers (M) need"),
             (r#"{"mamba_num_heads":null}"#, "missing field expand"),
             (
+                r#"{"hybrid_override_pattern":null}"#,
+                "field ssm_state_size: Mamba-2 blocks need a hybrid_override_pattern",
+            ),
+            (
                 r#"{"mamba_d_state":16}"#,
                 "field mamba_d_state: the mamba_* state-space layers of this model_type",
             ),
             (
-                r#"{"model_type":"jamba","mamba_d_state":16,"hybrid_override_pattern":null}"#,
+                r#"{"model_type":"jamba","mamba_d_state":16,"ssm_state_size":null,"hybrid_override_pattern":null}"#,
                 "missing field attn_layer_period",
             ),
             (
-                r#"{"model_type":"jamba","mamba_d_state":16,"hybrid_override_pattern":null,
+                r#"{"model_type":"jamba","mamba_d_state":16,"ssm_state_size":null,"hybrid_override_pattern":null,
                 "attn_layer_period":4,"attn_layer_offset":4}"#,
                 "attn_layer_offset: 4 is not below attn_layer_period 4",
             ),

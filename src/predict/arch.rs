@@ -1,6 +1,6 @@
 //! What a model's architecture does to its cache and its work, in numbers the
 //! explanation quotes: latent versus uncompressed KV (MLA), grouped-query attention,
-//! sliding windows, linear-attention and state-space (Mamba-2) state, and the experts a
+//! sliding windows, linear-attention and state-space (Mamba) state, and the experts a
 //! mixture runs and touches.
 
 use super::Predictor;
@@ -26,8 +26,8 @@ pub struct Architecture {
     pub linear_layers: u64,
     /// Layers with softmax or latent attention: the layers that cache keys and values.
     pub attention_layers: u64,
-    /// Layers that are a feed-forward only, with no token mixer (Nemotron-H's MLP
-    /// blocks).
+    /// Layers that are a feed-forward only, with no token mixer (Nemotron-H's MLP and
+    /// expert blocks).
     pub ffn_only_layers: u64,
     /// Sliding windows and the layers each applies to, ascending.
     pub windows: Vec<WindowLayers>,
