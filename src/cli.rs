@@ -200,7 +200,8 @@ pub struct PredictArgs {
     #[arg(long = "gen", default_value_t = 128, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(0..=MAX_COUNT))]
     pub gen_tokens: u64,
     /// Weight format: fp32, fp16, bf16, fp8, int8, int4, q8_0, q4_0, q4_k_m, q5_k_m, q6_k,
-    /// nf4, awq-int4, gptq-int4, mxfp4, nvfp4, bpw:N (default: the model's native dtype).
+    /// nf4, awq-int4, gptq-int4, mxfp4, nvfp4, fp8-block, bpw:N (default: the model's
+    /// native dtype).
     #[arg(long, value_parser = Format::parse)]
     pub weights: Option<Format>,
     /// KV-cache format (default: the activation dtype).

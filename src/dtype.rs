@@ -104,6 +104,7 @@ impl fmt::Display for ComputeDtype {
 /// | `awq-int4`, `gptq-int4` | 4.156 | group 128: fp16 scale + packed int4 zero per group: 4 + 20/128 |
 /// | `mxfp4` | 4.25 | OCP microscaling: 32 fp4 (e2m1) values share an 8-bit power-of-two scale |
 /// | `nvfp4` | 4.5 | NVIDIA: 16 fp4 values share an fp8 (e4m3) scale (the per-tensor fp32 scale is negligible) |
+/// | `fp8-block` | 8.002 | fp8 (e4m3) with one fp32 scale per 128 x 128 block: 8 + 32/16384 (DeepSeek-V3's checkpoint) |
 /// | `bpw:N` | N | any bits per weight, e.g. EXL2 `bpw:4.0` |
 ///
 /// Which layers stay in higher precision: AWQ, GPTQ, bitsandbytes (nf4, int8) and fp8
@@ -143,12 +144,14 @@ pub enum Format {
     Mxfp4,
     /// NVIDIA NVFP4: fp4 e2m1 with an fp8 scale per 16 values.
     Nvfp4,
+    /// fp8 with an fp32 scale per 128 x 128 block (W8A8 at the fp8 peak).
+    Fp8Block,
     /// Any bits per weight.
     Bpw(f64),
 }
 
 /// Names accepted by [`Format::parse`] (besides `bpw:N`).
-pub const FORMAT_NAMES: [&str; 16] = [
+pub const FORMAT_NAMES: [&str; 17] = [
     "fp32",
     "fp16",
     "bf16",
@@ -165,6 +168,7 @@ pub const FORMAT_NAMES: [&str; 16] = [
     "gptq-int4",
     "mxfp4",
     "nvfp4",
+    "fp8-block",
 ];
 
 impl Format {
@@ -203,6 +207,7 @@ impl Format {
             "gptq-int4" | "gptq" => Format::GptqInt4,
             "mxfp4" => Format::Mxfp4,
             "nvfp4" => Format::Nvfp4,
+            "fp8-block" | "fp8_block" => Format::Fp8Block,
             _ => return Err(Error::unknown("format", s, FORMAT_NAMES)),
         })
     }
@@ -226,6 +231,7 @@ impl Format {
             Format::GptqInt4 => "gptq-int4".into(),
             Format::Mxfp4 => "mxfp4".into(),
             Format::Nvfp4 => "nvfp4".into(),
+            Format::Fp8Block => "fp8-block".into(),
             Format::Bpw(b) => format!("bpw:{b}"),
         }
     }
@@ -246,6 +252,7 @@ impl Format {
             Format::AwqInt4 | Format::GptqInt4 => 4.0 + 20.0 / 128.0,
             Format::Mxfp4 => 4.0 + 8.0 / 32.0,
             Format::Nvfp4 => 4.0 + 8.0 / 16.0,
+            Format::Fp8Block => 8.0 + 32.0 / (128.0 * 128.0),
             Format::Bpw(b) => b,
         }
     }
@@ -260,6 +267,7 @@ impl Format {
         matches!(
             self,
             Format::Fp8
+                | Format::Fp8Block
                 | Format::Int8
                 | Format::Int4
                 | Format::Nf4
@@ -285,7 +293,7 @@ impl Format {
     /// is dequantized and multiplied at the activation dtype.
     pub fn compute_dtype(self, activation: ComputeDtype) -> ComputeDtype {
         match self {
-            Format::Fp8 => ComputeDtype::Fp8,
+            Format::Fp8 | Format::Fp8Block => ComputeDtype::Fp8,
             Format::Int8 => ComputeDtype::Int8,
             Format::Fp32 => ComputeDtype::Fp32,
             // fp4 tensor cores where the device has them (Blackwell); elsewhere the

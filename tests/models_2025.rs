@@ -45,7 +45,8 @@ fn deepseek_v3_and_r1_671b_with_37b_active() {
         // per-layer sum of the published config reproduces (ours: 37.55B with them)
         near(id, active_without_embedding(&m), 37e9, 1.4);
         assert_eq!(m.mtp_layers, 1);
-        assert_eq!(m.native_format, Format::Fp8);
+        // fp8 with 128 x 128 block scales (quantization_config.weight_block_size)
+        assert_eq!(m.native_format, Format::Fp8Block);
     }
 }
 

@@ -354,6 +354,7 @@ pub(super) fn checkpoint_format(f: &Fields) -> Option<Format> {
         .map(str::to_ascii_lowercase)
         .as_deref()
     {
+        Some("fp8") if q.get(&["weight_block_size"]).is_some() => Some(Format::Fp8Block),
         Some("fp8") => Some(Format::Fp8),
         _ => None,
     }
