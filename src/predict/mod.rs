@@ -21,7 +21,7 @@ mod pass;
 mod report;
 mod whatif;
 
-pub use fast::{DecodeLines, Evaluator, resolve_formats};
+pub use fast::{DecodeLines, DecodeSums, Evaluator, IterationCost, resolve_formats};
 pub use pass::{PassResult, sum_max_affine};
 pub use report::{
     ConfigInfo, DecodeReport, GenerationReport, HardwareInfo, Limits, MemoryReport, ModelInfo,
