@@ -48,6 +48,7 @@
 //! | [`sweep`] | parallel sweeps over every axis ([`sweep::Sweep`]): streaming CSV/JSON, `ndarray` grids |
 //! | [`plan`] | capacity planning under latency, throughput and budget targets ([`plan::plan`]) |
 //! | [`series`] | chart data: throughput and latency vs batch, memory by weight format and by ZeRO stage |
+//! | [`simulate`] | serving at a request rate: continuous batching, chunked prefill, preemption, disaggregation, latency percentiles |
 //! | [`report`] | text, Markdown and plain-language renderers of the report structs |
 //!
 //! All internal quantities are `f64` in SI base units (FLOP, byte, second, FLOP/s,
@@ -72,6 +73,7 @@ pub mod report;
 pub mod roofline;
 pub mod search;
 pub mod series;
+pub mod simulate;
 pub mod sweep;
 pub mod train;
 pub mod units;

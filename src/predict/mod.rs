@@ -335,6 +335,21 @@ impl<'a> Predictor<'a> {
         self.precision
     }
 
+    /// The model's sliding windows, ascending (where decode costs stop growing).
+    pub fn windows(&self) -> &[u64] {
+        &self.windows
+    }
+
+    /// Devices of the layout.
+    pub fn gpus(&self) -> u64 {
+        self.gpus
+    }
+
+    /// The layout's parallelism.
+    pub fn parallel(&self) -> Parallel {
+        self.parallel
+    }
+
     pub(super) fn graph(&self, step: &Step) -> Graph {
         graph::forward(
             self.model,

@@ -438,6 +438,11 @@ impl<'p, 'a> IterationCost<'p, 'a> {
         self.p
     }
 
+    /// The model's sliding windows, ascending.
+    pub fn windows(&self) -> &[u64] {
+        &self.windows
+    }
+
     /// Whether decode groups are costed in closed form (else at their mean context).
     pub fn closed_form(&self) -> bool {
         self.decode.is_some()
