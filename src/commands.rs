@@ -2,7 +2,7 @@
 //! returns what goes to stdout. One predictor per command.
 
 use crate::cli::{
-    self, ChartArg, Cli, HardwareAction, PlanArgs, PredictArgs, SweepArgs, TrainArgs,
+    self, ChartArg, Cli, HardwareAction, PlanArgs, PredictArgs, SimulateArgs, SweepArgs, TrainArgs,
 };
 use ridgeline::engine::EngineDb;
 use ridgeline::hardware::{Hardware, HardwareDb};
@@ -258,6 +258,51 @@ pub fn train(ctx: &Ctx, a: &TrainArgs, svg: Option<&Path>, json: bool) -> Result
         to_json(&report)
     } else {
         Ok(report::train::render(&report))
+    }
+}
+
+/// `simulate`: one run, or a row per rate with the knee.
+pub fn simulate(ctx: &Ctx, a: &SimulateArgs, svg: Option<&Path>, json: bool) -> Result<String> {
+    use ridgeline::simulate::{MAX_RATE, RateSweep, simulate, simulate_rates};
+    if let Some(path) = svg {
+        check_svg_name("--svg", path)?;
+    }
+    let model = resolve_model(&a.model)?;
+    let hw = ctx.hardware.get(&a.gpu)?;
+    let engine = ctx.engines.get(&a.engine)?;
+    let (s, serving) = (a.scenario(), a.serving()?);
+    let workload = a.workload()?;
+    let sweep = match &a.rate {
+        Some(list) => {
+            let rates = ridgeline::list::parse_f64_list("--rate", list, MAX_RATE, 100)?;
+            simulate_rates(&model, hw, engine, &s, &serving, &workload, &rates)?
+        }
+        None => RateSweep {
+            rows: vec![simulate(&model, hw, engine, &s, &serving, &workload)?],
+            knee: None,
+        },
+    };
+    if let Some(path) = svg {
+        let first = &sweep.rows[0].config;
+        let opts = ridgeline::plot::serving::ServingOptions {
+            subtitle: format!(
+                "{} on {} x {}, engine {}; prompt {}, gen {}",
+                first.model,
+                first.gpus,
+                first.gpu,
+                first.engine,
+                a.prompt.as_deref().unwrap_or("512"),
+                a.gen_tokens.as_deref().unwrap_or("128")
+            ),
+            ..Default::default()
+        };
+        let chart = ridgeline::plot::serving::serving(&sweep, &opts)?;
+        write_chart("--svg", path, &chart, "serving chart to ")?;
+    }
+    match (json, sweep.rows.len()) {
+        (true, 1) => to_json(&sweep.rows[0]),
+        (true, _) => to_json(&sweep),
+        (false, _) => Ok(report::simulate::sweep(&sweep)),
     }
 }
 

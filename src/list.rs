@@ -184,7 +184,9 @@ pub fn parse_f64_list(flag: &str, text: &str, max: f64, max_len: usize) -> Resul
         };
         let values: Vec<f64> = match (range.split_once(".."), step) {
             (None, None) => vec![value(range)?],
-            (None, Some(_)) => return Err(bad("a step needs a range before it, e.g. 1..64:x2".into())),
+            (None, Some(_)) => {
+                return Err(bad("a step needs a range before it, e.g. 1..64:x2".into()));
+            }
             (Some((lo, hi)), step) => {
                 let (lo, hi) = (value(lo)?, value(hi.trim_start_matches('='))?);
                 if lo > hi {

@@ -27,6 +27,7 @@ fn run(cli: Cli) -> Result<String> {
         Command::Sweep { args } => commands::sweep(&ctx, args, json),
         Command::Plan { args } => commands::plan(&ctx, args, json),
         Command::Train { args, svg } => commands::train(&ctx, args, svg.as_deref(), json),
+        Command::Simulate { args, svg } => commands::simulate(&ctx, args, svg.as_deref(), json),
         Command::Calibrate {
             measurements,
             save,

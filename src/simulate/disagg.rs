@@ -49,7 +49,10 @@ pub(super) fn run(
     let link = hardware.device_link().ok_or_else(|| {
         Error::conflict(
             &["disagg", "gpu"],
-            format!("{} has no device link in the database to move KV caches over", hardware.id),
+            format!(
+                "{} has no device link in the database to move KV caches over",
+                hardware.id
+            ),
         )
     })?;
     let pool = |gpus: u64| Scenario {
@@ -98,7 +101,10 @@ fn event_loop<'p, 'a>(
     serving: &Serving,
 ) -> Result<Run> {
     let mut feed = Feed::new(w);
-    let mut col = Collector::default();
+    let mut col = Collector {
+        pools: 2,
+        ..Collector::default()
+    };
     let mut on_link: VecDeque<(f64, Req)> = VecDeque::new();
     // each pool's running iteration: its end
     let (mut pre_end, mut dec_end): (Option<f64>, Option<f64>) = (None, None);
@@ -157,7 +163,10 @@ fn event_loop<'p, 'a>(
                 feed.completed_at(t);
             }
         }
-        for (inst, end, decode) in [(&mut *pre, &mut pre_end, false), (&mut *dec, &mut dec_end, true)] {
+        for (inst, end, decode) in [
+            (&mut *pre, &mut pre_end, false),
+            (&mut *dec, &mut dec_end, true),
+        ] {
             if end.is_none()
                 && let Some(it) = inst.start(t)
             {
@@ -167,7 +176,10 @@ fn event_loop<'p, 'a>(
         }
     }
     if pre.busy() || dec.busy() {
-        return Err(Error::internal("simulate", "a pool stalled with requests queued"));
+        return Err(Error::internal(
+            "simulate",
+            "a pool stalled with requests queued",
+        ));
     }
     let kv_peak = pre.kv_peak_fraction.max(dec.kv_peak_fraction);
     Ok(col.finish(w, serving, 0, kv_peak))

@@ -81,7 +81,11 @@ impl Histogram {
 
     /// Exact mean (0 when empty).
     pub fn mean(&self) -> f64 {
-        if self.n == 0 { 0.0 } else { self.sum / self.n as f64 }
+        if self.n == 0 {
+            0.0
+        } else {
+            self.sum / self.n as f64
+        }
     }
 
     /// The `q`-quantile (0 < q <= 1) by the nearest-rank rule: the value of rank
@@ -140,7 +144,11 @@ impl TimeAverage {
 
     /// The average over the time recorded (0 when none).
     pub fn mean(&self) -> f64 {
-        if self.span > 0.0 { self.area / self.span } else { 0.0 }
+        if self.span > 0.0 {
+            self.area / self.span
+        } else {
+            0.0
+        }
     }
 }
 

@@ -51,8 +51,8 @@ mod workload;
 pub use metrics::{Histogram, Stats, TIMELINE_POINTS, Timeline, TimelinePoint};
 pub use scheduler::{Blocker, Instance, Iteration, KvPool, Limits, Req};
 pub use workload::{
-    Arrivals, Dist, MAX_CONCURRENCY, MAX_LENGTH, MAX_RATE, MAX_REQUESTS, Rng, Source,
-    TraceRequest, Workload, parse_trace, read_trace,
+    Arrivals, Dist, MAX_CONCURRENCY, MAX_LENGTH, MAX_RATE, MAX_REQUESTS, Rng, Source, TraceRequest,
+    Workload, parse_trace, read_trace,
 };
 
 use crate::engine::Engine;
@@ -84,11 +84,18 @@ impl Disagg {
         let bad = || {
             Error::invalid(
                 "disagg",
-                format!("'{text}': give P:D, the devices of the prefill and decode pools, e.g. 1:1 or 2:4"),
+                format!(
+                    "'{text}': give P:D, the devices of the prefill and decode pools, e.g. 1:1 or 2:4"
+                ),
             )
         };
         let (p, d) = text.trim().split_once(':').ok_or_else(bad)?;
-        let n = |s: &str| s.trim().parse::<u64>().ok().filter(|&v| (1..=1024).contains(&v));
+        let n = |s: &str| {
+            s.trim()
+                .parse::<u64>()
+                .ok()
+                .filter(|&v| (1..=1024).contains(&v))
+        };
         Ok(Disagg {
             prefill_gpus: n(p).ok_or_else(bad)?,
             decode_gpus: n(d).ok_or_else(bad)?,
@@ -136,11 +143,17 @@ impl Serving {
             if let Some(v) = v.filter(|&v| v == 0 || v > crate::engine::MAX_SCHEDULER_COUNT) {
                 return Err(Error::invalid(
                     f,
-                    format!("must lie in 1..={}, got {v}", crate::engine::MAX_SCHEDULER_COUNT),
+                    format!(
+                        "must lie in 1..={}, got {v}",
+                        crate::engine::MAX_SCHEDULER_COUNT
+                    ),
                 ));
             }
         }
-        for (f, v) in [("slo_ttft_s", self.slo.ttft_s), ("slo_tpot_s", self.slo.tpot_s)] {
+        for (f, v) in [
+            ("slo_ttft_s", self.slo.ttft_s),
+            ("slo_tpot_s", self.slo.tpot_s),
+        ] {
             if let Some(v) = v {
                 crate::error::require_positive(f, v)?;
             }
@@ -193,7 +206,8 @@ pub struct Goodput {
 /// What held a run back: what kept requests waiting, and what bound the iterations.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct Binding {
-    /// Fraction of the busy time the engine computed (the rest it idled).
+    /// Fraction of the run the engine computed (the rest it idled; with
+    /// disaggregation, the mean of the two pools).
     pub busy_fraction: f64,
     /// Fraction of the busy time requests waited because `max_num_seqs` were running.
     pub max_num_seqs: f64,
@@ -273,7 +287,8 @@ pub struct Run {
     /// Completions per second between the first completion and the last arrival: the
     /// rate the deployment kept up with while requests kept coming.
     pub sustained_requests_per_s: f64,
-    /// Whether the deployment fell behind the offered rate (sustained below 95% of it).
+    /// Whether the deployment fell behind the arrivals: between the first completion
+    /// and the last arrival, fewer than 95% as many requests completed as arrived.
     pub saturated: bool,
     /// Time to first token, s.
     pub ttft_s: Stats,
@@ -393,7 +408,10 @@ fn config(
 fn check_work(w: &Workload) -> Result<()> {
     let per_request = match &w.arrivals {
         Arrivals::Trace(rows) => {
-            rows.iter().map(|r| (r.prompt + r.gen_tokens) as f64).sum::<f64>() / rows.len() as f64
+            rows.iter()
+                .map(|r| (r.prompt + r.gen_tokens) as f64)
+                .sum::<f64>()
+                / rows.len() as f64
         }
         _ => w.prompt.mean() + w.gen_tokens.mean(),
     };
@@ -437,7 +455,11 @@ pub fn simulate_rates(
     let knee = rows
         .iter()
         .filter(|r| r.saturated)
-        .min_by(|a, b| a.rate_per_s.unwrap_or(0.0).total_cmp(&b.rate_per_s.unwrap_or(0.0)))
+        .min_by(|a, b| {
+            a.rate_per_s
+                .unwrap_or(0.0)
+                .total_cmp(&b.rate_per_s.unwrap_or(0.0))
+        })
         .map(|r| Knee {
             rate_per_s: r.rate_per_s.unwrap_or(0.0),
             capacity_requests_per_s: r.sustained_requests_per_s,

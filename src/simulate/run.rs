@@ -95,6 +95,7 @@ pub(super) struct Collector {
     /// Completions after the first one while arrivals kept coming, and when the first
     /// and the last arrival came.
     window_completions: u64,
+    window_arrivals: u64,
     first_completion: Option<f64>,
     last_arrival: f64,
     busy_s: f64,
@@ -102,6 +103,8 @@ pub(super) struct Collector {
     by_bound: [f64; 4],
     pub(super) iterations: u64,
     pub(super) timeline: Timeline,
+    /// Pools whose iterations are recorded (busy time is shared out among them).
+    pub(super) pools: u64,
 }
 
 impl Collector {
@@ -118,6 +121,9 @@ impl Collector {
         self.advance(t);
         self.first_arrival.get_or_insert(t);
         self.last_arrival = t;
+        if self.first_completion.is_some() {
+            self.window_arrivals += 1;
+        }
         self.requests += 1;
         self.n_in_system += 1;
     }
@@ -206,15 +212,32 @@ impl Collector {
     }
 
     /// The run's report (its configuration left to the caller).
-    pub(super) fn finish(self, w: &Workload, serving: &Serving, preemptions: u64, kv_peak: f64) -> Run {
+    pub(super) fn finish(
+        self,
+        w: &Workload,
+        serving: &Serving,
+        preemptions: u64,
+        kv_peak: f64,
+    ) -> Run {
         let start = self.first_arrival.unwrap_or(0.0);
         let duration = (self.last_completion - start).max(0.0);
-        let per_s = |n: u64| if duration > 0.0 { n as f64 / duration } else { 0.0 };
+        let per_s = |n: u64| {
+            if duration > 0.0 {
+                n as f64 / duration
+            } else {
+                0.0
+            }
+        };
         let window = self.first_completion.map_or(0.0, |f| self.last_arrival - f);
-        let sustained = if window > 0.0 && self.window_completions > 0 {
-            self.window_completions as f64 / window
+        let arrival_span = self.last_arrival - start;
+        let (sustained, kept_up) = if window > 0.0 && self.window_completions > 0 {
+            let ratio = self.window_completions as f64 / self.window_arrivals.max(1) as f64;
+            (self.window_completions as f64 / window, ratio)
+        } else if arrival_span > 0.0 {
+            let arrived = (self.requests.saturating_sub(1)) as f64 / arrival_span;
+            (per_s(self.completed), per_s(self.completed) / arrived)
         } else {
-            per_s(self.completed)
+            (per_s(self.completed), 1.0)
         };
         let rate = match w.arrivals {
             Arrivals::Poisson { rate } => Some(rate),
@@ -228,7 +251,12 @@ impl Collector {
             .copied()
             .enumerate()
             .fold((1, f64::MIN), |m, (i, v)| if v > m.1 { (i, v) } else { m });
-        let bound = [Bound::Compute, Bound::Memory, Bound::Communication, Bound::Overhead];
+        let bound = [
+            Bound::Compute,
+            Bound::Memory,
+            Bound::Communication,
+            Bound::Overhead,
+        ];
         let slo = serving.slo;
         Run {
             config: Default::default(),
@@ -247,7 +275,7 @@ impl Collector {
                 input_tokens_per_s: per_s(self.in_tokens),
             },
             sustained_requests_per_s: sustained,
-            saturated: rate.is_some_and(|r| sustained < 0.95 * r),
+            saturated: rate.is_some() && kept_up < 0.95,
             ttft_s: self.ttft.stats(),
             tpot_s: self.tpot.stats(),
             e2e_s: self.e2e.stats(),
@@ -271,12 +299,20 @@ impl Collector {
             }),
             iterations: self.iterations,
             binding: Binding {
-                busy_fraction: if duration > 0.0 { (self.busy_s / duration).min(1.0) } else { 0.0 },
+                busy_fraction: if duration > 0.0 {
+                    (self.busy_s / (duration * self.pools.max(1) as f64)).min(1.0)
+                } else {
+                    0.0
+                },
                 max_num_seqs: self.blocked_s[0] / busy,
                 max_batched_tokens: self.blocked_s[1] / busy,
                 kv_cache: self.blocked_s[2] / busy,
                 iteration_bound: (total_bound > 0.0).then(|| bound[bi]),
-                iteration_bound_fraction: if total_bound > 0.0 { bv / total_bound } else { 0.0 },
+                iteration_bound_fraction: if total_bound > 0.0 {
+                    bv / total_bound
+                } else {
+                    0.0
+                },
             },
             timeline: self.timeline,
         }
@@ -315,7 +351,10 @@ pub(super) fn unified(inst: &mut Instance<'_, '_>, w: &Workload, serving: &Servi
         arrivals(&mut feed, &mut col, inst, t);
         let Some(it) = inst.start(t) else {
             if inst.busy() {
-                return Err(Error::internal("simulate", "the scheduler stalled with requests queued"));
+                return Err(Error::internal(
+                    "simulate",
+                    "the scheduler stalled with requests queued",
+                ));
             }
             continue;
         };

@@ -49,7 +49,9 @@ impl KvPool {
         let m = p.memory(b, budget.div_ceil(b), 0).0;
         let pool_bytes = m.capacity_bytes - m.weights_bytes - m.activation_bytes - m.overhead_bytes;
         let block_bytes = limits.block_tokens as f64 * p.kv_bytes_per_token();
-        if !(pool_bytes >= block_bytes && block_bytes > 0.0 || block_bytes == 0.0 && pool_bytes > 0.0) {
+        if !(pool_bytes >= block_bytes && block_bytes > 0.0
+            || block_bytes == 0.0 && pool_bytes > 0.0)
+        {
             return Err(Error::conflict(
                 &["model", "gpu"],
                 format!(
@@ -99,7 +101,13 @@ impl KvPool {
 
     fn eval(line: &(f64, Vec<(u64, f64)>, f64), l: u64) -> f64 {
         let x = l as f64;
-        line.0 + line.1.iter().map(|&(w, c)| c * x.min(w as f64)).sum::<f64>() + line.2 * x
+        line.0
+            + line
+                .1
+                .iter()
+                .map(|&(w, c)| c * x.min(w as f64))
+                .sum::<f64>()
+            + line.2 * x
     }
 
     /// Bytes one sequence of `tokens` tokens holds, its context rounded up to whole
@@ -243,7 +251,8 @@ impl<'p, 'a> Instance<'p, 'a> {
     }
 
     fn bytes(&self, tokens: u64) -> f64 {
-        self.kv.bytes(self.cost.predictor(), tokens, self.limits.block_tokens)
+        self.kv
+            .bytes(self.cost.predictor(), tokens, self.limits.block_tokens)
     }
 
     /// Queues a request (at the back).

@@ -69,7 +69,10 @@ impl Dist {
             )
         };
         let whole = |s: &str| -> Result<u64> {
-            let v: u64 = s.trim().parse().map_err(|_| bad("not a whole number of tokens"))?;
+            let v: u64 = s
+                .trim()
+                .parse()
+                .map_err(|_| bad("not a whole number of tokens"))?;
             if v > MAX_LENGTH {
                 return Err(bad(&format!("more than {MAX_LENGTH} tokens")));
             }
@@ -77,13 +80,21 @@ impl Dist {
         };
         let real = |s: &str| -> Result<f64> {
             let v: f64 = s.trim().parse().map_err(|_| bad("not a number"))?;
-            if v.is_finite() { Ok(v) } else { Err(bad("not a finite number")) }
+            if v.is_finite() {
+                Ok(v)
+            } else {
+                Err(bad("not a finite number"))
+            }
         };
         let (kind, rest) = t.split_once(':').unwrap_or(("", t));
         match kind.to_ascii_lowercase().as_str() {
-            "" | "fixed" => Ok(Dist::Fixed { tokens: whole(rest)? }),
+            "" | "fixed" => Ok(Dist::Fixed {
+                tokens: whole(rest)?,
+            }),
             "uniform" => {
-                let (lo, hi) = rest.split_once("..").ok_or_else(|| bad("uniform needs A..B"))?;
+                let (lo, hi) = rest
+                    .split_once("..")
+                    .ok_or_else(|| bad("uniform needs A..B"))?;
                 let (lo, hi) = (whole(lo)?, whole(hi.trim_start_matches('='))?);
                 if lo > hi {
                     return Err(bad("the range runs backwards"));
@@ -217,7 +228,9 @@ impl Workload {
                 if !(rate.is_finite() && *rate > 0.0 && *rate <= MAX_RATE) {
                     return Err(Error::invalid(
                         "rate",
-                        format!("must be a finite number of requests/s in (0, {MAX_RATE:e}], got {rate}"),
+                        format!(
+                            "must be a finite number of requests/s in (0, {MAX_RATE:e}], got {rate}"
+                        ),
                     ));
                 }
             }
@@ -357,7 +370,16 @@ pub fn parse_trace(text: &str, src: &str) -> Result<Vec<TraceRequest>> {
         header
             .iter()
             .position(|h| h.eq_ignore_ascii_case(name))
-            .ok_or_else(|| err(1, name, format!("missing; the header must name arrival_s,prompt,gen (has {})", header.iter().collect::<Vec<_>>().join(","))))
+            .ok_or_else(|| {
+                err(
+                    1,
+                    name,
+                    format!(
+                        "missing; the header must name arrival_s,prompt,gen (has {})",
+                        header.iter().collect::<Vec<_>>().join(",")
+                    ),
+                )
+            })
     };
     let (ia, ip, ig) = (col("arrival_s")?, col("prompt")?, col("gen")?);
     let mut rows = Vec::new();
@@ -379,14 +401,22 @@ pub fn parse_trace(text: &str, src: &str) -> Result<Vec<TraceRequest>> {
             .parse()
             .map_err(|_| err(line, "arrival_s", "not a number".into()))?;
         if !(arrival_s.is_finite() && arrival_s >= 0.0 && arrival_s <= 1e9) {
-            return Err(err(line, "arrival_s", format!("must be a finite time in [0, 1e9] s, got {arrival_s}")));
+            return Err(err(
+                line,
+                "arrival_s",
+                format!("must be a finite time in [0, 1e9] s, got {arrival_s}"),
+            ));
         }
         let whole = |i: usize, name: &str, min: u64| -> Result<u64> {
             let v: u64 = field(i, name)?
                 .parse()
                 .map_err(|_| err(line, name, "not a whole number of tokens".into()))?;
             if v < min || v > MAX_LENGTH {
-                return Err(err(line, name, format!("must lie in {min}..={MAX_LENGTH}, got {v}")));
+                return Err(err(
+                    line,
+                    name,
+                    format!("must lie in {min}..={MAX_LENGTH}, got {v}"),
+                ));
             }
             Ok(v)
         };
@@ -397,7 +427,11 @@ pub fn parse_trace(text: &str, src: &str) -> Result<Vec<TraceRequest>> {
         });
     }
     if rows.is_empty() {
-        return Err(err(1, "-", "no requests (a header and at least one row)".into()));
+        return Err(err(
+            1,
+            "-",
+            "no requests (a header and at least one row)".into(),
+        ));
     }
     rows.sort_by(|a, b| a.arrival_s.total_cmp(&b.arrival_s));
     Ok(rows)
@@ -414,7 +448,11 @@ mod tests {
         // streams 1 and 2, computed by an independent implementation of the RFC 7539
         // block function at 8 rounds (Python, in the commit that added this test).
         let mut a = Rng::new(42, 1);
-        let want = [13222472167927179408u64, 3078952320862533021, 8898984633443201687];
+        let want = [
+            13222472167927179408u64,
+            3078952320862533021,
+            8898984633443201687,
+        ];
         for w in want {
             assert_eq!(a.0.next_u64(), w);
         }
@@ -446,7 +484,11 @@ mod tests {
         assert!((med / 512.0 - 1.0).abs() < 0.03, "{med}");
         // and the mean is median e^(sigma^2/2) = 512 e^0.32 = 705.1
         let mean = v.iter().sum::<u64>() as f64 / n as f64;
-        assert!((mean / d.mean() - 1.0).abs() < 0.03, "{mean} vs {}", d.mean());
+        assert!(
+            (mean / d.mean() - 1.0).abs() < 0.03,
+            "{mean} vs {}",
+            d.mean()
+        );
         assert!((d.mean() - 705.08).abs() < 0.01);
     }
 
@@ -471,18 +513,31 @@ mod tests {
     fn traces_are_read_and_errors_say_where() {
         let t = parse_trace("arrival_s,prompt,gen\n0.5,100,10\n0.1, 20 ,3\n", "t.csv").unwrap();
         assert_eq!(t.len(), 2);
-        assert_eq!(t[0], TraceRequest { arrival_s: 0.1, prompt: 20, gen_tokens: 3 });
+        assert_eq!(
+            t[0],
+            TraceRequest {
+                arrival_s: 0.1,
+                prompt: 20,
+                gen_tokens: 3
+            }
+        );
         for (text, needle) in [
             ("arrival,prompt,gen\n1,2,3\n", "column arrival_s"),
             ("arrival_s,prompt,gen\n1,x,3\n", "line 2, column prompt"),
-            ("arrival_s,prompt,gen\n1,2,3\n-1,2,3\n", "line 3, column arrival_s"),
+            (
+                "arrival_s,prompt,gen\n1,2,3\n-1,2,3\n",
+                "line 3, column arrival_s",
+            ),
             ("arrival_s,prompt,gen\nNaN,2,3\n", "column arrival_s"),
             ("arrival_s,prompt,gen\n1,2,0\n", "column gen"),
             ("arrival_s,prompt,gen\n1,2\n", "line 2, column gen: missing"),
             ("arrival_s,prompt,gen\n", "no requests"),
         ] {
             let e = parse_trace(text, "t.csv").unwrap_err().to_string();
-            assert!(e.starts_with("t.csv: ") && e.contains(needle), "{text}: {e}");
+            assert!(
+                e.starts_with("t.csv: ") && e.contains(needle),
+                "{text}: {e}"
+            );
         }
     }
 }
