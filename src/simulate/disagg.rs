@@ -101,10 +101,8 @@ fn event_loop<'p, 'a>(
     serving: &Serving,
 ) -> Result<Run> {
     let mut feed = Feed::new(w);
-    let mut col = Collector {
-        pools: 2,
-        ..Collector::default()
-    };
+    let mut col = Collector::default();
+    col.pools = 2;
     let mut on_link: VecDeque<(f64, Req)> = VecDeque::new();
     // each pool's running iteration: its end
     let (mut pre_end, mut dec_end): (Option<f64>, Option<f64>) = (None, None);
