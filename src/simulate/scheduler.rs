@@ -300,13 +300,17 @@ impl<'p, 'a> Instance<'p, 'a> {
 
     /// Grows (or sets) the cache `slot` holds to cover `tokens` tokens; false when the
     /// free bytes do not allow it.
+    #[inline]
     fn reserve(&mut self, slot: usize, tokens: u64) -> bool {
-        let r = *self.req(slot);
-        if tokens <= r.kv_tokens {
+        let (held_tokens, held_bytes) = {
+            let r = self.req(slot);
+            (r.kv_tokens, r.kv_bytes)
+        };
+        if tokens <= held_tokens {
             return true;
         }
         let bytes = self.bytes(tokens);
-        let more = bytes - r.kv_bytes;
+        let more = bytes - held_bytes;
         if self.used_bytes + more > self.kv.pool_bytes * (1.0 + 1e-12) {
             return false;
         }
@@ -324,9 +328,6 @@ impl<'p, 'a> Instance<'p, 'a> {
         r.kv_bytes = 0.0;
         r.kv_tokens = 0;
         self.used_bytes = (self.used_bytes - freed).max(0.0);
-        if self.running.is_empty() && self.waiting.is_empty() {
-            self.used_bytes = 0.0;
-        }
     }
 
     fn preempt(&mut self, slot: usize) {
@@ -388,9 +389,12 @@ impl Instance<'_, '_> {
         let mut i = 0;
         while i < self.running.len() && *budget > 0 {
             let slot = self.running[i];
-            let r = *self.req(slot);
-            let n = (r.known() - r.computed).min(*budget);
-            while !self.reserve(slot, r.computed + n) {
+            let (known, computed) = {
+                let r = self.req(slot);
+                (r.known(), r.computed)
+            };
+            let n = (known - computed).min(*budget);
+            while !self.reserve(slot, computed + n) {
                 preempted = true;
                 let victim = self.running.pop().expect("the request itself is running");
                 self.preempt(victim);
@@ -440,6 +444,7 @@ impl Instance<'_, '_> {
     /// every output token made, or with [`Instance::prefill_only`] the first).
     pub fn finish(&mut self, t: f64, done: &mut Vec<Req>) {
         let prefill_only = self.prefill_only;
+        let mut left = false;
         for i in 0..self.scheduled.len() {
             let (slot, n) = self.scheduled[i];
             let r = self.req(slot);
@@ -454,11 +459,18 @@ impl Instance<'_, '_> {
             let leaves = r.generated >= r.gen_tokens || prefill_only;
             if leaves {
                 let out = *r;
-                self.running.retain(|&s| s != slot);
                 self.release(slot);
                 self.reqs[slot] = None;
                 self.free_slots.push(slot);
                 done.push(out);
+                left = true;
+            }
+        }
+        if left {
+            let reqs = &self.reqs;
+            self.running.retain(|&s| reqs[s].is_some());
+            if self.running.is_empty() && self.waiting.is_empty() {
+                self.used_bytes = 0.0;
             }
         }
         self.scheduled.clear();

@@ -37,7 +37,7 @@ const TABLE_KEYS: u64 = 1 << 16;
 /// Entries a cache map holds before it is emptied.
 const MAP_ENTRIES: usize = 4096;
 /// Slots of the prefill-chunk cache.
-const CHUNK_SLOTS: usize = 256;
+const CHUNK_SLOTS: usize = 4096;
 
 /// What an op's cost depends on in a mixed iteration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -308,7 +308,8 @@ impl DecodeModel {
             for _ in 0..b {
                 sums.add(windows, l);
             }
-            let got = self.costs(&sums, windows.len());
+            let mut got = [[0.0; 8]; MAX_SEQ_OPS];
+            self.costs(&sums, windows.len(), &mut got);
             t == self.template
                 && (0..t.n).all(|i| {
                     let scale = want[i].iter().fold(0.0f64, |m, v| m.max(v.abs()));
@@ -321,9 +322,9 @@ impl DecodeModel {
     }
 
     /// Per-execution costs of the per-sequence ops for the decode group `s`.
-    fn costs(&self, s: &DecodeSums, m: usize) -> [Arr; MAX_SEQ_OPS] {
-        let mut out = [[0.0; 8]; MAX_SEQ_OPS];
+    fn costs(&self, s: &DecodeSums, m: usize, out: &mut [Arr; MAX_SEQ_OPS]) {
         for (o, c) in out.iter_mut().zip(&self.coef).take(self.template.n) {
+            *o = [0.0; 8];
             axpy(o, s.sequences as f64, &c[0]);
             for k in 0..m {
                 axpy(o, s.windowed[k], &c[1 + k]);
@@ -334,7 +335,6 @@ impl DecodeModel {
                 o[i] = c[0][i];
             }
         }
-        out
     }
 }
 
@@ -351,17 +351,31 @@ impl DecodeSums {
     }
 }
 
-/// A direct-mapped cache of prefill-chunk costs by `(new tokens, context)`.
+/// A direct-mapped cache of prefill-chunk costs by `(new tokens, context)`: per slot,
+/// the costs of the template's `n` per-sequence ops.
 #[derive(Debug, Clone)]
 struct ChunkCache {
     keys: Vec<(u64, u64)>,
-    costs: Vec<[Arr; MAX_SEQ_OPS]>,
+    costs: Vec<Arr>,
+    n: usize,
 }
 
 impl ChunkCache {
+    fn new(n: usize) -> Self {
+        ChunkCache {
+            keys: vec![(0, 0); CHUNK_SLOTS],
+            costs: vec![[0.0; 8]; CHUNK_SLOTS * n],
+            n,
+        }
+    }
+
     fn slot(c: u64, k: u64) -> usize {
         let h = c.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ k.wrapping_mul(0xC2B2_AE3D_27D4_EB4F);
-        (h >> 56) as usize % CHUNK_SLOTS
+        (h >> 52) as usize % CHUNK_SLOTS
+    }
+
+    fn costs(&self, slot: usize) -> &[Arr] {
+        &self.costs[slot * self.n..(slot + 1) * self.n]
     }
 }
 
@@ -412,19 +426,17 @@ impl<'p, 'a> IterationCost<'p, 'a> {
     /// Measures the decode lines and the prefill template of `p`.
     pub fn new(p: &'p Predictor<'a>) -> Self {
         let windows: Vec<u64> = p.windows.clone();
+        let prefill = Template::of(p, &Step::prefill(1, 2)).map(|(t, _)| t);
         IterationCost {
             p,
             decode: DecodeModel::new(p, &windows),
-            prefill: Template::of(p, &Step::prefill(1, 2)).map(|(t, _)| t),
+            chunks: ChunkCache::new(prefill.map_or(0, |t| t.n)),
+            prefill,
             windows,
             token: ByCount::new(Class::Token),
             head: ByCount::new(Class::Head),
             decode_only: ByCount::new(Class::DecodeOnly),
             prefill_only: ByCount::new(Class::PrefillOnly),
-            chunks: ChunkCache {
-                keys: vec![(0, 0); CHUNK_SLOTS],
-                costs: vec![[[0.0; 8]; MAX_SEQ_OPS]; CHUNK_SLOTS],
-            },
             sums: DecodeSums::default(),
             prefill_costs: [[0.0; 8]; MAX_SEQ_OPS],
             prefill_tokens: 0,
@@ -485,7 +497,8 @@ impl<'p, 'a> IterationCost<'p, 'a> {
             match Template::of(self.p, &step) {
                 Some((got, costs)) if got == t => {
                     self.chunks.keys[slot] = (c, k);
-                    self.chunks.costs[slot] = costs;
+                    let n = t.n;
+                    self.chunks.costs[slot * n..(slot + 1) * n].copy_from_slice(&costs[..n]);
                 }
                 Some((got, costs)) => {
                     got.place(self.p, &costs[..got.n], &mut self.apart);
@@ -494,7 +507,7 @@ impl<'p, 'a> IterationCost<'p, 'a> {
                 None => return,
             }
         }
-        for (acc, x) in self.prefill_costs.iter_mut().zip(&self.chunks.costs[slot]) {
+        for (acc, x) in self.prefill_costs.iter_mut().zip(self.chunks.costs(slot)) {
             add_sequence(acc, x);
         }
     }
@@ -505,7 +518,6 @@ impl<'p, 'a> IterationCost<'p, 'a> {
         let p = self.p;
         let s = std::mem::take(&mut self.sums);
         let (pt, n_chunks) = (self.prefill_tokens, self.n_chunks);
-        let prefill_costs = std::mem::replace(&mut self.prefill_costs, [[0.0; 8]; MAX_SEQ_OPS]);
         let apart = std::mem::take(&mut self.apart);
         self.prefill_tokens = 0;
         self.n_chunks = 0;
@@ -527,7 +539,8 @@ impl<'p, 'a> IterationCost<'p, 'a> {
         if s.sequences > 0 {
             match &self.decode {
                 Some(m) => {
-                    let costs = m.costs(&s, self.windows.len());
+                    let mut costs = [[0.0; 8]; MAX_SEQ_OPS];
+                    m.costs(&s, self.windows.len(), &mut costs);
                     m.template.place(p, &costs[..m.template.n], &mut r);
                 }
                 None => {
@@ -539,7 +552,8 @@ impl<'p, 'a> IterationCost<'p, 'a> {
             }
         }
         if let Some(t) = self.prefill.as_ref().filter(|_| n_chunks > 0) {
-            t.place(p, &prefill_costs[..t.n], &mut r);
+            t.place(p, &self.prefill_costs[..t.n], &mut r);
+            self.prefill_costs[..t.n].fill([0.0; 8]);
         }
         p.finish_pass(r, tokens, 0.0)
     }
