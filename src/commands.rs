@@ -408,7 +408,10 @@ pub fn plan(ctx: &Ctx, a: &PlanArgs, json: bool) -> Result<String> {
             .transpose()?,
         flash: !a.no_flash,
     };
-    let report = ridgeline::plan::plan(&req)?;
+    let report = match a.rate_target() {
+        Some(t) => ridgeline::plan::plan_rate(&req, &t)?,
+        None => ridgeline::plan::plan(&req)?,
+    };
     if json {
         to_json(&report)
     } else {

@@ -25,9 +25,11 @@
 //! no cost; the best is then the highest output tokens/s per device.
 
 mod binding;
+mod rate;
 mod search;
 
 pub use binding::{Better, Config, Miss, Reason};
+pub use rate::{RateTarget, plan_rate};
 
 use crate::dtype::Format;
 use crate::engine::Engine;
@@ -151,6 +153,16 @@ pub struct Entry {
     pub usd_per_hour: Option<f64>,
     /// USD per million output tokens (null: device without a price).
     pub usd_per_million_tokens: Option<f64>,
+    /// With a rate ([`plan_rate`]): replicas of this configuration the rate needs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<u64>,
+    /// With a rate: the highest rate one replica serves within the targets, requests/s.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate_per_replica: Option<f64>,
+    /// With a rate: what stops one replica above that rate (`p99_ttft_s`, `p99_tpot_s`,
+    /// or `saturation`: it falls behind its arrivals).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limited_by: Option<&'static str>,
 }
 
 crate::named_enum! {
@@ -222,6 +234,9 @@ pub struct Plan {
     pub gen_tokens: u64,
     /// The targets.
     pub targets: Targets,
+    /// The rate planned for (only with `--rate`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate: Option<RateTarget>,
     /// Configurations predicted.
     pub evaluated: u64,
     /// Of which fit and meet every target.
@@ -328,6 +343,7 @@ pub fn plan(req: &PlanRequest<'_>) -> Result<Plan> {
         prompt: req.prompt,
         gen_tokens: req.gen_tokens,
         targets: req.targets,
+        rate: None,
         evaluated: cands.len() as u64,
         feasible: feasible.len() as u64,
         skipped_layouts: skipped,

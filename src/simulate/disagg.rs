@@ -103,6 +103,7 @@ fn event_loop<'p, 'a>(
     let mut feed = Feed::new(w);
     let mut col = Collector::default();
     col.pools = 2;
+    col.expected = w.requests;
     let mut on_link: VecDeque<(f64, Req)> = VecDeque::new();
     // each pool's running iteration: its end
     let (mut pre_end, mut dec_end): (Option<f64>, Option<f64>) = (None, None);

@@ -284,11 +284,12 @@ pub struct Run {
     pub duration_s: f64,
     /// Rates over the duration.
     pub throughput: Throughput,
-    /// Completions per second between the first completion and the last arrival: the
-    /// rate the deployment kept up with while requests kept coming.
+    /// Completions per second from the arrival of the middle request (once one has
+    /// completed) to the last arrival: the rate the deployment kept up with while
+    /// requests kept coming, past the ramp-up of a run that starts empty.
     pub sustained_requests_per_s: f64,
-    /// Whether the deployment fell behind the arrivals: between the first completion
-    /// and the last arrival, fewer than 95% as many requests completed as arrived.
+    /// Whether the deployment fell behind the arrivals: over that window, fewer than
+    /// 95% as many requests completed as arrived.
     pub saturated: bool,
     /// Time to first token, s.
     pub ttft_s: Stats,

@@ -96,7 +96,12 @@ pub(super) struct Collector {
     /// and the last arrival came.
     window_completions: u64,
     window_arrivals: u64,
+    /// The window opens at the arrival of the middle request (or the first after a
+    /// completion), past the ramp-up of a run that starts empty.
+    window_start: Option<f64>,
     first_completion: Option<f64>,
+    /// Requests the workload will send.
+    pub(super) expected: u64,
     last_arrival: f64,
     busy_s: f64,
     blocked_s: [f64; 3],
@@ -121,8 +126,10 @@ impl Collector {
         self.advance(t);
         self.first_arrival.get_or_insert(t);
         self.last_arrival = t;
-        if self.first_completion.is_some() {
+        if self.window_start.is_some() {
             self.window_arrivals += 1;
+        } else if 2 * self.requests >= self.expected && self.first_completion.is_some() {
+            self.window_start = Some(t);
         }
         self.requests += 1;
         self.n_in_system += 1;
@@ -141,10 +148,9 @@ impl Collector {
         self.n_in_system -= 1;
         self.completed += 1;
         self.last_completion = self.last_completion.max(t);
-        match self.first_completion {
-            None => self.first_completion = Some(t),
-            Some(_) if !arrivals_done => self.window_completions += 1,
-            Some(_) => {}
+        self.first_completion.get_or_insert(t);
+        if self.window_start.is_some() && !arrivals_done {
+            self.window_completions += 1;
         }
         let ttft = r.first_token_s - r.arrival_s;
         let e2e = t - r.arrival_s;
@@ -228,7 +234,7 @@ impl Collector {
                 0.0
             }
         };
-        let window = self.first_completion.map_or(0.0, |f| self.last_arrival - f);
+        let window = self.window_start.map_or(0.0, |f| self.last_arrival - f);
         let arrival_span = self.last_arrival - start;
         let (sustained, kept_up) = if window > 0.0 && self.window_completions > 0 {
             let ratio = self.window_completions as f64 / self.window_arrivals.max(1) as f64;
@@ -338,7 +344,10 @@ fn arrivals(feed: &mut Feed<'_>, col: &mut Collector, inst: &mut Instance<'_, '_
 /// Runs a workload on one instance.
 pub(super) fn unified(inst: &mut Instance<'_, '_>, w: &Workload, serving: &Serving) -> Result<Run> {
     let mut feed = Feed::new(w);
-    let mut col = Collector::default();
+    let mut col = Collector {
+        expected: w.requests,
+        ..Collector::default()
+    };
     let mut done = Vec::new();
     let mut t = 0.0f64;
     loop {

@@ -420,6 +420,8 @@ pub struct IterationCost<'p, 'a> {
     n_chunks: u64,
     /// Chunks whose ops did not match the template, placed apart.
     apart: PassResult,
+    /// The decode group's per-op costs (kept to save clearing them every iteration).
+    scratch: [Arr; MAX_SEQ_OPS],
 }
 
 impl<'p, 'a> IterationCost<'p, 'a> {
@@ -442,6 +444,7 @@ impl<'p, 'a> IterationCost<'p, 'a> {
             prefill_tokens: 0,
             n_chunks: 0,
             apart: PassResult::default(),
+            scratch: [[0.0; 8]; MAX_SEQ_OPS],
         }
     }
 
@@ -539,9 +542,8 @@ impl<'p, 'a> IterationCost<'p, 'a> {
         if s.sequences > 0 {
             match &self.decode {
                 Some(m) => {
-                    let mut costs = [[0.0; 8]; MAX_SEQ_OPS];
-                    m.costs(&s, self.windows.len(), &mut costs);
-                    m.template.place(p, &costs[..m.template.n], &mut r);
+                    m.costs(&s, self.windows.len(), &mut self.scratch);
+                    m.template.place(p, &self.scratch[..m.template.n], &mut r);
                 }
                 None => {
                     // not affine between the windows: the plain graph at the mean context
