@@ -46,6 +46,7 @@ mod disagg;
 mod metrics;
 mod run;
 mod scheduler;
+pub mod validation;
 mod workload;
 
 pub use metrics::{Histogram, Stats, TIMELINE_POINTS, Timeline, TimelinePoint};

@@ -345,8 +345,8 @@ impl<'w> Source<'w> {
 }
 
 /// Reads a trace CSV with the header `arrival_s,prompt,gen` (one request per row;
-/// further columns are ignored), sorted by arrival. Errors name the file, line and
-/// column.
+/// further columns are ignored; lines starting with `#` are comments), sorted by
+/// arrival. Errors name the file, line and column.
 pub fn read_trace(path: &Path) -> Result<Vec<TraceRequest>> {
     let text = crate::files::read_text(path)?;
     parse_trace(&text, &path.display().to_string())
@@ -361,6 +361,7 @@ pub fn parse_trace(text: &str, src: &str) -> Result<Vec<TraceRequest>> {
     let mut reader = csv::ReaderBuilder::new()
         .trim(csv::Trim::All)
         .flexible(true)
+        .comment(Some(b'#'))
         .from_reader(text.as_bytes());
     let header = reader
         .headers()
