@@ -32,7 +32,7 @@ fn serving_benchmarks_are_reproduced() {
             .filter(|(r, _)| r.metric == metric)
             .map(|(r, p)| (p / r.value - 1.0).abs() * 100.0)
             .collect();
-        ridgeline::calibrate::median_abs(v.into_iter())
+        ridgeline::calibrate::median_abs(v)
     };
     // tolerances a few points above what the simulation reaches today
     assert!(

@@ -255,6 +255,16 @@ pub struct Plan {
     pub pareto: Vec<Entry>,
 }
 
+/// What `best` is chosen by: the cost when some feasible device has a price (or there
+/// is no best), else output tokens/s per device.
+fn best_by(priced: bool, has_best: bool) -> &'static str {
+    if priced || !has_best {
+        "usd_per_million_tokens"
+    } else {
+        "output_tokens_per_s_per_gpu"
+    }
+}
+
 /// Checks the request; the errors name the [`PlanRequest`] fields.
 fn validate(req: &PlanRequest<'_>) -> Result<()> {
     if req.gen_tokens == 0 {
@@ -348,11 +358,7 @@ pub fn plan(req: &PlanRequest<'_>) -> Result<Plan> {
         feasible: feasible.len() as u64,
         skipped_layouts: skipped,
         best: best.map(entry),
-        best_by: if priced || best.is_none() {
-            "usd_per_million_tokens"
-        } else {
-            "output_tokens_per_s_per_gpu"
-        },
+        best_by: best_by(priced, best.is_some()),
         binding,
         pareto: search::pareto(&feasible).into_iter().map(entry).collect(),
     })

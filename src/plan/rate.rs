@@ -214,11 +214,7 @@ pub fn plan_rate(req: &PlanRequest<'_>, target: &RateTarget) -> Result<Plan> {
         feasible: feasible.len() as u64,
         skipped_layouts: impossible,
         best: best.map(entry),
-        best_by: if priced || best.is_none() {
-            "usd_per_million_tokens"
-        } else {
-            "output_tokens_per_s_per_gpu"
-        },
+        best_by: super::best_by(priced, best.is_some()),
         binding: Vec::new(),
         pareto: search::pareto(&feasible).into_iter().map(entry).collect(),
     })

@@ -28,6 +28,9 @@ pub struct Limits {
     pub block_tokens: u64,
 }
 
+/// Per-sequence cache bytes as `a + Σ c_k min(L, w_k) + s L`: `(a, [(w_k, c_k)], s)`.
+type KvLine = (f64, Vec<(u64, f64)>, f64);
+
 /// The KV cache of one device: its size, and a sequence's bytes at a context.
 #[derive(Debug, Clone)]
 pub struct KvPool {
@@ -37,7 +40,7 @@ pub struct KvPool {
     pub block_bytes: f64,
     /// Per-sequence bytes as `a + Σ c_k min(L, w_k) + s L` (`None`: not of that form;
     /// the memory model answers each time).
-    line: Option<(f64, Vec<(u64, f64)>, f64)>,
+    line: Option<KvLine>,
 }
 
 impl KvPool {
@@ -74,7 +77,7 @@ impl KvPool {
 
     /// The cache bytes of one sequence as a function of its context, measured on the
     /// memory model between the windows and checked at other contexts.
-    fn fit(p: &Predictor<'_>) -> Option<(f64, Vec<(u64, f64)>, f64)> {
+    fn fit(p: &Predictor<'_>) -> Option<KvLine> {
         let kv = |l: u64| p.memory(1, l, 0).0.kv_cache_bytes;
         let windows = p.windows().to_vec();
         let mut ends = vec![1u64];
@@ -99,7 +102,7 @@ impl KvPool {
         ok.then_some(line)
     }
 
-    fn eval(line: &(f64, Vec<(u64, f64)>, f64), l: u64) -> f64 {
+    fn eval(line: &KvLine, l: u64) -> f64 {
         let x = l as f64;
         line.0
             + line

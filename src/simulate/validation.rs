@@ -24,28 +24,9 @@ use std::path::Path;
 /// The bundled `data/measurements/serving.csv`.
 pub const BUILTIN_SERVING_CSV: &str = include_str!("../../data/measurements/serving.csv");
 
-/// Columns of the serving CSV, in order.
-pub const SERVING_COLUMNS: [&str; 19] = [
-    "id",
-    "kind",
-    "gpu",
-    "num_gpus",
-    "model",
-    "precision",
-    "batch",
-    "prompt_len",
-    "gen_len",
-    "framework",
-    "metric",
-    "value",
-    "unit",
-    "source_url_or_repo_path",
-    "notes",
-    "kv",
-    "concurrency",
-    "requests",
-    "trace",
-];
+/// Columns the serving CSV has after those of the measurements CSV
+/// ([`crate::calibrate::COLUMNS`]).
+pub const SERVING_EXTRA_COLUMNS: [&str; 4] = ["kv", "concurrency", "requests", "trace"];
 
 /// One published serving figure.
 #[derive(Debug, Clone, PartialEq)]
@@ -127,11 +108,13 @@ pub fn parse_serving(text: &str, src: &str) -> Result<Vec<ServingRow>> {
     };
     let mut reader = csv::Reader::from_reader(text.as_bytes());
     let header = reader.headers().map_err(|e| err(1, e.to_string()))?.clone();
-    if header.iter().collect::<Vec<_>>() != SERVING_COLUMNS {
-        return Err(err(
-            1,
-            format!("the header must be {}", SERVING_COLUMNS.join(",")),
-        ));
+    let columns: Vec<&str> = crate::calibrate::COLUMNS
+        .iter()
+        .chain(&SERVING_EXTRA_COLUMNS)
+        .copied()
+        .collect();
+    if header.iter().collect::<Vec<_>>() != columns {
+        return Err(err(1, format!("the header must be {}", columns.join(","))));
     }
     let mut rows = Vec::new();
     for rec in reader.records() {
@@ -141,7 +124,7 @@ pub fn parse_serving(text: &str, src: &str) -> Result<Vec<ServingRow>> {
         let num = |i: usize| -> Result<u64> {
             get(i)
                 .parse()
-                .map_err(|_| err(line, format!("{}: not a whole number", SERVING_COLUMNS[i])))
+                .map_err(|_| err(line, format!("{}: not a whole number", columns[i])))
         };
         let format = |i: usize| Format::parse(&get(i)).map_err(|e| err(line, e.to_string()));
         let value: f64 = get(11)

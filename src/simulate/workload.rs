@@ -401,7 +401,7 @@ pub fn parse_trace(text: &str, src: &str) -> Result<Vec<TraceRequest>> {
         let arrival_s: f64 = field(ia, "arrival_s")?
             .parse()
             .map_err(|_| err(line, "arrival_s", "not a number".into()))?;
-        if !(arrival_s.is_finite() && arrival_s >= 0.0 && arrival_s <= 1e9) {
+        if !(arrival_s.is_finite() && (0.0..=1e9).contains(&arrival_s)) {
             return Err(err(
                 line,
                 "arrival_s",
