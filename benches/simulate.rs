@@ -1,10 +1,14 @@
 //! Serving simulation speed: 100,000 requests near saturation on one core (the
-//! simulation is single-threaded), with fixed and with log-normal lengths, and one
-//! iteration's cost. Figures and how to reproduce them: benches/README.md.
+//! simulation is single-threaded), with fixed and with log-normal lengths, one
+//! iteration's cost, and `plan --rate` over the default device set (every device with a
+//! price, on all cores). Figures and how to reproduce them: benches/README.md.
 //!
 //! `cargo bench --bench simulate`
 
 use criterion::{Criterion, black_box, criterion_group, criterion_main};
+use ridgeline::plan::{
+    DEFAULT_GPU_COUNTS, PlanRequest, RateTarget, Targets, default_devices, plan_rate,
+};
 use ridgeline::predict::IterationCost;
 use ridgeline::prelude::*;
 use ridgeline::simulate::{Arrivals, Dist, Serving, Workload, simulate};
@@ -80,5 +84,35 @@ fn bench(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, bench);
+/// `plan --model llama-3-8b --rate 50 --p99-ttft-ms 1000 --p99-tpot-ms 50`.
+fn plan(c: &mut Criterion) {
+    let hw = HardwareDb::builtin().unwrap();
+    let req = PlanRequest {
+        model: ModelDb::builtin().unwrap().resolve("llama-3-8b").unwrap(),
+        devices: default_devices(hw),
+        engines: vec![EngineDb::builtin().unwrap().get("typical").unwrap()],
+        prompt: 512,
+        gen_tokens: 128,
+        targets: Targets::default(),
+        gpu_counts: DEFAULT_GPU_COUNTS.to_vec(),
+        weights: None,
+        kv: None,
+        flash: true,
+    };
+    let target = RateTarget {
+        rate_per_s: 50.0,
+        p99_ttft_s: Some(1.0),
+        p99_tpot_s: Some(0.05),
+        requests: 300,
+        seed: 0,
+    };
+    let mut g = c.benchmark_group("plan_rate");
+    g.sample_size(10);
+    g.bench_function("default_devices", |b| {
+        b.iter(|| plan_rate(black_box(&req), &target).unwrap())
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench, plan);
 criterion_main!(benches);
