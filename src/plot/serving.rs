@@ -5,7 +5,9 @@
 //! The data is a finished [`RateSweep`] from [`crate::simulate::simulate_rates`] (or one
 //! run, which draws the timeline alone).
 
-use super::axes::{Axes, Frame, LogAxis, draw_axes, fit_axis_titles, log_axis, log_ticks};
+use super::axes::{
+    Axes, Frame, LogAxis, draw_axes, fit_axis_titles, fit_y_title, log_axis, log_ticks,
+};
 use super::draw::{Marker, Pen, Root, check_size, draw_dashed, draw_header, draw_line, render_svg};
 use super::labels::{Label, Leader, Near, Placer, Side};
 use super::legend::{Footnote, Panel, Sample, line_sample};
@@ -22,7 +24,7 @@ pub struct ServingOptions {
     pub width: u32,
     /// Canvas height, px.
     pub height: u32,
-    /// Title line.
+    /// Title line (empty: a title that says what the chart shows).
     pub title: String,
     /// Second line.
     pub subtitle: String,
@@ -33,7 +35,7 @@ impl Default for ServingOptions {
         ServingOptions {
             width: 1000,
             height: 940,
-            title: "Serving latency vs request rate".into(),
+            title: String::new(),
             subtitle: String::new(),
         }
     }
@@ -44,6 +46,7 @@ const TOP: f64 = 58.0;
 const LINE_H: f64 = 17.0;
 const DASH: (f64, f64) = (6.0, 4.0);
 const FOOTNOTE: &str = "Poisson arrivals; the same requests at every rate. TTFT: arrival to first token. TPOT: (end-to-end - TTFT) / (output tokens - 1). Timeline: sequences per iteration and KV cache blocks in use.";
+const FOOTNOTE_ONE: &str = "Sequences per iteration and KV cache blocks in use, sampled at up to 512 iterations of the run.";
 
 /// The row whose timeline is drawn: the knee's, else the highest rate.
 pub fn timeline_row(s: &RateSweep) -> Option<&Run> {
@@ -98,6 +101,25 @@ fn rate_tick(v: &f64) -> String {
 fn plain(v: &f64) -> String {
     let s = format!("{v:.1}");
     s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// The titles of two stacked panels on an area `w x h` px: the upper panel's y title,
+/// then the shared x title and the lower panel's y title, each fitted to its axis
+/// (text and size).
+struct Titles {
+    top: (String, f64),
+    x: String,
+    bottom: (String, f64),
+}
+
+fn titles(x: &str, top: &str, bottom: &str, (w, h): (u32, u32)) -> Titles {
+    let (w, h) = (w as f64, h as f64);
+    let (xt, bt, size) = fit_axis_titles(x, w - 80.0, bottom, h / 2.0 - 52.0);
+    Titles {
+        top: fit_y_title(top, h / 2.0 - 30.0),
+        x: xt,
+        bottom: (bt, size),
+    }
 }
 
 /// One latency panel: p50 solid and p99 dashed, markers at each rate.
@@ -167,13 +189,18 @@ fn draw_knee(
         plain(&k.rate_per_s),
         plain(&k.capacity_requests_per_s)
     );
-    let label = Label::new(text, Pen::new(SMALL_PX, c));
     let top = frames[0].rect;
-    let anchors = (0..10)
-        .map(|i| (x, top.y0 + 14.0 + 16.0 * i as f64))
-        .collect();
-    let near = Near::any(anchors, 6.0, 400.0, &[Side::Left, Side::Right]);
-    placers[0].place(root, &label, &near, Leader::Level(c.mix(0.7)))?;
+    // the whole sentence, else the rate alone where there is no room for it
+    for text in [text, format!("knee {} req/s", plain(&k.rate_per_s))] {
+        let label = Label::new(text, Pen::new(SMALL_PX, c));
+        let anchors = (0..10)
+            .map(|i| (x, top.y0 + 14.0 + 16.0 * i as f64))
+            .collect();
+        let near = Near::any(anchors, 6.0, 400.0, &[Side::Left, Side::Right]);
+        if placers[0].place(root, &label, &near, Leader::Level(c.mix(0.7)))? {
+            break;
+        }
+    }
     Ok(())
 }
 
@@ -188,13 +215,13 @@ fn latency_panels(root: &Root, area: &Root, s: &RateSweep) -> Result<()> {
     let (x_lo, x_hi) = (r_lo / 1.25, r_hi * 1.25);
     let ttft = |r: &Run| [r.ttft_s.p50, r.ttft_s.p99];
     let tpot = |r: &Run| [r.tpot_s.p50, r.tpot_s.p99];
-    let (w, h) = area.dim_in_pixel();
+    let (_, h) = area.dim_in_pixel();
     let (upper, lower) = area.split_vertically(h as i32 / 2 - 10);
-    let (x_title, y_title, size) = fit_axis_titles(
+    let t = titles(
         "Offered rate (requests/s, log scale)",
-        w as f64 - 80.0,
         "Time to first token (ms)",
-        h as f64 / 2.0 - 30.0,
+        "Time per output token (ms)",
+        area.dim_in_pixel(),
     );
     let x_axis = || log_axis(x_lo, x_hi, log_ticks(x_lo, x_hi));
     let (t_lo, t_hi) = latency_range(&rows, ttft);
@@ -202,22 +229,15 @@ fn latency_panels(root: &Root, area: &Root, s: &RateSweep) -> Result<()> {
         &upper,
         &Axes {
             margin_bottom: 10,
-            ..Axes::new(&y_title, size)
+            ..Axes::new(&t.top.0, t.top.1)
         },
         x_axis(),
         log_axis(t_lo, t_hi, log_ticks(t_lo, t_hi)),
     )?;
     let (p_lo, p_hi) = latency_range(&rows, tpot);
-    let y2 = fit_axis_titles(
-        "",
-        f64::INFINITY,
-        "Time per output token (ms)",
-        h as f64 / 2.0 - 60.0,
-    )
-    .1;
     let bottom = draw_axes(
         &lower,
-        &Axes::new(&y2, size).with_x(&x_title, rate_tick),
+        &Axes::new(&t.bottom.0, t.bottom.1).with_x(&t.x, rate_tick),
         x_axis(),
         log_axis(p_lo, p_hi, log_ticks(p_lo, p_hi)),
     )?;
@@ -239,17 +259,17 @@ fn timeline_panels(root: &Root, area: &Root, run: &Run) -> Result<()> {
         .max(run.duration_s)
         .max(1e-3);
     let b_max = pts.iter().map(|p| p.batch).max().unwrap_or(1).max(1) as f64 * 1.15;
-    let (w, h) = area.dim_in_pixel();
+    let (_, h) = area.dim_in_pixel();
     let (upper, lower) = area.split_vertically(h as i32 / 2 - 10);
     let at = run
         .rate_per_s
         .map(|r| format!(" at {} req/s", plain(&r)))
         .unwrap_or_default();
-    let (x_title, y1, size) = fit_axis_titles(
+    let t = titles(
         &format!("Time (s){at}"),
-        w as f64 - 80.0,
         "Batch (sequences)",
-        h as f64 / 2.0 - 30.0,
+        "KV cache in use (%)",
+        area.dim_in_pixel(),
     );
     let top: Frame<RangedCoordf64, RangedCoordf64> = draw_axes(
         &upper,
@@ -257,7 +277,7 @@ fn timeline_panels(root: &Root, area: &Root, run: &Run) -> Result<()> {
             margin_bottom: 10,
             y_ticks: plain,
             y_tick_count: Some(5),
-            ..Axes::new(&y1, size)
+            ..Axes::new(&t.top.0, t.top.1)
         },
         0.0..t_end,
         0.0..b_max,
@@ -267,7 +287,7 @@ fn timeline_panels(root: &Root, area: &Root, run: &Run) -> Result<()> {
         &Axes {
             y_ticks: plain,
             y_tick_count: Some(5),
-            ..Axes::new("KV cache in use (%)", size).with_x(&x_title, plain)
+            ..Axes::new(&t.bottom.0, t.bottom.1).with_x(&t.x, plain)
         },
         0.0..t_end,
         0.0..105.0,
@@ -334,7 +354,12 @@ fn draw_legend(root: &Root, s: &RateSweep, (w, h, panel_w): (f64, f64, f64)) -> 
         );
         p.row(&[], 30.0, &note, TINY_PX, GREY)?;
     }
-    p.footnote(&Footnote::new(FOOTNOTE, p.inner, h), p.y + LINE_H + 4.0)
+    let note = if s.rows.len() > 1 {
+        FOOTNOTE
+    } else {
+        FOOTNOTE_ONE
+    };
+    p.footnote(&Footnote::new(note, p.inner, h), p.y + LINE_H + 4.0)
 }
 
 /// Renders the chart of a rate sweep (with one row: its timeline only).
@@ -351,8 +376,13 @@ pub fn serving(s: &RateSweep, opts: &ServingOptions) -> Result<String> {
     check_size(opts.width, opts.height, 560, 480)?;
     let (w, h) = (opts.width as f64, opts.height as f64);
     let panel_w = (w * 0.25).clamp(210.0, 280.0);
+    let title = match (opts.title.is_empty(), s.rows.len()) {
+        (false, _) => opts.title.as_str(),
+        (true, 1) => "Serving: batch and KV cache over time",
+        (true, _) => "Serving latency vs request rate",
+    };
     render_svg(opts.width, opts.height, |root| {
-        draw_header(root, &opts.title, &opts.subtitle, w)?;
+        draw_header(root, title, &opts.subtitle, w)?;
         let area = root.margin(TOP as i32, 8, 8, panel_w as i32);
         if s.rows.len() > 1 {
             let (_, ah) = area.dim_in_pixel();
