@@ -21,6 +21,9 @@ const MILLION: SweepLists<'static> = SweepLists {
     kv: "native,fp8",
     engine: "typical",
     parallel: Parallel::Tp,
+    ep: 1,
+    spec: None,
+    draft: "",
     flash: true,
 };
 

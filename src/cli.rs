@@ -32,6 +32,9 @@ pub struct Cli {
     /// Extra engine profiles (TOML, same schema as data/engines.toml).
     #[arg(long = "engine-file", global = true, value_name = "FILE")]
     pub engine_files: Vec<PathBuf>,
+    /// Extra cloud instance shapes (TOML, same schema as data/instances.toml).
+    #[arg(long = "instances-file", global = true, value_name = "FILE")]
+    pub instances_files: Vec<PathBuf>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -83,14 +86,20 @@ pub enum Command {
         #[command(flatten)]
         args: SweepArgs,
     },
-    /// Cheapest configuration meeting latency/throughput targets, and the Pareto front.
+    /// Cheapest configuration meeting latency/throughput targets, and the Pareto front;
+    /// with --train, the cheapest and fastest way to train on --tokens.
     ///
     /// Searches devices (default: those with a price), counts 1, 2, 4, 8 (tp or pp) and
     /// 16, 32 (pp), weight and KV formats and batch sizes; ranks by USD per million output
-    /// tokens (price x gpus / output tokens per hour) and says which target binds.
+    /// tokens (price x gpus / output tokens per hour) and says which target binds. With
+    /// --train: devices (or --instances), counts 1..64, tp x pp x dp layouts, methods,
+    /// ZeRO, recomputation, offload and micro-batches; hours = tokens / (tokens/s x
+    /// 3600), cost = hours x price x devices.
     Plan {
         #[command(flatten)]
         args: PlanArgs,
+        #[command(flatten)]
+        train: PlanTrainArgs,
     },
     /// Serve a request rate: continuous batching simulated iteration by iteration.
     ///
@@ -108,6 +117,8 @@ pub enum Command {
         #[arg(long, value_name = "FILE.svg")]
         svg: Option<PathBuf>,
     },
+    /// Cloud instance shapes (devices, links, host memory, network, on-demand price).
+    Instances,
     /// Training: memory per device and step time (ZeRO, 3D parallelism, LoRA/QLoRA).
     Train {
         #[command(flatten)]
@@ -208,7 +219,7 @@ pub struct PredictArgs {
     #[arg(long = "gen", default_value_t = 128, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(0..=MAX_COUNT))]
     pub gen_tokens: u64,
     /// Weight format: fp32, fp16, bf16, fp8, int8, int4, q8_0, q4_0, q4_k_m, q5_k_m, q6_k,
-    /// nf4, awq-int4, gptq-int4, bpw:N (default: the model's native dtype).
+    /// nf4, awq-int4, gptq-int4, mxfp4, nvfp4, bpw:N (default: the model's native dtype).
     #[arg(long, value_parser = Format::parse)]
     pub weights: Option<Format>,
     /// KV-cache format (default: the activation dtype).
@@ -227,6 +238,54 @@ pub struct PredictArgs {
     /// Stream weights that do not fit from host memory over PCIe.
     #[arg(long, value_enum, default_value_t = OffloadArg::None)]
     pub offload: OffloadArg,
+    /// Expert parallelism and speculative decoding.
+    #[command(flatten)]
+    pub decoding: DecodingArgs,
+}
+
+/// Options shared by predict, explain, roofline and sweep: expert parallelism and
+/// speculative decoding.
+#[derive(Args, Clone)]
+pub struct DecodingArgs {
+    /// Expert-parallel groups for a mixture-of-experts model: the routed experts spread
+    /// over N groups of --gpus/N tensor-parallel devices, attention data-parallel across
+    /// the groups, tokens sent to their experts by all-to-all.
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=MAX_DEVICES))]
+    pub ep: u64,
+    /// Speculative decoding: draft tokens proposed per verify pass (needs --spec-accept).
+    #[arg(long, requires = "spec_accept", allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=ridgeline::predict::MAX_SPEC_K))]
+    pub spec_k: Option<u64>,
+    /// Speculative decoding: probability that a draft token is accepted, 0..1 (needs
+    /// --spec-k).
+    #[arg(long, requires = "spec_k", allow_negative_numbers = true, value_parser = probability)]
+    pub spec_accept: Option<f64>,
+    /// Speculative decoding: draft model id or config.json (same vocabulary); without
+    /// it the drafts come from the model's own MTP or EAGLE-style head.
+    #[arg(long, requires = "spec_k")]
+    pub draft: Option<String>,
+}
+
+impl DecodingArgs {
+    /// The speculative-decoding settings, if any.
+    pub fn speculation(&self) -> Option<ridgeline::predict::Speculation> {
+        Some(ridgeline::predict::Speculation {
+            k: self.spec_k?,
+            accept: self.spec_accept?,
+        })
+    }
+}
+
+/// A probability on the command line: a finite number in 0..=1.
+fn probability(s: &str) -> std::result::Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number"))?;
+    if (0.0..=1.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("must be a probability in 0..1, got {s}"))
+    }
 }
 
 impl PredictArgs {
@@ -240,8 +299,10 @@ impl PredictArgs {
             kv: self.kv,
             gpus: self.gpus,
             parallel: self.parallel,
+            ep: self.decoding.ep,
             flash: !self.no_flash,
             offload: self.offload == OffloadArg::Cpu,
+            spec: self.decoding.speculation(),
         }
     }
 }
@@ -253,8 +314,16 @@ pub struct TrainArgs {
     #[arg(long)]
     pub model: String,
     /// Device id or alias (see `ridgeline hardware`).
-    #[arg(long)]
-    pub gpu: String,
+    #[arg(
+        long,
+        required_unless_present = "instance",
+        conflicts_with = "instance"
+    )]
+    pub gpu: Option<String>,
+    /// A cloud instance shape (see `ridgeline instances`): its device, link, devices per
+    /// node and network between instances.
+    #[arg(long, conflicts_with = "inter_node_bw")]
+    pub instance: Option<String>,
     /// Number of devices (tp x pp x dp).
     #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
     pub gpus: u64,
@@ -374,6 +443,9 @@ pub struct SweepArgs {
     /// Naive attention that materializes the score matrix.
     #[arg(long = "no-flash")]
     pub no_flash: bool,
+    /// Expert parallelism and speculative decoding, for every configuration.
+    #[command(flatten)]
+    pub decoding: DecodingArgs,
     /// CSV rows (the default; --json for `{"rows": [...]}`).
     #[arg(long)]
     pub csv: bool,
@@ -396,6 +468,9 @@ impl SweepArgs {
             kv: &self.kv,
             engine: &self.engine,
             parallel: self.parallel,
+            ep: self.decoding.ep,
+            spec: self.decoding.speculation(),
+            draft: self.decoding.draft.as_deref().unwrap_or(""),
             flash: !self.no_flash,
         }
     }
@@ -427,32 +502,32 @@ pub struct PlanArgs {
     #[arg(long)]
     pub gpus: Option<String>,
     /// Prompt tokens per request.
-    #[arg(long, default_value_t = 512, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(0..=MAX_COUNT))]
+    #[arg(long, default_value_t = 512, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(0..=MAX_COUNT), conflicts_with = "train")]
     pub prompt: u64,
     /// Generated tokens per request.
-    #[arg(long = "gen", default_value_t = 128, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=MAX_COUNT))]
+    #[arg(long = "gen", default_value_t = 128, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=MAX_COUNT), conflicts_with = "train")]
     pub gen_tokens: u64,
     /// Largest acceptable time to first token, ms.
-    #[arg(long = "max-ttft-ms", value_parser = positive, allow_negative_numbers = true)]
+    #[arg(long = "max-ttft-ms", value_parser = positive, allow_negative_numbers = true, conflicts_with = "train")]
     pub max_ttft_ms: Option<f64>,
     /// Largest acceptable mean time per output token, ms.
-    #[arg(long = "max-tpot-ms", value_parser = positive, allow_negative_numbers = true)]
+    #[arg(long = "max-tpot-ms", value_parser = positive, allow_negative_numbers = true, conflicts_with = "train")]
     pub max_tpot_ms: Option<f64>,
     /// Smallest acceptable output tokens/s of one replica (all its devices together).
-    #[arg(long = "min-throughput", value_parser = positive, allow_negative_numbers = true)]
+    #[arg(long = "min-throughput", value_parser = positive, allow_negative_numbers = true, conflicts_with = "train")]
     pub min_throughput: Option<f64>,
     /// Largest acceptable price of one replica, USD per hour.
-    #[arg(long = "budget-usd-per-hour", value_parser = positive, allow_negative_numbers = true)]
+    #[arg(long = "budget-usd-per-hour", value_parser = positive, allow_negative_numbers = true, conflicts_with = "train")]
     pub budget_usd_per_hour: Option<f64>,
     /// Weight formats to consider, comma-separated (`native` for the model's own;
     /// default: native, fp8 and int8 where the device has those peaks, q8_0, awq-int4).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "train")]
     pub weights: Option<String>,
     /// KV formats to consider, comma-separated (default: native,fp8).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "train")]
     pub kv: Option<String>,
     /// Engines to consider, comma-separated.
-    #[arg(long, default_value = "typical")]
+    #[arg(long, default_value = "typical", conflicts_with = "train")]
     pub engine: String,
     /// Naive attention that materializes the score matrix.
     #[arg(long = "no-flash")]
@@ -460,7 +535,7 @@ pub struct PlanArgs {
     /// Plan for a request rate (requests/s, Poisson): size each layout by the highest
     /// rate one replica serves within --p99-ttft-ms / --p99-tpot-ms (simulated), and
     /// count the replicas the rate needs.
-    #[arg(long, value_parser = positive, allow_negative_numbers = true, conflicts_with_all = ["max_ttft_ms", "max_tpot_ms", "min_throughput"])]
+    #[arg(long, value_parser = positive, allow_negative_numbers = true, conflicts_with_all = ["max_ttft_ms", "max_tpot_ms", "min_throughput", "train"])]
     pub rate: Option<f64>,
     /// With --rate: largest acceptable p99 time to first token, ms.
     #[arg(long = "p99-ttft-ms", value_parser = positive, allow_negative_numbers = true, requires = "rate")]
@@ -499,6 +574,63 @@ impl PlanArgs {
     }
 }
 
+/// A count of tokens (`5e8`, `500M`, `1.5B`, `2T`), as clap parses it.
+fn token_count(s: &str) -> std::result::Result<u64, String> {
+    ridgeline::list::parse_count("--tokens", s).map_err(|e| match e {
+        ridgeline::Error::InvalidValue { message, .. } => message,
+        other => other.to_string(),
+    })
+}
+
+/// Training methods to search (`--method`).
+#[derive(Clone, Debug)]
+pub struct Methods(pub Vec<Method>);
+
+/// `any` or a comma-separated list of methods.
+fn methods(s: &str) -> std::result::Result<Methods, String> {
+    ridgeline::plan::train::parse_methods(s)
+        .map(Methods)
+        .map_err(|e| e.to_string())
+}
+
+/// The training options of `ridgeline plan --train`.
+#[derive(Args, Clone)]
+pub struct PlanTrainArgs {
+    /// Plan a training run instead of serving: the cheapest and fastest way to train
+    /// --model on --tokens, and the Pareto front of cost vs time.
+    #[arg(long)]
+    pub train: bool,
+    /// Tokens to train on: plain, scientific or with K/M/B/T (5e8, 500M, 1.5B, 2T).
+    #[arg(long, value_parser = token_count, requires = "train", allow_negative_numbers = true)]
+    pub tokens: Option<u64>,
+    /// Tokens per sequence.
+    #[arg(long, default_value_t = 2048, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=100_000_000), requires = "train")]
+    pub seq: u64,
+    /// full, lora, qlora (comma-separated) or any.
+    #[arg(long, default_value = "any", value_parser = methods, requires = "train")]
+    pub method: Methods,
+    /// Sequences per optimizer step (each configuration rounds it up to a multiple of
+    /// micro-batch x dp).
+    #[arg(long = "global-batch", default_value_t = ridgeline::plan::train::DEFAULT_GLOBAL_BATCH, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=1_048_576), requires = "train")]
+    pub global_batch: u64,
+    /// Largest acceptable training time, hours.
+    #[arg(long = "max-hours", value_parser = positive, allow_negative_numbers = true, requires = "train")]
+    pub max_hours: Option<f64>,
+    /// Largest acceptable cost of the whole run, USD.
+    #[arg(long = "budget-usd", value_parser = positive, allow_negative_numbers = true, requires = "train")]
+    pub budget_usd: Option<f64>,
+    /// Rent cloud instance shapes (see `ridgeline instances`) instead of loose devices.
+    #[arg(long, requires = "train")]
+    pub instances: bool,
+    /// Print Markdown instead of text.
+    #[arg(long, requires = "train", conflicts_with = "json")]
+    pub markdown: bool,
+    /// Also write the chart of cost against time (the Pareto front, one marker per
+    /// method) as SVG.
+    #[arg(long, value_name = "FILE.svg", requires = "train")]
+    pub svg: Option<PathBuf>,
+}
+
 /// A comma-separated format list; `native` (or `auto`, `default`) is the model's own.
 pub fn format_list(field: &str, text: &str) -> Result<Vec<Option<Format>>> {
     ridgeline::list::parse_names(field, text)?
@@ -523,11 +655,13 @@ pub fn flag_of(field: &str) -> Option<String> {
         "max_usd_per_hour" => "--budget-usd-per-hour",
         "slo_ttft_s" => "--slo-ttft-ms",
         "slo_tpot_s" => "--slo-tpot-ms",
+        "methods" => "--method",
         "model" | "gpu" | "gpus" | "batch" | "prompt" | "weights" | "kv" | "engine"
         | "parallel" | "tp" | "pp" | "zero" | "micro_batch" | "global_batch" | "seq"
         | "lora_rank" | "virtual_stages" | "offload" | "method" | "recompute" | "precision"
-        | "optimizer" | "measurements" | "rate" | "concurrency" | "trace" | "requests" | "seed"
-        | "max_num_seqs" | "max_batched_tokens" | "prefix_hit" | "disagg" => {
+        | "optimizer" | "measurements" | "ep" | "spec_k" | "spec_accept" | "draft" | "tokens"
+        | "max_hours" | "budget_usd" | "instance" | "rate" | "concurrency" | "trace"
+        | "requests" | "seed" | "max_num_seqs" | "max_batched_tokens" | "prefix_hit" | "disagg" => {
             return Some(format!("--{}", field.replace('_', "-")));
         }
         _ => return None,

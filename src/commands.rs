@@ -2,10 +2,12 @@
 //! returns what goes to stdout. One predictor per command.
 
 use crate::cli::{
-    self, ChartArg, Cli, HardwareAction, PlanArgs, PredictArgs, SimulateArgs, SweepArgs, TrainArgs,
+    self, ChartArg, Cli, DecodingArgs, HardwareAction, PlanArgs, PlanTrainArgs, PredictArgs,
+    SimulateArgs, SweepArgs, TrainArgs,
 };
 use ridgeline::engine::EngineDb;
 use ridgeline::hardware::{Hardware, HardwareDb};
+use ridgeline::instances::InstanceDb;
 use ridgeline::model::{ModelConfig, ModelDb};
 use ridgeline::plot::{memory, roofline, throughput};
 use ridgeline::predict::{Prediction, Predictor, Scenario};
@@ -19,6 +21,7 @@ use std::path::{Path, PathBuf};
 pub struct Ctx {
     hardware: HardwareDb,
     engines: EngineDb,
+    instances: InstanceDb,
 }
 
 impl Ctx {
@@ -35,7 +38,20 @@ impl Ctx {
                 eprintln!("note: {} replaces the built-in engine {id}", f.display());
             }
         }
-        Ok(Ctx { hardware, engines })
+        let mut instances = InstanceDb::builtin()?.clone();
+        for f in &cli.instances_files {
+            for name in instances.load_file(f, &hardware)? {
+                eprintln!(
+                    "note: {} replaces the built-in instance {name}",
+                    f.display()
+                );
+            }
+        }
+        Ok(Ctx {
+            hardware,
+            engines,
+            instances,
+        })
     }
 
     /// Builds the one predictor of a command and hands it to `f`.
@@ -47,7 +63,34 @@ impl Ctx {
         let model = resolve_model(&a.model)?;
         let hw = self.hardware.get(&a.gpu)?;
         let engine = self.engines.get(&a.engine)?;
-        f(&Predictor::new(&model, hw, engine, &a.scenario())?)
+        let draft = draft_model(&a.decoding)?;
+        f(&build_predictor(
+            &model,
+            hw,
+            engine,
+            &a.scenario(),
+            draft.as_ref(),
+        )?)
+    }
+}
+
+/// The `--draft` model, if named.
+fn draft_model(d: &DecodingArgs) -> Result<Option<ModelConfig>> {
+    d.draft.as_deref().map(resolve_model).transpose()
+}
+
+/// A predictor for `s`, with drafts from `draft` where one is given.
+fn build_predictor<'a>(
+    model: &'a ModelConfig,
+    hw: &'a Hardware,
+    engine: &'a ridgeline::engine::Engine,
+    s: &Scenario,
+    draft: Option<&'a ModelConfig>,
+) -> Result<Predictor<'a>> {
+    let p = Predictor::new(model, hw, engine, s)?;
+    match draft {
+        Some(d) => p.with_draft(d),
+        None => Ok(p),
     }
 }
 
@@ -223,9 +266,16 @@ pub fn roofline_cmd(
     let engine = ctx.engines.get(&a.engine)?;
     let s = a.scenario();
     let hws = ctx.hardware.get_list(&a.gpu)?;
+    let draft = draft_model(&a.decoding)?;
     let preds = hws
         .iter()
-        .map(|hw| Predictor::new(&model, hw, engine, &s)?.predict(s.batch, s.prompt, s.gen_tokens))
+        .map(|hw| {
+            build_predictor(&model, hw, engine, &s, draft.as_ref())?.predict(
+                s.batch,
+                s.prompt,
+                s.gen_tokens,
+            )
+        })
         .collect::<Result<Vec<_>>>()?;
     let devices: Vec<_> = hws.iter().copied().zip(&preds).collect();
     let svg = roofline_chart(&devices, links || s.gpus > 1, links || s.offload)?;
@@ -242,8 +292,18 @@ pub fn roofline_cmd(
 
 pub fn train(ctx: &Ctx, a: &TrainArgs, svg: Option<&Path>, json: bool) -> Result<String> {
     let model = resolve_model(&a.model)?;
-    let hw = ctx.hardware.get(&a.gpu)?;
-    let cfg = a.config();
+    let mut cfg = a.config();
+    let hw = match (&a.instance, &a.gpu) {
+        (Some(name), _) => {
+            let inst = ctx.instances.get(name)?;
+            inst.check_gpus(cfg.gpus)?;
+            cfg.inter_node_bytes_per_s = inst.inter_node_bytes_per_s();
+            inst.hardware(&ctx.hardware)?
+        }
+        (None, Some(g)) => ctx.hardware.get(g)?.clone(),
+        (None, None) => return Err(Error::invalid("gpu", "give --gpu or --instance")),
+    };
+    let hw = &hw;
     let report = ridgeline::train::train(&model, hw, &cfg)?;
     if let Some(path) = svg {
         let chart = series::zero_comparison(&model, hw, &cfg)?;
@@ -371,17 +431,26 @@ pub fn calibrate_train(measurements: &Path, save: Option<&Path>, json: bool) -> 
     }
 }
 
-pub fn plan(ctx: &Ctx, a: &PlanArgs, json: bool) -> Result<String> {
-    use ridgeline::list::{parse_names, parse_u64_list_in};
-    use ridgeline::plan::{DEFAULT_GPU_COUNTS, PlanRequest, default_devices};
-    let devices = match a.gpu.as_deref() {
+/// The devices `--gpu` names: every device with a price by default, `all`, or a list.
+fn plan_devices<'d>(ctx: &'d Ctx, gpu: Option<&str>) -> Result<Vec<&'d Hardware>> {
+    use ridgeline::plan::default_devices;
+    Ok(match gpu {
         None => default_devices(&ctx.hardware),
         Some(g) if g.trim().eq_ignore_ascii_case("all") => ctx.hardware.devices().iter().collect(),
-        Some(g) => parse_names("gpu", g)?
+        Some(g) => ridgeline::list::parse_names("gpu", g)?
             .iter()
             .map(|n| ctx.hardware.get(n))
             .collect::<Result<_>>()?,
-    };
+    })
+}
+
+pub fn plan(ctx: &Ctx, a: &PlanArgs, t: &PlanTrainArgs, json: bool) -> Result<String> {
+    use ridgeline::list::{parse_names, parse_u64_list_in};
+    use ridgeline::plan::{DEFAULT_GPU_COUNTS, PlanRequest};
+    if t.train {
+        return plan_train(ctx, a, t, json);
+    }
+    let devices = plan_devices(ctx, a.gpu.as_deref())?;
     let req = PlanRequest {
         model: resolve_model(&a.model)?,
         devices,
@@ -416,6 +485,102 @@ pub fn plan(ctx: &Ctx, a: &PlanArgs, json: bool) -> Result<String> {
         to_json(&report)
     } else {
         Ok(report::plan::render(&report))
+    }
+}
+
+/// The pools of a training plan: the devices `--gpu` names, or with `--instances` the
+/// instance shapes of those devices (of every device without `--gpu`).
+fn train_pools(
+    ctx: &Ctx,
+    a: &PlanArgs,
+    t: &PlanTrainArgs,
+) -> Result<Vec<ridgeline::plan::train::Pool>> {
+    use ridgeline::plan::train::Pool;
+    if !t.instances {
+        return Ok(plan_devices(ctx, a.gpu.as_deref())?
+            .into_iter()
+            .map(Pool::device)
+            .collect());
+    }
+    let wanted: Option<Vec<&Hardware>> = match a.gpu.as_deref() {
+        None => None,
+        Some(g) if g.trim().eq_ignore_ascii_case("all") => None,
+        Some(g) => Some(plan_devices(ctx, Some(g))?),
+    };
+    let mut pools = Vec::new();
+    for inst in ctx.instances.instances() {
+        let hw = ctx.hardware.get(&inst.gpu)?;
+        if wanted
+            .as_ref()
+            .is_none_or(|w| w.iter().any(|d| d.id == hw.id))
+        {
+            pools.push(Pool::instance(inst, &ctx.hardware)?);
+        }
+    }
+    if pools.is_empty() {
+        return Err(Error::invalid(
+            "gpu",
+            "no instance shape holds these devices (see `ridgeline instances`)",
+        ));
+    }
+    Ok(pools)
+}
+
+/// `plan --train`: the training-plan search, its text, Markdown or JSON, and the chart.
+fn plan_train(ctx: &Ctx, a: &PlanArgs, t: &PlanTrainArgs, json: bool) -> Result<String> {
+    use ridgeline::plan::train::{TrainPlanRequest, TrainTargets, plan_training};
+    let tokens = t.tokens.ok_or_else(|| {
+        Error::invalid(
+            "tokens",
+            "plan --train needs the tokens to train on (5e8, 500M, 1.5B, 2T)",
+        )
+    })?;
+    if let Some(path) = &t.svg {
+        check_svg_name("--svg", path)?;
+    }
+    let mut req = TrainPlanRequest::new(resolve_model(&a.model)?, train_pools(ctx, a, t)?, tokens);
+    req.methods = t.method.0.clone();
+    req.global_batch = t.global_batch;
+    req.targets = TrainTargets {
+        max_hours: t.max_hours,
+        budget_usd: t.budget_usd,
+    };
+    req.base.seq = t.seq;
+    req.base.flash = !a.no_flash;
+    if let Some(g) = a.gpus.as_deref() {
+        req.gpu_counts = ridgeline::list::parse_u64_list_in(
+            "gpus",
+            g,
+            1,
+            ridgeline::plan::train::MAX_TRAIN_PLAN_GPUS,
+        )?;
+    }
+    let plan = plan_training(&req)?;
+    if let Some(path) = &t.svg {
+        let svg = ridgeline::plot::cost_time::cost_time(&plan)?;
+        write_chart("--svg", path, &svg, "cost vs time chart to ")?;
+    }
+    if json {
+        to_json(&plan)
+    } else if t.markdown {
+        Ok(report::train_plan::markdown(&plan))
+    } else {
+        Ok(report::train_plan::render(&plan))
+    }
+}
+
+/// `ridgeline instances`: the instance shapes.
+pub fn instances(ctx: &Ctx, json: bool) -> Result<String> {
+    let list = ctx.instances.instances();
+    if json {
+        to_json(
+            &list
+                .iter()
+                .map(|i| i.report(&ctx.hardware))
+                .collect::<Vec<_>>(),
+        )
+    } else {
+        Ok(report::table::instance_list(list))
     }
 }
 

@@ -39,17 +39,25 @@
 //! | [`dtype`] | compute dtypes and storage formats with real bits per weight |
 //! | [`ops`] | operator catalog: FLOPs and bytes by class for GEMM, attention, norms, ... |
 //! | [`hardware`] | the device database ([`hardware::HardwareDb`]), every number sourced |
-//! | [`model`] | [`model::ModelConfig`] from HF `config.json`, parameter counts, layer graph |
+//! | [`instances`] | cloud instance shapes with on-demand prices ([`instances::InstanceDb`]) |
+//! | [`model`] | [`model::ModelConfig`] from HF `config.json`: layer kinds (softmax, windowed, latent and linear attention; dense and MoE feed-forwards), parameter counts, the layer graph ([`model::graph`]) |
 //! | [`roofline`] | ridge points, attainable FLOP/s, [`roofline::place`], [`roofline::Bound`] |
 //! | [`engine`] | efficiency profiles of inference engines ([`engine::EngineDb`]) |
-//! | [`memory`] | inference memory per device, max batch, max context |
-//! | [`predict`] | prefill, decode and generation roll-ups ([`predict::Predictor`], cached [`predict::Evaluator`]) |
+//! | [`memory`] | inference memory per device for a layout ([`memory::Share`]), max batch, max context |
+//! | [`predict`] | prefill, decode and generation roll-ups ([`predict::Predictor`], cached [`predict::Evaluator`]), expert parallelism, speculative decoding ([`predict::Speculation`]), architecture facts |
+//! | [`search`] | the one bisection: largest / smallest value meeting a monotone predicate |
+//! | [`names`] | `named_enum!`: kinds serialized and parsed by name |
 //! | [`list`] | LIST arguments: `1,2,4`, `1..64`, `128..8192:x2`, `0..1000:+50` |
 //! | [`sweep`] | parallel sweeps over every axis ([`sweep::Sweep`]): streaming CSV/JSON, `ndarray` grids |
-//! | [`plan`] | capacity planning under latency, throughput and budget targets ([`plan::plan`]) |
+//! | [`plan`] | capacity planning under latency, throughput and budget targets ([`plan::plan`]); training plans ([`plan::train::plan_training`]) |
 //! | [`series`] | chart data: throughput and latency vs batch, memory by weight format and by ZeRO stage |
 //! | [`simulate`] | serving at a request rate: continuous batching, chunked prefill, preemption, disaggregation, latency percentiles |
 //! | [`report`] | text, Markdown and plain-language renderers of the report structs |
+//! | [`plot`] | SVG charts: roofline, throughput and latency vs batch, memory breakdown, training cost vs time |
+//! | [`train`] | training memory and step time (ZeRO, 3D parallelism, LoRA/QLoRA, offload) |
+//! | [`calibrate`] | published measurements, engine-factor fitting, leave-one-source-out errors |
+//! | [`files`] | bounded reads of user files, atomic writes |
+//! | [`error`] | one [`Error`] type naming the field, with near matches |
 //!
 //! All internal quantities are `f64` in SI base units (FLOP, byte, second, FLOP/s,
 //! byte/s); conversion happens only in [`units`] and [`report`].
@@ -61,6 +69,7 @@ pub mod engine;
 pub mod error;
 pub mod files;
 pub mod hardware;
+pub mod instances;
 pub mod list;
 pub mod memory;
 pub mod model;

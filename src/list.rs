@@ -232,6 +232,67 @@ pub fn parse_f64_list(flag: &str, text: &str, max: f64, max_len: usize) -> Resul
     Ok(out)
 }
 
+/// Largest count [`parse_count`] accepts: 1e18 (a million times the tokens of today's
+/// largest pre-training runs).
+pub const MAX_COUNT: f64 = 1e18;
+
+/// Parses a count written plainly (`500000000`, `500_000_000`), in scientific notation
+/// (`5e8`) or with a suffix `K` (1e3), `M` (1e6), `B` (1e9) or `T` (1e12), either case
+/// (`500M`, `1.5B`, `2T`); the value must be a whole number from 1 to [`MAX_COUNT`].
+/// `flag` names the option in errors.
+///
+/// ```
+/// use ridgeline::list::parse_count;
+/// assert_eq!(parse_count("--tokens", "5e8").unwrap(), 500_000_000);
+/// assert_eq!(parse_count("--tokens", "500M").unwrap(), 500_000_000);
+/// assert_eq!(parse_count("--tokens", "1.5B").unwrap(), 1_500_000_000);
+/// assert_eq!(parse_count("--tokens", "2T").unwrap(), 2_000_000_000_000);
+/// assert!(parse_count("--tokens", "0").unwrap_err().to_string().contains("--tokens"));
+/// ```
+pub fn parse_count(flag: &str, text: &str) -> Result<u64> {
+    let item = text.trim();
+    let bad = |why: &str| Error::invalid(flag, format!("'{item}': {why}"));
+    let (digits, scale) = match item.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() && !item[..i].ends_with(['e', 'E']) => {
+            let scale = match c.to_ascii_uppercase() {
+                'K' => 1e3,
+                'M' => 1e6,
+                'B' => 1e9,
+                'T' => 1e12,
+                _ => {
+                    return Err(bad(
+                        "unknown suffix; use K (1e3), M (1e6), B (1e9) or T (1e12)",
+                    ));
+                }
+            };
+            (&item[..i], scale)
+        }
+        _ => (item, 1.0),
+    };
+    let digits = digits.trim().replace('_', "");
+    let plain = !digits.is_empty()
+        && digits
+            .bytes()
+            .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'+' | b'-'));
+    let v = if plain {
+        digits.parse::<f64>().ok()
+    } else {
+        None
+    }
+    .ok_or_else(|| bad("not a number (plain, 5e8, or with K/M/B/T: 500M, 1.5B, 2T)"))?
+        * scale;
+    if v.is_nan() || v < 1.0 {
+        return Err(bad("must be at least 1"));
+    }
+    if v > MAX_COUNT {
+        return Err(bad("must be at most 1e18"));
+    }
+    if (v - v.round()).abs() > 1e-9 * v {
+        return Err(bad("must be a whole number"));
+    }
+    Ok(v.round() as u64)
+}
+
 fn number(s: &str) -> std::result::Result<u64, String> {
     if s.is_empty() {
         return Err("missing number".into());
@@ -369,6 +430,43 @@ mod tests {
             .collect::<Vec<_>>()
             .join(",");
         assert_eq!(ok(&geo).len(), 20 * 40);
+    }
+
+    #[test]
+    fn counts_take_suffixes_and_scientific_notation() {
+        let ok = |s: &str| parse_count("--tokens", s).unwrap_or_else(|e| panic!("{s}: {e}"));
+        assert_eq!(ok("5e8"), 500_000_000);
+        assert_eq!(ok("5E8"), 500_000_000);
+        assert_eq!(ok("500M"), 500_000_000);
+        assert_eq!(ok("500m"), 500_000_000);
+        assert_eq!(ok("1.5B"), 1_500_000_000);
+        assert_eq!(ok("2T"), 2_000_000_000_000);
+        assert_eq!(ok("750K"), 750_000);
+        assert_eq!(ok("1_000_000"), 1_000_000);
+        assert_eq!(ok(" 42 "), 42);
+        assert_eq!(ok("1.1B"), 1_100_000_000);
+        assert_eq!(ok("1e18"), 1_000_000_000_000_000_000);
+        for (input, needle) in [
+            ("0", "at least 1"),
+            ("-5", "at least 1"),
+            ("0.5", "at least 1"),
+            ("1.5", "whole number"),
+            ("1.0000001K", "whole number"),
+            ("2e18", "at most 1e18"),
+            ("5X", "unknown suffix"),
+            ("M", "not a number"),
+            ("", "not a number"),
+            ("five", "unknown suffix"),
+            ("NaN", "unknown suffix"),
+            ("inf", "unknown suffix"),
+            ("1e", "unknown suffix"),
+            ("1e+", "not a number"),
+            ("1..5", "not a number"),
+        ] {
+            let e = parse_count("--tokens", input).expect_err(input).to_string();
+            assert!(e.starts_with("invalid --tokens: "), "{input}: {e}");
+            assert!(e.contains(needle), "{input}: {e} lacks {needle}");
+        }
     }
 
     #[test]

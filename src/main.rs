@@ -25,7 +25,8 @@ fn run(cli: Cli) -> Result<String> {
         } => commands::predict(&ctx, args, *markdown, *max, svg.as_deref(), *chart, json),
         Command::Explain { args, svg } => commands::explain(&ctx, args, svg.as_deref(), json),
         Command::Sweep { args } => commands::sweep(&ctx, args, json),
-        Command::Plan { args } => commands::plan(&ctx, args, json),
+        Command::Plan { args, train } => commands::plan(&ctx, args, train, json),
+        Command::Instances => commands::instances(&ctx, json),
         Command::Train { args, svg } => commands::train(&ctx, args, svg.as_deref(), json),
         Command::Simulate { args, svg } => commands::simulate(&ctx, args, svg.as_deref(), json),
         Command::Calibrate {

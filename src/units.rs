@@ -21,7 +21,7 @@ pub const GIGA: f64 = 1e9;
 
 /// Beyond this magnitude a number meets a person in scientific notation (`1.23e7`),
 /// never as a row of digits.
-const PLAIN_MAX: f64 = 1e6;
+pub const PLAIN_MAX: f64 = 1e6;
 
 /// `x` with `decimals` places, or in scientific notation when it is extreme (at least
 /// [`PLAIN_MAX`], or non-zero and below 10^-decimals).
@@ -42,6 +42,21 @@ pub fn fmt_gb(bytes: f64) -> String {
 /// Formats a byte count in GiB (2^30), e.g. `12.55 GiB`.
 pub fn fmt_gib(bytes: f64) -> String {
     format!("{} GiB", fixed(bytes / GIB, 2))
+}
+
+/// Formats a byte count with an SI prefix (powers of 1000), e.g. `70.3 kB`, `5.00 MB`.
+pub fn fmt_bytes(bytes: f64) -> String {
+    format!("{}B", si(bytes))
+}
+
+/// Formats a parameter count in billions (`37.6B`, `671B`) or, below a billion, in
+/// millions (`596M`).
+pub fn fmt_params(n: f64) -> String {
+    if n >= 1e9 {
+        format!("{}B", sig3(n / 1e9))
+    } else {
+        format!("{}M", sig3(n / 1e6))
+    }
 }
 
 /// Formats a byte rate, e.g. `3.35 TB/s` or `936 GB/s`.

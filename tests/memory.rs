@@ -2,7 +2,7 @@
 //! replication, and the planning limits. Expected values are hand arithmetic.
 
 use ridgeline::dtype::{ComputeDtype, Format};
-use ridgeline::memory::{Share, device_weight_bytes, model_weight_bytes};
+use ridgeline::memory::{Layout, Share, device_weight_bytes, model_weight_bytes};
 use ridgeline::predict::resolve_formats;
 use ridgeline::prelude::*;
 
@@ -24,7 +24,7 @@ fn pipeline_memory_is_the_most_loaded_stage() {
     // Last stage: 13 layers 22,246,588,416 + 27 norms 442,368 + lm_head 2,101,346,304 =
     // 24,348,377,088. The first binds.
     let m = model("llama-3-70b");
-    let stages = Share::stages(&m, 6, Parallel::Pp);
+    let stages = Share::stages(&m, &Layout::new(6, Parallel::Pp));
     let bytes: Vec<f64> = stages
         .iter()
         .map(|s| device_weight_bytes(&m, &bf16(&m), s))
@@ -51,7 +51,7 @@ fn tensor_parallel_beyond_the_kv_heads_replicates_kv_projections_and_norms() {
     // bytes more per device. Norms (161 · 8192 params, 2,637,824 bytes) are replicated
     // too: 2,637,824 · 15/16 = 2,472,960 more.
     let m = model("llama-3-70b");
-    let share = Share::stages(&m, 16, Parallel::Tp)[0];
+    let share = Share::stages(&m, &Layout::new(16, Parallel::Tp))[0];
     let per_device = device_weight_bytes(&m, &bf16(&m), &share);
     let split_evenly = model_weight_bytes(&m, Format::Bf16) / 16.0;
     assert!(
@@ -59,7 +59,7 @@ fn tensor_parallel_beyond_the_kv_heads_replicates_kv_projections_and_norms() {
         "{per_device} {split_evenly}"
     );
     // one device holds exactly the whole model
-    let one = Share::stages(&m, 1, Parallel::Tp)[0];
+    let one = Share::stages(&m, &Layout::new(1, Parallel::Tp))[0];
     assert_eq!(
         device_weight_bytes(&m, &bf16(&m), &one),
         model_weight_bytes(&m, Format::Bf16)
@@ -71,7 +71,7 @@ fn a_tied_embedding_is_held_again_by_the_last_stage() {
     // gpt3-2.7b ties the lm_head to the embedding: with 2 stages both hold the table.
     let m = model("gpt3-2.7b");
     assert!(m.tied_embeddings);
-    let [first, last] = Share::stages(&m, 2, Parallel::Pp)[..] else {
+    let [first, last] = Share::stages(&m, &Layout::new(2, Parallel::Pp))[..] else {
         panic!("two stages")
     };
     let fp16 = resolve_formats(&m, Some(Format::Fp16), None);

@@ -1,7 +1,7 @@
 //! Invariants that must hold for any input, checked with proptest.
 
 use proptest::prelude::*;
-use ridgeline::model::graph::{Precision, Step, forward};
+use ridgeline::model::graph::{Precision, Shard, Step, forward};
 use ridgeline::ops::{AttentionShape, Operand, attention_fused, gemm};
 use ridgeline::prelude::*;
 use ridgeline::roofline::{Ceilings, Efficiency, place};
@@ -47,7 +47,7 @@ proptest! {
     ) {
         let model = ModelDb::builtin().unwrap().resolve(MODELS[mi]).unwrap();
         let p = Precision { weights: Format::Bf16, kv: Format::Bf16, activations: ComputeDtype::Bf16, experts: Format::Bf16 };
-        let at = |b| forward(&model, &Step::decode(b, context), &p, 1, true, model.layers).total().intensity();
+        let at = |b| forward(&model, &Step::decode(b, context), &p, &Shard::tp(1, model.layers), true).total().intensity();
         prop_assert!(at(batch + 1) >= at(batch) * (1.0 - 1e-12));
     }
 

@@ -333,6 +333,12 @@ fn predict_and_explain_keys_are_documented_both_ways() {
         json_args(&[
             "predict", "--model", &model, "--gpu", "l40s", "--batch", "8", "--json",
         ]),
+        // sliding windows
+        json("predict --model gemma-3-4b --gpu l4 --json"),
+        // expert parallelism and speculative decoding
+        json(
+            "predict --model qwen3-30b-a3b --gpu h100 --gpus 4 --ep 4 --spec-k 3 --spec-accept 0.7 --json",
+        ),
     ];
     let mut problems = Vec::new();
     let all = union(&predictions);
@@ -453,6 +459,49 @@ fn plan_keys_are_documented_both_ways() {
     undocumented("plan --json", &all, &mut problems);
     unproduced("plan --json", &all, &mut problems);
     assert_none(&problems);
+}
+
+#[test]
+fn plan_train_keys_are_documented_both_ways() {
+    let base = "plan --train --model llama-2-7b --tokens 200M --gpus 1,2,4 --json";
+    let plans = [
+        // a deadline the cheapest misses: next cheaper configurations lacking time and memory
+        json(&format!("{base} --gpu a100,rtx-4090 --max-hours 10")),
+        // instance shapes
+        json(&format!("{base} --instances --gpu a10g")),
+        // nothing meets the deadline
+        json(&format!("{base} --gpu rtx-4090 --max-hours 0.01")),
+    ];
+    assert!(plans[0]["best"].is_object() && plans[2]["best"].is_null());
+    let mut problems = Vec::new();
+    let all = union(&plans);
+    undocumented("plan --train --json", &all, &mut problems);
+    unproduced("plan --train --json", &all, &mut problems);
+    assert_none(&problems);
+}
+
+#[test]
+fn instances_keys_are_documented_both_ways() {
+    let dir = scratch("instances");
+    let file = dir.join("override.toml");
+    let example = code_blocks(DOC, "toml")[2].join("\n");
+    std::fs::write(
+        &file,
+        example.replace("my-4x-h100", "p5.48xlarge") + "\noverride = true\n",
+    )
+    .unwrap();
+    let list = json_args(&[
+        "instances",
+        "--json",
+        "--instances-file",
+        file.to_str().unwrap(),
+    ]);
+    let p = paths(&list);
+    let mut problems = Vec::new();
+    undocumented("instances --json", &p, &mut problems);
+    unproduced("instances --json", &p, &mut problems);
+    assert_none(&problems);
+    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]
@@ -746,7 +795,11 @@ fn code_blocks<'t>(text: &'t str, lang: &str) -> Vec<Vec<&'t str>> {
 #[test]
 fn toml_examples_load() {
     let blocks = code_blocks(DOC, "toml");
-    assert_eq!(blocks.len(), 2, "a hardware and an engine example");
+    assert_eq!(
+        blocks.len(),
+        3,
+        "a hardware, an engine and an instances example"
+    );
     let dir = scratch("toml");
     let (hw, engine) = (dir.join("my-gpu.toml"), dir.join("my-engine.toml"));
     std::fs::write(&hw, blocks[0].join("\n")).unwrap();
@@ -767,6 +820,26 @@ fn toml_examples_load() {
     ]);
     assert_eq!(v["hardware"]["id"], "my-gpu");
     assert_eq!(v["config"]["engine"], "my-engine");
+    let shapes = dir.join("my-instances.toml");
+    std::fs::write(&shapes, blocks[2].join("\n")).unwrap();
+    let shapes = shapes.to_str().unwrap();
+    let t = json_args(&[
+        "train",
+        "--model",
+        "llama-3-8b",
+        "--instance",
+        "my-4x-h100",
+        "--gpus",
+        "8",
+        "--zero",
+        "3",
+        "--instances-file",
+        shapes,
+        "--json",
+    ]);
+    // 1e11 bytes/s between instances over 4 devices
+    assert_eq!(t["config"]["inter_node_bytes_per_s"], 2.5e10);
+    assert_eq!(t["layout"]["devices_per_node"], 4);
     let _ = std::fs::remove_dir_all(dir);
 }
 

@@ -803,3 +803,85 @@ fn serving_chart_marks_the_knee_and_keeps_text_apart() {
         "{t}"
     );
 }
+
+// ---------------------------------------------------------------------------------
+// Cost against time of a training plan
+
+fn training_plan(
+    model: &str,
+    gpus: &[&str],
+    counts: &[u64],
+    targets: ridgeline::plan::train::TrainTargets,
+) -> ridgeline::plan::train::TrainPlan {
+    use ridgeline::plan::train::{Pool, TrainPlanRequest, plan_training};
+    let db = HardwareDb::builtin().unwrap();
+    let pools = gpus
+        .iter()
+        .map(|g| Pool::device(db.get(g).unwrap()))
+        .collect();
+    let mut req = TrainPlanRequest::new(
+        ModelDb::builtin().unwrap().resolve(model).unwrap(),
+        pools,
+        200_000_000,
+    );
+    req.gpu_counts = counts.to_vec();
+    req.targets = targets;
+    plan_training(&req).unwrap()
+}
+
+#[test]
+fn cost_time_chart_has_one_front_per_method_and_clear_labels() {
+    use ridgeline::plan::train::TrainTargets;
+    use ridgeline::plot::cost_time::cost_time;
+    let open = TrainTargets::default();
+    let tight = TrainTargets {
+        max_hours: Some(10.0),
+        budget_usd: Some(40.0),
+    };
+    for (model, gpus, counts, targets) in [
+        (
+            "llama-2-7b",
+            &["rtx-4090", "a100", "h100"][..],
+            &[1, 2, 4, 8, 16, 32, 64][..],
+            open,
+        ),
+        ("llama-2-7b", &["rtx-4090", "a100"], &[1, 2, 3, 4, 8], tight),
+        ("llama-2-70b", &["h100", "rtx-6000-ada"], &[8, 16, 32], open),
+    ] {
+        let plan = training_plan(model, gpus, counts, targets);
+        let svg = cost_time(&plan).unwrap();
+        let boxes = check_text_layout(&svg);
+        let t = texts(&boxes);
+        for f in plan
+            .pareto_by_method
+            .iter()
+            .filter(|f| !f.entries.is_empty())
+        {
+            let name = ridgeline::report::train_plan::method_name(f.method);
+            assert!(t.contains(&name), "{model}: legend lacks {name}: {t:?}");
+        }
+        assert!(t.iter().any(|s| s.starts_with("best: ")), "{model}: {t:?}");
+        assert!(
+            t.iter().any(|s| s.contains("Training time (hours")),
+            "{t:?}"
+        );
+        let doc = roxmltree::Document::parse(&svg).unwrap();
+        // one marker per front entry: circles, squares and triangles of the methods
+        let points: usize = plan.pareto_by_method.iter().map(|f| f.entries.len()).sum();
+        let shapes = count(&doc, "circle", |_| true) + count(&doc, "polygon", |_| true);
+        assert!(shapes >= 2 * points, "{shapes} shapes for {points} points");
+        assert_eq!(svg, cost_time(&plan).unwrap(), "deterministic");
+    }
+    // nothing to chart: no configuration qualifies
+    let none = training_plan(
+        "llama-2-7b",
+        &["rtx-4090"],
+        &[1],
+        TrainTargets {
+            max_hours: Some(0.01),
+            budget_usd: None,
+        },
+    );
+    let e = cost_time(&none).unwrap_err().to_string();
+    assert!(e.contains("nothing to chart"), "{e}");
+}

@@ -17,7 +17,7 @@ pub struct Bounds {
     pub compute: f64,
     /// Lowest efficiency the fit may reach.
     pub min_efficiency: f64,
-    /// Largest per-pass overhead, s (per layer for [`OverheadKind::Layer`]).
+    /// Largest per-pass overhead, s (per layer for [`super::fit::OverheadKind::Layer`]).
     pub max_overhead_s: f64,
     /// Ids of the rows the bounds came from.
     pub from: Vec<String>,

@@ -115,8 +115,10 @@ pub(super) fn case(
         kv,
         gpus: r.num_gpus,
         parallel,
+        ep: 1,
         flash: true,
         offload: false,
+        spec: None,
     };
     // a layout the predictor rejects (no link between devices, heads not divisible)
     // is a reason to skip, found now rather than at every prediction

@@ -18,6 +18,28 @@ crate::named_enum! {
     }
 }
 
+/// How an inference deployment spreads a model over its devices.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Layout {
+    /// Devices.
+    pub gpus: u64,
+    /// How they split the layers.
+    pub parallel: Parallel,
+    /// Expert-parallel groups (1: none; see [`crate::model::graph::Shard`]).
+    pub ep: u64,
+}
+
+impl Layout {
+    /// `gpus` devices split by `parallel`, no expert parallelism.
+    pub fn new(gpus: u64, parallel: Parallel) -> Layout {
+        Layout {
+            gpus,
+            parallel,
+            ep: 1,
+        }
+    }
+}
+
 /// Memory of one device (the JSON `memory` object of `predict`).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct InferenceMemory {
@@ -46,7 +68,7 @@ pub use share::{CacheBytes, Share, device_cache_bytes, device_weight_bytes};
 /// activation dtype the weights run with, see [`crate::predict::activation_dtype`]).
 pub fn model_weight_bytes(cfg: &ModelConfig, weights: Format) -> f64 {
     let p = crate::predict::resolve_formats(cfg, Some(weights), None);
-    let whole = Share::stages(cfg, 1, Parallel::Tp)[0];
+    let whole = Share::stages(cfg, &Layout::new(1, Parallel::Tp))[0];
     device_weight_bytes(cfg, &p, &whole)
 }
 
@@ -74,22 +96,25 @@ pub struct MemoryModel {
     capacity_bytes: f64,
     /// prefill tokens in flight at once (the engine's chunk), or unbounded.
     chunk_tokens: f64,
+    /// data-parallel groups sharing the batch (expert parallelism), each device holding
+    /// its group's sequences.
+    groups: u64,
+    /// weights and cache held beside the model's (a speculative-decoding draft).
+    extra: (f64, CacheBytes),
 }
 
 impl MemoryModel {
     /// Precomputes the model for one (model, device, engine, formats, layout).
-    #[allow(clippy::too_many_arguments)]
     pub fn new(
         cfg: &ModelConfig,
         hw: &Hardware,
         engine: &Engine,
         p: &Precision,
-        gpus: u64,
-        parallel: Parallel,
+        layout: &Layout,
         flash: bool,
     ) -> MemoryModel {
         let act = p.activations;
-        let shares = Share::stages(cfg, gpus, parallel);
+        let shares = Share::stages(cfg, layout);
         let tp = shares[0].tp;
         let mut stages = [StageMemory {
             weights_bytes: 0.0,
@@ -132,6 +157,17 @@ impl MemoryModel {
             chunk_tokens: engine
                 .max_batched_tokens
                 .map_or(f64::INFINITY, |t| t as f64),
+            groups: layout.ep.max(1),
+            extra: (0.0, CacheBytes::default()),
+        }
+    }
+
+    /// The same model with `weights` bytes and a per-sequence `cache` held beside the
+    /// model's on every device (a speculative-decoding draft; replaces any set before).
+    pub fn with_extra(self, weights: f64, cache: CacheBytes) -> MemoryModel {
+        MemoryModel {
+            extra: (weights, cache),
+            ..self
         }
     }
 
@@ -145,20 +181,24 @@ impl MemoryModel {
     }
 
     /// Footprint for `batch` sequences with `prompt` prompt tokens and `gen` generated,
-    /// on the most loaded device.
+    /// on the most loaded device (under expert parallelism a device holds its group's
+    /// `ceil(batch / ep)` sequences).
     pub fn at(&self, batch: u64, prompt: u64, gen_tokens: u64) -> InferenceMemory {
-        let b = batch as f64;
+        let b = batch.div_ceil(self.groups) as f64;
         let p = prompt as f64;
         // the prefill workspace holds one chunk of tokens at most (all of batch x prompt
         // without chunking); logits are kept for every sequence's last token
         let in_flight = (b * p.max(1.0)).min(self.chunk_tokens.max(b));
         let workspace = self.act_per_token * in_flight + b * self.scores_per_seq_sq * p * p;
+        let context = p + gen_tokens as f64;
+        let (extra_weights, extra_cache) = &self.extra;
         let at = |s: &StageMemory| {
-            let kv = b * s.cache.at(p + gen_tokens as f64);
+            let kv = b * (s.cache.at(context) + extra_cache.at(context));
             let act = workspace + b * s.logits_per_seq;
-            let total = s.weights_bytes + kv + act + self.overhead_bytes;
+            let weights = s.weights_bytes + extra_weights;
+            let total = weights + kv + act + self.overhead_bytes;
             InferenceMemory {
-                weights_bytes: s.weights_bytes,
+                weights_bytes: weights,
                 kv_cache_bytes: kv,
                 activation_bytes: act,
                 overhead_bytes: self.overhead_bytes,
@@ -190,7 +230,7 @@ mod tests {
         // 2 · 32 layers · 8 kv heads · 128 · 2 bytes = 131,072 bytes per token;
         // × 2,304 tokens × 64 sequences = 19,327,352,832 bytes.
         let m = ModelDb::builtin().unwrap().resolve("llama-3-8b").unwrap();
-        let whole = Share::stages(&m, 1, Parallel::Tp)[0];
+        let whole = Share::stages(&m, &Layout::new(1, Parallel::Tp))[0];
         let per_tok = device_cache_bytes(&m, Format::Fp16, 2.0, &whole).at(1.0);
         assert_eq!(per_tok, 131_072.0);
         assert_eq!(per_tok * 2304.0 * 64.0, 19_327_352_832.0);

@@ -2,7 +2,7 @@
 //! each layer (a tensor-parallel rank), in weight bytes and KV or state bytes, layer kind
 //! by layer kind.
 
-use super::Parallel;
+use super::{Layout, Parallel};
 use crate::dtype::Format;
 use crate::model::graph::Precision;
 use crate::model::{LayerKind, Mixer, ModelConfig};
@@ -14,6 +14,8 @@ use crate::model::{LayerKind, Mixer, ModelConfig};
 pub struct Share {
     /// Tensor-parallel degree.
     pub tp: u64,
+    /// Expert-parallel groups the routed experts are spread over (1: none).
+    pub ep: u64,
     /// Pipeline stages.
     pub pp: u64,
     /// The first layer on this device.
@@ -31,22 +33,28 @@ impl Share {
     /// parallel; the first and last stages for pipeline parallel (layers split as
     /// evenly as they go, the first stages taking one more; one of these two is the most
     /// loaded: the others hold no more layers than the first and no embedding).
-    pub fn stages(cfg: &ModelConfig, gpus: u64, parallel: Parallel) -> Vec<Share> {
-        let n = gpus.max(1);
-        match parallel {
+    ///
+    /// Under expert parallelism (tensor parallel only) a device is one of `tp = gpus /
+    /// ep` ranks of its group and holds `1/ep` of the routed experts.
+    pub fn stages(cfg: &ModelConfig, layout: &Layout) -> Vec<Share> {
+        let n = layout.gpus.max(1);
+        let ep = layout.ep.max(1);
+        match layout.parallel {
             Parallel::Tp => vec![Share {
-                tp: n,
+                tp: (n / ep).max(1),
+                ep,
                 pp: 1,
                 start: 0,
                 layers: cfg.layers,
                 first: true,
                 last: true,
             }],
-            Parallel::Pp if n == 1 => Share::stages(cfg, 1, Parallel::Tp),
+            Parallel::Pp if n == 1 => Share::stages(cfg, &Layout::new(1, Parallel::Tp)),
             Parallel::Pp => {
                 let (base, rem) = (cfg.layers / n, cfg.layers % n);
                 let stage = |start, layers, first, last| Share {
                     tp: 1,
+                    ep: 1,
                     pp: n,
                     start,
                     layers,
@@ -118,18 +126,20 @@ fn mixer_params(cfg: &ModelConfig, mixer: Mixer, s: &Share) -> f64 {
 }
 
 /// Weight bytes one device holds of one layer's feed-forward: the dense MLP split by
-/// `tp`; a mixture of experts with every expert split by `tp` (in the experts' format),
-/// the router replicated and the shared experts split.
-fn ffn_bytes(cfg: &ModelConfig, moe: bool, p: &Precision, tp: f64) -> f64 {
+/// `tp`; a mixture of experts with `ceil(experts / ep)` routed experts each split by
+/// `tp` (in the experts' format), the router replicated and the shared experts split.
+fn ffn_bytes(cfg: &ModelConfig, moe: bool, p: &Precision, s: &Share) -> f64 {
+    let tp = s.tp.max(1) as f64;
     if !moe {
         let (all, _) = cfg.try_ffn_params(false).unwrap_or((0, 0));
         return all as f64 / tp * p.weights.bytes();
     }
     let router = cfg.hidden as f64 * cfg.experts as f64;
-    let experts = cfg.expert_params() as f64 * cfg.experts as f64;
+    let expert = cfg.expert_params() as f64;
     let (all, _) = cfg.try_ffn_params(true).unwrap_or((0, 0));
-    let shared = all as f64 - experts - router;
-    experts / tp * p.experts.bytes() + shared / tp * p.weights.bytes() + router * 2.0
+    let shared = all as f64 - expert * cfg.experts as f64 - router;
+    let held = cfg.experts.div_ceil(s.ep.max(1)) as f64;
+    held * expert / tp * p.experts.bytes() + shared / tp * p.weights.bytes() + router * 2.0
 }
 
 /// Weight bytes one device holds for `share`, at the formats of `p` (embedding and
@@ -145,7 +155,7 @@ pub fn device_weight_bytes(cfg: &ModelConfig, p: &Precision, s: &Share) -> f64 {
         count += n;
         layers += n
             * (mixer_params(cfg, kind.mixer, s) * p.weights.bytes()
-                + ffn_bytes(cfg, kind.moe, p, tp));
+                + ffn_bytes(cfg, kind.moe, p, s));
     }
     let params = cfg.params();
     let norm_params = params.norms as f64 / (cfg.norms_per_layer * cfg.layers + 1) as f64;

@@ -27,6 +27,7 @@
 mod binding;
 mod rate;
 mod search;
+pub mod train;
 
 pub use binding::{Better, Config, Miss, Reason};
 pub use rate::{RateTarget, plan_rate};

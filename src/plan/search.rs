@@ -150,7 +150,7 @@ pub(super) fn layouts<'a>(req: &PlanRequest<'a>) -> (Vec<Layout<'a>>, u64) {
                 &[Parallel::Pp]
             };
             for &parallel in parallels {
-                if check_layout(&req.model, hw, gpus, parallel).is_err() {
+                if check_layout(&req.model, hw, gpus, parallel, 1).is_err() {
                     let n = weights.len() * kv_set.len() * req.engines.len();
                     impossible = impossible.saturating_add(n as u64);
                     continue;
@@ -203,8 +203,10 @@ fn evaluate_layout(req: &PlanRequest<'_>, i: usize, l: &Layout<'_>) -> Option<Ve
         kv: l.kv,
         gpus: l.gpus,
         parallel: l.parallel,
+        ep: 1,
         flash: req.flash,
         offload: false,
+        spec: None,
     };
     let p = Predictor::new(&req.model, l.hw, l.engine, &s).ok()?;
     let price = l.hw.price.as_ref().map(|x| x.usd_per_hour * l.gpus as f64);

@@ -253,6 +253,23 @@ impl Marker {
     }
 }
 
+/// Draws a circle outline (a ring) of radius `r` px and stroke `width` centred at `(x, y)`.
+pub(crate) fn draw_ring(
+    root: &Root,
+    x: f64,
+    y: f64,
+    r: f64,
+    color: RGBAColor,
+    width: u32,
+) -> Result<()> {
+    root.draw(&Circle::new(
+        px((x, y)),
+        r.round().max(1.0) as i32,
+        color.stroke_width(width),
+    ))
+    .map_err(chart_err)
+}
+
 /// Draws a short leader line from a point to the nearest corner/edge of a label box.
 pub(crate) fn draw_leader(
     root: &Root,

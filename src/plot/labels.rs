@@ -21,7 +21,7 @@ pub(crate) enum Side {
 }
 
 impl Side {
-    #[cfg(test)]
+    /// Every side, right first.
     pub const ALL: [Side; 8] = [
         Side::Right,
         Side::AboveRight,

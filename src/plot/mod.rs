@@ -35,6 +35,7 @@
 //! # Ok::<(), ridgeline::Error>(())
 //! ```
 
+pub mod cost_time;
 pub mod memory;
 pub mod roofline;
 pub mod serving;

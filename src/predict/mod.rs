@@ -11,22 +11,26 @@ use crate::dtype::{ComputeDtype, Format};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::hardware::Hardware;
-use crate::memory::{InferenceMemory, MemoryModel, Parallel};
+use crate::memory::{InferenceMemory, Layout, MemoryModel, Parallel};
 use crate::model::ModelConfig;
-use crate::model::graph::{self, Graph, OpInstance, Precision, Step, Unit};
+use crate::model::graph::{self, Graph, OpInstance, Precision, Shard, Step, Unit};
 use crate::roofline::{Ceilings, Efficiency, Placement, place};
 
+mod arch;
 mod fast;
 mod pass;
 mod report;
+mod spec;
 mod whatif;
 
+pub use arch::{Architecture, ExpertFacts, WindowLayers};
 pub use fast::{DecodeLines, DecodeSums, Evaluator, IterationCost, resolve_formats};
 pub use pass::{PassResult, sum_max_affine};
 pub use report::{
     ConfigInfo, DecodeReport, GenerationReport, HardwareInfo, Limits, MemoryReport, ModelInfo,
-    Note, OpReport, Prediction, PrefillReport, predict,
+    Note, OpReport, Prediction, PrefillReport, SpeculativeReport, predict,
 };
+pub use spec::{Draft, MAX_SPEC_K, Speculation};
 pub use whatif::{QUANTIZED_WHAT_IF, WhatIf, WhatIfs};
 
 /// What to predict: shapes, formats, layout.
@@ -46,10 +50,17 @@ pub struct Scenario {
     pub gpus: u64,
     /// How the devices split the model.
     pub parallel: Parallel,
+    /// Expert-parallel groups for a mixture-of-experts model (1: none): the routed
+    /// experts spread over `ep` groups of `gpus / ep` tensor-parallel devices, attention
+    /// data-parallel across the groups (see [`crate::model::graph::Shard`]).
+    pub ep: u64,
     /// Fused (flash) attention.
     pub flash: bool,
     /// Stream weights that do not fit from host memory over the host link.
     pub offload: bool,
+    /// Speculative decoding (`None`: off); the drafts come from the model's own head
+    /// unless [`Predictor::with_draft`] names a draft model.
+    pub spec: Option<Speculation>,
 }
 
 /// Largest batch, prompt or generation length accepted (10^12): far beyond any device,
@@ -77,6 +88,9 @@ impl Scenario {
                 ));
             }
         }
+        if let Some(spec) = self.spec {
+            spec.validate()?;
+        }
         let tokens = self.batch as f64 * (self.prompt + self.gen_tokens) as f64;
         if tokens > MAX_TOKENS as f64 {
             return Err(Error::invalid(
@@ -101,8 +115,10 @@ impl Default for Scenario {
             kv: None,
             gpus: 1,
             parallel: Parallel::Tp,
+            ep: 1,
             flash: true,
             offload: false,
+            spec: None,
         }
     }
 }
@@ -162,6 +178,9 @@ pub struct Summary {
     pub memory: InferenceMemory,
     /// Bytes streamed from host memory per pass (offload), per device.
     pub offloaded_bytes: f64,
+    /// Decode speed-up from speculative decoding at the reported step's context
+    /// (plain step time over time per output token; 1 without speculation).
+    pub speedup: f64,
 }
 
 /// Everything that does not depend on batch, prompt or gen.
@@ -176,6 +195,7 @@ pub struct Predictor<'a> {
     precision: Precision,
     gpus: u64,
     parallel: Parallel,
+    ep: u64,
     flash: bool,
     offload: bool,
     tp: u64,
@@ -192,19 +212,24 @@ pub struct Predictor<'a> {
     matmul_dtypes: (ComputeDtype, ComputeDtype),
     /// The model's sliding windows, ascending: where decode costs stop growing.
     windows: Vec<u64>,
+    spec: Option<Speculation>,
+    draft: Draft<'a>,
 }
 
 /// Most devices one layout may have.
 pub const MAX_GPUS: u64 = 1_000_000;
 
-/// Whether `model` can be split over `gpus` devices of `hardware` by `parallel`:
-/// tensor parallel must divide the attention heads, pipeline parallel needs a layer per
-/// stage, and several devices need a link between them.
+/// Whether `model` can be split over `gpus` devices of `hardware` by `parallel` with
+/// `ep` expert-parallel groups: tensor parallel must divide the attention heads,
+/// pipeline parallel needs a layer per stage, expert parallelism needs a
+/// mixture-of-experts model, tensor parallel, a divisor of `gpus` and no more groups
+/// than experts, and several devices need a link between them.
 pub fn check_layout(
     model: &ModelConfig,
     hardware: &Hardware,
     gpus: u64,
     parallel: Parallel,
+    ep: u64,
 ) -> Result<()> {
     if gpus == 0 {
         return Err(Error::invalid("gpus", "must be at least 1"));
@@ -215,11 +240,14 @@ pub fn check_layout(
             format!("{gpus} devices is beyond any layout ridgeline models"),
         ));
     }
+    check_experts(model, gpus, parallel, ep)?;
+    // under expert parallelism attention is tensor-parallel inside each group
+    let tp = gpus / ep.max(1);
     match parallel {
-        Parallel::Tp if !model.heads.is_multiple_of(gpus) => Err(Error::conflict(
+        Parallel::Tp if !model.heads.is_multiple_of(tp) => Err(Error::conflict(
             &["gpus", "parallel"],
             format!(
-                "tensor parallel over {gpus} devices does not divide {}'s {} attention heads (num_attention_heads); use a divisor of {} or pipeline parallel",
+                "tensor parallel over {tp} devices does not divide {}'s {} attention heads (num_attention_heads); use a divisor of {} or pipeline parallel",
                 model.id, model.heads, model.heads
             ),
         )),
@@ -239,6 +267,31 @@ pub fn check_layout(
         )),
         _ => Ok(()),
     }
+}
+
+/// The expert-parallel part of [`check_layout`].
+fn check_experts(model: &ModelConfig, gpus: u64, parallel: Parallel, ep: u64) -> Result<()> {
+    if ep == 0 {
+        return Err(Error::invalid("ep", "must be at least 1"));
+    }
+    if ep == 1 {
+        return Ok(());
+    }
+    let problem = if model.experts <= 1 {
+        format!("{} is not a mixture-of-experts model", model.id)
+    } else if parallel != Parallel::Tp {
+        "expert parallelism runs with tensor parallel (--parallel tp)".to_string()
+    } else if !gpus.is_multiple_of(ep) {
+        format!("{ep} expert-parallel groups do not divide {gpus} devices")
+    } else if ep > model.experts {
+        format!(
+            "{ep} expert-parallel groups exceed {}'s {} experts",
+            model.id, model.experts
+        )
+    } else {
+        return Ok(());
+    };
+    Err(Error::conflict(&["ep", "gpus"], problem))
 }
 
 /// The activation dtype (and so the default KV format) for weights in `weights`: fp32,
@@ -271,7 +324,7 @@ impl<'a> Predictor<'a> {
         engine: &'a Engine,
         s: &Scenario,
     ) -> Result<Self> {
-        check_layout(model, hardware, s.gpus, s.parallel)?;
+        check_layout(model, hardware, s.gpus, s.parallel, s.ep)?;
         let precision = resolve_formats(model, s.weights, s.kv);
         let Precision {
             weights,
@@ -279,7 +332,7 @@ impl<'a> Predictor<'a> {
             ..
         } = precision;
         let (tp, layers) = match s.parallel {
-            Parallel::Tp => (s.gpus, model.layers),
+            Parallel::Tp => (s.gpus / s.ep, model.layers),
             Parallel::Pp => (1, model.layers),
         };
         let matmul_dtype = weights.compute_dtype(activations);
@@ -293,9 +346,18 @@ impl<'a> Predictor<'a> {
             overhead_s: engine.collective_latency_s,
             ..eff
         };
-        let memory = MemoryModel::new(
-            model, hardware, engine, &precision, s.gpus, s.parallel, s.flash,
-        );
+        let layout = Layout {
+            gpus: s.gpus,
+            parallel: s.parallel,
+            ep: s.ep,
+        };
+        let mut memory = MemoryModel::new(model, hardware, engine, &precision, &layout, s.flash);
+        if let Some(spec) = s.spec {
+            spec.validate()?;
+            let share = crate::memory::Share::stages(model, &layout)[0];
+            let (weights, cache) = Self::head_memory(model, &precision, &share);
+            memory = memory.with_extra(weights, cache);
+        }
         Ok(Predictor {
             model,
             hardware,
@@ -303,6 +365,7 @@ impl<'a> Predictor<'a> {
             precision,
             gpus: s.gpus,
             parallel: s.parallel,
+            ep: s.ep,
             flash: s.flash,
             offload: s.offload,
             tp,
@@ -327,6 +390,8 @@ impl<'a> Predictor<'a> {
                 w.dedup();
                 w
             },
+            spec: s.spec,
+            draft: Draft::Head,
         })
     }
 
@@ -351,14 +416,12 @@ impl<'a> Predictor<'a> {
     }
 
     pub(super) fn graph(&self, step: &Step) -> Graph {
-        graph::forward(
-            self.model,
-            step,
-            &self.precision,
-            self.tp,
-            self.flash,
-            self.layers,
-        )
+        let shard = Shard {
+            tp: self.tp,
+            ep: self.ep,
+            layers: self.layers,
+        };
+        graph::forward(self.model, step, &self.precision, &shard, self.flash)
     }
 
     pub(super) fn ceilings(&self, unit: Unit) -> &Ceilings {
@@ -431,11 +494,19 @@ impl<'a> Predictor<'a> {
     /// The core numbers without per-op detail (no heap allocation).
     pub fn summary(&self, batch: u64, prompt: u64, gen_tokens: u64) -> Summary {
         let (memory, offloaded) = self.memory(batch, prompt, gen_tokens);
-        let prefill = self.pass(&Step::prefill(batch, prompt), offloaded);
+        let mut prefill = self.pass(&Step::prefill(batch, prompt), offloaded);
+        prefill.add_scaled(&self.draft_prefill(batch, prompt), 1.0);
         let mid = decode_context(prompt, gen_tokens);
         let (lo, hi) = decode_steps(prompt, gen_tokens);
         let (decode, decode_total_s, decode_total_roofline_s) =
             self.decode_with_sum(batch, mid, lo, hi, offloaded);
+        let speedup = match self.spec {
+            None => 1.0,
+            Some(_) => ratio(
+                self.pass(&Step::decode(batch, mid), offloaded).time_s,
+                decode.time_s,
+            ),
+        };
         Summary {
             prefill,
             decode,
@@ -444,6 +515,7 @@ impl<'a> Predictor<'a> {
             decode_total_roofline_s,
             memory,
             offloaded_bytes: offloaded,
+            speedup,
         }
     }
 

@@ -3,6 +3,7 @@
 //! sum of the decode steps of a generation.
 
 use super::Predictor;
+use super::spec::Part;
 use crate::memory::Parallel;
 use crate::model::graph::{OpInstance, Step};
 use crate::roofline::{Bound, Placement};
@@ -105,14 +106,56 @@ impl Predictor<'_> {
         }
     }
 
+    /// One decode step at `context`: the plain step, or with speculative decoding the
+    /// cost per output token (verify pass and drafts over tokens per verify).
+    pub fn decode_step(&self, batch: u64, context: u64, offloaded: f64) -> PassResult {
+        let (parts, n) = self.decode_parts();
+        let step = Step::decode(batch, context);
+        let mut r = PassResult::default();
+        for &(part, w) in &parts[..n] {
+            if let Some(ops) = self.part_ops(part, &step) {
+                r.add_scaled(&self.finish_part(part, ops, batch, offloaded), w);
+            }
+        }
+        r
+    }
+
     /// The per-op part of a pass (`None`: the graph is empty, e.g. a prefill of 0 tokens).
     pub(super) fn pass_ops(&self, step: &Step) -> Option<PassResult> {
-        let g = self.graph(step);
+        self.part_ops(Part::Decode, step)
+    }
+
+    /// The per-op part of one pass of `part`.
+    pub(super) fn part_ops(&self, part: Part, step: &Step) -> Option<PassResult> {
+        let g = self.part_graph(part, step);
         let mut r = PassResult::default();
         for op in g.ops() {
             accumulate(&mut r, op, &self.place_op(op));
         }
         if g.ops().is_empty() { None } else { Some(r) }
+    }
+
+    /// [`Predictor::finish_pass`] for a pass of `part`: a draft step pays the engine's
+    /// step and per-layer overheads for its own layers, and no pipeline sends or
+    /// offload.
+    pub(super) fn finish_part(
+        &self,
+        part: Part,
+        mut r: PassResult,
+        tokens: u64,
+        offloaded: f64,
+    ) -> PassResult {
+        if part != Part::Draft {
+            return self.finish_pass(r, tokens, offloaded);
+        }
+        let overhead = self.draft_overhead();
+        r.time_s += overhead;
+        r.by_bound[3] += overhead;
+        r
+    }
+
+    fn draft_overhead(&self) -> f64 {
+        self.engine.step_overhead_s + self.engine.layer_overhead_s * self.draft_layers() as f64
     }
 
     /// One decode step at context `mid` and the sums of the (predicted, ideal) step
@@ -151,7 +194,7 @@ impl Predictor<'_> {
     }
 
     /// [`Predictor::decode_with_sum`] over a range where every op is affine in the
-    /// context.
+    /// context (each pass of a speculative step weighted by its passes per token).
     fn decode_with_affine_sum(
         &self,
         batch: u64,
@@ -160,13 +203,33 @@ impl Predictor<'_> {
         hi: u64,
         offloaded: f64,
     ) -> (PassResult, f64, f64) {
-        let gm = self.graph(&Step::decode(batch, mid));
+        let (parts, n) = self.decode_parts();
+        let mut step = PassResult::default();
+        let (mut pred, mut ideal) = (0.0, 0.0);
+        for &(part, w) in &parts[..n] {
+            let (r, p, i) = self.part_affine_sum(part, batch, mid, lo, hi, offloaded);
+            step.add_scaled(&r, w);
+            pred += w * p;
+            ideal += w * i;
+        }
+        (step, pred, ideal)
+    }
+
+    /// One pass of `part` at `mid` and its sums over `lo..=hi`.
+    fn part_affine_sum(
+        &self,
+        part: Part,
+        batch: u64,
+        mid: u64,
+        lo: u64,
+        hi: u64,
+        offloaded: f64,
+    ) -> (PassResult, f64, f64) {
+        let graph = |x| self.part_graph(part, &Step::decode(batch, x));
+        let gm = graph(mid);
         let have_sum = hi >= lo;
         let (gl, gh) = if have_sum {
-            (
-                self.graph(&Step::decode(batch, lo)),
-                self.graph(&Step::decode(batch, hi)),
-            )
+            (graph(lo), graph(hi))
         } else {
             (gm, gm)
         };
@@ -196,12 +259,17 @@ impl Predictor<'_> {
         let step = if gm.ops().is_empty() {
             PassResult::default()
         } else {
-            self.finish_pass(r, batch, offloaded)
+            self.finish_part(part, r, batch, offloaded)
         };
         if !have_sum {
             return (step, 0.0, 0.0);
         }
-        let (tail, tail_ideal) = self.decode_sum_tail(batch, (hi - lo + 1) as f64, offloaded);
+        let n = (hi - lo + 1) as f64;
+        let (tail, tail_ideal) = if part == Part::Draft {
+            (n * self.draft_overhead(), 0.0)
+        } else {
+            self.decode_sum_tail(batch, n, offloaded)
+        };
         (step, pred + tail, ideal + tail_ideal)
     }
 

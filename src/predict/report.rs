@@ -1,7 +1,8 @@
 //! The `predict --json` document: [`Prediction`] and its parts, built by
 //! [`Predictor::predict`] from a [`super::Summary`] and the per-op placements.
 
-use super::{Predictor, Scenario, Summary, decode_context, ratio};
+use super::spec::Part;
+use super::{Draft, Predictor, Scenario, Speculation, Summary, decode_context, ratio};
 use crate::dtype::{ComputeDtype, Format};
 use crate::engine::Engine;
 use crate::error::Result;
@@ -25,29 +26,7 @@ impl Predictor<'_> {
         let s = self.summary(batch, prompt, gen_tokens);
         let params = self.model.params();
         let mid = decode_context(prompt, gen_tokens);
-        let mut ops = Vec::new();
-        for (phase, step) in [
-            (Phase::Prefill, Step::prefill(batch, prompt)),
-            (Phase::Decode, Step::decode(batch, mid)),
-        ] {
-            for op in self.graph(&step).ops() {
-                let p = self.place_op(op);
-                ops.push(OpReport {
-                    kind: op.kind,
-                    phase,
-                    count: op.count,
-                    flops: p.flops,
-                    bytes: p.bytes,
-                    link_bytes: p.link_bytes,
-                    arithmetic_intensity: finite(p.arithmetic_intensity),
-                    attainable_flops_per_s: p.attainable_flops_per_s,
-                    time_s: p.time_s,
-                    roofline_time_s: p.roofline_time_s,
-                    bound: p.bound,
-                    unit: op.unit,
-                });
-            }
-        }
+        let ops = self.op_reports(batch, prompt, mid);
         let b = batch as f64;
         let mut notes: Vec<Note> = (self.model.approximations.iter())
             .map(|a| Note::Approximation(a.clone()))
@@ -95,6 +74,7 @@ impl Predictor<'_> {
                 activations: self.precision.activations,
                 engine: self.engine.id.clone(),
                 parallel: self.parallel,
+                ep: self.ep,
                 flash: self.flash,
             },
             memory: MemoryReport {
@@ -129,10 +109,95 @@ impl Predictor<'_> {
                 compute_bound_batch: self.compute_bound_batch(mid),
             },
             generation: GenerationReport::from_summary(&s, batch, gen_tokens),
+            speculative: self.speculative_report(batch, mid, &s),
+            architecture: self.architecture(batch, mid),
             ops,
             notes,
         })
     }
+
+    /// The `ops` table: every op of the prefill, then of the decode step (or of the
+    /// verify pass and one draft step), placed.
+    fn op_reports(&self, batch: u64, prompt: u64, mid: u64) -> Vec<OpReport> {
+        let mut ops = Vec::new();
+        let (parts, n) = self.decode_parts();
+        let mut passes = vec![(Phase::Prefill, Part::Decode, Step::prefill(batch, prompt))];
+        for &(part, _) in &parts[..n] {
+            let phase = if part == Part::Draft {
+                Phase::Draft
+            } else {
+                Phase::Decode
+            };
+            passes.push((phase, part, Step::decode(batch, mid)));
+        }
+        for (phase, part, step) in passes {
+            for op in self.part_graph(part, &step).ops() {
+                let p = self.place_op(op);
+                ops.push(OpReport {
+                    kind: op.kind,
+                    phase,
+                    count: op.count,
+                    flops: p.flops,
+                    bytes: p.bytes,
+                    link_bytes: p.link_bytes,
+                    arithmetic_intensity: finite(p.arithmetic_intensity),
+                    attainable_flops_per_s: p.attainable_flops_per_s,
+                    time_s: p.time_s,
+                    roofline_time_s: p.roofline_time_s,
+                    bound: p.bound,
+                    unit: op.unit,
+                });
+            }
+        }
+        ops
+    }
+
+    /// The `speculative` object: what a verify pass yields and costs at `mid`.
+    fn speculative_report(&self, batch: u64, mid: u64, s: &Summary) -> Option<SpeculativeReport> {
+        let spec = self.spec?;
+        let step = Step::decode(batch, mid);
+        let time = |part: Part| {
+            self.part_ops(part, &step).map_or(0.0, |r| {
+                self.finish_part(part, r, batch, s.offloaded_bytes).time_s
+            })
+        };
+        Some(SpeculativeReport {
+            settings: spec,
+            draft: match self.draft {
+                Draft::Head if self.model.mtp_layers > 0 => "mtp".to_string(),
+                Draft::Head => "eagle".to_string(),
+                Draft::Model(d, _) => d.id.clone(),
+            },
+            tokens_per_verify: spec.tokens_per_verify(),
+            verify_time_s: time(Part::Verify(spec.k)),
+            draft_time_s: spec.k as f64 * time(Part::Draft),
+            speedup: s.speedup,
+            break_even_batch: self.spec_break_even_batch(mid),
+        })
+    }
+}
+
+/// `speculative` in the prediction document (with `--spec-k`): the decode figures
+/// above are then per output token, a verify pass and its drafts over the tokens a
+/// verify pass yields.
+#[derive(Debug, Clone, Serialize)]
+pub struct SpeculativeReport {
+    /// `k` and `accept`.
+    #[serde(flatten)]
+    pub settings: Speculation,
+    /// Where drafts come from: `mtp` (the checkpoint's multi-token-prediction module),
+    /// `eagle` (an EAGLE-style one-layer head), or the draft model's id.
+    pub draft: String,
+    /// Expected tokens per verify pass, `(1 - a^(k+1)) / (1 - a)`.
+    pub tokens_per_verify: f64,
+    /// One verify pass (`k + 1` tokens per sequence) at the reported context, s.
+    pub verify_time_s: f64,
+    /// The `k` draft steps before it, s.
+    pub draft_time_s: f64,
+    /// Plain decode step time over time per output token at this batch.
+    pub speedup: f64,
+    /// Smallest batch at which speculation stops paying (null: not below 2^20).
+    pub break_even_batch: Option<u64>,
 }
 
 fn finite(x: f64) -> f64 {
@@ -188,6 +253,8 @@ pub struct ConfigInfo {
     pub engine: String,
     /// How the devices split the model.
     pub parallel: Parallel,
+    /// Expert-parallel groups (1: none).
+    pub ep: u64,
     /// Fused attention.
     pub flash: bool,
 }
@@ -441,7 +508,13 @@ pub struct Prediction {
     pub decode: DecodeReport,
     /// Whole generation.
     pub generation: GenerationReport,
-    /// Per-op placements for prefill and the decode step.
+    /// Speculative decoding, when on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub speculative: Option<SpeculativeReport>,
+    /// What the architecture does to the cache and the work.
+    pub architecture: super::Architecture,
+    /// Per-op placements for prefill and the decode step (with speculative decoding:
+    /// the verify pass under `decode` and one draft step under `draft`).
     pub ops: Vec<OpReport>,
     /// Caveats (serialized as sentences, see [`crate::report::notes`]).
     pub notes: Vec<Note>,

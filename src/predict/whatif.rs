@@ -1,6 +1,7 @@
 //! The alternatives `explain` weighs: a larger batch, 4-bit weights, twice the devices.
 //! Each is a full [`Summary`] computed here, in the core, so the renderer only reads.
 
+use super::Draft;
 use super::{Predictor, Scenario, Summary};
 use crate::dtype::Format;
 use crate::memory::Parallel;
@@ -59,8 +60,10 @@ impl Predictor<'_> {
             kv: Some(self.precision.kv),
             gpus: self.gpus,
             parallel: self.parallel,
+            ep: self.ep,
             flash: self.flash,
             offload: false,
+            spec: self.spec,
         };
         let quantized = (weights.bits() > 5.0)
             .then(|| {
@@ -93,7 +96,10 @@ impl Predictor<'_> {
     /// The same model, device and engine at another scenario (`None` where that
     /// layout is impossible).
     fn alternative(&self, s: &Scenario) -> Option<WhatIf> {
-        let q = Predictor::new(self.model, self.hardware, self.engine, s).ok()?;
+        let mut q = Predictor::new(self.model, self.hardware, self.engine, s).ok()?;
+        if let Draft::Model(d, _) = self.draft {
+            q = q.with_draft(d).ok()?;
+        }
         Some(WhatIf {
             batch: s.batch,
             gpus: s.gpus,

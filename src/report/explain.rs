@@ -4,13 +4,13 @@
 
 use crate::memory::Parallel;
 use crate::predict::{Prediction, QUANTIZED_WHAT_IF, WhatIf, WhatIfs};
-use crate::units::{fmt_bytes_per_s, fmt_flops, fmt_gb, fmt_seconds};
+use crate::units::{fmt_bytes, fmt_bytes_per_s, fmt_flops, fmt_gb, fmt_seconds};
 use serde::Serialize;
 
 /// One claim of the explanation.
 #[derive(Debug, Clone, Serialize)]
 pub struct Finding {
-    /// `decode`, `prefill`, `batching`, `memory`, `help`.
+    /// `decode`, `prefill`, `batching`, `memory`, `architecture`, `help`.
     pub topic: &'static str,
     /// The sentence, with its numbers.
     pub text: String,
@@ -49,7 +49,7 @@ pub fn explain(p: &Prediction, w: &WhatIfs) -> Explanation {
     if let Some(q) = &w.quantized {
         f.push(quantized_finding(p, w, q));
     }
-    f.push(attention_finding(p, w));
+    f.extend(super::architecture::findings(p));
     if let Some(t) = &w.more_devices {
         f.push(more_devices_finding(p, t));
     }
@@ -75,9 +75,9 @@ fn decode_findings(p: &Prediction) -> Vec<Finding> {
         "Each decode step does {}{scope} ({:.1} FLOP per active parameter per sequence, ~2 per weight) but must stream {} from memory ({} of weights, {} of KV cache, the rest activations), so its arithmetic intensity is {:.2} FLOP/byte.",
         fmt_flops(d.flops_per_step),
         whole_model_flops / params.max(1.0) / c.batch as f64,
-        fmt_gb(d.bytes_per_step),
-        fmt_gb(d.weight_bytes_per_step),
-        fmt_gb(d.kv_bytes_per_step),
+        fmt_bytes(d.bytes_per_step),
+        fmt_bytes(d.weight_bytes_per_step),
+        fmt_bytes(d.kv_bytes_per_step),
         d.arithmetic_intensity
     );
     let verdict = if d.arithmetic_intensity < ridge {
@@ -215,35 +215,6 @@ fn quantized_finding(p: &Prediction, w: &WhatIfs, q: &WhatIf) -> Finding {
             p.decode.time_per_step_s / s.decode.time_s
         ),
     )
-}
-
-/// Grouped-query attention: what it saves, or what it would.
-fn attention_finding(p: &Prediction, w: &WhatIfs) -> Finding {
-    let kv = p.memory.inner.kv_cache_bytes;
-    if w.kv_heads == w.heads {
-        let gqa = 8.0_f64.min(w.heads as f64);
-        finding(
-            "help",
-            format!(
-                "This model has no grouped-query attention ({} KV heads for {} query heads); a GQA model with 8 KV heads would hold {:.0}x less KV cache ({} instead of {} here).",
-                w.kv_heads,
-                w.heads,
-                w.heads as f64 / gqa,
-                fmt_gb(kv * gqa / w.heads as f64),
-                fmt_gb(kv)
-            ),
-        )
-    } else {
-        finding(
-            "memory",
-            format!(
-                "Grouped-query attention ({} KV heads for {} query heads) already makes the KV cache {}x smaller than full multi-head attention would.",
-                w.kv_heads,
-                w.heads,
-                w.heads / w.kv_heads
-            ),
-        )
-    }
 }
 
 fn more_devices_finding(p: &Prediction, t: &WhatIf) -> Finding {

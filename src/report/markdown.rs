@@ -8,10 +8,11 @@ pub fn prediction(p: &Prediction) -> String {
     let c = &p.config;
     let m = &p.memory.inner;
     let mut s = format!(
-        "## {} on {}× {}\n\nEngine `{}`, weights `{}`, KV `{}`, batch {}, prompt {}, gen {}.\n\n",
+        "## {} on {}× {}{}\n\nEngine `{}`, weights `{}`, KV `{}`, batch {}, prompt {}, gen {}.\n\n",
         p.model.name,
         p.hardware.count,
         p.hardware.name,
+        super::text::layout(p),
         c.engine,
         c.weights,
         c.kv,
@@ -55,6 +56,9 @@ pub fn prediction(p: &Prediction) -> String {
         fmt_seconds(p.decode.roofline_time_per_step_s),
         p.decode.tokens_per_s
     ));
+    if let Some(sp) = &p.speculative {
+        s.push_str(&format!("\n{}.\n", super::text::speculation(sp, c.batch)));
+    }
     let g = &p.generation;
     s.push_str(&format!(
         "\nTTFT {}, TPOT {}, total {}; decode {:.1} tok/s, output {:.1} tok/s.\n\nGB = 1e9 bytes.\n",

@@ -1,6 +1,7 @@
 //! Renderers: every output format reads the same serde report structs; formatting of
 //! numbers for people (GB, TFLOP/s, ms) happens only here.
 
+mod architecture;
 pub mod calibration;
 pub mod explain;
 pub mod markdown;
@@ -11,3 +12,4 @@ pub mod sweep;
 pub mod table;
 pub mod text;
 pub mod train;
+pub mod train_plan;

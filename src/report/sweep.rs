@@ -323,6 +323,8 @@ fn row(buf: &mut Vec<u8>, s: &Sweep<'_>, l: &Labels, ix: &[usize; 9], r: &Outcom
     let usd = r.ok().and_then(|p| p.usd_per_million_tokens_if_fits());
     put_f64(buf, usd.unwrap_or(f64::NAN), missing);
     buf.extend_from_slice(l.key(FIRST_METRIC + 8));
+    put_f64(buf, r.map_or(f64::NAN, |p| p.summary.speedup), missing);
+    buf.extend_from_slice(l.key(FIRST_METRIC + 9));
     match r {
         Ok(_) => buf.extend_from_slice(missing),
         Err(e) => buf.extend_from_slice(l.syntax.quote(&e.to_string()).as_bytes()),

@@ -67,6 +67,40 @@ pub fn hardware_list(devices: &[Hardware]) -> String {
     s
 }
 
+/// The `ridgeline instances` table.
+pub fn instance_list(instances: &[crate::instances::Instance]) -> String {
+    let mut rows = vec![vec![
+        "provider".to_string(),
+        "instance".into(),
+        "devices".into(),
+        "link".into(),
+        "host memory".into(),
+        "network".into(),
+        "$/hour".into(),
+        "$/device-hour".into(),
+        "price date".into(),
+    ]];
+    for i in instances {
+        rows.push(vec![
+            i.provider.clone(),
+            i.name.clone(),
+            format!("{} x {}", i.count, i.gpu),
+            i.scaleup_link.as_ref().map_or("PCIe (host)".into(), |l| {
+                fmt_bytes_per_s(l.bytes_per_s_per_direction)
+            }),
+            format!("{:.0} GiB", i.host_memory_bytes / crate::units::GIB),
+            i.network_bytes_per_s
+                .map_or("single".into(), |n| format!("{:.0} Gb/s", n * 8.0 / 1e9)),
+            format!("{:.2}", i.price.usd_per_hour),
+            format!("{:.3}", i.usd_per_gpu_hour()),
+            i.price.date.clone(),
+        ]);
+    }
+    let mut s = render(&rows);
+    s.push_str("\nOn-demand prices; link per direction per device; network between instances for the whole instance (single: planned alone). `--json` for sources; `--instances-file` adds or overrides shapes.\n");
+    s
+}
+
 /// The `ridgeline hardware show ID` page.
 pub fn hardware_show(d: &Hardware) -> String {
     let mut s = format!("{} ({}, {})\n", d.name, d.id, d.vendor);

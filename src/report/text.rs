@@ -1,6 +1,6 @@
 //! Human-readable text report of a prediction.
 
-use crate::predict::Prediction;
+use crate::predict::{Prediction, SpeculativeReport};
 use crate::units::{fmt_flops, fmt_gb, fmt_seconds};
 
 fn rate(x: f64) -> String {
@@ -26,11 +26,7 @@ pub fn prediction(p: &Prediction) -> String {
         c.batch,
         c.prompt,
         c.r#gen,
-        if p.hardware.count > 1 {
-            format!(", {}", c.parallel)
-        } else {
-            String::new()
-        }
+        layout(p)
     );
     s.push_str(&format!(
         "Memory per device: {} weights + {} KV cache + {} activations + {} overhead = {} of {} -> {}\n",
@@ -77,6 +73,9 @@ pub fn prediction(p: &Prediction) -> String {
     if let Some(b) = d.compute_bound_batch {
         s.push_str(&format!("  decode turns compute-bound at batch {b}\n"));
     }
+    if let Some(sp) = &p.speculative {
+        s.push_str(&format!("{}\n", speculation(sp, c.batch)));
+    }
     let g = &p.generation;
     s.push_str(&format!(
         "Generation: TTFT {}, time per output token {}, total {}; decode {} tok/s, output {} tok/s (roofline decode {} tok/s)\n",
@@ -94,7 +93,11 @@ pub fn prediction(p: &Prediction) -> String {
         .collect();
     ops.sort_by(|a, b| b.time_s.total_cmp(&a.time_s));
     let total: f64 = ops.iter().map(|o| o.time_s).sum();
-    s.push_str("\nDecode step by operator (top 6):\n");
+    s.push_str(if p.speculative.is_some() {
+        "\nVerify pass by operator (top 6):\n"
+    } else {
+        "\nDecode step by operator (top 6):\n"
+    });
     let mut rows = vec![vec![
         "op".to_string(),
         "time".into(),
@@ -119,6 +122,49 @@ pub fn prediction(p: &Prediction) -> String {
         "\nGB = 1e9 bytes. Times are the engine's prediction; 'roofline' is the ideal bound.\n",
     );
     s
+}
+
+/// ", tp" / ", tp, ep 8" after the device count, when there are several devices.
+pub fn layout(p: &Prediction) -> String {
+    let c = &p.config;
+    let tp = p.hardware.count / c.ep.max(1);
+    match (p.hardware.count > 1, c.ep > 1) {
+        (false, _) => String::new(),
+        (true, false) => format!(", {}", c.parallel),
+        (true, true) if tp == 1 => {
+            format!(", experts over {} devices, attention data-parallel", c.ep)
+        }
+        (true, true) => format!(
+            ", experts over {} groups of {tp} tensor-parallel devices",
+            c.ep
+        ),
+    }
+}
+
+/// One sentence on speculative decoding at `batch`: what a verify pass yields and
+/// costs, the speed-up, and where it stops paying.
+pub fn speculation(sp: &SpeculativeReport, batch: u64) -> String {
+    let source = match sp.draft.as_str() {
+        "mtp" => "the model's MTP head".to_string(),
+        "eagle" => "an EAGLE-style one-layer head".to_string(),
+        id => format!("draft model {id}"),
+    };
+    let pays = match sp.break_even_batch {
+        Some(b) if b <= batch => format!("at this batch it no longer pays (it stops at batch {b})"),
+        Some(b) => {
+            format!("it stops paying at batch {b}, where the verify pass turns compute-bound")
+        }
+        None => "it pays at every batch up to 2^20 (decode stays memory-bound)".to_string(),
+    };
+    format!(
+        "Speculative decoding: {} draft tokens from {source}, each accepted with probability {:.2}, yield {:.2} tokens per verify pass; verify {} + drafts {} -> {:.2}x the plain decode speed at batch {batch}; {pays}",
+        sp.settings.k,
+        sp.settings.accept,
+        sp.tokens_per_verify,
+        fmt_seconds(sp.verify_time_s),
+        fmt_seconds(sp.draft_time_s),
+        sp.speedup,
+    )
 }
 
 /// " (the trained context; memory allows N)" where memory alone allows more.

@@ -6,7 +6,7 @@ use crate::error::{Error, Result};
 use ndarray::{ArrayD, IxDyn};
 use rayon::prelude::*;
 
-/// Labels of a [`Grid`]'s axes (the order of [`AXES`]).
+/// Labels of a [`Grid`]'s axes (the order of [`super::AXES`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct GridAxes {
     /// Model ids.
@@ -29,7 +29,7 @@ pub struct GridAxes {
     pub engine: Vec<String>,
 }
 
-/// A sweep's results as arrays with one dimension per axis of [`AXES`]
+/// A sweep's results as arrays with one dimension per axis of [`super::AXES`]
 /// (`[model, gpu, gpus, batch, prompt, gen, weights, kv, engine]`). Invalid
 /// combinations hold `NaN` and `valid = false`.
 #[derive(Debug, Clone)]

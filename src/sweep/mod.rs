@@ -30,7 +30,7 @@ use crate::hardware::{Hardware, HardwareDb};
 use crate::list::{parse_names, parse_u64_list_in};
 use crate::memory::Parallel;
 use crate::model::{ModelConfig, ModelDb};
-use crate::predict::{Evaluator, GenerationReport, Predictor, Scenario, Summary};
+use crate::predict::{Evaluator, GenerationReport, Predictor, Scenario, Speculation, Summary};
 use crate::roofline::Bound;
 use rayon::prelude::*;
 use std::cell::OnceCell;
@@ -60,7 +60,7 @@ pub const MAX_VALUE: u64 = crate::predict::MAX_COUNT;
 pub use crate::predict::MAX_GPUS;
 
 /// The CSV header (and the JSON keys, in order).
-pub const COLUMNS: [&str; 20] = [
+pub const COLUMNS: [&str; 21] = [
     "model",
     "gpu",
     "gpus",
@@ -80,6 +80,7 @@ pub const COLUMNS: [&str; 20] = [
     "capacity_bytes",
     "decode_bound",
     "usd_per_million_tokens",
+    "spec_speedup",
     "error",
 ];
 
@@ -106,6 +107,12 @@ pub struct Sweep<'a> {
     pub engines: Vec<&'a Engine>,
     /// How devices split the model.
     pub parallel: Parallel,
+    /// Expert-parallel groups (1: none), for every configuration.
+    pub ep: u64,
+    /// Speculative decoding, for every configuration.
+    pub spec: Option<Speculation>,
+    /// Draft model of speculative decoding (`None`: each model's own head).
+    pub draft: Option<ModelConfig>,
     /// Fused attention.
     pub flash: bool,
     /// Stream weights that do not fit from host memory.
@@ -135,6 +142,12 @@ pub struct SweepLists<'t> {
     pub engine: &'t str,
     /// `--parallel`.
     pub parallel: Parallel,
+    /// `--ep`.
+    pub ep: u64,
+    /// `--spec-k` and `--spec-accept`.
+    pub spec: Option<Speculation>,
+    /// `--draft`: a model id or config.json path (empty: each model's own head).
+    pub draft: &'t str,
     /// `--flash` / `--no-flash`.
     pub flash: bool,
 }
@@ -153,6 +166,9 @@ impl Default for SweepLists<'_> {
             kv: "native",
             engine: "typical",
             parallel: Parallel::Tp,
+            ep: 1,
+            spec: None,
+            draft: "",
             flash: true,
         }
     }
@@ -342,6 +358,12 @@ impl<'a> Sweep<'a> {
                 .map(|e| engines.get(e))
                 .collect::<Result<_>>()?,
             parallel: l.parallel,
+            ep: l.ep,
+            spec: l.spec,
+            draft: match l.draft.trim() {
+                "" => None,
+                name => Some(db.resolve(name)?),
+            },
             flash: l.flash,
             offload: false,
         };
@@ -397,6 +419,16 @@ impl<'a> Sweep<'a> {
             None => Ok(()),
         };
         check("gpus", &self.gpus, 1, MAX_GPUS)?;
+        check("ep", &[self.ep], 1, MAX_GPUS)?;
+        if let Some(spec) = self.spec {
+            spec.validate()?;
+        }
+        if self.draft.is_some() && self.spec.is_none() {
+            return Err(Error::conflict(
+                &["draft", "spec_k"],
+                "a draft model needs speculative decoding (spec_k and spec_accept)",
+            ));
+        }
         check("batch", &self.batch, 1, MAX_VALUE)?;
         check("prompt", &self.prompt, 0, MAX_VALUE)?;
         check("gen", &self.gen_tokens, 0, MAX_VALUE)?;
@@ -450,15 +482,21 @@ impl<'a> Sweep<'a> {
             kv: self.kv[ix[7]],
             gpus: self.gpus[ix[2]],
             parallel: self.parallel,
+            ep: self.ep,
             flash: self.flash,
             offload: self.offload,
+            spec: self.spec,
         };
-        Predictor::new(
+        let p = Predictor::new(
             &self.models[ix[0]],
             self.devices[ix[1]],
             self.engines[ix[8]],
             &s,
-        )
+        )?;
+        match &self.draft {
+            Some(d) => p.with_draft(d),
+            None => Ok(p),
+        }
     }
 
     /// Evaluates the configurations with flat indices in `range` in order on this thread,

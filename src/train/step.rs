@@ -370,9 +370,8 @@ impl Trainer<'_> {
             self.model,
             &step,
             &self.precision,
-            l.tp,
+            &graph::Shard::tp(l.tp, l.layers_per_stage),
             self.cfg.flash,
-            l.layers_per_stage,
         );
         let mut out = Vec::with_capacity(3 * g.ops().len() + 4);
         for op in g.ops() {

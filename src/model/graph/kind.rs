@@ -57,6 +57,10 @@ crate::named_enum! {
         MlpNorm = "mlp_norm",
         /// MoE router.
         Router = "router",
+        /// Expert parallelism: each token sent to the devices holding its experts.
+        MoeDispatch = "moe_dispatch",
+        /// Expert parallelism: the experts' outputs sent back to their tokens' devices.
+        MoeCombine = "moe_combine",
         /// MoE shared experts (every token), gate, up and down together.
         SharedExperts = "shared_experts",
         /// Gated MLP: gate and up projections together.
@@ -73,6 +77,10 @@ crate::named_enum! {
         AllreduceMlp = "allreduce_mlp",
         /// Residual add after the MLP.
         MlpResidual = "mlp_residual",
+        /// Speculative-decoding draft head (MTP or EAGLE-style): the normed embedding of
+        /// the last token and the model's last hidden state joined by a
+        /// `2·hidden → hidden` projection.
+        DraftProj = "draft_proj",
         /// Norm before the lm_head.
         FinalNorm = "final_norm",
         /// Output projection to the vocabulary.

@@ -16,8 +16,10 @@ crate::named_enum! {
     pub enum Phase: "phase" {
         /// The prompt, all tokens at once (time to first token).
         Prefill = "prefill",
-        /// One new token per sequence.
+        /// One new token per sequence (with speculative decoding: the verify pass).
         Decode = "decode",
+        /// One step of a speculative-decoding draft (a draft model or head).
+        Draft = "draft",
     }
 }
 
@@ -25,7 +27,7 @@ mod kind;
 mod pass;
 
 pub use kind::OpKind;
-pub use pass::forward;
+pub use pass::{draft_head, forward};
 
 /// Most operators one forward pass can have.
 pub const MAX_OPS: usize = 64;
@@ -62,6 +64,30 @@ impl Step {
             context,
             logits_per_sequence: 1,
         }
+    }
+}
+
+/// What one device runs of a model: its tensor-parallel share of the first `layers`
+/// layers, with the routed experts of MoE layers spread over `ep` expert-parallel groups.
+///
+/// With `ep > 1` a layout of `tp · ep` devices runs attention and every dense part
+/// tensor-parallel over `tp` devices and data-parallel over the `ep` groups (each group
+/// serves `batch / ep` of the sequences), and each group holds `1/ep` of the routed
+/// experts, every expert split `tp` ways inside it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    /// Tensor-parallel degree.
+    pub tp: u64,
+    /// Expert-parallel groups (1: none).
+    pub ep: u64,
+    /// Layers held (the first `layers` of the model: all, or a pipeline stage).
+    pub layers: u64,
+}
+
+impl Shard {
+    /// `tp`-way tensor parallel over `layers` layers, no expert parallelism.
+    pub fn tp(tp: u64, layers: u64) -> Shard {
+        Shard { tp, ep: 1, layers }
     }
 }
 
@@ -231,7 +257,13 @@ mod tests {
         // read once per token: (6,738,415,616 - 131,072,000 + 4096) · 2 bytes, plus
         // one embedding row (4096 · 2).
         let m = ModelDb::builtin().unwrap().resolve("llama-2-7b").unwrap();
-        let g = forward(&m, &Step::decode(1, 1), &bf16(), 1, true, m.layers);
+        let g = forward(
+            &m,
+            &Step::decode(1, 1),
+            &bf16(),
+            &Shard::tp(1, m.layers),
+            true,
+        );
         let w = g.total().read.weights;
         let expect = (6_738_415_616.0 - 131_072_000.0) * 2.0 + 4096.0 * 2.0;
         assert!((w - expect).abs() < 1.0, "{w} vs {expect}");
@@ -254,7 +286,13 @@ mod tests {
         // batch 1 decode reads active-param weights: 12,879,925,248 - 131,072,000 (embedding
         // table unread) at 2 bytes, + one embedding row.
         let m = ModelDb::builtin().unwrap().resolve("mixtral-8x7b").unwrap();
-        let g = forward(&m, &Step::decode(1, 1), &bf16(), 1, true, m.layers);
+        let g = forward(
+            &m,
+            &Step::decode(1, 1),
+            &bf16(),
+            &Shard::tp(1, m.layers),
+            true,
+        );
         let w = g.total().read.weights;
         let expect = (12_879_925_248.0 - 131_072_000.0) * 2.0 + 8192.0;
         assert!((w / expect - 1.0).abs() < 1e-9, "{w} vs {expect}");
@@ -263,8 +301,22 @@ mod tests {
     #[test]
     fn tensor_parallel_splits_and_adds_allreduce() {
         let m = ModelDb::builtin().unwrap().resolve("llama-2-70b").unwrap();
-        let one = forward(&m, &Step::decode(1, 100), &bf16(), 1, true, m.layers).total();
-        let four = forward(&m, &Step::decode(1, 100), &bf16(), 4, true, m.layers).total();
+        let one = forward(
+            &m,
+            &Step::decode(1, 100),
+            &bf16(),
+            &Shard::tp(1, m.layers),
+            true,
+        )
+        .total();
+        let four = forward(
+            &m,
+            &Step::decode(1, 100),
+            &bf16(),
+            &Shard::tp(4, m.layers),
+            true,
+        )
+        .total();
         assert!((one.read.weights / four.read.weights - 4.0).abs() < 0.05);
         // two all-reduces of 8192 fp16 per layer, ring factor 2·3/4: 80·2·1.5·16384 bytes
         assert_eq!(four.link_bytes, 80.0 * 2.0 * 1.5 * 16384.0);
@@ -273,7 +325,13 @@ mod tests {
     #[test]
     fn no_allocation_graph_fits_every_model() {
         for m in ModelDb::builtin().unwrap().models() {
-            let g = forward(m, &Step::prefill(1, 16), &bf16(), 2, false, m.layers);
+            let g = forward(
+                m,
+                &Step::prefill(1, 16),
+                &bf16(),
+                &Shard::tp(2, m.layers),
+                false,
+            );
             assert!(g.ops().len() < MAX_OPS, "{}", m.id);
         }
     }

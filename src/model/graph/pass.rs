@@ -2,13 +2,14 @@
 //! attention, dense and mixture-of-experts feed-forwards, embeddings and the head.
 
 use super::{
-    EMPTY, Graph, MAX_OPS, OpKind, Precision, Step, Unit, ceil_div, expected_experts, matmul_dtype,
+    EMPTY, Graph, MAX_OPS, OpKind, Precision, Shard, Step, Unit, ceil_div, expected_experts,
+    matmul_dtype,
 };
 use crate::model::{LayerKind, LinearDims, Mixer, MlaDims, ModelConfig};
 use crate::ops::{
     self, AttentionShape, Collective, Cost, Operand, attention_fused, attention_scores,
-    attention_values, collective, embedding, gated_activation, gemm, linear, norm, residual_add,
-    rope, softmax,
+    attention_values, collective, embedding, gated_activation, gemm, linear, moe_all_to_all, norm,
+    residual_add, rope, softmax,
 };
 
 /// Shapes and formats shared by the ops of one forward pass on one device.
@@ -17,7 +18,10 @@ struct Pass<'c> {
     step: &'c Step,
     p: &'c Precision,
     tp: u64,
-    /// Tokens processed in this pass: batch x new tokens.
+    /// Expert-parallel groups.
+    ep: u64,
+    /// Tokens processed in this pass on this device: batch x new tokens (the group's
+    /// share of the batch under expert parallelism).
     tokens: u64,
     act_bits: f64,
     w_bits: f64,
@@ -319,7 +323,10 @@ impl Pass<'_> {
         let mut up = linear(routed, h, up_width, w_bits, a, self.act, bias);
         let mut down = linear(routed, inter, h, w_bits, a, self.act, bias);
         if moe {
-            let touched = expected_experts(cfg.experts, cfg.experts_per_token, t);
+            // the routed experts this device holds that the tokens of every group touch
+            let all_tokens = t.saturating_mul(self.ep);
+            let touched =
+                expected_experts(cfg.experts, cfg.experts_per_token, all_tokens) / self.ep as f64;
             up.read.weights *= touched;
             down.read.weights *= touched;
         }
@@ -330,9 +337,20 @@ impl Pass<'_> {
             let cost = ops::activation(cfg.activation, routed, inter, a);
             (OpKind::UpProj, OpKind::Activation, cost)
         };
+        let all_to_all = || {
+            let k = cfg.experts_per_token;
+            let share = t as f64 / self.tp as f64;
+            moe_all_to_all(self.ep, share, k, h as f64, a)
+        };
+        if moe && self.ep > 1 {
+            g.push(OpKind::MoeDispatch, l, all_to_all(), Unit::Vector);
+        }
         g.push(up_kind, l, up, unit);
         g.push(act_kind, l, act_op, Unit::Vector);
         g.push(OpKind::DownProj, l, down, unit);
+        if moe && self.ep > 1 {
+            g.push(OpKind::MoeCombine, l, all_to_all(), Unit::Vector);
+        }
         if moe && cfg.shared_experts > 0 {
             let si = ceil_div(cfg.shared_intermediate, self.tp);
             let shared = self.linear(h, 2 * si, self.w_bits, self.act, false)
@@ -386,31 +404,80 @@ impl Pass<'_> {
     }
 }
 
-/// Builds the forward-pass graph for one device of a `tp`-way tensor-parallel group
-/// (`tp = 1`: a single device) holding `layers` layers (all of the model's, or the
-/// first `layers` of them for a pipeline stage), each layer kind's ops once with its
-/// layer count. With `flash` softmax attention is one fused op; without, it is scores
-/// + softmax + values with the score matrix in memory.
+/// The graph of one run of a speculative-decoding draft head on one device: a
+/// multi-token-prediction module (DeepSeek-V3's MTP, `num_nextn_predict_layers`) or an
+/// EAGLE-style head, each one layer deep. Counted as: the embedding lookup of the last
+/// token, two norms and a `2·hidden → hidden` projection joining it with the model's
+/// last hidden state ([`OpKind::DraftProj`]), one layer of the model's last layer kind,
+/// and the model's final norm and lm_head (shared with the model).
+pub fn draft_head(
+    cfg: &ModelConfig,
+    step: &Step,
+    p: &Precision,
+    shard: &Shard,
+    flash: bool,
+) -> Graph {
+    build(cfg, step, p, shard, flash, |pass, g| {
+        let (h, t) = (pass.cfg.hidden, pass.tokens);
+        let join = norm(cfg.norm, t, 2 * h, pass.act_bits, 16.0)
+            + pass.linear(2 * h, h, pass.w_bits, pass.act, false);
+        g.push(OpKind::DraftProj, 1.0, join, pass.matmul);
+        if let Some(&last) = cfg.layer_kinds.last() {
+            pass.layer(g, &cfg.kinds[last as usize], 1.0);
+        }
+    })
+}
+
+/// Builds the forward-pass graph for one device of a `shard.tp`-way tensor-parallel
+/// group (`tp = 1`: a single device) holding `shard.layers` layers (all of the model's,
+/// or the first `layers` of them for a pipeline stage), each layer kind's ops once with
+/// its layer count. With `flash` softmax attention is one fused op; without, it is
+/// scores + softmax + values with the score matrix in memory.
+///
+/// Expert parallelism (`shard.ep > 1`, see [`Shard`]): the device runs its group's
+/// `ceil(batch / ep)` sequences through attention and the dense parts; in each MoE
+/// layer a dispatch all-to-all sends every token to the groups holding its experts
+/// ([`crate::ops::moe_all_to_all`], split over the group's `tp` ranks), the device runs
+/// its experts on the `tokens · k / ep · ep = tokens · k` rows that arrive (balanced
+/// routing), reading the weights of the experts the tokens of all groups touch
+/// (`expected_experts(E, k, tokens · ep) / ep`), and a combine all-to-all returns the
+/// results.
 ///
 /// Tensor parallelism (Megatron): q/k/v, gate/up are split by columns, o/down by rows,
 /// heads and the MLP width divide by `tp` (KV heads are replicated when fewer than
 /// `tp`), the lm_head is split over the vocabulary, and each layer ends its mixer and
 /// its MLP with an all-reduce of `tokens × hidden` activations.
 ///
-/// Layers whose weights a format keeps in 16-bit (see [`Format`]) are costed so.
-pub fn forward(
+/// Layers whose weights a format keeps in 16-bit (see [`crate::dtype::Format`]) are costed so.
+pub fn forward(cfg: &ModelConfig, step: &Step, p: &Precision, shard: &Shard, flash: bool) -> Graph {
+    let n = (shard.layers as usize).min(cfg.layer_kinds.len());
+    build(cfg, step, p, shard, flash, |pass, g| {
+        for (kind, count) in cfg.kinds_in(0..n) {
+            pass.layer(g, &kind, count as f64);
+        }
+    })
+}
+
+/// The embeddings, `layers` (which adds the layer ops) and the head of one pass on one
+/// device (see [`forward`] for the expert-parallel share of the batch).
+fn build(
     cfg: &ModelConfig,
     step: &Step,
     p: &Precision,
-    tp: u64,
+    shard: &Shard,
     flash: bool,
-    layers: u64,
+    layers: impl FnOnce(&Pass<'_>, &mut Graph),
 ) -> Graph {
     let mut g = Graph {
         ops: [EMPTY; MAX_OPS],
         len: 0,
     };
-    let tp = tp.max(1);
+    let (tp, ep) = (shard.tp.max(1), shard.ep.max(1));
+    let local = Step {
+        batch: step.batch.div_ceil(ep),
+        ..*step
+    };
+    let step = &local;
     let tokens = step.batch.saturating_mul(step.new_tokens);
     if tokens == 0 {
         return g;
@@ -422,6 +489,7 @@ pub fn forward(
         step,
         p,
         tp,
+        ep,
         tokens,
         act_bits,
         w_bits,
@@ -439,10 +507,7 @@ pub fn forward(
         flash,
     };
     pass.embeddings(&mut g);
-    let n = (layers as usize).min(cfg.layer_kinds.len());
-    for (kind, count) in cfg.kinds_in(0..n) {
-        pass.layer(&mut g, &kind, count as f64);
-    }
+    layers(&pass, &mut g);
     pass.head(&mut g);
     g
 }

@@ -10,7 +10,7 @@ use super::marks::{CEILING_DASH, LINK_DASH, ceiling_color, link_color, op_style}
 use super::scene::Scene;
 use super::{LINE_H, TOP, short_name};
 use crate::error::Result;
-use crate::units::{fmt_bytes_per_s, fmt_flops_per_s};
+use crate::units::{fmt_bytes, fmt_bytes_per_s, fmt_flops_per_s};
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, VPos};
 
@@ -100,11 +100,20 @@ fn ops(root: &Root, p: &mut Panel, s: &Scene, numbered: &[(usize, usize)]) -> Re
         SMALL_PX,
         INK,
     )?;
-    let decode = format!(
-        "decode step: {} × 1 token at context {}",
-        c.batch, first.decode.context
-    );
+    let decode = match &first.speculative {
+        Some(sp) => format!(
+            "verify pass: {} × {} tokens at context {}",
+            c.batch,
+            sp.settings.k + 1,
+            first.decode.context
+        ),
+        None => format!(
+            "decode step: {} × 1 token at context {}",
+            c.batch, first.decode.context
+        ),
+    };
     p.row(&[op_sample(true, 11.0, 4.5)], 28.0, &decode, SMALL_PX, INK)?;
+    link_ops(p, s)?;
     if numbered.is_empty() {
         return Ok(());
     }
@@ -119,6 +128,28 @@ fn ops(root: &Root, p: &mut Panel, s: &Scene, numbered: &[(usize, usize)]) -> Re
         draw_text(root, &n.to_string(), p.x + 28.0, p.y, number_pen)?;
         let key = format!("{}  {:.0}%", op.name, op.share * 100.0);
         p.row(&[], 36.0, &key, SMALL_PX, INK)?;
+    }
+    Ok(())
+}
+
+/// The ops that only move bytes over the link (no FLOPs, so not on the axes): name,
+/// share of their phase's time and bytes, under a link-dashed sample.
+fn link_ops(p: &mut Panel, s: &Scene) -> Result<()> {
+    if s.link_ops.is_empty() {
+        return Ok(());
+    }
+    p.skip(0.3);
+    p.heading("On the link, no FLOPs (not on the axes)")?;
+    for op in &s.link_ops {
+        let phase = if op.decode { "decode" } else { "prefill" };
+        let text = format!(
+            "{} ({phase})  {:.0}% · {}",
+            op.name,
+            op.share * 100.0,
+            fmt_bytes(op.link_bytes)
+        );
+        let sample = ceiling_sample(link_color(0), 2, LINK_DASH);
+        p.row(&[sample], 28.0, &text, SMALL_PX, INK)?;
     }
     Ok(())
 }

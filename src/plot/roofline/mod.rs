@@ -125,10 +125,10 @@ pub fn subtitle(p: &Prediction) -> String {
         p.decode.context,
         c.engine,
         p.hardware.count,
-        if p.hardware.count > 1 {
-            format!(", {}", c.parallel)
-        } else {
-            String::new()
+        match (p.hardware.count > 1, c.ep > 1) {
+            (false, _) => String::new(),
+            (true, false) => format!(", {}", c.parallel),
+            (true, true) => format!(", ep {} × tp {}", c.ep, p.hardware.count / c.ep),
         }
     )
 }

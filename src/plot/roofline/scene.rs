@@ -20,6 +20,18 @@ pub(super) struct OpPoint {
     pub share: f64,
 }
 
+/// An op that only moves bytes over the link (an expert-parallel all-to-all): no FLOPs,
+/// so no place on the axes; listed in the key instead.
+#[derive(Debug, Clone)]
+pub(super) struct LinkOp {
+    pub name: &'static str,
+    pub decode: bool,
+    /// Share of its phase's op time (0..1).
+    pub share: f64,
+    /// Bytes over the link, all executions.
+    pub link_bytes: f64,
+}
+
 /// A slope ceiling: a link's bandwidth.
 #[derive(Debug, Clone)]
 pub(super) struct LinkRoof {
@@ -39,8 +51,12 @@ pub(super) struct Scene<'d> {
     pub opts: &'d RooflineOptions,
     /// The first device's ops within the axes.
     pub points: Vec<OpPoint>,
-    /// Ops without FLOPs (no place on a log axis).
+    /// The first device's ops that only move bytes over the link.
+    pub link_ops: Vec<LinkOp>,
+    /// Ops without FLOPs (no place on a log axis), besides `link_ops`.
     skipped: usize,
+    /// Draft steps of speculative decoding (not drawn).
+    drafts: usize,
     /// Ops beyond the axes.
     outside: usize,
     pub links: Vec<LinkRoof>,
@@ -52,42 +68,52 @@ pub(super) struct Scene<'d> {
     pub y: (f64, f64),
 }
 
-/// The ops of a prediction as points, and how many have no place on a log axis.
-fn op_points(p: &Prediction) -> (Vec<OpPoint>, usize) {
+/// The ops of a prediction as points, the link-only ops, how many others have no place
+/// on a log axis, and how many draft-step ops there are (not drawn: a verify pass and
+/// its drafts are different passes).
+fn op_points(p: &Prediction) -> (Vec<OpPoint>, Vec<LinkOp>, usize, usize) {
     let mut totals = [0.0f64; 2];
-    for op in &p.ops {
+    for op in p.ops.iter().filter(|o| o.phase != Phase::Draft) {
         let i = usize::from(op.phase == Phase::Decode);
         if op.time_s.is_finite() && op.time_s > 0.0 {
             totals[i] += op.time_s;
         }
     }
-    let mut pts = Vec::new();
-    let mut skipped = 0;
+    let share = |i: usize, t: f64| if totals[i] > 0.0 { t / totals[i] } else { 0.0 };
+    let (mut pts, mut link_ops) = (Vec::new(), Vec::new());
+    let (mut skipped, mut drafts) = (0, 0);
     for op in &p.ops {
-        let i = usize::from(op.phase == Phase::Decode);
-        let ok = op.flops > 0.0
-            && op.flops.is_finite()
-            && op.time_s > 0.0
-            && op.time_s.is_finite()
-            && op.arithmetic_intensity > 0.0
-            && op.arithmetic_intensity < 1e300;
-        if !ok {
-            skipped += 1;
+        if op.phase == Phase::Draft {
+            drafts += 1;
             continue;
         }
-        pts.push(OpPoint {
-            name: op.kind.name(),
-            decode: i == 1,
-            intensity: op.arithmetic_intensity,
-            flops_per_s: op.flops / op.time_s,
-            share: if totals[i] > 0.0 {
-                op.time_s / totals[i]
-            } else {
-                0.0
-            },
-        });
+        let i = usize::from(op.phase == Phase::Decode);
+        let timed = op.time_s > 0.0 && op.time_s.is_finite();
+        let ok = op.flops > 0.0
+            && op.flops.is_finite()
+            && timed
+            && op.arithmetic_intensity > 0.0
+            && op.arithmetic_intensity < 1e300;
+        if ok {
+            pts.push(OpPoint {
+                name: op.kind.name(),
+                decode: i == 1,
+                intensity: op.arithmetic_intensity,
+                flops_per_s: op.flops / op.time_s,
+                share: share(i, op.time_s),
+            });
+        } else if timed && op.flops == 0.0 && op.link_bytes > 0.0 {
+            link_ops.push(LinkOp {
+                name: op.kind.name(),
+                decode: i == 1,
+                share: share(i, op.time_s),
+                link_bytes: op.link_bytes,
+            });
+        } else {
+            skipped += 1;
+        }
     }
-    (pts, skipped)
+    (pts, link_ops, skipped, drafts)
 }
 
 /// The links to draw as slopes, deduplicated by name, role and bandwidth.
@@ -195,7 +221,7 @@ impl<'d> Scene<'d> {
     /// The scene of `devices` (at least one) as `opts` asks.
     pub fn new(devices: &'d [RooflineDevice<'d>], opts: &'d RooflineOptions) -> Scene<'d> {
         let first = &devices[0];
-        let (mut points, skipped) = op_points(first.prediction);
+        let (mut points, link_ops, skipped, drafts) = op_points(first.prediction);
         let links = link_roofs(devices, opts);
         let ceilings = if opts.unit_ceilings {
             unit_ceilings(first)
@@ -212,7 +238,9 @@ impl<'d> Scene<'d> {
             opts,
             outside: before - points.len(),
             points,
+            link_ops,
             skipped,
+            drafts,
             links,
             ceilings,
             x,
@@ -240,6 +268,12 @@ impl<'d> Scene<'d> {
         if self.outside > 0 {
             note += &format!(" {} op(s) beyond the axes not shown.", self.outside);
         }
+        if self.drafts > 0 {
+            note += &format!(
+                " The {} ops of a speculative draft step are not shown.",
+                self.drafts
+            );
+        }
         note
     }
 
@@ -253,7 +287,12 @@ impl<'d> Scene<'d> {
             + 1.4
             + 2.0
             + 2.0
-            + 1.0;
+            + 1.0
+            + if self.link_ops.is_empty() {
+                0.0
+            } else {
+                1.3 + self.link_ops.len() as f64
+            };
         ((foot_top - TOP - 6.0) / LINE_H - fixed_lines)
             .floor()
             .max(0.0) as usize

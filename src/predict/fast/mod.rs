@@ -134,9 +134,12 @@ impl<'p, 'a> Evaluator<'p, 'a> {
         self.predictor
     }
 
-    /// [`Predictor::summary`] with caching.
+    /// [`Predictor::summary`] with caching (speculative decoding takes the plain path).
     pub fn summary(&mut self, batch: u64, prompt: u64, gen_tokens: u64) -> Summary {
         let p = self.predictor;
+        if p.speculation().is_some() {
+            return p.summary(batch, prompt, gen_tokens);
+        }
         if !matches!(self.lines, Some((b, _)) if b == batch) {
             self.lines = Some((batch, DecodeLines::new(p, batch)));
         }
@@ -147,9 +150,11 @@ impl<'p, 'a> Evaluator<'p, 'a> {
         let prefill_ops = match self.prefill {
             Some((key, r)) if key == (batch, prompt) => r,
             _ => {
+                // expert parallelism splits the batch into groups (a step function of
+                // the batch): no lines in the batch
                 let r = match self.prefill_lines.as_deref_mut() {
-                    Some(cache) => cache.pass_ops(p, batch, prompt),
-                    None => p.pass_ops(&Step::prefill(batch, prompt)),
+                    Some(cache) if p.ep == 1 => cache.pass_ops(p, batch, prompt),
+                    _ => p.pass_ops(&Step::prefill(batch, prompt)),
                 };
                 self.prefill = Some(((batch, prompt), r));
                 r
@@ -178,6 +183,7 @@ impl<'p, 'a> Evaluator<'p, 'a> {
             decode_total_roofline_s,
             memory,
             offloaded_bytes: offloaded,
+            speedup: 1.0,
         }
     }
 }

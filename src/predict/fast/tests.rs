@@ -215,6 +215,60 @@ fn evaluator_equals_plain_summary() {
     assert_eq!(checked, 12 * 4 * 5 * 5);
 }
 
+/// The same with the models of 2025-26: windows, latent attention, linear attention,
+/// expert parallelism and speculative decoding (which takes the plain path).
+#[test]
+fn evaluator_equals_plain_for_new_architectures() {
+    use crate::predict::Speculation;
+    let models = ModelDb::builtin().unwrap();
+    let hw = HardwareDb::builtin().unwrap();
+    let engines = EngineDb::builtin().unwrap();
+    let spec = Some(Speculation { k: 3, accept: 0.7 });
+    for (model, gpu, gpus, ep, spec) in [
+        ("gpt-oss-20b", "h100", 1, 1, None),
+        ("gemma-3-4b", "l4", 1, 1, None),
+        ("deepseek-v3", "h200", 8, 1, None),
+        ("deepseek-v3", "h200", 16, 8, None),
+        ("qwen3-30b-a3b", "h100", 4, 4, None),
+        ("qwen3-next-80b-a3b", "h200", 2, 1, None),
+        ("llama-3.1-8b", "h100", 1, 1, spec),
+        ("qwen3-30b-a3b", "h100", 4, 2, spec),
+    ] {
+        let m = models.resolve(model).unwrap();
+        let s = Scenario {
+            gpus,
+            ep,
+            spec,
+            weights: Some(Format::Fp8),
+            ..Scenario::default()
+        };
+        let p = Predictor::new(
+            &m,
+            hw.get(gpu).unwrap(),
+            engines.get("typical").unwrap(),
+            &s,
+        )
+        .unwrap();
+        let mut ev = Evaluator::new(&p);
+        for batch in [1u64, 3, 64, 1024] {
+            for prompt in [0u64, 17, 512, 8192] {
+                for gen_tokens in [0u64, 1, 128, 4000] {
+                    let (fast, plain) = (
+                        ev.summary(batch, prompt, gen_tokens),
+                        p.summary(batch, prompt, gen_tokens),
+                    );
+                    let what = format!("{model} ep{ep} b{batch} p{prompt} g{gen_tokens}");
+                    same_pass(&fast.prefill, &plain.prefill, &format!("{what} prefill"));
+                    same_pass(&fast.decode, &plain.decode, &format!("{what} decode"));
+                    close(fast.decode_total_s, plain.decode_total_s, &what);
+                    close(fast.speedup, plain.speedup, &what);
+                    assert_eq!(fast.memory, plain.memory, "{what}");
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn envelope_sums_match_sum_max_affine() {
     use crate::predict::sum_max_affine;

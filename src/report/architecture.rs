@@ -1,0 +1,183 @@
+//! The explanation's sentences on what a model's architecture changes: its attention
+//! (grouped-query, latent, sliding windows, linear), its experts and how they are
+//! spread, and speculative decoding. Reads [`Prediction::architecture`] and the
+//! prediction's ops; computes nothing but the sentences.
+
+use super::explain::Finding;
+use crate::model::graph::{OpKind, Phase};
+use crate::predict::{Architecture, Prediction};
+use crate::units::{fmt_bytes as bytes, fmt_gb, fmt_params};
+
+fn finding(topic: &'static str, text: String) -> Finding {
+    Finding { topic, text }
+}
+
+/// Every architecture sentence that applies, attention first.
+pub(super) fn findings(p: &Prediction) -> Vec<Finding> {
+    let a = &p.architecture;
+    let mut f = vec![attention(a)];
+    f.extend(windows(p, a));
+    f.extend(linear(a));
+    f.extend(experts(p, a));
+    f.extend(expert_parallel(p));
+    if let Some(sp) = &p.speculative {
+        f.push(finding(
+            "decode",
+            format!("{}.", super::text::speculation(sp, p.config.batch)),
+        ));
+    }
+    f
+}
+
+/// Latent, grouped-query or full multi-head attention: the cache per token against
+/// what every query head's own uncompressed key and value would take.
+fn attention(a: &Architecture) -> Finding {
+    let (kv, mha) = (a.kv_bytes_per_token, a.mha_kv_bytes_per_token);
+    let ratio = if kv > 0.0 { mha / kv } else { 0.0 };
+    if a.latent_layers > 0 {
+        return finding(
+            "architecture",
+            format!(
+                "Multi-head latent attention caches one compressed latent and rotary key per layer, {} per token, where the same {} heads uncompressed would cache {}: {ratio:.0}x less KV cache, at the cost of projecting the latent back (absorbed into the queries in decode).",
+                bytes(kv),
+                a.heads,
+                bytes(mha)
+            ),
+        );
+    }
+    if a.kv_heads == a.heads {
+        let gqa = 8.0_f64.min(a.heads as f64);
+        return finding(
+            "help",
+            format!(
+                "This model has no grouped-query attention ({} KV heads for {} query heads, {} per token); a GQA model with 8 KV heads would cache {:.0}x less ({}).",
+                a.kv_heads,
+                a.heads,
+                bytes(kv),
+                a.heads as f64 / gqa,
+                bytes(kv * gqa / a.heads as f64)
+            ),
+        );
+    }
+    finding(
+        "architecture",
+        format!(
+            "Grouped-query attention ({} KV heads for {} query heads) caches {} per token where full multi-head attention would cache {}: {ratio:.0}x less.",
+            a.kv_heads,
+            a.heads,
+            bytes(kv),
+            bytes(mha)
+        ),
+    )
+}
+
+/// Sliding windows: the cache at this context against every layer caching it all.
+fn windows(p: &Prediction, a: &Architecture) -> Option<Finding> {
+    let largest = a.windows.last()?;
+    let windowed: u64 = a.windows.iter().map(|w| w.layers).sum();
+    let list = match &a.windows[..] {
+        [one] => format!("a sliding window of {} tokens", one.window),
+        many => format!(
+            "sliding windows of {}",
+            many.iter()
+                .map(|w| format!("{} tokens ({} layers)", w.window, w.layers))
+                .collect::<Vec<_>>()
+                .join(" and ")
+        ),
+    };
+    let (at, full) = (a.kv_bytes_at_context, a.kv_bytes_at_context_unwindowed);
+    let saving = if at < full {
+        format!(
+            "at context {} a sequence caches {} instead of {} ({:.1}x less)",
+            p.decode.context,
+            bytes(at),
+            bytes(full),
+            full / at
+        )
+    } else {
+        format!(
+            "at context {} no window is full yet; beyond {} tokens those layers stop growing",
+            p.decode.context, largest.window
+        )
+    };
+    Some(finding(
+        "architecture",
+        format!(
+            "{windowed} of {} layers attend to {list}: their cache and decode reads stop at the window, and prefill counts only the band; {saving}.",
+            a.layers
+        ),
+    ))
+}
+
+/// Linear attention: a fixed state instead of a growing cache.
+fn linear(a: &Architecture) -> Option<Finding> {
+    (a.linear_layers > 0).then(|| {
+        finding(
+            "architecture",
+            format!(
+                "{} of {} layers are linear attention with a fixed state of {} per sequence whatever the context; only the other {} layers cache keys and values ({} per token).",
+                a.linear_layers,
+                a.layers,
+                bytes(a.state_bytes_per_sequence),
+                a.layers - a.linear_layers,
+                bytes(a.kv_bytes_per_token)
+            ),
+        )
+    })
+}
+
+/// The experts a token runs and the ones a decode step reads.
+fn experts(p: &Prediction, a: &Architecture) -> Option<Finding> {
+    let e = a.experts?;
+    let shared = if e.shared > 0 {
+        format!(" plus {} shared", e.shared)
+    } else {
+        String::new()
+    };
+    Some(finding(
+        "architecture",
+        format!(
+            "Mixture of experts: each token runs {} of {} routed experts{shared} in {} of {} layers ({} of {} parameters active, experts stored as {}); a decode step of batch {} touches {:.1} experts per layer on average, and reads only those experts' weights.",
+            e.per_token,
+            e.routed,
+            e.moe_layers,
+            a.layers,
+            fmt_params(p.model.active_params as f64),
+            fmt_params(p.model.params as f64),
+            e.format,
+            p.config.batch,
+            e.touched_per_decode_step
+        ),
+    ))
+}
+
+/// Expert parallelism: the all-to-alls' share of the decode step.
+fn expert_parallel(p: &Prediction) -> Option<Finding> {
+    let c = &p.config;
+    if c.ep <= 1 {
+        return None;
+    }
+    let decode: Vec<_> = p.ops.iter().filter(|o| o.phase == Phase::Decode).collect();
+    let total: f64 = decode.iter().map(|o| o.time_s).sum();
+    let (mut time, mut link) = (0.0, 0.0);
+    for o in decode
+        .iter()
+        .filter(|o| matches!(o.kind, OpKind::MoeDispatch | OpKind::MoeCombine))
+    {
+        time += o.time_s;
+        link += o.link_bytes;
+    }
+    Some(finding(
+        "architecture",
+        format!(
+            "Expert parallelism over {} groups: each device holds 1/{} of the routed experts ({} of weights per device) and serves {} of the {} sequences; the dispatch and combine all-to-alls move {} per device per decode step over the link, {:.0}% of the step's op time.",
+            c.ep,
+            c.ep,
+            fmt_gb(p.memory.inner.weights_bytes),
+            c.batch.div_ceil(c.ep),
+            c.batch,
+            bytes(link),
+            100.0 * time / total.max(f64::MIN_POSITIVE)
+        ),
+    ))
+}

@@ -1,0 +1,318 @@
+//! Expert parallelism and speculative decoding: the all-to-all ops and the expert share
+//! of memory against hand arithmetic, the speculative step against its parts, where
+//! speculation stops paying, and the errors of impossible combinations.
+
+use ridgeline::dtype::Format;
+use ridgeline::memory::{Layout, Share, device_weight_bytes};
+use ridgeline::model::graph::{OpKind, Phase};
+use ridgeline::predict::{Prediction, Speculation, resolve_formats};
+use ridgeline::prelude::*;
+use std::process::Command;
+
+fn model(id: &str) -> ModelConfig {
+    ModelDb::builtin().unwrap().resolve(id).unwrap()
+}
+
+fn run(
+    m: &ModelConfig,
+    gpu: &str,
+    engine: &str,
+    s: &Scenario,
+    draft: Option<&ModelConfig>,
+) -> Prediction {
+    let hw = HardwareDb::builtin().unwrap().get(gpu).unwrap();
+    let e = EngineDb::builtin().unwrap().get(engine).unwrap();
+    let mut p = Predictor::new(m, hw, e, s).unwrap();
+    if let Some(d) = draft {
+        p = p.with_draft(d).unwrap();
+    }
+    p.predict(s.batch, s.prompt, s.gen_tokens).unwrap()
+}
+
+fn close(what: &str, a: f64, b: f64, rel: f64) {
+    assert!(
+        (a - b).abs() <= rel * a.abs().max(b.abs()),
+        "{what}: {a} vs {b}"
+    );
+}
+
+#[test]
+fn expert_parallel_all_to_all_on_the_link() {
+    // DeepSeek-V3 over 8 H200 with --ep 8, batch 64: each device serves 8 sequences and
+    // sends each token once to every other device holding one of its 8 experts:
+    // 8 · (1 - (7/8)^8) = 5.2511 devices, 7/8 of them remote, 7168 bf16 values each.
+    let m = model("deepseek-v3");
+    let s = Scenario {
+        batch: 64,
+        gpus: 8,
+        ep: 8,
+        weights: Some(Format::Fp8),
+        ..Scenario::default()
+    };
+    let p = run(&m, "h200", "ideal", &s, None);
+    assert_eq!(p.config.ep, 8);
+    let remote = 8.0 * (1.0 - 0.875f64.powi(8)) * 0.875;
+    let per_layer = 8.0 * remote * 7168.0 * 2.0;
+    for kind in [OpKind::MoeDispatch, OpKind::MoeCombine] {
+        let op = p
+            .ops
+            .iter()
+            .find(|o| o.kind == kind && o.phase == Phase::Decode)
+            .unwrap_or_else(|| panic!("{kind} missing"));
+        // 58 MoE layers (the first 3 are dense)
+        assert_eq!(op.count, 58.0);
+        close("link bytes", op.link_bytes, 58.0 * per_layer, 1e-12);
+        assert_eq!(op.bound.name(), "communication");
+    }
+    // prefill: 8 x 512 tokens per device
+    let pre = p
+        .ops
+        .iter()
+        .find(|o| o.kind == OpKind::MoeDispatch && o.phase == Phase::Prefill)
+        .unwrap();
+    close(
+        "prefill link",
+        pre.link_bytes,
+        58.0 * 512.0 * per_layer,
+        1e-12,
+    );
+    // without --ep there is no all-to-all
+    let tp = run(&m, "h200", "ideal", &Scenario { ep: 1, ..s }, None);
+    assert!(tp.ops.iter().all(|o| o.kind != OpKind::MoeDispatch));
+}
+
+#[test]
+fn expert_parallel_memory_holds_an_eighth_of_the_experts() {
+    // DeepSeek-V3's routed experts: 58 layers x 256 x 3 x 7168 x 2048 =
+    // 653,908,770,816 parameters, 1 byte each in fp8. A device of --ep 8 (one device per
+    // group) holds 32 of each layer's 256, and all of everything else.
+    let m = model("deepseek-v3");
+    let p = resolve_formats(&m, Some(Format::Fp8), None);
+    let bytes = |ep| {
+        let layout = Layout {
+            gpus: ep,
+            parallel: Parallel::Tp,
+            ep,
+        };
+        device_weight_bytes(&m, &p, &Share::stages(&m, &layout)[0])
+    };
+    let routed = 58.0 * 256.0 * 3.0 * 7168.0 * 2048.0;
+    assert_eq!(routed, 653_908_770_816.0);
+    close("ep 8 share", bytes(1) - bytes(8), routed * 7.0 / 8.0, 1e-12);
+    // the KV cache of a device is its group's: 1/8 of the batch
+    let s = Scenario {
+        batch: 64,
+        gpus: 8,
+        weights: Some(Format::Fp8),
+        ..Scenario::default()
+    };
+    let tp8 = run(&m, "h200", "ideal", &s, None);
+    let ep8 = run(&m, "h200", "ideal", &Scenario { ep: 8, ..s }, None);
+    close(
+        "kv",
+        ep8.memory.inner.kv_cache_bytes * 8.0,
+        tp8.memory.inner.kv_cache_bytes,
+        1e-12,
+    );
+}
+
+#[test]
+fn speculative_step_is_verify_plus_drafts_over_tokens_per_verify() {
+    // Llama 3.1 70B on 4 H100 with Llama 3.2 1B drafting 4 tokens, 70% accepted:
+    // 1 + 0.7 + 0.49 + 0.343 + 0.2401 = 2.7731 tokens per verify pass.
+    let target = model("llama-3.1-70b");
+    let draft = model("llama-3.2-1b");
+    let s = Scenario {
+        batch: 8,
+        gpus: 4,
+        spec: Some(Speculation { k: 4, accept: 0.7 }),
+        ..Scenario::default()
+    };
+    let p = run(&target, "h100", "typical", &s, Some(&draft));
+    let sp = p.speculative.as_ref().unwrap();
+    assert_eq!(sp.draft, "llama-3.2-1b");
+    close("tokens per verify", sp.tokens_per_verify, 2.7731, 1e-12);
+    close(
+        "step",
+        p.decode.time_per_step_s,
+        (sp.verify_time_s + sp.draft_time_s) / 2.7731,
+        1e-9,
+    );
+    // the draft ops are listed under their own phase
+    assert!(p.ops.iter().any(|o| o.phase == Phase::Draft));
+    // the draft's weights (1,235,814,400 bf16 parameters, 4-way tensor parallel but the
+    // 128,256 x 2048 embedding table held by every rank as the tied lm_head's shard)
+    // are held beside the model's
+    let plain = run(
+        &target,
+        "h100",
+        "typical",
+        &Scenario { spec: None, ..s },
+        None,
+    );
+    let added = p.memory.inner.weights_bytes - plain.memory.inner.weights_bytes;
+    assert!(
+        added > 1.235e9 * 2.0 / 4.0 && added < 1.236e9 * 2.0,
+        "draft weights per device {added}"
+    );
+    // speculation pays at batch 8 (decode is bandwidth-bound) ...
+    assert!(sp.speedup > 1.5, "{}", sp.speedup);
+    // ... and stops where the verify pass turns compute-bound
+    let b = sp
+        .break_even_batch
+        .expect("a dense model's speculation stops paying");
+    let at = |batch| {
+        run(
+            &target,
+            "h100",
+            "typical",
+            &Scenario { batch, ..s },
+            Some(&draft),
+        )
+        .speculative
+        .unwrap()
+        .speedup
+    };
+    assert!(at(b) <= 1.0 && at(b - 1) > 1.0, "break-even {b}");
+}
+
+#[test]
+fn mtp_head_costs_one_layer_and_its_weights() {
+    // DeepSeek-V3's MTP module: "11.5B unique parameters (excluding the shared 0.9B
+    // Embedding and 0.9B output Head)" (README_WEIGHTS.md,
+    // https://github.com/deepseek-ai/DeepSeek-V3): held in fp8 at about a byte each.
+    let m = model("deepseek-v3");
+    let s = Scenario {
+        gpus: 8,
+        weights: Some(Format::Fp8),
+        spec: Some(Speculation { k: 1, accept: 0.9 }),
+        ..Scenario::default()
+    };
+    let with = run(&m, "h200", "typical", &s, None);
+    let without = run(&m, "h200", "typical", &Scenario { spec: None, ..s }, None);
+    assert_eq!(with.speculative.as_ref().unwrap().draft, "mtp");
+    let added = (with.memory.inner.weights_bytes - without.memory.inner.weights_bytes) * 8.0;
+    close("MTP module", added, 11.5e9, 0.03);
+    // acceptance 0.9 with one draft: 1.9 tokens per verify
+    close(
+        "tokens per verify",
+        with.speculative.unwrap().tokens_per_verify,
+        1.9,
+        1e-12,
+    );
+    // a model without an MTP module drafts with an EAGLE-style head
+    let q = run(&model("qwen3-8b"), "h100", "typical", &s_one(), None);
+    assert_eq!(q.speculative.unwrap().draft, "eagle");
+}
+
+fn s_one() -> Scenario {
+    Scenario {
+        spec: Some(Speculation { k: 3, accept: 0.6 }),
+        ..Scenario::default()
+    }
+}
+
+#[test]
+fn speculation_that_is_always_rejected_only_costs() {
+    // accept = 0: one token per verify pass, and the drafts are waste
+    let s = Scenario {
+        spec: Some(Speculation { k: 3, accept: 0.0 }),
+        ..Scenario::default()
+    };
+    let p = run(&model("llama-3.1-8b"), "h100", "typical", &s, None);
+    assert!(p.speculative.unwrap().speedup < 1.0);
+}
+
+fn cli(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_ridgeline"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
+}
+
+#[test]
+fn impossible_combinations_exit_2_naming_the_flag() {
+    for (args, needle) in [
+        (
+            &["--model", "llama-3-8b", "--gpus", "2", "--ep", "2"][..],
+            "--ep",
+        ),
+        (
+            &["--model", "deepseek-v3", "--gpus", "8", "--ep", "3"][..],
+            "do not divide",
+        ),
+        (
+            &["--model", "mixtral-8x7b", "--gpus", "16", "--ep", "16"][..],
+            "exceed",
+        ),
+        (
+            &[
+                "--model",
+                "qwen3-30b-a3b",
+                "--gpus",
+                "4",
+                "--ep",
+                "4",
+                "--parallel",
+                "pp",
+            ][..],
+            "--parallel tp",
+        ),
+        (
+            &["--model", "llama-3-8b", "--spec-k", "3"][..],
+            "--spec-accept",
+        ),
+        (
+            &[
+                "--model",
+                "llama-3-8b",
+                "--spec-k",
+                "3",
+                "--spec-accept",
+                "1.5",
+            ][..],
+            "--spec-accept",
+        ),
+        (
+            &[
+                "--model",
+                "llama-3-8b",
+                "--spec-k",
+                "0",
+                "--spec-accept",
+                "0.5",
+            ][..],
+            "--spec-k",
+        ),
+        (
+            &["--model", "llama-3-8b", "--draft", "llama-3.2-1b"][..],
+            "--spec-k",
+        ),
+        (
+            &[
+                "--model",
+                "llama-3-8b",
+                "--spec-k",
+                "2",
+                "--spec-accept",
+                "0.5",
+                "--draft",
+                "qwen3-0.6b",
+            ][..],
+            "vocabulary",
+        ),
+    ] {
+        let mut full = vec!["predict", "--gpu", "h100"];
+        full.extend_from_slice(args);
+        let (code, out, err) = cli(&full);
+        assert_eq!(code, Some(2), "{full:?}: {err}");
+        assert!(out.is_empty(), "{full:?}");
+        assert!(err.contains(needle), "{full:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{full:?}: {err}");
+    }
+}
