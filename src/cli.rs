@@ -11,7 +11,7 @@ use ridgeline::train::{Method, Offload, Optimizer, Recompute, TrainConfig, Train
 use std::path::PathBuf;
 
 mod simulate;
-pub use simulate::SimulateArgs;
+pub use simulate::{PlanRateArgs, SimulateArgs};
 
 /// Most devices a layout may have (the library's own limit).
 const MAX_DEVICES: u64 = 1_000_000;
@@ -532,37 +532,12 @@ pub struct PlanArgs {
     /// Naive attention that materializes the score matrix.
     #[arg(long = "no-flash")]
     pub no_flash: bool,
-    /// Plan for a request rate (requests/s, Poisson): size each layout by the highest
-    /// rate one replica serves within --p99-ttft-ms / --p99-tpot-ms (simulated), and
-    /// count the replicas the rate needs.
-    #[arg(long, value_parser = positive, allow_negative_numbers = true, conflicts_with_all = ["max_ttft_ms", "max_tpot_ms", "min_throughput", "train"])]
-    pub rate: Option<f64>,
-    /// With --rate: largest acceptable p99 time to first token, ms.
-    #[arg(long = "p99-ttft-ms", value_parser = positive, allow_negative_numbers = true, requires = "rate")]
-    pub p99_ttft_ms: Option<f64>,
-    /// With --rate: largest acceptable p99 time per output token, ms.
-    #[arg(long = "p99-tpot-ms", value_parser = positive, allow_negative_numbers = true, requires = "rate")]
-    pub p99_tpot_ms: Option<f64>,
-    /// With --rate: requests simulated at each rate tried.
-    #[arg(long, default_value_t = 300, allow_negative_numbers = true, requires = "rate", value_parser = clap::value_parser!(u64).range(20..=100_000))]
-    pub requests: u64,
-    /// With --rate: seed of the simulated requests.
-    #[arg(long, default_value_t = 0, requires = "rate")]
-    pub seed: u64,
+    /// Serving at a request rate (`--rate`).
+    #[command(flatten)]
+    pub rate: PlanRateArgs,
 }
 
 impl PlanArgs {
-    /// The rate target (`None` without --rate).
-    pub fn rate_target(&self) -> Option<ridgeline::plan::RateTarget> {
-        self.rate.map(|rate_per_s| ridgeline::plan::RateTarget {
-            rate_per_s,
-            p99_ttft_s: self.p99_ttft_ms.map(|x| x / 1e3),
-            p99_tpot_s: self.p99_tpot_ms.map(|x| x / 1e3),
-            requests: self.requests,
-            seed: self.seed,
-        })
-    }
-
     /// The targets in SI units.
     pub fn targets(&self) -> ridgeline::plan::Targets {
         ridgeline::plan::Targets {

@@ -477,7 +477,7 @@ pub fn plan(ctx: &Ctx, a: &PlanArgs, t: &PlanTrainArgs, json: bool) -> Result<St
             .transpose()?,
         flash: !a.no_flash,
     };
-    let report = match a.rate_target() {
+    let report = match a.rate.target() {
         Some(t) => ridgeline::plan::plan_rate(&req, &t)?,
         None => ridgeline::plan::plan(&req)?,
     };

@@ -501,3 +501,77 @@ proptest! {
         }
     }
 }
+
+/// `plan --rate`: every entry's replicas cover the rate, its costs are the fleet's, and
+/// one replica at its rate meets the p99 targets (the same simulation, re-run).
+#[test]
+fn rate_plans_size_fleets_that_meet_the_targets() {
+    use ridgeline::plan::{PlanRequest, RateTarget, Targets, plan_rate};
+    let hw = HardwareDb::builtin().unwrap();
+    let s = setup("llama-3-8b", "h100", "typical");
+    let req = PlanRequest {
+        model: s.model.clone(),
+        devices: vec![hw.get("h100").unwrap(), hw.get("l4").unwrap()],
+        engines: vec![s.engine],
+        prompt: 512,
+        gen_tokens: 128,
+        targets: Targets::default(),
+        gpu_counts: vec![1],
+        weights: Some(vec![None]),
+        kv: Some(vec![None]),
+        flash: true,
+    };
+    let t = RateTarget {
+        rate_per_s: 30.0,
+        p99_ttft_s: Some(1.0),
+        p99_tpot_s: Some(0.06),
+        requests: 200,
+        seed: 4,
+    };
+    let plan = plan_rate(&req, &t).unwrap();
+    assert_eq!(plan.evaluated, 2);
+    let best = plan.best.clone().expect("an H100 serves Llama-3-8B");
+    assert!(!plan.pareto.is_empty());
+    for e in plan.pareto.iter().chain([&best]) {
+        let per = e.rate_per_replica.unwrap();
+        let replicas = e.replicas.unwrap();
+        assert_eq!(replicas, (30.0 / per).ceil() as u64, "{e:?}");
+        let price = hw.get(&e.gpu).unwrap().price.as_ref().unwrap().usd_per_hour;
+        within(
+            e.usd_per_hour.unwrap(),
+            price * replicas as f64,
+            1e-12,
+            "fleet price",
+        );
+        let per_m = e.usd_per_hour.unwrap() / (30.0 * 128.0 * 3600.0) * 1e6;
+        within(
+            e.usd_per_million_tokens.unwrap(),
+            per_m,
+            1e-12,
+            "per million tokens",
+        );
+        // the run at the found rate meets both targets
+        let gpu = hw.get(&e.gpu).unwrap();
+        let w = fixed(Arrivals::Poisson { rate: per }, 200, 512, 128);
+        let w = Workload { seed: 4, ..w };
+        let run = simulate(
+            &s.model,
+            gpu,
+            s.engine,
+            &Scenario::default(),
+            &Serving::default(),
+            &w,
+        )
+        .unwrap();
+        assert!(
+            run.ttft_s.p99 <= 1.0 && run.tpot_s.p99 <= 0.06 && !run.saturated,
+            "{e:?}: {run:?}"
+        );
+        within(
+            run.ttft_s.p99,
+            e.ttft_s,
+            1e-12,
+            "entry TTFT is the run's p99",
+        );
+    }
+}

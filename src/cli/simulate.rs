@@ -1,5 +1,5 @@
-//! Options of `ridgeline simulate` and their conversion to the library's serving
-//! types.
+//! Options of `ridgeline simulate` and of `plan --rate`, and their conversion to the
+//! library's serving types.
 
 use super::{MAX_DEVICES, positive};
 use clap::Args;
@@ -151,6 +151,41 @@ impl SimulateArgs {
             requests,
             prompt: dist("--prompt", &self.prompt, "512")?,
             gen_tokens: dist("--gen", &self.gen_tokens, "128")?,
+            seed: self.seed,
+        })
+    }
+}
+
+/// The `--rate` options of `ridgeline plan`.
+#[derive(Args, Clone)]
+pub struct PlanRateArgs {
+    /// Plan for a request rate (requests/s, Poisson): size each layout by the highest
+    /// rate one replica serves within --p99-ttft-ms / --p99-tpot-ms (simulated), and
+    /// count the replicas the rate needs.
+    #[arg(long, value_parser = positive, allow_negative_numbers = true, conflicts_with_all = ["max_ttft_ms", "max_tpot_ms", "min_throughput", "train"])]
+    pub rate: Option<f64>,
+    /// With --rate: largest acceptable p99 time to first token, ms.
+    #[arg(long = "p99-ttft-ms", value_parser = positive, allow_negative_numbers = true, requires = "rate")]
+    pub p99_ttft_ms: Option<f64>,
+    /// With --rate: largest acceptable p99 time per output token, ms.
+    #[arg(long = "p99-tpot-ms", value_parser = positive, allow_negative_numbers = true, requires = "rate")]
+    pub p99_tpot_ms: Option<f64>,
+    /// With --rate: requests simulated at each rate tried.
+    #[arg(long, default_value_t = 300, allow_negative_numbers = true, requires = "rate", value_parser = clap::value_parser!(u64).range(20..=100_000))]
+    pub requests: u64,
+    /// With --rate: seed of the simulated requests.
+    #[arg(long, default_value_t = 0, requires = "rate")]
+    pub seed: u64,
+}
+
+impl PlanRateArgs {
+    /// The rate target (`None` without --rate).
+    pub fn target(&self) -> Option<ridgeline::plan::RateTarget> {
+        self.rate.map(|rate_per_s| ridgeline::plan::RateTarget {
+            rate_per_s,
+            p99_ttft_s: self.p99_ttft_ms.map(|x| x / 1e3),
+            p99_tpot_s: self.p99_tpot_ms.map(|x| x / 1e3),
+            requests: self.requests,
             seed: self.seed,
         })
     }
