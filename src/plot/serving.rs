@@ -185,7 +185,7 @@ fn draw_knee(
         .map(|b| format!(", {b}-bound"))
         .unwrap_or_default();
     let text = format!(
-        "knee: saturates at {} req/s (sustains {}; {why}{bound})",
+        "knee: saturates at {} req/s (capacity {}; {why}{bound})",
         plain(&k.rate_per_s),
         plain(&k.capacity_requests_per_s)
     );

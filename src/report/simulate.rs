@@ -180,7 +180,7 @@ pub fn knee_text(sweep: &RateSweep) -> String {
                 .map(|r| binding_text(&r.binding))
                 .unwrap_or_default();
             format!(
-                "Saturation knee: from {} req/s the deployment falls behind (it sustains {} req/s there, its capacity) and queues grow with every request; there {at}.",
+                "Saturation knee: from {} req/s the deployment falls behind its arrivals and queues grow with every request (at most {} req/s were sustained beyond it: its capacity); there {at}.",
                 sig3(*rate_per_s),
                 sig3(*capacity_requests_per_s)
             )

@@ -289,8 +289,9 @@ pub struct Run {
     /// completed) to the last arrival: the rate the deployment kept up with while
     /// requests kept coming, past the ramp-up of a run that starts empty.
     pub sustained_requests_per_s: f64,
-    /// Whether the deployment fell behind the arrivals: over that window, fewer than
-    /// 95% as many requests completed as arrived.
+    /// Whether the deployment fell behind the arrivals: over that window the requests in
+    /// the system grew by more than 5% of the arrivals and by more than three standard
+    /// deviations of a stable system's fluctuation (`3 sqrt(2 x mean in system + 1)`).
     pub saturated: bool,
     /// Time to first token, s.
     pub ttft_s: Stats,
@@ -337,7 +338,7 @@ pub struct RateSweep {
 pub struct Knee {
     /// The lowest offered rate the deployment could not keep up with, requests/s.
     pub rate_per_s: f64,
-    /// The rate it sustained there: its capacity, requests/s.
+    /// Its capacity: the most any saturated rate sustained, requests/s.
     pub capacity_requests_per_s: f64,
     /// What kept requests waiting there (`max_num_seqs`, `max_batched_tokens`,
     /// `kv_cache`; null: the iterations themselves).
@@ -454,6 +455,12 @@ pub fn simulate_rates(
             simulate(model, hardware, engine, scenario, serving, &w)
         })
         .collect::<Result<Vec<Run>>>()?;
+    // the capacity: the most any saturated rate sustained (deep overload sustains it)
+    let capacity = rows
+        .iter()
+        .filter(|r| r.saturated)
+        .map(|r| r.sustained_requests_per_s)
+        .fold(0.0, f64::max);
     let knee = rows
         .iter()
         .filter(|r| r.saturated)
@@ -464,7 +471,7 @@ pub fn simulate_rates(
         })
         .map(|r| Knee {
             rate_per_s: r.rate_per_s.unwrap_or(0.0),
-            capacity_requests_per_s: r.sustained_requests_per_s,
+            capacity_requests_per_s: capacity,
             queue_limit: r.binding.queue_limit(),
             iteration_bound: r.binding.iteration_bound,
         });

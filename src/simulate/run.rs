@@ -99,6 +99,8 @@ pub(super) struct Collector {
     /// The window opens at the arrival of the middle request (or the first after a
     /// completion), past the ramp-up of a run that starts empty.
     window_start: Option<f64>,
+    /// The in-system integral when the window opened and at the last arrival.
+    window_area: (f64, f64),
     first_completion: Option<f64>,
     /// Requests the workload will send.
     pub(super) expected: u64,
@@ -130,7 +132,9 @@ impl Collector {
             self.window_arrivals += 1;
         } else if 2 * self.requests >= self.expected && self.first_completion.is_some() {
             self.window_start = Some(t);
+            self.window_area.0 = self.in_system.area();
         }
+        self.window_area.1 = self.in_system.area();
         self.requests += 1;
         self.n_in_system += 1;
     }
@@ -217,6 +221,29 @@ impl Collector {
         Ok(())
     }
 
+    /// The rate sustained while requests kept arriving, and whether the run fell behind
+    /// them: from the window's opening to the last arrival, the requests in the system
+    /// grew by more than 5% of the arrivals and more than three standard deviations of
+    /// a stable system's fluctuation (`sqrt(2 x mean in system)`, as for Poisson counts).
+    /// Runs too short for a window compare throughput with the arrival rate.
+    fn saturation(&self, start: f64, throughput: f64) -> (f64, bool) {
+        let window = self.window_start.map_or(0.0, |f| self.last_arrival - f);
+        if window > 0.0 && self.window_completions > 0 {
+            let mean_n = (self.window_area.1 - self.window_area.0) / window;
+            let growth = self.window_arrivals as f64 - self.window_completions as f64;
+            let noise = 3.0 * (2.0 * mean_n + 1.0).sqrt();
+            let behind = growth > noise.max(0.05 * self.window_arrivals as f64);
+            return (self.window_completions as f64 / window, behind);
+        }
+        let span = self.last_arrival - start;
+        if span > 0.0 {
+            let arrived = self.requests.saturating_sub(1) as f64 / span;
+            (throughput, throughput < 0.95 * arrived)
+        } else {
+            (throughput, false)
+        }
+    }
+
     /// The run's report (its configuration left to the caller).
     pub(super) fn finish(
         self,
@@ -234,17 +261,7 @@ impl Collector {
                 0.0
             }
         };
-        let window = self.window_start.map_or(0.0, |f| self.last_arrival - f);
-        let arrival_span = self.last_arrival - start;
-        let (sustained, kept_up) = if window > 0.0 && self.window_completions > 0 {
-            let ratio = self.window_completions as f64 / self.window_arrivals.max(1) as f64;
-            (self.window_completions as f64 / window, ratio)
-        } else if arrival_span > 0.0 {
-            let arrived = (self.requests.saturating_sub(1)) as f64 / arrival_span;
-            (per_s(self.completed), per_s(self.completed) / arrived)
-        } else {
-            (per_s(self.completed), 1.0)
-        };
+        let (sustained, fell_behind) = self.saturation(start, per_s(self.completed));
         let rate = match w.arrivals {
             Arrivals::Poisson { rate } => Some(rate),
             _ => None,
@@ -281,7 +298,7 @@ impl Collector {
                 input_tokens_per_s: per_s(self.in_tokens),
             },
             sustained_requests_per_s: sustained,
-            saturated: rate.is_some() && kept_up < 0.95,
+            saturated: rate.is_some() && fell_behind,
             ttft_s: self.ttft.stats(),
             tpot_s: self.tpot.stats(),
             e2e_s: self.e2e.stats(),
