@@ -40,7 +40,7 @@
 //! | [`ops`] | operator catalog: FLOPs and bytes by class for GEMM, attention, norms, ... |
 //! | [`hardware`] | the device database ([`hardware::HardwareDb`]), every number sourced |
 //! | [`instances`] | cloud instance shapes with on-demand prices ([`instances::InstanceDb`]) |
-//! | [`model`] | [`model::ModelConfig`] from HF `config.json`: layer kinds (softmax, windowed, latent and linear attention; dense and MoE feed-forwards), parameter counts, the layer graph ([`model::graph`]) |
+//! | [`model`] | [`model::ModelConfig`] from HF `config.json`: layer kinds (softmax, windowed, latent and linear attention, Mamba state-space blocks; dense, MoE or no feed-forward), parameter counts, the layer graph ([`model::graph`]) |
 //! | [`roofline`] | ridge points, attainable FLOP/s, [`roofline::place`], [`roofline::Bound`] |
 //! | [`engine`] | efficiency profiles of inference engines ([`engine::EngineDb`]) |
 //! | [`memory`] | inference memory per device for a layout ([`memory::Share`]), max batch, max context |

@@ -67,5 +67,5 @@ fn family_mapping() {
     assert!(qwen.qkv_bias && !qwen.o_bias && qwen.gated_mlp);
     let l70 = db.resolve("llama-2-70b").unwrap();
     assert_eq!((l70.heads, l70.kv_heads, l70.head_dim), (64, 8, 128));
-    assert_eq!(db.models().len(), 41);
+    assert_eq!(db.models().len(), 42);
 }

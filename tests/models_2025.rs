@@ -119,7 +119,7 @@ fn llama_4_counts() {
     let moe = maverick
         .kind_counts()
         .iter()
-        .filter(|(k, _)| k.moe)
+        .filter(|(k, _)| k.is_moe())
         .map(|(_, n)| n)
         .sum::<u64>();
     assert_eq!(moe, 24);
@@ -255,4 +255,305 @@ fn configs_the_llama_reading_got_wrong() {
     let e = EngineDb::builtin().unwrap().get("ideal").unwrap();
     let p = predict(&d, hw, e, &Scenario::default()).unwrap();
     assert_eq!(p.memory.kv_bytes_per_token, 31_104.0);
+}
+
+/// Nemotron-H's layers by what they are: (Mamba-2, attention, MLP-only).
+fn nemotron_layers(m: &ModelConfig) -> (u64, u64, u64) {
+    use ridgeline::model::{Ffn, Mixer};
+    let count = |f: &dyn Fn(&ridgeline::model::LayerKind) -> bool| {
+        m.kind_counts()
+            .iter()
+            .filter(|(k, _)| f(k))
+            .map(|(_, n)| n)
+            .sum::<u64>()
+    };
+    (
+        count(&|k| k.mixer == Mixer::Ssm && k.ffn == Ffn::None),
+        count(&|k| k.mixer == Mixer::Attention && k.ffn == Ffn::None),
+        count(&|k| k.mixer == Mixer::None && k.ffn == Ffn::Dense),
+    )
+}
+
+#[test]
+fn nemotron_h_56b_count_and_layout() {
+    // https://huggingface.co/nvidia/Nemotron-H-56B-Base-8K: "This model has 56B model
+    // parameters"; NVIDIA ADLR (https://research.nvidia.com/labs/adlr/nemotronh/):
+    // "54 Mamba-2, 54 MLP, and 10 Self-Attention layers".
+    let m = model("nemotron-h-56b");
+    assert_eq!(nemotron_layers(&m), (54, 10, 54));
+    // embedding and untied head 2 · 131072 · 8192 = 2,147,483,648; Mamba-2 blocks 54 ·
+    // 438,424,320 (see SsmDims::try_params) = 23,674,913,280; MLP blocks (squared ReLU,
+    // up and down) 54 · 2 · 8192 · 32768 = 28,991,029,248; attention 10 · (8192·8192 ·
+    // 2 + 2 · 8192·1024) = 1,509,949,440; one norm per block and the final one 119 ·
+    // 8192 = 974,848: 56,324,350,464.
+    let p = m.params();
+    assert_eq!(p.total, 56_324_350_464);
+    assert_eq!(p.active, p.total);
+    near("nemotron-h-56b", p.total as f64, 56e9, 1.0);
+    assert!(!m.gated_mlp && !m.rope && m.norms_per_layer == 1);
+}
+
+/// The fields of Nemotron-H-8B-Base-8K's config.json that set its shapes
+/// (https://huggingface.co/nvidia/Nemotron-H-8B-Base-8K/blob/main/config.json; no
+/// verbatim copy was at hand, these values are the ones NVIDIA TensorRT-LLM's
+/// Mamba-hybrid test quotes from it): 24 Mamba-2, 4 attention and 24 MLP blocks.
+const NEMOTRON_H_8B: &str = r#"{"architectures":["NemotronHForCausalLM"],
+    "attention_head_dim":128,"chunk_size":128,"conv_kernel":4,"expand":2,"hidden_size":4096,
+    "hybrid_override_pattern":"M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-",
+    "intermediate_size":21504,"mamba_head_dim":64,"mamba_num_heads":128,
+    "max_position_embeddings":8192,"mlp_bias":false,"mlp_hidden_act":"relu2",
+    "model_type":"nemotron_h","n_groups":8,"num_attention_heads":32,"num_hidden_layers":52,
+    "num_key_value_heads":8,"ssm_state_size":128,"tie_word_embeddings":false,
+    "time_step_limit":[0.0,Infinity],"torch_dtype":"bfloat16","use_bias":false,
+    "use_conv_bias":true,"vocab_size":131072}"#;
+
+#[test]
+fn nemotron_h_8b_count_by_hand() {
+    // in_proj 4096 · (2·8192 + 2·8·128 + 128) = 4096 · 18,560 = 76,021,760; conv 10,240
+    // channels · (4 + 1) = 51,200; dt_bias, A_log, D 384; norm 8192; out_proj 8192 · 4096
+    // = 33,554,432: 109,635,968 per Mamba-2 block, × 24 = 2,631,263,232. MLP 24 · 2 ·
+    // 4096 · 21504 = 4,227,858,432; attention 4 · (2 · 4096² + 2 · 4096 · 1024) =
+    // 167,772,160; embedding and head 2 · 131072 · 4096 = 1,073,741,824; norms 53 · 4096
+    // = 217,088. Total 8,100,852,736, what a (third-party) per-tensor listing of the
+    // checkpoint also sums to. The bare Infinity Python's json writes is read.
+    let m = ModelConfig::from_json_str(NEMOTRON_H_8B, "nemotron-h-8b", "config.json").unwrap();
+    assert_eq!(nemotron_layers(&m), (24, 4, 24));
+    assert_eq!(m.params().total, 8_100_852_736);
+}
+
+#[test]
+fn ssm_state_is_fixed_per_sequence() {
+    // Nemotron-H-56B, bf16: each Mamba-2 block keeps 256 heads · 64 · 256 = 4,194,304
+    // state values and a window of 3 · (16,384 + 2·8·256) = 61,440 inputs, 2 bytes each:
+    // 8,511,488 B; × 54 blocks = 459,620,352 B per sequence at any context. Only the
+    // 10 attention layers grow: 10 · 2 · 8 · 128 · 2 = 40,960 B per token.
+    let m = model("nemotron-h-56b");
+    let hw = HardwareDb::builtin().unwrap().get("h200").unwrap();
+    let e = EngineDb::builtin().unwrap().get("ideal").unwrap();
+    let at = |prompt| {
+        let s = Scenario {
+            prompt,
+            gen_tokens: 0,
+            ..Scenario::default()
+        };
+        predict(&m, hw, e, &s).unwrap()
+    };
+    let state = 54.0 * (4_194_304.0 + 61_440.0) * 2.0;
+    assert_eq!(state, 459_620_352.0);
+    let p = at(1000);
+    assert_eq!(p.memory.inner.kv_cache_bytes, state + 40_960.0 * 1000.0);
+    assert_eq!(
+        at(8000).memory.inner.kv_cache_bytes - p.memory.inner.kv_cache_bytes,
+        40_960.0 * 7000.0
+    );
+    assert_eq!(p.memory.kv_bytes_per_token, 40_960.0);
+    let a = &p.architecture;
+    let ssm = a.ssm.expect("ssm facts");
+    assert_eq!(
+        (ssm.layers, a.attention_layers, a.ffn_only_layers),
+        (54, 10, 54)
+    );
+    assert_eq!(ssm.state_bytes_per_sequence, state);
+    assert_eq!(ssm.state_format, Format::Bf16);
+    // a config asking for an fp32 state (mamba_ssm_cache_dtype) doubles the SSM part:
+    // 24 · (128 · 64 · 128 · 4 + 3 · 10,240 · 2) = 24 · 4,255,744 = 102,137,856 B
+    let fp32 = NEMOTRON_H_8B.replace(
+        "\"use_bias\"",
+        "\"mamba_ssm_cache_dtype\":\"float32\",\"use_bias\"",
+    );
+    let m8 = ModelConfig::from_json_str(&fp32, "nemotron-h-8b", "config.json").unwrap();
+    let s = Scenario {
+        prompt: 1,
+        gen_tokens: 0,
+        ..Scenario::default()
+    };
+    let p8 = predict(&m8, hw, e, &s).unwrap();
+    let ssm8 = p8.architecture.ssm.unwrap();
+    assert_eq!(ssm8.state_bytes_per_sequence, 102_137_856.0);
+    assert_eq!(ssm8.state_format, Format::Fp32);
+}
+
+#[test]
+fn ssm_decode_does_not_grow_with_the_context() {
+    // A decode step's Mamba-2 ops cost the same at context 1k and 100k (the state is
+    // read and written once, whatever the context); the attention core grows with the
+    // KV cache it reads.
+    use ridgeline::dtype::ComputeDtype;
+    use ridgeline::model::graph::{OpKind, Precision, Shard, Step, forward};
+    let m = model("nemotron-h-56b");
+    let p = Precision {
+        weights: Format::Bf16,
+        kv: Format::Bf16,
+        activations: ComputeDtype::Bf16,
+        experts: Format::Bf16,
+    };
+    let ops = |context| {
+        forward(
+            &m,
+            &Step::decode(8, context),
+            &p,
+            &Shard::tp(1, m.layers),
+            true,
+        )
+    };
+    let (short, long) = (ops(1024), ops(100_000));
+    let find = |g: &ridgeline::model::graph::Graph, kind| {
+        g.ops()
+            .iter()
+            .filter(|o| o.kind == kind)
+            .map(|o| o.total())
+            .collect::<Vec<_>>()
+    };
+    for kind in [
+        OpKind::SsmInProj,
+        OpKind::ShortConv,
+        OpKind::SsmScan,
+        OpKind::SsmNorm,
+    ] {
+        let (a, b) = (find(&short, kind), find(&long, kind));
+        assert_eq!(a.len(), 1, "{kind}");
+        assert_eq!(a, b, "{kind}");
+    }
+    // 54 blocks · 8 sequences · 256 · 64 · 256 · 2 bytes of state read per step
+    let scan = find(&short, OpKind::SsmScan)[0];
+    assert_eq!(scan.read.kv, 54.0 * 8.0 * 4_194_304.0 * 2.0);
+    let attn = |g| find(g, OpKind::Attention)[0];
+    // 10 layers · 8 sequences · 2 · 8 KV heads · 128 · 2 bytes per token of context
+    let per_token = 10.0 * 8.0 * 4096.0;
+    assert_eq!(
+        attn(&long).read.kv - attn(&short).read.kv,
+        per_token * (100_000.0 - 1024.0)
+    );
+}
+
+#[test]
+fn explain_names_the_ssm_layers_and_their_state() {
+    let m = model("nemotron-h-56b");
+    let hw = HardwareDb::builtin().unwrap().get("h100").unwrap();
+    let e = EngineDb::builtin().unwrap().get("typical").unwrap();
+    let s = Scenario {
+        gpus: 2,
+        prompt: 4096,
+        gen_tokens: 512,
+        ..Scenario::default()
+    };
+    let pred = Predictor::new(&m, hw, e, &s).unwrap();
+    let p = pred.predict(1, 4096, 512).unwrap();
+    let w = pred.what_ifs(1, 4096, 512, p.memory.max_batch);
+    let text = ridgeline::report::explain::render(&ridgeline::report::explain::explain(&p, &w));
+    assert!(
+        text.contains("54 of 118 layers are Mamba-2 state-space blocks")
+            && text.contains("460 MB")
+            && text
+                .contains("only the 10 attention layers cache keys and values, 41.0 kB per token"),
+        "{text}"
+    );
+}
+
+#[test]
+fn nemotron_h_moe_blocks() {
+    // Nemotron-3-Nano-30B-A3B's config.json (https://huggingface.co/nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16):
+    // 23 Mamba-2, 23 mixture-of-experts (E) and 6 attention blocks; experts are ungated
+    // (up, squared ReLU, down), a shared expert of width 3712.
+    let cfg = r#"{"architectures":["NemotronHForCausalLM"],"chunk_size":128,"conv_kernel":4,
+        "expand":2,"head_dim":128,"hidden_size":2688,
+        "hybrid_override_pattern":"MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME",
+        "intermediate_size":1856,"mamba_head_dim":64,"mamba_num_heads":64,
+        "mamba_ssm_cache_dtype":"float32","max_position_embeddings":262144,"mlp_bias":false,
+        "mlp_hidden_act":"relu2","model_type":"nemotron_h","moe_intermediate_size":1856,
+        "moe_shared_expert_intermediate_size":3712,"n_group":1,"n_groups":8,
+        "n_routed_experts":128,"n_shared_experts":1,"num_attention_heads":32,
+        "num_experts_per_tok":6,"num_hidden_layers":52,"num_key_value_heads":2,
+        "ssm_state_size":128,"tie_word_embeddings":false,"torch_dtype":"bfloat16",
+        "use_bias":false,"use_conv_bias":true,"vocab_size":131072}"#;
+    let m = ModelConfig::from_json_str(cfg, "nemotron-3-nano", "config.json").unwrap();
+    // embedding and head 2 · 131072 · 2688 = 704,643,072; Mamba-2 23 · (2688 · 10,304 +
+    // 6,144 · 5 + 192 + 4,096 + 4,096 · 2688) = 23 · 38,742,208 = 891,070,784; attention
+    // 6 · (2 · 2688 · 4096 + 2 · 2688 · 256) = 140,378,112; MoE 23 · (128 · 2 · 2688 ·
+    // 1856 + 2688 · 128 + 2 · 2688 · 3712) = 23 · 1,297,465,344 = 29,841,702,912; norms
+    // 53 · 2688 = 142,464: 31,577,937,344 (31.6B). Active: 6 of 128 experts, 23 ·
+    // (6 · 9,977,856 + 344,064 + 19,955,712) = 1,843,838,976 instead: 3,580,073,408
+    // (3.6B with the embedding table, 3.2B without).
+    let p = m.params();
+    assert_eq!(p.total, 31_577_937_344);
+    assert_eq!(p.active, 3_580_073_408);
+    assert_eq!(m.shared_intermediate, 3712);
+    // a decode step of batch 1 reads the active weights but the unused embedding rows
+    use ridgeline::dtype::ComputeDtype;
+    use ridgeline::model::graph::{Precision, Shard, Step, forward};
+    let bf16 = Precision {
+        weights: Format::Bf16,
+        kv: Format::Bf16,
+        activations: ComputeDtype::Bf16,
+        experts: Format::Bf16,
+    };
+    let g = forward(
+        &m,
+        &Step::decode(1, 1),
+        &bf16,
+        &Shard::tp(1, m.layers),
+        true,
+    );
+    // weights read: active params less the embedding table (one row read), with the
+    // conv weights and biases, A, D, dt_bias and norms read at 16 bits like the rest
+    let w = g.total().read.weights;
+    let expect = (3_580_073_408.0 - 352_321_536.0 + 2688.0) * 2.0;
+    assert!((w / expect - 1.0).abs() < 1e-9, "{w} vs {expect}");
+}
+
+#[test]
+fn jamba_mamba1_and_experts() {
+    // Jamba (arXiv 2403.19887, Table 1: "52B" available, "12B" active parameters) and
+    // Jamba-1.5-Mini, "12B active parameters" (arXiv 2408.12570), same shapes. Config:
+    // https://huggingface.co/ai21labs/AI21-Jamba-1.5-Mini/blob/main/config.json.
+    let cfg = r#"{"architectures":["JambaForCausalLM"],"attn_layer_offset":4,
+        "attn_layer_period":8,"expert_layer_offset":1,"expert_layer_period":2,
+        "hidden_act":"silu","hidden_size":4096,"intermediate_size":14336,
+        "mamba_conv_bias":true,"mamba_d_conv":4,"mamba_d_state":16,"mamba_dt_rank":256,
+        "mamba_expand":2,"mamba_proj_bias":false,"max_position_embeddings":262144,
+        "model_type":"jamba","num_attention_heads":32,"num_experts":16,
+        "num_experts_per_tok":2,"num_hidden_layers":32,"num_key_value_heads":8,
+        "rms_norm_eps":1e-06,"tie_word_embeddings":false,"torch_dtype":"bfloat16",
+        "vocab_size":65536}"#;
+    let m = ModelConfig::from_json_str(cfg, "jamba-1.5-mini", "config.json").unwrap();
+    // Mamba-1 block: in_proj 4096 · 16384 = 67,108,864; conv 8192 · (4 + 1) = 40,960;
+    // x_proj 8192 · (256 + 32) = 2,359,296 and its norms 288; dt_proj 256 · 8192 + 8192 =
+    // 2,105,344; A 8192 · 16 = 131,072; D 8192; out_proj 33,554,432: 105,308,448, × 28.
+    // 4 attention layers (offset 4, period 8) of 41,943,040; 16 MoE layers (odd) of 16
+    // experts 3 · 4096 · 14336 and a router 4096 · 16, 16 dense MLPs; embedding and head
+    // 2 · 65536 · 4096; norms 65 · 4096: 51,570,323,328 in all; with 2 of 16 experts
+    // 12,110,311,296 active.
+    use ridgeline::model::Mixer;
+    assert_eq!(m.try_mixer_params(Mixer::Mamba1), Some(105_308_448));
+    let p = m.params();
+    assert_eq!((p.total, p.active), (51_570_323_328, 12_110_311_296));
+    near("jamba total", p.total as f64, 52e9, 1.0);
+    near("jamba active", p.active as f64, 12e9, 1.0);
+    assert!(!m.rope);
+    // state: 28 · (8192 · 16 + 3 · 8192) · 2 bytes = 28 · 311,296 = 8,716,288 per
+    // sequence; the 4 attention layers cache 4 · 2 · 8 · 128 · 2 = 16,384 B per token
+    let hw = HardwareDb::builtin().unwrap().get("h100").unwrap();
+    let e = EngineDb::builtin().unwrap().get("ideal").unwrap();
+    let at = |prompt| {
+        let s = Scenario {
+            gpus: 2,
+            prompt,
+            gen_tokens: 0,
+            ..Scenario::default()
+        };
+        predict(&m, hw, e, &s).unwrap()
+    };
+    let (short, long) = (at(1000), at(100_000));
+    let ssm = short.architecture.ssm.unwrap();
+    assert_eq!((ssm.version, ssm.layers, ssm.heads), (1, 28, 8192));
+    assert_eq!(ssm.state_bytes_per_sequence, 8_716_288.0);
+    // per device (tp 2): half of the state and of the KV cache
+    assert_eq!(
+        short.memory.inner.kv_cache_bytes,
+        (8_716_288.0 + 16_384.0 * 1000.0) / 2.0
+    );
+    assert_eq!(
+        long.memory.inner.kv_cache_bytes - short.memory.inner.kv_cache_bytes,
+        16_384.0 * 99_000.0 / 2.0
+    );
 }

@@ -339,6 +339,8 @@ fn predict_and_explain_keys_are_documented_both_ways() {
         json(
             "predict --model qwen3-30b-a3b --gpu h100 --gpus 4 --ep 4 --spec-k 3 --spec-accept 0.7 --json",
         ),
+        // Mamba-2 state-space blocks
+        json("predict --model nemotron-h-56b --gpu h200 --gpus 2 --json"),
     ];
     let mut problems = Vec::new();
     let all = union(&predictions);
@@ -419,6 +421,25 @@ fn simulate_keys_are_documented_both_ways() {
     undocumented("simulate --json (several rates)", &top, &mut problems);
     unproduced("simulate --json (several rates)", &top, &mut problems);
     assert_none(&problems);
+}
+
+#[test]
+fn every_op_name_is_in_the_enumeration() {
+    use ridgeline::model::graph::OpKind;
+    let row = rows("Enumerations in JSON", "where")
+        .into_iter()
+        .find(|r| r[0] == "`ops[].name`")
+        .expect("an ops[].name row");
+    let listed = all_ticked(&row[1]);
+    let missing: Vec<&str> = OpKind::ALL
+        .iter()
+        .map(|k| k.name())
+        .filter(|n| !listed.iter().any(|l| l == n))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "docs/reference.md's ops[].name values lack {missing:?}"
+    );
 }
 
 #[test]

@@ -4,8 +4,8 @@
 use crate::dtype::Format;
 use crate::engine::Engine;
 use crate::hardware::Hardware;
-use crate::model::ModelConfig;
 use crate::model::graph::Precision;
+use crate::model::{Mixer, ModelConfig};
 use serde::Serialize;
 
 crate::named_enum! {
@@ -138,9 +138,21 @@ impl MemoryModel {
         let kvw = (shares[0].kv_heads(cfg) * cfg.head_dim) as f64;
         let inter = cfg.intermediate.div_ceil(tp) as f64 * cfg.experts_per_token as f64;
         let up = if cfg.gated_mlp { 2.0 * inter } else { inter };
+        // a Mamba block: its in_proj output (Mamba-2: z, x, B, C, dt; Mamba-1: x, z) and
+        // the scan's output
+        let has = |m: Mixer| cfg.kinds.iter().any(|k| k.mixer == m);
+        let ssm2 = cfg.ssm.filter(|_| has(Mixer::Ssm)).map_or(0, |d| {
+            let heads = d.heads.div_ceil(tp);
+            3 * heads * d.head_dim + 2 * d.groups.div_ceil(tp) * d.d_state + heads
+        });
+        let ssm1 = cfg
+            .mamba
+            .filter(|_| has(Mixer::Mamba1))
+            .map_or(0, |d| 3 * d.d_inner.div_ceil(tp));
+        let ssm = ssm2.max(ssm1) as f64;
         // live in one layer: residual stream + normed input + max(attention: q, k, v, out;
-        // MLP: up (gate+up) and the activated product)
-        let act_per_token = a * (2.0 * h + (q + 2.0 * kvw + q).max(up + inter));
+        // MLP: up (gate+up) and the activated product; SSM: in_proj out and scan out)
+        let act_per_token = a * (2.0 * h + (q + 2.0 * kvw + q).max(up + inter).max(ssm));
         let scores = if flash {
             0.0
         } else {

@@ -5,7 +5,7 @@
 use super::{Layout, Parallel};
 use crate::dtype::Format;
 use crate::model::graph::Precision;
-use crate::model::{LayerKind, Mixer, ModelConfig};
+use crate::model::{Ffn, LayerKind, Mixer, ModelConfig};
 
 /// The part of a model one device holds: its tensor-parallel share of `layers`
 /// consecutive layers from `start`, the embedding if it is the first pipeline stage,
@@ -86,6 +86,7 @@ impl Share {
 /// Tensor parallelism splits q, o and per-head projections by `tp` and replicates, when
 /// `tp` exceeds the KV heads, the K/V projections (each device computes whole KV heads,
 /// as the layer graph does), and for latent attention the compressing `q_a` and `kv_a`.
+/// Linear-attention and state-space blocks split by heads: `1/tp` of their weights.
 fn mixer_params(cfg: &ModelConfig, mixer: Mixer, s: &Share) -> f64 {
     let tp = s.tp.max(1) as f64;
     let h = cfg.hidden as f64;
@@ -101,7 +102,9 @@ fn mixer_params(cfg: &ModelConfig, mixer: Mixer, s: &Share) -> f64 {
             let kv_b = m.kv_lora_rank as f64 * heads * (m.qk_nope_head_dim + m.v_head_dim) as f64;
             q + kv_a + kv_b + heads * m.v_head_dim as f64 * h
         }
-        (Mixer::Linear, _, Some(_)) => cfg.try_mixer_params(mixer).unwrap_or(0) as f64 / tp,
+        (Mixer::Linear | Mixer::Ssm | Mixer::Mamba1 | Mixer::None, _, _) => {
+            cfg.try_mixer_params(mixer).unwrap_or(0) as f64 / tp
+        }
         _ => {
             let d = cfg.head_dim as f64;
             let q = (cfg.heads * cfg.head_dim) as f64 / tp;
@@ -127,16 +130,21 @@ fn mixer_params(cfg: &ModelConfig, mixer: Mixer, s: &Share) -> f64 {
 
 /// Weight bytes one device holds of one layer's feed-forward: the dense MLP split by
 /// `tp`; a mixture of experts with `ceil(experts / ep)` routed experts each split by
-/// `tp` (in the experts' format), the router replicated and the shared experts split.
-fn ffn_bytes(cfg: &ModelConfig, moe: bool, p: &Precision, s: &Share) -> f64 {
+/// `tp` (in the experts' format), the router replicated and the shared experts split;
+/// nothing for a layer without one.
+fn ffn_bytes(cfg: &ModelConfig, ffn: Ffn, p: &Precision, s: &Share) -> f64 {
     let tp = s.tp.max(1) as f64;
-    if !moe {
-        let (all, _) = cfg.try_ffn_params(false).unwrap_or((0, 0));
-        return all as f64 / tp * p.weights.bytes();
+    match ffn {
+        Ffn::None => return 0.0,
+        Ffn::Dense => {
+            let (all, _) = cfg.try_ffn_params(Ffn::Dense).unwrap_or((0, 0));
+            return all as f64 / tp * p.weights.bytes();
+        }
+        Ffn::Moe => {}
     }
     let router = cfg.hidden as f64 * cfg.experts as f64;
     let expert = cfg.expert_params() as f64;
-    let (all, _) = cfg.try_ffn_params(true).unwrap_or((0, 0));
+    let (all, _) = cfg.try_ffn_params(Ffn::Moe).unwrap_or((0, 0));
     let shared = all as f64 - expert * cfg.experts as f64 - router;
     let held = cfg.experts.div_ceil(s.ep.max(1)) as f64;
     held * expert / tp * p.experts.bytes() + shared / tp * p.weights.bytes() + router * 2.0
@@ -155,7 +163,7 @@ pub fn device_weight_bytes(cfg: &ModelConfig, p: &Precision, s: &Share) -> f64 {
         count += n;
         layers += n
             * (mixer_params(cfg, kind.mixer, s) * p.weights.bytes()
-                + ffn_bytes(cfg, kind.moe, p, s));
+                + ffn_bytes(cfg, kind.ffn, p, s));
     }
     let params = cfg.params();
     let norm_params = params.norms as f64 / (cfg.norms_per_layer * cfg.layers + 1) as f64;
@@ -190,7 +198,8 @@ pub struct CacheBytes {
     pub windows: [(u64, f64); 4],
     /// Windows in use.
     pub n_windows: usize,
-    /// Fixed bytes per sequence (linear-attention states), whatever the context.
+    /// Fixed bytes per sequence (linear-attention and state-space states), whatever the
+    /// context.
     pub per_sequence: f64,
 }
 
@@ -217,8 +226,15 @@ impl CacheBytes {
 /// The cache one device holds for `share` per sequence: per layer `2 · kv_heads ·
 /// head_dim` elements per token for softmax attention (capped at the window), the
 /// whole latent `kv_lora_rank + qk_rope_head_dim` for latent attention (every
-/// tensor-parallel rank holds it), and for linear attention a fixed state of `value
-/// heads · d_k · d_v` fp32 values plus the convolution's last inputs.
+/// tensor-parallel rank holds it), for linear attention a fixed state of `value
+/// heads · d_k · d_v` fp32 values plus the convolution's last inputs, and for a Mamba-2
+/// block a fixed state of `heads · head_dim · d_state` values (at
+/// [`crate::model::SsmDims::state_bytes`]: the activation dtype unless the config's
+/// `mamba_ssm_cache_dtype` says otherwise) plus the convolution's last `conv_kernel - 1`
+/// inputs over `d_inner + 2 · n_groups · d_state` channels at the activation dtype (a
+/// Mamba-1 block: `d_inner · d_state` and the window over `d_inner`). The recurrent
+/// states split over tensor-parallel ranks with their heads; a layer without a mixer
+/// holds nothing.
 pub fn device_cache_bytes(cfg: &ModelConfig, kv: Format, act: f64, s: &Share) -> CacheBytes {
     let mut c = CacheBytes::default();
     for (kind, n) in s.kinds(cfg) {
@@ -230,6 +246,19 @@ pub fn device_cache_bytes(cfg: &ModelConfig, kv: Format, act: f64, s: &Share) ->
                 c.per_sequence += n * (state as f64 * 4.0 + conv as f64 * act) / s.tp as f64;
                 continue;
             }
+            (Mixer::Ssm, _, _) => {
+                if let Some(d) = cfg.ssm {
+                    c.per_sequence += n * d.bytes_per_sequence(act) / s.tp as f64;
+                }
+                continue;
+            }
+            (Mixer::Mamba1, _, _) => {
+                if let Some(d) = cfg.mamba {
+                    c.per_sequence += n * d.bytes_per_sequence(act) / s.tp as f64;
+                }
+                continue;
+            }
+            (Mixer::None, _, _) => continue,
             _ => 2.0 * (s.kv_heads(cfg) * cfg.head_dim) as f64 * kv.bytes(),
         };
         let Some(w) = kind.window else {

@@ -131,7 +131,7 @@ fn attention_dims(f: &Fields) -> Result<AttentionDims> {
             None => heads,
         },
     };
-    let head_dim = match f.uint(&["head_dim"])? {
+    let head_dim = match f.uint(&["head_dim", "attention_head_dim"])? {
         Some(d) => d,
         None if hidden % heads != 0 => {
             return Err(f.error(format!(
@@ -161,7 +161,12 @@ fn attention_dims(f: &Fields) -> Result<AttentionDims> {
 
 fn activation(f: &Fields, plain: bool) -> Activation {
     let name = f
-        .string(&["hidden_act", "activation_function", "hidden_activation"])
+        .string(&[
+            "hidden_act",
+            "activation_function",
+            "hidden_activation",
+            "mlp_hidden_act",
+        ])
         .unwrap_or(if plain { "gelu" } else { "silu" })
         .to_ascii_lowercase();
     if name.contains("silu") || name.contains("swish") {
@@ -272,7 +277,10 @@ fn embeddings_and_positions(f: &Fields, family: &str) -> Result<(bool, bool, boo
         "mpt" => !alibi && f.boolean(&["learned_pos_emb"], true)?,
         _ => false,
     };
-    Ok((tied, learned, !learned && !alibi))
+    // Nemotron-H's and Jamba's attention layers have no positional encoding (their
+    // Mamba layers carry the order)
+    let rope = !learned && !alibi && !matches!(family, "nemotron_h" | "jamba");
+    Ok((tied, learned, rope))
 }
 
 /// The checkpoint's dtype (`torch_dtype`); bf16 when the config does not say.
@@ -292,7 +300,7 @@ fn native_format(f: &Fields) -> Result<Format> {
 
 /// Families whose layer layout ridgeline models as read (anything else is read as a
 /// Llama-style decoder, and said so).
-const KNOWN_FAMILIES: [&str; 29] = [
+const KNOWN_FAMILIES: [&str; 31] = [
     "llama",
     "mistral",
     "mixtral",
@@ -322,23 +330,38 @@ const KNOWN_FAMILIES: [&str; 29] = [
     "llama4",
     "llama4_text",
     "mistral3",
+    "nemotron_h",
+    "jamba",
 ];
 
 /// Config fields of architectures ridgeline does not model yet: reading such a config
-/// as a plain decoder would give wrong memory and speed without a word.
+/// as a plain decoder would give wrong memory and speed without a word. (Mamba-2 blocks
+/// in a `hybrid_override_pattern`, Nemotron-H's layout, are modelled.)
 const UNMODELLED: [(&str, &str); 4] = [
-    ("ssm_cfg", "state-space (Mamba) layers"),
-    ("mamba_d_state", "state-space (Mamba) layers"),
-    ("hybrid_override_pattern", "state-space (Mamba) layers"),
-    ("attn_logit_softcapping_scale", "logit soft-capping"),
+    (
+        "ssm_cfg",
+        "a pure state-space (mamba_ssm) model; only Mamba-2 hybrids with a hybrid_override_pattern (Nemotron-H) are modelled",
+    ),
+    (
+        "mamba_d_state",
+        "the mamba_* state-space layers of this model_type are not modelled (Jamba's Mamba-1 layers, model_type jamba, and Mamba-2 hybrids with a hybrid_override_pattern, Nemotron-H, are)",
+    ),
+    (
+        "moe_latent_size",
+        "experts working in a projected latent space (Nemotron 3 Super) are not modelled yet",
+    ),
+    (
+        "attn_logit_softcapping_scale",
+        "logit soft-capping is not modelled",
+    ),
 ];
 
 /// Refuses configs whose architecture is not modelled; notes what is approximated.
 fn check_architecture(f: &Fields, family: &str) -> Result<Vec<String>> {
     for (key, what) in UNMODELLED {
-        if f.get(&[key]).is_some() {
+        if f.get(&[key]).is_some() && !(key == "mamba_d_state" && family == "jamba") {
             return Err(f.error(format!(
-                "field {key}: {what} is not modelled; this config cannot be read as a plain decoder"
+                "field {key}: {what}; this config cannot be read as a plain decoder"
             )));
         }
     }
@@ -367,10 +390,15 @@ impl ModelConfig {
     /// bloom/gpt_bigcode/phi, gated for every other family. Every field read:
     /// docs/reference.md, section "config.json".
     pub fn from_json_str(text: &str, fallback_id: &str, src: &str) -> Result<ModelConfig> {
-        let v: Value = serde_json::from_str(text).map_err(|e| Error::Parse {
-            source_name: src.into(),
-            message: format!("not valid JSON: {e}"),
-        })?;
+        let v: Value = serde_json::from_str(text)
+            .or_else(|e| match without_python_literals(text) {
+                Some(t) => serde_json::from_str(&t).map_err(|_| e),
+                None => Err(e),
+            })
+            .map_err(|e| Error::Parse {
+                source_name: src.into(),
+                message: format!("not valid JSON: {e}"),
+            })?;
         let Value::Object(m) = v else {
             return Err(Error::Parse {
                 source_name: src.into(),
@@ -394,6 +422,34 @@ impl ModelConfig {
             .unwrap_or_else(|| "custom".into());
         Self::from_json_str(&text, &stem, &path.display().to_string())
     }
+}
+
+/// The document with the bare `Infinity`, `-Infinity` and `NaN` that Python's `json`
+/// writes (Nemotron-H's `"time_step_limit": [0.0, Infinity]`) read as `null`, or `None`
+/// when it has none outside strings. No field ridgeline reads takes such a value.
+fn without_python_literals(text: &str) -> Option<String> {
+    let mut out = String::with_capacity(text.len());
+    let (mut in_string, mut escaped, mut changed) = (false, false, false);
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
+        if in_string {
+            in_string = escaped || c != '"';
+            escaped = !escaped && c == '\\';
+        } else if c == '"' {
+            in_string = true;
+        } else if let Some(lit) = ["-Infinity", "Infinity", "NaN"]
+            .into_iter()
+            .find(|l| rest.starts_with(l))
+        {
+            out.push_str("null");
+            rest = &rest[lit.len()..];
+            changed = true;
+            continue;
+        }
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    changed.then_some(out)
 }
 
 /// Multimodal configs (Gemma 3, Llama 4, Mistral Small 3.1) keep the language model
@@ -459,6 +515,7 @@ fn from_fields(f: &Fields, fallback_id: &str) -> Result<ModelConfig> {
         f,
         &super::kinds::Base {
             family: &family,
+            hidden: d.hidden,
             layers: d.layers,
             intermediate: mlp.expert_intermediate,
             experts: mlp.experts,
@@ -483,7 +540,8 @@ fn from_fields(f: &Fields, fallback_id: &str) -> Result<ModelConfig> {
     let cfg = ModelConfig {
         source: f.string(&["source"]).unwrap_or(f.src).to_string(),
         activation: activation(f, plain),
-        gated_mlp: !plain,
+        // Nemotron-H's MLP is up and down with a squared ReLU, no gate
+        gated_mlp: !plain && family != "nemotron_h",
         native_format,
         approximations,
         id,
@@ -513,6 +571,8 @@ fn from_fields(f: &Fields, fallback_id: &str) -> Result<ModelConfig> {
         kinds: structure.kinds,
         mla: structure.mla,
         linear: structure.linear,
+        ssm: structure.ssm,
+        mamba: structure.mamba,
         qk_norm: structure.qk_norm,
         norms_per_layer: structure.norms_per_layer,
         attention_sinks: structure.attention_sinks,
@@ -526,5 +586,20 @@ fn from_fields(f: &Fields, fallback_id: &str) -> Result<ModelConfig> {
             "the sizes (hidden_size {}, num_hidden_layers {}, intermediate_size {}, vocab_size {vocab}, experts {}) give more than {MAX_PARAMS} parameters",
             d.hidden, d.layers, cfg.intermediate, cfg.experts
         ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_python_literals;
+
+    #[test]
+    fn python_literals_outside_strings_read_as_null() {
+        let text = r#"{"a": [0.0, Infinity, -Infinity, NaN], "s": "NaN \"Infinity\" \\", "b": 1}"#;
+        assert_eq!(
+            without_python_literals(text).unwrap(),
+            r#"{"a": [0.0, null, null, null], "s": "NaN \"Infinity\" \\", "b": 1}"#
+        );
+        assert_eq!(without_python_literals(r#"{"s": "Infinity"}"#), None);
     }
 }

@@ -8,9 +8,11 @@
 //! | llama4 | `attention_chunk_size` (chunked layers cache one chunk), `no_rope_layers`, `interleave_moe_layer_step`, `intermediate_size_mlp` |
 //! | deepseek_v2/v3, kimi_k2 | `q_lora_rank`, `kv_lora_rank`, `qk_nope_head_dim`, `qk_rope_head_dim`, `v_head_dim`, `first_k_dense_replace`, `moe_layer_freq`, `n_routed_experts`, `n_shared_experts`, `moe_intermediate_size`, `num_nextn_predict_layers` |
 //! | qwen2_moe, qwen3_moe, qwen3_next | `decoder_sparse_step`, `mlp_only_layers`, `moe_intermediate_size`, `shared_expert_intermediate_size`, `full_attention_interval`, `linear_*` |
+//! | jamba | `attn_layer_period`, `attn_layer_offset`, `expert_layer_period`, `expert_layer_offset`, `mamba_d_state`, `mamba_expand`, `mamba_dt_rank`, `mamba_d_conv`, `mamba_conv_bias`, `mamba_proj_bias` |
+//! | nemotron_h | `hybrid_override_pattern` (one block per layer), `mamba_num_heads`, `mamba_head_dim`, `ssm_state_size`, `n_groups`, `conv_kernel`, `chunk_size`, `use_bias`, `use_conv_bias`, `mamba_ssm_cache_dtype`, `moe_shared_expert_intermediate_size` |
 
 use super::hf::Fields;
-use super::{LayerKind, LinearDims, Mixer, MlaDims};
+use super::{Ffn, LayerKind, LinearDims, MambaDims, Mixer, MlaDims, SsmDims};
 use crate::dtype::Format;
 use crate::error::Result;
 use serde_json::Value;
@@ -25,6 +27,8 @@ pub(super) struct Structure {
     pub shared_intermediate: u64,
     pub mla: Option<MlaDims>,
     pub linear: Option<LinearDims>,
+    pub ssm: Option<SsmDims>,
+    pub mamba: Option<MambaDims>,
     pub qk_norm: bool,
     pub norms_per_layer: u64,
     pub attention_sinks: bool,
@@ -37,6 +41,7 @@ pub(super) struct Structure {
 /// The basic dimensions [`read`] builds on.
 pub(super) struct Base<'a> {
     pub family: &'a str,
+    pub hidden: u64,
     pub layers: u64,
     pub intermediate: u64,
     pub experts: u64,
@@ -47,9 +52,23 @@ pub(super) struct Base<'a> {
 /// Reads the per-layer structure.
 pub(super) fn read(f: &Fields, b: &Base) -> Result<Structure> {
     let n = b.layers as usize;
-    let mixers = mixers(f, b, n)?;
+    let ssm = super::ssm::read(f, b.hidden)?;
+    let mamba = super::ssm::read_mamba1(f, b.family, b.hidden)?;
+    let blocks = super::ssm::pattern(f, n, ssm.is_some())?;
+    if ssm.is_some() && blocks.is_none() {
+        return Err(f.error(
+            "field ssm_state_size: Mamba-2 blocks need a hybrid_override_pattern saying which layers they are".into(),
+        ));
+    }
+    let (mixers, ffns): (Vec<Mixer>, Vec<Ffn>) = match &blocks {
+        Some(layers) => layers.iter().copied().unzip(),
+        None => {
+            let moe = moe_layers(f, b, n)?;
+            let ffn = |m: bool| if m { Ffn::Moe } else { Ffn::Dense };
+            (mixers(f, b, n)?, moe.into_iter().map(ffn).collect())
+        }
+    };
     let windows = windows(f, b, n, &mixers)?;
-    let moe = moe_layers(f, b, n)?;
     let ropes = rope_layers(f, b, n)?;
     let mut kinds: Vec<LayerKind> = Vec::new();
     let mut layer_kinds = Vec::with_capacity(n);
@@ -58,7 +77,7 @@ pub(super) fn read(f: &Fields, b: &Base) -> Result<Structure> {
             mixer: mixers[i],
             window: windows[i],
             rope: ropes[i],
-            moe: moe[i],
+            ffn: ffns[i],
         };
         let k = match kinds.iter().position(|x| *x == kind) {
             Some(k) => k,
@@ -84,12 +103,17 @@ pub(super) fn read(f: &Fields, b: &Base) -> Result<Structure> {
         shared_intermediate,
         mla: mla(f)?,
         linear: linear(f)?,
+        ssm,
+        mamba,
         qk_norm: matches!(
             b.family,
             "qwen3" | "qwen3_moe" | "qwen3_next" | "gemma3" | "gemma3_text"
         ),
         norms_per_layer: if b.family.starts_with("gemma2") || b.family.starts_with("gemma3") {
             4
+        } else if blocks.is_some() {
+            // one pre-norm per single-block layer
+            1
         } else {
             2
         },
@@ -121,6 +145,9 @@ fn layer_types(f: &Fields, n: usize) -> Result<Option<Vec<String>>> {
 
 /// The mixer of each layer.
 fn mixers(f: &Fields, b: &Base, n: usize) -> Result<Vec<Mixer>> {
+    if b.family == "jamba" {
+        return super::ssm::jamba_mixers(f, n);
+    }
     if f.get(&["kv_lora_rank"]).is_some() {
         return Ok(vec![Mixer::Mla; n]);
     }
@@ -211,6 +238,11 @@ fn moe_layers(f: &Fields, b: &Base, n: usize) -> Result<Vec<bool>> {
     if b.experts <= 1 {
         return Ok(vec![false; n]);
     }
+    if let Some(period) = f.uint(&["expert_layer_period"])? {
+        // Jamba: experts on the layers `i % period == offset`
+        let offset = f.count(&["expert_layer_offset"])?.unwrap_or(0);
+        return Ok((0..n as u64).map(|i| i % period == offset).collect());
+    }
     let first_dense = f.count(&["first_k_dense_replace"])?.unwrap_or(0) as usize;
     let step = f
         .uint(&[
@@ -253,6 +285,10 @@ fn rope_layers(f: &Fields, b: &Base, n: usize) -> Result<Vec<bool>> {
 
 /// Shared experts: (count, total inner width).
 fn shared(f: &Fields, b: &Base) -> Result<(u64, u64)> {
+    if let Some(w) = f.uint(&["moe_shared_expert_intermediate_size"])? {
+        // Nemotron-H: the shared experts' total width
+        return Ok((f.count(&["n_shared_experts"])?.unwrap_or(1).max(1), w));
+    }
     if let Some(k) = f.count(&["n_shared_experts"])?.filter(|&k| k > 0) {
         let each = f
             .uint(&["moe_intermediate_size"])?

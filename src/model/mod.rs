@@ -5,6 +5,9 @@
 pub mod graph;
 mod hf;
 mod kinds;
+mod ssm;
+
+pub use ssm::{MambaDims, SsmDims};
 
 use crate::dtype::Format;
 use crate::error::{Error, Result};
@@ -28,21 +31,50 @@ crate::named_enum! {
         Mla = "mla",
         /// Linear attention with a fixed-size recurrent state (Gated DeltaNet).
         Linear = "linear",
+        /// A Mamba-2 state-space block (Nemotron-H): a fixed-size state per sequence,
+        /// no KV cache.
+        Ssm = "ssm",
+        /// A Mamba-1 selective state-space block (Jamba): a fixed-size state per
+        /// sequence, no KV cache.
+        Mamba1 = "mamba1",
+        /// No token mixer: a block that is a feed-forward only (Nemotron-H's MLP layers).
+        None = "none",
     }
 }
 
-/// One kind of decoder layer: its token mixer and feed-forward.
+crate::named_enum! {
+    /// The feed-forward of a layer.
+    pub enum Ffn: "feed-forward" {
+        /// The dense MLP.
+        Dense = "dense",
+        /// A mixture of experts (with shared experts where the model has them).
+        Moe = "moe",
+        /// No feed-forward: a block that is a token mixer only (Nemotron-H's Mamba-2 and
+        /// attention layers).
+        None = "none",
+    }
+}
+
+/// One kind of decoder layer: its token mixer and feed-forward (a layer has at least
+/// one of them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 pub struct LayerKind {
-    /// Attention, latent attention or linear attention.
+    /// Attention, latent or linear attention, a state-space block, or none.
     pub mixer: Mixer,
     /// Sliding window (or attention chunk) in tokens: each query sees at most this many
     /// keys, and the cache keeps no more (`None`: the whole context).
     pub window: Option<u64>,
     /// Rotary position embedding on this layer (Llama 4's every fourth layer has none).
     pub rope: bool,
-    /// Mixture-of-experts feed-forward (else the dense MLP).
-    pub moe: bool,
+    /// Dense MLP, mixture of experts, or none.
+    pub ffn: Ffn,
+}
+
+impl LayerKind {
+    /// Whether the feed-forward is a mixture of experts.
+    pub fn is_moe(&self) -> bool {
+        self.ffn == Ffn::Moe
+    }
 }
 
 /// Multi-head latent attention dimensions (DeepSeek-V2/V3 `config.json`).
@@ -169,10 +201,14 @@ pub struct ModelConfig {
     pub mla: Option<MlaDims>,
     /// Linear-attention dimensions (layers whose mixer is [`Mixer::Linear`]).
     pub linear: Option<LinearDims>,
+    /// State-space (Mamba-2) dimensions (layers whose mixer is [`Mixer::Ssm`]).
+    pub ssm: Option<SsmDims>,
+    /// Mamba-1 dimensions (layers whose mixer is [`Mixer::Mamba1`]).
+    pub mamba: Option<MambaDims>,
     /// RMSNorm on each head's queries and keys (Qwen3, Gemma 3).
     pub qk_norm: bool,
     /// Norms per layer: 2 (before attention and MLP), 4 with Gemma's extra norms after
-    /// each.
+    /// each, 1 where each layer is a single block (Nemotron-H).
     pub norms_per_layer: u64,
     /// A learned per-head attention sink logit (gpt-oss).
     pub attention_sinks: bool,
@@ -197,7 +233,8 @@ pub struct ModelConfig {
 pub struct ParamCounts {
     /// Token embedding (and learned positions).
     pub embedding: u64,
-    /// Attention projections (with biases), all layers.
+    /// Token-mixer weights (attention projections with biases, linear-attention and
+    /// state-space blocks), all layers.
     pub attention: u64,
     /// MLP / expert weights (with biases) and routers, all layers.
     pub mlp: u64,
@@ -235,11 +272,13 @@ impl ModelConfig {
     /// `h·H·(d_nope + d_rope)` without q compression), kv_a `h·(r_kv + d_rope) + r_kv`,
     /// kv_b `r_kv·H·(d_nope + d_v)`, o `H·d_v·h`. Linear attention: qkvz `h·(2·n_k·d_k +
     /// 2·n_v·d_v)`, b and a `h·2·n_v`, a causal convolution over the q, k, v channels,
-    /// `2·n_v` decay parameters, a `d_v` norm, out `n_v·d_v·h`. Dense MLP `3·h·i` gated or
+    /// `2·n_v` decay parameters, a `d_v` norm, out `n_v·d_v·h`. Mamba-2 and Mamba-1: see
+    /// [`SsmDims::try_params`] and [`MambaDims::try_params`]. Dense MLP `3·h·i` gated or
     /// `2·h·i` plain (+ biases); MoE: routed experts of width `i_e`, a router `h·E`, and
-    /// shared experts of total width `i_s`. Norms per layer of `h` (×2 with LayerNorm
-    /// bias). Plus embedding `V·h`, learned positions `P·h`, final norm, and an untied
-    /// lm_head `V·h`. Active parameters count `k` routed experts and every shared one.
+    /// shared experts of total width `i_s`; no feed-forward in a mixer-only block. Norms
+    /// per layer of `h` (×2 with LayerNorm bias). Plus embedding `V·h`, learned positions
+    /// `P·h`, final norm, and an untied lm_head `V·h`. Active parameters count `k` routed
+    /// experts and every shared one.
     pub fn params(&self) -> ParamCounts {
         // Parsing rejects configs whose count overflows (see `try_params`).
         self.try_params().unwrap_or(ParamCounts {
@@ -315,14 +354,21 @@ impl ModelConfig {
                     .checked_add(l.value_dim)?
                     .checked_add(out)
             }
+            Mixer::Ssm => self.ssm?.try_params(h),
+            Mixer::Mamba1 => self.mamba?.try_params(h),
+            Mixer::None => Some(0),
         }
     }
 
     /// Parameters of one layer's feed-forward: (all, used per token).
-    pub fn try_ffn_params(&self, moe: bool) -> Option<(u64, u64)> {
-        if !moe {
-            let p = self.try_mlp_params(self.intermediate)?;
-            return Some((p, p));
+    pub fn try_ffn_params(&self, ffn: Ffn) -> Option<(u64, u64)> {
+        match ffn {
+            Ffn::None => return Some((0, 0)),
+            Ffn::Dense => {
+                let p = self.try_mlp_params(self.intermediate)?;
+                return Some((p, p));
+            }
+            Ffn::Moe => {}
         }
         let expert = self.try_mlp_params(self.expert_intermediate)?;
         let router = self.hidden.checked_mul(self.experts)?;
@@ -347,7 +393,7 @@ impl ModelConfig {
         let (mut attention, mut mlp, mut active_mlp) = (0u64, 0u64, 0u64);
         for (kind, count) in self.kind_counts() {
             attention = attention.checked_add(mul(self.try_mixer_params(kind.mixer)?, count)?)?;
-            let (all, used) = self.try_ffn_params(kind.moe)?;
+            let (all, used) = self.try_ffn_params(kind.ffn)?;
             mlp = mlp.checked_add(mul(all, count)?)?;
             active_mlp = active_mlp.checked_add(mul(used, count)?)?;
         }
@@ -403,7 +449,8 @@ impl ModelConfig {
     pub fn is_uniform(&self) -> bool {
         self.kinds.len() == 1
             && self.kinds[0].mixer == Mixer::Attention
-            && (!self.kinds[0].moe || self.expert_intermediate == self.intermediate)
+            && self.kinds[0].ffn != Ffn::None
+            && (!self.kinds[0].is_moe() || self.expert_intermediate == self.intermediate)
             && self.shared_experts == 0
     }
 

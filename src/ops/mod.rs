@@ -19,6 +19,7 @@ mod elementwise;
 mod embedding;
 mod gemm;
 mod norm;
+mod recurrent;
 
 pub use attention::{
     AttentionShape, attention_fused, attention_scores, attention_values, causal_pairs,
@@ -29,6 +30,7 @@ pub use elementwise::{Activation, activation, gated_activation, residual_add, ro
 pub use embedding::embedding;
 pub use gemm::{Class, Operand, gemm, linear};
 pub use norm::{NormKind, norm, softmax};
+pub use recurrent::{ScanShape, causal_conv1d, selective_scan, ssm_scan};
 
 use serde::{Deserialize, Serialize};
 use std::ops::{Add, AddAssign};

@@ -1,12 +1,13 @@
 //! What a model's architecture does to its cache and its work, in numbers the
 //! explanation quotes: latent versus uncompressed KV (MLA), grouped-query attention,
-//! sliding windows, linear-attention state, and the experts a mixture runs and touches.
+//! sliding windows, linear-attention and state-space (Mamba) state, and the experts a
+//! mixture runs and touches.
 
 use super::Predictor;
 use crate::dtype::Format;
 use crate::memory::{Layout, Parallel, Share, device_cache_bytes};
-use crate::model::Mixer;
 use crate::model::graph::expected_experts;
+use crate::model::{Ffn, Mixer};
 use serde::Serialize;
 
 /// The `architecture` object of a prediction: whole-model figures for one sequence (all
@@ -23,6 +24,11 @@ pub struct Architecture {
     pub latent_layers: u64,
     /// Layers with linear attention (a fixed state instead of a KV cache).
     pub linear_layers: u64,
+    /// Layers with softmax or latent attention: the layers that cache keys and values.
+    pub attention_layers: u64,
+    /// Layers that are a feed-forward only, with no token mixer (Nemotron-H's MLP and
+    /// expert blocks).
+    pub ffn_only_layers: u64,
     /// Sliding windows and the layers each applies to, ascending.
     pub windows: Vec<WindowLayers>,
     /// Cache bytes per token of one sequence while the context is below every window.
@@ -36,8 +42,12 @@ pub struct Architecture {
     /// What it would be without the sliding windows (every layer caching the whole
     /// context).
     pub kv_bytes_at_context_unwindowed: f64,
-    /// Fixed state bytes per sequence (linear attention), whatever the context.
+    /// Fixed state bytes per sequence (linear attention, state-space blocks), whatever
+    /// the context.
     pub state_bytes_per_sequence: f64,
+    /// State-space (Mamba) blocks, if the model has them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ssm: Option<SsmFacts>,
     /// Mixture of experts, if the model has one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub experts: Option<ExpertFacts>,
@@ -50,6 +60,26 @@ pub struct WindowLayers {
     pub window: u64,
     /// Layers with this window.
     pub layers: u64,
+}
+
+/// The state-space (Mamba) blocks of a hybrid model.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct SsmFacts {
+    /// Mamba version: 2 (Nemotron-H) or 1 (Jamba).
+    pub version: u64,
+    /// Layers that are Mamba blocks.
+    pub layers: u64,
+    /// SSM heads per block (Mamba-1: every channel is a head of its own).
+    pub heads: u64,
+    /// Channels per head (Mamba-1: 1).
+    pub head_dim: u64,
+    /// State size per channel.
+    pub d_state: u64,
+    /// Format the SSM state is kept in.
+    pub state_format: Format,
+    /// Fixed bytes per sequence of all these blocks together: the SSM states and the
+    /// convolution windows.
+    pub state_bytes_per_sequence: f64,
 }
 
 /// The experts of a mixture-of-experts model.
@@ -77,7 +107,8 @@ impl Predictor<'_> {
         let kv = self.precision.kv;
         let whole = Share::stages(m, &Layout::new(1, Parallel::Tp))[0];
         let cache = device_cache_bytes(m, kv, self.precision.activations.bytes(), &whole);
-        let (mut latent, mut linear, mut mha) = (0, 0, 0.0);
+        let (mut latent, mut linear, mut ssm_layers, mut mha) = (0, 0, 0, 0.0);
+        let (mut attention, mut ffn_only) = (0, 0);
         let mut windows: Vec<WindowLayers> = Vec::new();
         for (kind, n) in m.kind_counts() {
             let per_head = match (kind.mixer, m.mla) {
@@ -89,8 +120,17 @@ impl Predictor<'_> {
                     linear += n;
                     continue;
                 }
+                (Mixer::Ssm | Mixer::Mamba1, _) => {
+                    ssm_layers += n;
+                    continue;
+                }
+                (Mixer::None, _) => {
+                    ffn_only += n;
+                    continue;
+                }
                 _ => 2 * m.head_dim,
             };
+            attention += n;
             mha += (n * m.heads * per_head) as f64 * kv.bytes();
             if let Some(w) = kind.window {
                 match windows.iter_mut().find(|x| x.window == w) {
@@ -107,7 +147,7 @@ impl Predictor<'_> {
         let moe_layers = m
             .kind_counts()
             .iter()
-            .filter(|(k, _)| k.moe)
+            .filter(|(k, _)| k.ffn == Ffn::Moe)
             .map(|(_, n)| n)
             .sum();
         let experts = (m.experts > 1).then(|| ExpertFacts {
@@ -118,12 +158,46 @@ impl Predictor<'_> {
             format: self.precision.experts,
             touched_per_decode_step: expected_experts(m.experts, m.experts_per_token, batch),
         });
+        let act = self.precision.activations.bytes();
+        let act_format = super::format_for(self.precision.activations);
+        let facts =
+            |version, heads, head_dim, d_state, format: Option<Format>, bytes: f64| SsmFacts {
+                version,
+                layers: ssm_layers,
+                heads,
+                head_dim,
+                d_state,
+                state_format: format.unwrap_or(act_format),
+                state_bytes_per_sequence: ssm_layers as f64 * bytes,
+            };
+        let ssm = match (m.ssm, m.mamba) {
+            _ if ssm_layers == 0 => None,
+            (Some(d), _) => Some(facts(
+                2,
+                d.heads,
+                d.head_dim,
+                d.d_state,
+                d.state_format,
+                d.bytes_per_sequence(act),
+            )),
+            (None, Some(d)) => Some(facts(
+                1,
+                d.d_inner,
+                1,
+                d.d_state,
+                d.state_format,
+                d.bytes_per_sequence(act),
+            )),
+            (None, None) => None,
+        };
         Architecture {
             heads: m.heads,
             kv_heads: if latent > 0 { m.heads } else { m.kv_heads },
             layers: m.layers,
             latent_layers: latent,
             linear_layers: linear,
+            attention_layers: attention,
+            ffn_only_layers: ffn_only,
             windows,
             kv_bytes_per_token: cache.per_token_below_windows(),
             mha_kv_bytes_per_token: mha,
@@ -131,6 +205,7 @@ impl Predictor<'_> {
             kv_bytes_at_context_unwindowed: cache.per_token_below_windows() * ctx
                 + cache.per_sequence,
             state_bytes_per_sequence: cache.per_sequence,
+            ssm,
             experts,
         }
     }

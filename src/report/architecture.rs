@@ -1,5 +1,6 @@
 //! The explanation's sentences on what a model's architecture changes: its attention
-//! (grouped-query, latent, sliding windows, linear), its experts and how they are
+//! (grouped-query, latent, sliding windows, linear), its state-space blocks, its experts
+//! and how they are
 //! spread, and speculative decoding. Reads [`Prediction::architecture`] and the
 //! prediction's ops; computes nothing but the sentences.
 
@@ -18,6 +19,7 @@ pub(super) fn findings(p: &Prediction) -> Vec<Finding> {
     let mut f = vec![attention(a)];
     f.extend(windows(p, a));
     f.extend(linear(a));
+    f.extend(ssm(p, a));
     f.extend(experts(p, a));
     f.extend(expert_parallel(p));
     if let Some(sp) = &p.speculative {
@@ -119,11 +121,44 @@ fn linear(a: &Architecture) -> Option<Finding> {
                 a.linear_layers,
                 a.layers,
                 bytes(a.state_bytes_per_sequence),
-                a.layers - a.linear_layers,
+                a.attention_layers,
                 bytes(a.kv_bytes_per_token)
             ),
         )
     })
+}
+
+/// State-space (Mamba) blocks: a fixed state per sequence, and which layers still cache
+/// keys and values.
+fn ssm(p: &Prediction, a: &Architecture) -> Option<Finding> {
+    let s = a.ssm?;
+    let shape = if s.head_dim == 1 {
+        format!("{} channels", s.heads)
+    } else {
+        format!("{} heads of {} channels", s.heads, s.head_dim)
+    };
+    let mlp = if a.ffn_only_layers > 0 {
+        format!(" {} layers are MLP-only blocks;", a.ffn_only_layers)
+    } else {
+        String::new()
+    };
+    Some(finding(
+        "architecture",
+        format!(
+            "{} of {} layers are Mamba-{} state-space blocks ({}, state size {}): each sequence keeps a fixed {} in them ({} SSM states plus the convolution windows) whatever the context, read and written once per step instead of a growing KV cache;{mlp} only the {} attention layers cache keys and values, {} per token ({} per sequence at context {}).",
+            s.layers,
+            a.layers,
+            s.version,
+            shape,
+            s.d_state,
+            bytes(s.state_bytes_per_sequence),
+            s.state_format,
+            a.attention_layers,
+            bytes(a.kv_bytes_per_token),
+            bytes(a.kv_bytes_at_context - a.state_bytes_per_sequence),
+            p.decode.context
+        ),
+    ))
 }
 
 /// The experts a token runs and the ones a decode step reads.

@@ -71,8 +71,14 @@ fn decode_findings(p: &Prediction) -> Vec<Finding> {
         (Parallel::Tp, n) => (" on each device", d.flops_per_step * n as f64),
         (Parallel::Pp, _) => (" over the whole pipeline", d.flops_per_step),
     };
+    // recurrent layers (linear attention, SSM blocks) read and write a fixed state
+    let cache = if p.architecture.state_bytes_per_sequence > 0.0 {
+        "KV cache and recurrent state"
+    } else {
+        "KV cache"
+    };
     let first = format!(
-        "Each decode step does {}{scope} ({:.1} FLOP per active parameter per sequence, ~2 per weight) but must stream {} from memory ({} of weights, {} of KV cache, the rest activations), so its arithmetic intensity is {:.2} FLOP/byte.",
+        "Each decode step does {}{scope} ({:.1} FLOP per active parameter per sequence, ~2 per weight) but must stream {} from memory ({} of weights, {} of {cache}, the rest activations), so its arithmetic intensity is {:.2} FLOP/byte.",
         fmt_flops(d.flops_per_step),
         whole_model_flops / params.max(1.0) / c.batch as f64,
         fmt_bytes(d.bytes_per_step),

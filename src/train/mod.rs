@@ -122,7 +122,7 @@ impl<'a> Trainer<'a> {
             return Err(crate::Error::invalid(
                 "model",
                 format!(
-                    "{} mixes layer kinds (latent or linear attention, dense and MoE layers, or experts narrower than its MLP): training such models is not modelled yet",
+                    "{} mixes layer kinds (latent or linear attention, state-space blocks, dense and MoE layers, or experts narrower than its MLP): training such models is not modelled yet",
                     model.id
                 ),
             ));

@@ -35,12 +35,22 @@ crate::named_enum! {
         MlaVAbsorb = "mla_v_absorb",
         /// Linear attention: input projection (queries, keys, values, gates).
         LinearInProj = "linear_in_proj",
-        /// Linear attention: the short causal convolution.
+        /// Linear attention and state-space blocks: the short causal convolution.
         ShortConv = "short_conv",
         /// Linear attention: the gated delta-rule recurrence over the state.
         DeltaRule = "delta_rule",
         /// Linear attention: the gated output norm.
         LinearNorm = "linear_norm",
+        /// State-space (Mamba-2) block: input projection (gate, x, B, C, step sizes).
+        SsmInProj = "ssm_in_proj",
+        /// Mamba-1 block: `x_proj` (step rank, B, C, with their norms) and `dt_proj`.
+        SsmXProj = "ssm_x_proj",
+        /// State-space block: the selective scan (state update and readout).
+        SsmScan = "ssm_scan",
+        /// Mamba-2 block: the gated RMSNorm before the output projection.
+        SsmNorm = "ssm_norm",
+        /// Mamba-1 block: the output gated by `silu(z)`.
+        SsmGate = "ssm_gate",
         /// Naive attention: scores `Q·Kᵀ`.
         AttnScores = "attn_scores",
         /// Naive attention: softmax over the scores.

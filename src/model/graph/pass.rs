@@ -1,16 +1,19 @@
 //! The ops of one forward pass, layer kind by layer kind: softmax, latent and linear
-//! attention, dense and mixture-of-experts feed-forwards, embeddings and the head.
+//! attention, state-space blocks, dense and mixture-of-experts feed-forwards, embeddings
+//! and the head.
 
 use super::{
     EMPTY, Graph, MAX_OPS, OpKind, Precision, Shard, Step, Unit, ceil_div, expected_experts,
     matmul_dtype,
 };
-use crate::model::{LayerKind, LinearDims, Mixer, MlaDims, ModelConfig};
+use crate::model::{Ffn, LayerKind, LinearDims, Mixer, MlaDims, ModelConfig};
 use crate::ops::{
     self, AttentionShape, Collective, Cost, Operand, attention_fused, attention_scores,
-    attention_values, collective, embedding, gated_activation, gemm, linear, moe_all_to_all, norm,
-    residual_add, rope, softmax,
+    attention_values, causal_conv1d, collective, embedding, gated_activation, gemm, linear,
+    moe_all_to_all, norm, residual_add, rope, softmax,
 };
+
+mod ssm;
 
 /// Shapes and formats shared by the ops of one forward pass on one device.
 struct Pass<'c> {
@@ -256,24 +259,16 @@ impl Pass<'_> {
         let width = channels + nv * d.value_dim + 2 * nv;
         let in_proj = self.linear(h, width, self.w_bits, self.act, false);
         g.push(OpKind::LinearInProj, l, in_proj, self.matmul);
-        let (tokens, k, c) = (t as f64, d.conv_kernel as f64, channels as f64);
-        let act_bytes = self.act_bits / 8.0;
-        let conv_state = b * (k - 1.0) * c * act_bytes;
-        let conv = Cost {
-            flops: 2.0 * k * c * tokens,
-            read: ops::ByteClasses {
-                activations: tokens * c * act_bytes,
-                weights: k * c * 2.0,
-                kv: conv_state,
-            },
-            written: ops::ByteClasses {
-                activations: tokens * c * act_bytes,
-                kv: conv_state,
-                ..Default::default()
-            },
-            link_bytes: 0.0,
-        };
+        let conv = causal_conv1d(
+            self.step.batch,
+            t,
+            channels,
+            d.conv_kernel,
+            false,
+            self.act_bits,
+        );
         g.push(OpKind::ShortConv, l, conv, Unit::Vector);
+        let (tokens, c, act_bytes) = (t as f64, channels as f64, self.act_bits / 8.0);
         let (dk, dv, heads) = (d.key_dim as f64, d.value_dim as f64, nv as f64);
         let chunk = self.step.new_tokens.min(64) as f64;
         let intra = if chunk > 1.0 {
@@ -353,8 +348,13 @@ impl Pass<'_> {
         }
         if moe && cfg.shared_experts > 0 {
             let si = ceil_div(cfg.shared_intermediate, self.tp);
-            let shared = self.linear(h, 2 * si, self.w_bits, self.act, false)
-                + gated_activation(cfg.activation, t, si, a)
+            let (up, act) = if cfg.gated_mlp {
+                (2 * si, gated_activation(cfg.activation, t, si, a))
+            } else {
+                (si, ops::activation(cfg.activation, t, si, a))
+            };
+            let shared = self.linear(h, up, self.w_bits, self.act, false)
+                + act
                 + self.linear(si, h, self.w_bits, self.act, false);
             g.push(OpKind::SharedExperts, l, shared, self.matmul);
         }
@@ -365,16 +365,24 @@ impl Pass<'_> {
         g.push(OpKind::MlpResidual, l, residual_add(t, h, a), Unit::Vector);
     }
 
-    /// One layer kind, `l` times.
+    /// One layer kind, `l` times: its mixer (with the norm before it, the all-reduce and
+    /// the residual after it) and its feed-forward, each where the layer has one
+    /// (Nemotron-H's layers are a single Mamba-2, attention or MLP block).
     fn layer(&self, g: &mut Graph, kind: &LayerKind, l: f64) {
-        self.around_mixer(g, l, true);
-        match (kind.mixer, self.cfg.mla, self.cfg.linear) {
-            (Mixer::Mla, Some(m), _) => self.mla(g, kind, l, &m),
-            (Mixer::Linear, _, Some(d)) => self.linear_attention(g, l, &d),
-            _ => self.attention(g, kind, l),
+        if kind.mixer != Mixer::None {
+            self.around_mixer(g, l, true);
+            match (kind.mixer, self.cfg.mla, self.cfg.linear, self.cfg.ssm) {
+                (Mixer::Mla, Some(m), _, _) => self.mla(g, kind, l, &m),
+                (Mixer::Linear, _, Some(d), _) => self.linear_attention(g, l, &d),
+                (Mixer::Ssm, _, _, Some(d)) => self.ssm(g, l, &d),
+                (Mixer::Mamba1, ..) if self.cfg.mamba.is_some() => self.mamba1(g, l),
+                _ => self.attention(g, kind, l),
+            }
+            self.around_mixer(g, l, false);
         }
-        self.around_mixer(g, l, false);
-        self.ffn(g, kind.moe, l);
+        if kind.ffn != Ffn::None {
+            self.ffn(g, kind.is_moe(), l);
+        }
     }
 
     /// Final norm and the lm_head (split over the vocabulary) on the rows that need

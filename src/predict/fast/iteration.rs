@@ -10,7 +10,8 @@
 //! - **head ops** (final norm, lm_head): the rows that need logits, one per sequence;
 //! - **decode-only / prefill-only ops** (latent attention's absorbed and expanded
 //!   projections): the tokens of that phase;
-//! - **per-sequence ops** (attention cores, linear-attention state): a sum over the
+//! - **per-sequence ops** (attention cores, linear-attention and state-space state): a
+//!   sum over the
 //!   sequences. A decode sequence's cost is affine in `min(L, w)` for each of the
 //!   model's windows `w` and in `L`, so the decode group is costed from the sums
 //!   `Σ min(L_i, w)` and `Σ L_i` in closed form ([`DecodeSums`]); a prefill chunk of `c`
@@ -54,7 +55,9 @@ fn class(kind: OpKind) -> Class {
         OpKind::FinalNorm | OpKind::LmHead => Class::Head,
         OpKind::MlaQAbsorb | OpKind::MlaVAbsorb => Class::DecodeOnly,
         OpKind::MlaKvBProj => Class::PrefillOnly,
-        k if k.is_attention_core() || matches!(k, OpKind::ShortConv | OpKind::DeltaRule) => {
+        k if k.is_attention_core()
+            || matches!(k, OpKind::ShortConv | OpKind::DeltaRule | OpKind::SsmScan) =>
+        {
             Class::PerSequence
         }
         _ => Class::Token,

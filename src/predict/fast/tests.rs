@@ -215,8 +215,18 @@ fn evaluator_equals_plain_summary() {
     assert_eq!(checked, 12 * 4 * 5 * 5);
 }
 
+/// Jamba-1.5-Mini's shapes (its config.json's fields that set them): Mamba-1 blocks,
+/// attention every eighth layer, experts every other layer.
+const JAMBA: &str = r#"{"model_type":"jamba","attn_layer_offset":4,"attn_layer_period":8,
+    "expert_layer_offset":1,"expert_layer_period":2,"hidden_size":4096,
+    "intermediate_size":14336,"mamba_d_conv":4,"mamba_d_state":16,"mamba_dt_rank":256,
+    "mamba_expand":2,"num_attention_heads":32,"num_experts":16,"num_experts_per_tok":2,
+    "num_hidden_layers":32,"num_key_value_heads":8,"vocab_size":65536,
+    "max_position_embeddings":262144,"tie_word_embeddings":false}"#;
+
 /// The same with the models of 2025-26: windows, latent attention, linear attention,
-/// expert parallelism and speculative decoding (which takes the plain path).
+/// Mamba-2 blocks with MLP-only layers (Nemotron-H), Mamba-1 blocks with experts
+/// (Jamba), expert parallelism and speculative decoding (which takes the plain path).
 #[test]
 fn evaluator_equals_plain_for_new_architectures() {
     use crate::predict::Speculation;
@@ -231,10 +241,16 @@ fn evaluator_equals_plain_for_new_architectures() {
         ("deepseek-v3", "h200", 16, 8, None),
         ("qwen3-30b-a3b", "h100", 4, 4, None),
         ("qwen3-next-80b-a3b", "h200", 2, 1, None),
+        ("nemotron-h-56b", "h100", 1, 1, None),
+        ("nemotron-h-56b", "h200", 4, 1, spec),
+        ("jamba", "h100", 2, 1, None),
         ("llama-3.1-8b", "h100", 1, 1, spec),
         ("qwen3-30b-a3b", "h100", 4, 2, spec),
     ] {
-        let m = models.resolve(model).unwrap();
+        let m = match model {
+            "jamba" => crate::model::ModelConfig::from_json_str(JAMBA, model, "c").unwrap(),
+            id => models.resolve(id).unwrap(),
+        };
         let s = Scenario {
             gpus,
             ep,
@@ -355,5 +371,25 @@ fn decode_lines_have_one_varying_op_with_flash_and_three_without() {
         let d = DecodeLines::new(&p, 4).unwrap();
         assert_eq!(d.varying().len(), n);
         assert_eq!(d.batch(), 4);
+    }
+}
+
+/// The hybrid's decode steps take the lines (its Mamba-2 ops are constant in the
+/// context, its attention affine), not the plain fallback the equality test would also
+/// accept.
+#[test]
+fn decode_lines_serve_the_mamba_hybrid() {
+    let models = ModelDb::builtin().unwrap();
+    let hw = HardwareDb::builtin().unwrap();
+    let engines = EngineDb::builtin().unwrap();
+    let m = models.resolve("nemotron-h-56b").unwrap();
+    let s = Scenario::default();
+    let (gpu, engine) = (hw.get("h100").unwrap(), engines.get("typical").unwrap());
+    let p = Predictor::new(&m, gpu, engine, &s).unwrap();
+    for b in [1u64, 7, 256] {
+        assert!(
+            super::decode::DecodeLines::new(&p, b).is_some(),
+            "decode {b}"
+        );
     }
 }

@@ -6,6 +6,7 @@ use crate::engine::EngineDb;
 use crate::hardware::HardwareDb;
 use crate::memory::Parallel;
 use crate::model::ModelDb;
+use crate::ops;
 use crate::predict::Scenario;
 
 fn close(a: f64, b: f64, what: &str) {
@@ -150,6 +151,36 @@ fn decode_groups_are_closed_forms() {
                     model.id
                 );
             }
+        }
+    }
+}
+
+/// Every op classed as a token op costs the same in a decode pass of `n` sequences and
+/// a prefill of one `n`-token prompt (it depends on the token count alone): a new op
+/// kind that depends on the sequences fails here until it is classed.
+#[test]
+fn token_ops_depend_on_the_token_count_alone() {
+    let hw = HardwareDb::builtin().unwrap().get("h100").unwrap();
+    let engine = EngineDb::builtin().unwrap().get("typical").unwrap();
+    for model in ModelDb::builtin().unwrap().models() {
+        let Ok(p) = Predictor::new(model, hw, engine, &Scenario::default()) else {
+            continue;
+        };
+        for n in [6u64, 300] {
+            let of = |step: &Step| -> Vec<(OpKind, ops::Cost)> {
+                p.graph(step)
+                    .ops()
+                    .iter()
+                    .filter(|o| class(o.kind) == Class::Token)
+                    .map(|o| (o.kind, o.total()))
+                    .collect()
+            };
+            assert_eq!(
+                of(&Step::decode(n, 1)),
+                of(&Step::prefill(1, n)),
+                "{}: token ops at {n} tokens",
+                model.id
+            );
         }
     }
 }
