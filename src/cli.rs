@@ -10,6 +10,9 @@ use ridgeline::predict::{MAX_COUNT, Scenario};
 use ridgeline::train::{Method, Offload, Optimizer, Recompute, TrainConfig, TrainPrecision};
 use std::path::PathBuf;
 
+mod simulate;
+pub use simulate::{PlanRateArgs, SimulateArgs};
+
 /// Most devices a layout may have (the library's own limit).
 const MAX_DEVICES: u64 = 1_000_000;
 
@@ -97,6 +100,22 @@ pub enum Command {
         args: PlanArgs,
         #[command(flatten)]
         train: PlanTrainArgs,
+    },
+    /// Serve a request rate: continuous batching simulated iteration by iteration.
+    ///
+    /// Poisson arrivals at each --rate (one row per rate), a closed loop of
+    /// --concurrency users, or a --trace; the engine's scheduler (max_num_seqs, chunked
+    /// prefill up to max_batched_tokens, KV cache in blocks, preemption by recompute);
+    /// iterations costed with predict's op costs. Prints TTFT, TPOT, end-to-end and
+    /// queueing percentiles, throughput, the batch and KV use, and with several rates
+    /// the saturation knee and what binds there.
+    Simulate {
+        #[command(flatten)]
+        args: SimulateArgs,
+        /// Also write a chart (SVG): p50/p99 TTFT and TPOT against rate with the knee,
+        /// and a timeline of the batch and KV cache use at one rate.
+        #[arg(long, value_name = "FILE.svg")]
+        svg: Option<PathBuf>,
     },
     /// Cloud instance shapes (devices, links, host memory, network, on-demand price).
     Instances,
@@ -514,6 +533,9 @@ pub struct PlanArgs {
     /// Naive attention that materializes the score matrix.
     #[arg(long = "no-flash")]
     pub no_flash: bool,
+    /// Serving at a request rate (`--rate`).
+    #[command(flatten)]
+    pub rate: PlanRateArgs,
 }
 
 impl PlanArgs {
@@ -607,12 +629,15 @@ pub fn flag_of(field: &str) -> Option<String> {
         "max_tpot_s" => "--max-tpot-ms",
         "min_output_tokens_per_s" => "--min-throughput",
         "max_usd_per_hour" => "--budget-usd-per-hour",
+        "slo_ttft_s" => "--slo-ttft-ms",
+        "slo_tpot_s" => "--slo-tpot-ms",
         "methods" => "--method",
         "model" | "gpu" | "gpus" | "batch" | "prompt" | "weights" | "kv" | "engine"
         | "parallel" | "tp" | "pp" | "zero" | "micro_batch" | "global_batch" | "seq"
         | "lora_rank" | "virtual_stages" | "offload" | "method" | "recompute" | "precision"
         | "optimizer" | "measurements" | "ep" | "spec_k" | "spec_accept" | "draft" | "tokens"
-        | "max_hours" | "budget_usd" | "instance" => {
+        | "max_hours" | "budget_usd" | "instance" | "rate" | "concurrency" | "trace"
+        | "requests" | "seed" | "max_num_seqs" | "max_batched_tokens" | "prefix_hit" | "disagg" => {
             return Some(format!("--{}", field.replace('_', "-")));
         }
         _ => return None,

@@ -3,7 +3,7 @@
 
 use crate::cli::{
     self, ChartArg, Cli, DecodingArgs, HardwareAction, PlanArgs, PlanTrainArgs, PredictArgs,
-    SweepArgs, TrainArgs,
+    SimulateArgs, SweepArgs, TrainArgs,
 };
 use ridgeline::engine::EngineDb;
 use ridgeline::hardware::{Hardware, HardwareDb};
@@ -321,6 +321,51 @@ pub fn train(ctx: &Ctx, a: &TrainArgs, svg: Option<&Path>, json: bool) -> Result
     }
 }
 
+/// `simulate`: one run, or a row per rate with the knee.
+pub fn simulate(ctx: &Ctx, a: &SimulateArgs, svg: Option<&Path>, json: bool) -> Result<String> {
+    use ridgeline::simulate::{MAX_RATE, RateSweep, simulate, simulate_rates};
+    if let Some(path) = svg {
+        check_svg_name("--svg", path)?;
+    }
+    let model = resolve_model(&a.model)?;
+    let hw = ctx.hardware.get(&a.gpu)?;
+    let engine = ctx.engines.get(&a.engine)?;
+    let (s, serving) = (a.scenario(), a.serving()?);
+    let workload = a.workload()?;
+    let sweep = match &a.rate {
+        Some(list) => {
+            let rates = ridgeline::list::parse_f64_list("--rate", list, MAX_RATE, 100)?;
+            simulate_rates(&model, hw, engine, &s, &serving, &workload, &rates)?
+        }
+        None => RateSweep {
+            rows: vec![simulate(&model, hw, engine, &s, &serving, &workload)?],
+            knee: None,
+        },
+    };
+    if let Some(path) = svg {
+        let first = &sweep.rows[0].config;
+        let opts = ridgeline::plot::serving::ServingOptions {
+            subtitle: format!(
+                "{} on {} x {}, engine {}; prompt {}, gen {}",
+                first.model,
+                first.gpus,
+                first.gpu,
+                first.engine,
+                a.prompt.as_deref().unwrap_or("512"),
+                a.gen_tokens.as_deref().unwrap_or("128")
+            ),
+            ..Default::default()
+        };
+        let chart = ridgeline::plot::serving::serving(&sweep, &opts)?;
+        write_chart("--svg", path, &chart, "serving chart to ")?;
+    }
+    match (json, sweep.rows.len()) {
+        (true, 1) => to_json(&sweep.rows[0]),
+        (true, _) => to_json(&sweep),
+        (false, _) => Ok(report::simulate::sweep(&sweep)),
+    }
+}
+
 pub fn calibrate(
     ctx: &Ctx,
     measurements: &Path,
@@ -432,7 +477,10 @@ pub fn plan(ctx: &Ctx, a: &PlanArgs, t: &PlanTrainArgs, json: bool) -> Result<St
             .transpose()?,
         flash: !a.no_flash,
     };
-    let report = ridgeline::plan::plan(&req)?;
+    let report = match a.rate.target() {
+        Some(t) => ridgeline::plan::plan_rate(&req, &t)?,
+        None => ridgeline::plan::plan(&req)?,
+    };
     if json {
         to_json(&report)
     } else {

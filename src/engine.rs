@@ -49,6 +49,17 @@ pub struct Engine {
     /// bounds the activation workspace. `None`: the whole `batch x prompt` at once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_batched_tokens: Option<u64>,
+    /// Most sequences the scheduler runs in one iteration (vLLM's `max_num_seqs`,
+    /// TensorRT-LLM's `max_batch_size`, llama.cpp's `--parallel`); `None`: only the KV
+    /// cache limits it (SGLang derives `max_running_requests` from memory). Read by
+    /// [`crate::simulate`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_num_seqs: Option<u64>,
+    /// Tokens per KV-cache block (vLLM's `block_size` 16, TensorRT-LLM's
+    /// `tokens_per_block` 64): a sequence holds whole blocks. `None`: token-granular
+    /// (SGLang's page size 1, llama.cpp's cells). Read by [`crate::simulate`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kv_block_tokens: Option<u64>,
     /// Measurement ids the factors were fitted on.
     #[serde(default)]
     pub fitted_on: Vec<String>,
@@ -61,6 +72,9 @@ pub struct Engine {
     )]
     pub override_builtin: bool,
 }
+
+/// Largest `max_num_seqs` and `kv_block_tokens` an engine profile may set (2^24).
+pub const MAX_SCHEDULER_COUNT: u64 = 1 << 24;
 
 fn one() -> f64 {
     1.0
@@ -146,6 +160,8 @@ impl Engine {
             overhead_bytes: 0.0,
             reserve_fraction: 0.0,
             max_batched_tokens: None,
+            max_num_seqs: None,
+            kv_block_tokens: None,
             fitted_on: Vec::new(),
             override_builtin: false,
         }
@@ -163,6 +179,8 @@ impl Engine {
             && self.overhead_bytes == other.overhead_bytes
             && self.reserve_fraction == other.reserve_fraction
             && self.max_batched_tokens == other.max_batched_tokens
+            && self.max_num_seqs == other.max_num_seqs
+            && self.kv_block_tokens == other.kv_block_tokens
     }
 
     /// Fraction of bandwidth reached on `hw`: the first of [`memory_keys`] present,
@@ -247,11 +265,14 @@ impl Engine {
                 format!("must be in [0, 1), got {}", self.reserve_fraction),
             ));
         }
-        if self.max_batched_tokens == Some(0) {
-            return Err(bad(
-                "max_batched_tokens".into(),
-                "must be at least 1".into(),
-            ));
+        for (field, v, max) in [
+            ("max_batched_tokens", self.max_batched_tokens, u64::MAX),
+            ("max_num_seqs", self.max_num_seqs, MAX_SCHEDULER_COUNT),
+            ("kv_block_tokens", self.kv_block_tokens, MAX_SCHEDULER_COUNT),
+        ] {
+            if let Some(v) = v.filter(|&v| v == 0 || v > max) {
+                return Err(bad(field.into(), format!("must be in 1..={max}, got {v}")));
+            }
         }
         Ok(())
     }

@@ -51,6 +51,7 @@
 //! | [`sweep`] | parallel sweeps over every axis ([`sweep::Sweep`]): streaming CSV/JSON, `ndarray` grids |
 //! | [`plan`] | capacity planning under latency, throughput and budget targets ([`plan::plan`]); training plans ([`plan::train::plan_training`]) |
 //! | [`series`] | chart data: throughput and latency vs batch, memory by weight format and by ZeRO stage |
+//! | [`simulate`] | serving at a request rate: continuous batching, chunked prefill, preemption, disaggregation, latency percentiles |
 //! | [`report`] | text, Markdown and plain-language renderers of the report structs |
 //! | [`plot`] | SVG charts: roofline, throughput and latency vs batch, memory breakdown, training cost vs time |
 //! | [`train`] | training memory and step time (ZeRO, 3D parallelism, LoRA/QLoRA, offload) |
@@ -81,6 +82,7 @@ pub mod report;
 pub mod roofline;
 pub mod search;
 pub mod series;
+pub mod simulate;
 pub mod sweep;
 pub mod train;
 pub mod units;

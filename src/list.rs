@@ -143,6 +143,95 @@ pub fn parse_names(flag: &str, text: &str) -> Result<Vec<String>> {
         .collect()
 }
 
+/// Parses a LIST of positive real numbers (rates: `0.5,1,2`, `1..64:x2`, `5..50:+5`):
+/// the syntax of [`parse_u64_list`] with decimals, a geometric factor above 1 (`:x1.5`)
+/// and an arithmetic step above 0 (`:+0.5`); every value must be finite, greater than 0
+/// and at most `max`. `flag` names the option in errors. At most `max_len` values.
+///
+/// ```
+/// use ridgeline::list::parse_f64_list;
+/// assert_eq!(parse_f64_list("--rate", "0.5,1..8:x2", 1e6, 100).unwrap(), vec![0.5, 1.0, 2.0, 4.0, 8.0]);
+/// assert_eq!(parse_f64_list("--rate", "1..2:+0.5", 1e6, 100).unwrap(), vec![1.0, 1.5, 2.0]);
+/// assert!(parse_f64_list("--rate", "0", 1e6, 100).unwrap_err().to_string().contains("--rate"));
+/// ```
+pub fn parse_f64_list(flag: &str, text: &str, max: f64, max_len: usize) -> Result<Vec<f64>> {
+    let mut out = Vec::new();
+    for (i, raw) in text.split(',').enumerate() {
+        let item = raw.trim();
+        let bad = |why: String| Error::invalid(flag, format!("'{item}': {why}"));
+        if item.is_empty() {
+            return Err(Error::invalid(
+                flag,
+                format!("empty item at position {} of '{text}'", i + 1),
+            ));
+        }
+        let value = |s: &str| -> Result<f64> {
+            let v: f64 = s
+                .trim()
+                .parse()
+                .map_err(|_| bad(format!("'{}' is not a number", s.trim())))?;
+            if v.is_finite() && v > 0.0 && v <= max {
+                Ok(v)
+            } else {
+                Err(bad(format!(
+                    "values must be finite, greater than 0 and at most {max:e}"
+                )))
+            }
+        };
+        let (range, step) = match item.split_once(':') {
+            Some((r, s)) => (r, Some(s.trim())),
+            None => (item, None),
+        };
+        let values: Vec<f64> = match (range.split_once(".."), step) {
+            (None, None) => vec![value(range)?],
+            (None, Some(_)) => {
+                return Err(bad("a step needs a range before it, e.g. 1..64:x2".into()));
+            }
+            (Some((lo, hi)), step) => {
+                let (lo, hi) = (value(lo)?, value(hi.trim_start_matches('='))?);
+                if lo > hi {
+                    return Err(bad(format!("the range runs backwards ({lo} > {hi})")));
+                }
+                let next: Box<dyn Fn(f64) -> f64> = match step {
+                    None => Box::new(|v| v + 1.0),
+                    Some(s) if s.starts_with('+') => {
+                        let k = value(&s[1..])?;
+                        Box::new(move |v| v + k)
+                    }
+                    Some(s) if s.starts_with('x') || s.starts_with('*') => {
+                        let k = value(&s[1..])?;
+                        if k <= 1.0 {
+                            return Err(bad("a geometric factor must be above x1".into()));
+                        }
+                        Box::new(move |v| v * k)
+                    }
+                    Some(s) => {
+                        return Err(bad(format!(
+                            "unknown step ':{s}'; use :xK (geometric) or :+K (arithmetic)"
+                        )));
+                    }
+                };
+                // each value from the start, to a relative tolerance at the end
+                let mut vals = Vec::new();
+                let mut v = lo;
+                while v <= hi * (1.0 + 1e-12) && vals.len() <= max_len {
+                    vals.push(v);
+                    v = next(v);
+                }
+                vals
+            }
+        };
+        if out.len() + values.len() > max_len {
+            return Err(Error::invalid(
+                flag,
+                format!("'{item}': the list has more than {max_len} values"),
+            ));
+        }
+        out.extend(values);
+    }
+    Ok(out)
+}
+
 /// Largest count [`parse_count`] accepts: 1e18 (a million times the tokens of today's
 /// largest pre-training runs).
 pub const MAX_COUNT: f64 = 1e18;

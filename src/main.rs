@@ -28,6 +28,7 @@ fn run(cli: Cli) -> Result<String> {
         Command::Plan { args, train } => commands::plan(&ctx, args, train, json),
         Command::Instances => commands::instances(&ctx, json),
         Command::Train { args, svg } => commands::train(&ctx, args, svg.as_deref(), json),
+        Command::Simulate { args, svg } => commands::simulate(&ctx, args, svg.as_deref(), json),
         Command::Calibrate {
             measurements,
             save,

@@ -394,6 +394,36 @@ fn predict_and_explain_keys_are_documented_both_ways() {
 }
 
 #[test]
+fn simulate_keys_are_documented_both_ways() {
+    let runs = [
+        json(
+            "simulate --model llama-3-8b --gpu h100 --rate 5 --requests 50 --slo-ttft-ms 100 --slo-tpot-ms 20 --json",
+        ),
+        json("simulate --model llama-3-8b --gpu a100 --disagg 1:1 --rate 2 --requests 30 --json"),
+        json("simulate --model llama-3-8b --gpu l4 --concurrency 4 --requests 20 --json"),
+    ];
+    let sweep = json("simulate --model llama-3-8b --gpu h100 --rate 5,200 --requests 100 --json");
+    assert!(
+        sweep["knee"].is_object(),
+        "200 requests/s saturates one H100"
+    );
+    let mut problems = Vec::new();
+    let mut all = union(&runs);
+    for (k, mut v) in strip(&paths(&sweep), "rows[].") {
+        all.entry(k).or_default().append(&mut v);
+    }
+    undocumented("simulate --json", &all, &mut problems);
+    unproduced("simulate --json", &all, &mut problems);
+    let top: BTreeMap<String, Vec<Value>> = paths(&sweep)
+        .into_iter()
+        .filter(|(k, _)| !k.starts_with("rows[]."))
+        .collect();
+    undocumented("simulate --json (several rates)", &top, &mut problems);
+    unproduced("simulate --json (several rates)", &top, &mut problems);
+    assert_none(&problems);
+}
+
+#[test]
 fn every_op_name_is_in_the_enumeration() {
     use ridgeline::model::graph::OpKind;
     let row = rows("Enumerations in JSON", "where")
@@ -439,6 +469,10 @@ fn plan_keys_are_documented_both_ways() {
         json("plan --model llama-2-70b --prompt 1024 --gen 256 --max-tpot-ms 0.5 --json"),
         // devices without a price
         json("plan --model llama-3-8b --gpu l40s --gpus 1,2 --json"),
+        // a rate: replicas, the rate per replica, what limits it
+        json(
+            "plan --model llama-3-8b --gpu l4 --gpus 1 --weights fp8 --kv fp8 --rate 10 --p99-ttft-ms 2000 --p99-tpot-ms 100 --requests 100 --json",
+        ),
     ];
     assert!(plans[0]["best"].is_object() && plans[1]["best"].is_null());
     let mut problems = Vec::new();
@@ -740,7 +774,7 @@ fn option_tables_hold_every_flag() {
     let own = |command: &[&str]| -> BTreeSet<String> {
         help_flags(command).difference(&global).cloned().collect()
     };
-    for command in ["predict", "train", "sweep", "plan", "calibrate"] {
+    for command in ["predict", "train", "sweep", "plan", "simulate", "calibrate"] {
         assert_eq!(doc_flags(command), own(&[command]), "options of {command}");
     }
     // explain and roofline: their own table plus predict's options

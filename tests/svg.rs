@@ -742,6 +742,68 @@ fn small_canvases_keep_text_on_canvas_and_apart() {
     }
 }
 
+/// The serving chart: both latency panels with the knee and its label, the timeline,
+/// every text on the canvas and apart; one run draws the timeline alone.
+#[test]
+fn serving_chart_marks_the_knee_and_keeps_text_apart() {
+    use ridgeline::plot::serving::{ServingOptions, serving};
+    use ridgeline::simulate::{Arrivals, Dist, Serving, Workload, simulate_rates};
+    let model = ModelDb::builtin().unwrap().resolve("llama-3-8b").unwrap();
+    let hw = HardwareDb::builtin().unwrap().get("h100").unwrap();
+    let engine = EngineDb::builtin().unwrap().get("vllm").unwrap();
+    let w = Workload {
+        arrivals: Arrivals::Poisson { rate: 1.0 },
+        requests: 300,
+        prompt: Dist::Fixed { tokens: 512 },
+        gen_tokens: Dist::Fixed { tokens: 128 },
+        seed: 3,
+    };
+    let rates = [2.0, 8.0, 20.0, 40.0, 80.0, 160.0];
+    let mut sweep = simulate_rates(
+        &model,
+        hw,
+        engine,
+        &Scenario::default(),
+        &Serving::default(),
+        &w,
+        &rates,
+    )
+    .unwrap();
+    let knee = sweep.knee.expect("160 requests/s saturates one H100");
+    for (width, height) in [(1000, 940), (640, 560)] {
+        let opts = ServingOptions {
+            width,
+            height,
+            ..ServingOptions::default()
+        };
+        let svg = serving(&sweep, &opts).unwrap();
+        let boxes = check_text_layout(&svg);
+        let t = texts(&boxes);
+        assert!(t.contains(&"Serving latency vs request rate"), "{t:?}");
+        let (long, short) = (
+            format!("knee: saturates at {}", knee.rate_per_s),
+            format!("knee {} req/s", knee.rate_per_s),
+        );
+        assert!(
+            t.iter().any(|x| x.starts_with(&long) || *x == short),
+            "no knee label in {t:?}"
+        );
+        if height > 900 {
+            for title in ["Batch (sequences)", "KV cache in use (%)"] {
+                assert!(t.contains(&title), "{title} not in {t:?}");
+            }
+        }
+    }
+    sweep.rows.truncate(1);
+    sweep.knee = None;
+    let svg = serving(&sweep, &ServingOptions::default()).unwrap();
+    let t = texts(&check_text_layout(&svg)).join("|");
+    assert!(
+        t.contains("Serving: batch and KV cache over time") && !t.contains("knee"),
+        "{t}"
+    );
+}
+
 // ---------------------------------------------------------------------------------
 // Cost against time of a training plan
 

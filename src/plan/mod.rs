@@ -25,10 +25,12 @@
 //! no cost; the best is then the highest output tokens/s per device.
 
 mod binding;
+mod rate;
 mod search;
 pub mod train;
 
 pub use binding::{Better, Config, Miss, Reason};
+pub use rate::{RateTarget, plan_rate};
 
 use crate::dtype::Format;
 use crate::engine::Engine;
@@ -152,6 +154,16 @@ pub struct Entry {
     pub usd_per_hour: Option<f64>,
     /// USD per million output tokens (null: device without a price).
     pub usd_per_million_tokens: Option<f64>,
+    /// With a rate ([`plan_rate`]): replicas of this configuration the rate needs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<u64>,
+    /// With a rate: the highest rate one replica serves within the targets, requests/s.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate_per_replica: Option<f64>,
+    /// With a rate: what stops one replica above that rate (`p99_ttft_s`, `p99_tpot_s`,
+    /// or `saturation`: it falls behind its arrivals).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limited_by: Option<&'static str>,
 }
 
 crate::named_enum! {
@@ -223,6 +235,9 @@ pub struct Plan {
     pub gen_tokens: u64,
     /// The targets.
     pub targets: Targets,
+    /// The rate planned for (only with `--rate`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate: Option<RateTarget>,
     /// Configurations predicted.
     pub evaluated: u64,
     /// Of which fit and meet every target.
@@ -239,6 +254,16 @@ pub struct Plan {
     /// Feasible configurations no other beats on cost, tpot and throughput at once,
     /// cheapest first.
     pub pareto: Vec<Entry>,
+}
+
+/// What `best` is chosen by: the cost when some feasible device has a price (or there
+/// is no best), else output tokens/s per device.
+fn best_by(priced: bool, has_best: bool) -> &'static str {
+    if priced || !has_best {
+        "usd_per_million_tokens"
+    } else {
+        "output_tokens_per_s_per_gpu"
+    }
 }
 
 /// Checks the request; the errors name the [`PlanRequest`] fields.
@@ -329,15 +354,12 @@ pub fn plan(req: &PlanRequest<'_>) -> Result<Plan> {
         prompt: req.prompt,
         gen_tokens: req.gen_tokens,
         targets: req.targets,
+        rate: None,
         evaluated: cands.len() as u64,
         feasible: feasible.len() as u64,
         skipped_layouts: skipped,
         best: best.map(entry),
-        best_by: if priced || best.is_none() {
-            "usd_per_million_tokens"
-        } else {
-            "output_tokens_per_s_per_gpu"
-        },
+        best_by: best_by(priced, best.is_some()),
         binding,
         pareto: search::pareto(&feasible).into_iter().map(entry).collect(),
     })

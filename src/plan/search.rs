@@ -117,6 +117,9 @@ impl Layout<'_> {
             max_batch: c.max_batch,
             usd_per_hour: c.usd_per_hour,
             usd_per_million_tokens: c.usd_per_million_tokens,
+            replicas: None,
+            rate_per_replica: None,
+            limited_by: None,
         }
     }
 }

@@ -1,5 +1,6 @@
 //! Charts as SVG strings: the roofline ([`roofline`]), decode throughput and latency
-//! against batch ([`throughput`]), and stacked memory breakdowns ([`memory`]).
+//! against batch ([`throughput`]), stacked memory breakdowns ([`memory`]), and serving
+//! latency against request rate with a batch and KV timeline ([`serving`]).
 //!
 //! Every chart is drawn with plotters' SVG backend into a `String`; nothing touches the
 //! file system or the system's fonts. The renderers only render: they read finished
@@ -37,6 +38,7 @@
 pub mod cost_time;
 pub mod memory;
 pub mod roofline;
+pub mod serving;
 pub mod throughput;
 
 mod axes;

@@ -24,7 +24,7 @@ mod spec;
 mod whatif;
 
 pub use arch::{Architecture, ExpertFacts, WindowLayers};
-pub use fast::{DecodeLines, Evaluator, resolve_formats};
+pub use fast::{DecodeLines, DecodeSums, Evaluator, IterationCost, resolve_formats};
 pub use pass::{PassResult, sum_max_affine};
 pub use report::{
     ConfigInfo, DecodeReport, GenerationReport, HardwareInfo, Limits, MemoryReport, ModelInfo,
@@ -398,6 +398,21 @@ impl<'a> Predictor<'a> {
     /// The formats in use.
     pub fn precision(&self) -> Precision {
         self.precision
+    }
+
+    /// The model's sliding windows, ascending (where decode costs stop growing).
+    pub fn windows(&self) -> &[u64] {
+        &self.windows
+    }
+
+    /// Devices of the layout.
+    pub fn gpus(&self) -> u64 {
+        self.gpus
+    }
+
+    /// The layout's parallelism.
+    pub fn parallel(&self) -> Parallel {
+        self.parallel
     }
 
     pub(super) fn graph(&self, step: &Step) -> Graph {

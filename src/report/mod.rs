@@ -7,6 +7,7 @@ pub mod explain;
 pub mod markdown;
 pub mod notes;
 pub mod plan;
+pub mod simulate;
 pub mod sweep;
 pub mod table;
 pub mod text;

@@ -175,8 +175,67 @@ fn usd_m(e: &Entry) -> String {
         .map_or("n/a".into(), |c| format!("{c:.3}"))
 }
 
+/// `plan --rate`: the cheapest fleet for the rate, then the Pareto front per replica.
+fn render_rate(p: &Plan, t: &crate::plan::RateTarget) -> String {
+    let mut targets = vec![format!("{} req/s", crate::units::sig3(t.rate_per_s))];
+    if let Some(x) = t.p99_ttft_s {
+        targets.push(format!("p99 TTFT <= {}", ms(x)));
+    }
+    if let Some(x) = t.p99_tpot_s {
+        targets.push(format!("p99 TPOT <= {}", ms(x)));
+    }
+    let mut s = format!(
+        "Plan for {} at {}: prompt {}, gen {} tokens per request (simulated: {} requests per rate tried, seed {})\nEvaluated {} layouts, {} serve a rate within the targets\n\n",
+        p.model,
+        targets.join(", "),
+        p.prompt,
+        p.gen_tokens,
+        t.requests,
+        t.seed,
+        p.evaluated,
+        p.feasible
+    );
+    let line = |e: &Entry| {
+        format!(
+            "{} replica{} of {} (one serves {} req/s, held by {}; p99 TTFT {}, p99 TPOT {})",
+            e.replicas.unwrap_or(0),
+            if e.replicas == Some(1) { "" } else { "s" },
+            config(e),
+            crate::units::sig3(e.rate_per_replica.unwrap_or(0.0)),
+            e.limited_by.unwrap_or("-"),
+            ms(e.ttft_s),
+            ms(e.tpot_s)
+        )
+    };
+    match &p.best {
+        Some(b) => {
+            s.push_str(&format!("Best: {}\n", line(b)));
+            if let (Some(c), Some(h)) = (b.usd_per_million_tokens, b.usd_per_hour) {
+                s.push_str(&format!(
+                    "  ${c:.3} per million output tokens, ${h:.2}/h for {} devices\n",
+                    b.gpus * b.replicas.unwrap_or(1)
+                ));
+            }
+        }
+        None => s.push_str("No layout serves the targets, even at a vanishing rate.\n"),
+    }
+    if !p.pareto.is_empty() {
+        s.push_str(&format!(
+            "\nPareto front (cost vs p99 TPOT vs rate per replica): {} configurations, cheapest first\n",
+            p.pareto.len()
+        ));
+        for e in p.pareto.iter().take(PARETO_SHOWN) {
+            s.push_str(&format!("  ${:>8}  {}\n", usd_m(e), line(e)));
+        }
+    }
+    s
+}
+
 /// The default `ridgeline plan` output: the winner and why, then the Pareto front.
 pub fn render(p: &Plan) -> String {
+    if let Some(t) = &p.rate {
+        return render_rate(p, t);
+    }
     let t = &p.targets;
     let mut targets = Vec::new();
     if let Some(x) = t.max_ttft_s {

@@ -21,6 +21,7 @@
 //! differences of about 1e-15; the tests hold it to 1e-12).
 
 mod decode;
+mod iteration;
 mod prefill;
 
 use super::{PassResult, Predictor, Summary, activation_dtype, format_for};
@@ -30,6 +31,7 @@ use crate::model::graph::{Precision, Step};
 use crate::predict::pass::bound_index;
 use crate::roofline::slowest;
 pub use decode::DecodeLines;
+pub use iteration::{DecodeSums, IterationCost};
 use prefill::PrefillCache;
 
 /// `(intercept, slope)` of an affine function of the context.

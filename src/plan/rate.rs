@@ -1,0 +1,221 @@
+//! Capacity planning for a request rate (`plan --rate R --p99-ttft-ms X
+//! --p99-tpot-ms Y`): for every layout, the highest Poisson rate one replica serves with
+//! p99 TTFT and TPOT within the targets, found by bisection on the rate with the serving
+//! simulation ([`crate::simulate`], fixed seed, the same requests at every rate); then
+//! `replicas = ceil(R / that rate)`, the fleet's price per hour and per million output
+//! tokens, the cheapest and the Pareto front.
+//!
+//! A vanishing rate is batch 1, so a layout whose batch-1 TTFT or TPOT misses the
+//! targets serves no rate. Otherwise the search starts from 1.5x the static throughput
+//! at the largest batch that fits (no replica serves more), halves the rate until one
+//! meets the targets, then bisects on the logarithm of the rate to 2%. Percentiles never
+//! fall as the rate rises (`tests/simulate.rs`), so the rates within the targets form
+//! an interval from 0.
+
+use super::search::{self, Cand, Layout};
+use super::{Entry, Plan, PlanRequest};
+use crate::error::{Error, Result};
+use crate::predict::{Predictor, Scenario};
+use crate::simulate::{Arrivals, Dist, Run, Serving, Workload, limits, simulate};
+use rayon::prelude::*;
+use serde::Serialize;
+
+/// The rate a plan must serve and its latency targets.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct RateTarget {
+    /// Requests per second the fleet must serve.
+    pub rate_per_s: f64,
+    /// Largest acceptable p99 time to first token, s.
+    pub p99_ttft_s: Option<f64>,
+    /// Largest acceptable p99 time per output token, s.
+    pub p99_tpot_s: Option<f64>,
+    /// Requests simulated at each rate tried.
+    pub requests: u64,
+    /// Seed of the simulated requests.
+    pub seed: u64,
+}
+
+/// Relative precision of the bisection on the rate.
+const PRECISION: f64 = 0.02;
+
+/// One layout's answer: its highest rate within the targets and the run there.
+struct Found {
+    rate: f64,
+    run: Run,
+    limited_by: &'static str,
+    /// Memory per device at the run's mean batch, bytes.
+    total_bytes: f64,
+}
+
+/// Whether a run meets the targets (and kept up with its arrivals).
+fn meets(r: &Run, t: &RateTarget) -> bool {
+    !r.saturated
+        && r.rejected == 0
+        && t.p99_ttft_s.is_none_or(|x| r.ttft_s.p99 <= x)
+        && t.p99_tpot_s.is_none_or(|x| r.tpot_s.p99 <= x)
+}
+
+/// What stops a run one step above the found rate.
+fn limiter(r: &Run, t: &RateTarget) -> &'static str {
+    if t.p99_ttft_s.is_some_and(|x| r.ttft_s.p99 > x) {
+        "p99_ttft_s"
+    } else if t.p99_tpot_s.is_some_and(|x| r.tpot_s.p99 > x) {
+        "p99_tpot_s"
+    } else {
+        "saturation"
+    }
+}
+
+/// The highest rate `l` serves within the targets (`None`: not even a vanishing rate).
+fn highest_rate(req: &PlanRequest<'_>, l: &Layout<'_>, t: &RateTarget) -> Option<Found> {
+    let s = Scenario {
+        weights: l.weights,
+        kv: l.kv,
+        gpus: l.gpus,
+        parallel: l.parallel,
+        flash: req.flash,
+        ..Scenario::default()
+    };
+    let p = Predictor::new(&req.model, l.hw, l.engine, &s).ok()?;
+    let top = p
+        .max_batch(req.prompt, req.gen_tokens)
+        .min(limits(l.engine).max_num_seqs);
+    if top == 0 {
+        return None;
+    }
+    let g = p.predict(top, req.prompt, req.gen_tokens).ok()?.generation;
+    let hi = 1.5 * g.output_tokens_per_s / req.gen_tokens as f64;
+    let run = |rate: f64| {
+        let w = Workload {
+            arrivals: Arrivals::Poisson { rate },
+            requests: t.requests,
+            prompt: Dist::Fixed { tokens: req.prompt },
+            gen_tokens: Dist::Fixed {
+                tokens: req.gen_tokens,
+            },
+            seed: t.seed,
+        };
+        simulate(&req.model, l.hw, l.engine, &s, &Serving::default(), &w).ok()
+    };
+    // a vanishing rate is batch 1 (tests/simulate.rs): checked without simulating
+    let one = p.predict(1, req.prompt, req.gen_tokens).ok()?.generation;
+    if t.p99_ttft_s.is_some_and(|x| one.ttft_s > x) || t.p99_tpot_s.is_some_and(|x| one.tpot_s > x)
+    {
+        return None;
+    }
+    // halve from the top until a rate meets the targets, then bisect
+    let (mut lo, mut hi) = (hi / 2.0, hi);
+    let mut above = None;
+    let mut best = loop {
+        match run(lo) {
+            Some(r) if meets(&r, t) => break r,
+            r => {
+                above = r;
+                hi = lo;
+                lo /= 2.0;
+                if lo < 1e-6 * hi {
+                    return None;
+                }
+            }
+        }
+    };
+    while hi / lo > 1.0 + PRECISION {
+        let mid = (lo * hi).sqrt();
+        match run(mid) {
+            Some(r) if meets(&r, t) => {
+                lo = mid;
+                best = r;
+            }
+            r => {
+                hi = mid;
+                above = r;
+            }
+        }
+    }
+    let batch = best.mean_batch.round().max(1.0) as u64;
+    Some(Found {
+        rate: lo,
+        limited_by: above.as_ref().map_or("saturation", |r| limiter(r, t)),
+        total_bytes: p.memory(batch, req.prompt, req.gen_tokens).0.total_bytes,
+        run: best,
+    })
+}
+
+/// The plan for a rate: every layout of `req` (batch is the engine's business),
+/// each sized to `target.rate_per_s` with as many replicas as it needs.
+pub fn plan_rate(req: &PlanRequest<'_>, target: &RateTarget) -> Result<Plan> {
+    super::validate(req)?;
+    if !(target.rate_per_s.is_finite() && target.rate_per_s > 0.0) {
+        return Err(Error::invalid(
+            "rate",
+            "must be a finite number of requests/s > 0",
+        ));
+    }
+    let (layouts, impossible) = search::layouts(req);
+    let found: Vec<Option<Found>> = layouts
+        .par_iter()
+        .map(|l| highest_rate(req, l, target))
+        .collect();
+    let gen_tokens = req.gen_tokens as f64;
+    let mut cands = Vec::new();
+    let mut extra = Vec::new();
+    for (i, f) in found.iter().enumerate() {
+        let Some(f) = f else { continue };
+        let l = &layouts[i];
+        let replicas = (target.rate_per_s / f.rate).ceil().max(1.0) as u64;
+        let per_hour =
+            l.hw.price
+                .as_ref()
+                .map(|x| x.usd_per_hour * (l.gpus * replicas) as f64);
+        let tokens_per_hour = target.rate_per_s * gen_tokens * 3600.0;
+        cands.push(Cand {
+            layout: i,
+            batch: f.run.mean_batch.round().max(1.0) as u64,
+            max_batch: f.run.config.max_num_seqs.unwrap_or(0),
+            fits: true,
+            ttft_s: f.run.ttft_s.p99,
+            tpot_s: f.run.tpot_s.p99,
+            decode_tokens_per_s: f.run.throughput.output_tokens_per_s,
+            output_tokens_per_s: f.rate * gen_tokens,
+            total_bytes: f.total_bytes,
+            capacity_bytes: l.hw.memory.capacity_bytes,
+            usd_per_hour: per_hour,
+            usd_per_million_tokens: per_hour.map(|h| h / tokens_per_hour * 1e6),
+        });
+        extra.push((replicas, f.rate, f.limited_by));
+    }
+    let feasible: Vec<&Cand> = cands
+        .iter()
+        .filter(|c| {
+            req.targets
+                .max_usd_per_hour
+                .is_none_or(|x| c.usd_per_hour.is_some_and(|p| p <= x))
+        })
+        .collect();
+    let priced = feasible.iter().any(|c| c.usd_per_million_tokens.is_some());
+    let best = search::best(&feasible, &layouts, priced);
+    let entry = |c: &Cand| -> Entry {
+        let k = cands.iter().position(|x| std::ptr::eq(x, c)).unwrap_or(0);
+        let (replicas, rate, limited_by) = extra[k];
+        Entry {
+            replicas: Some(replicas),
+            rate_per_replica: Some(rate),
+            limited_by: Some(limited_by),
+            ..layouts[c.layout].entry(c, &req.model, req.prompt, req.gen_tokens)
+        }
+    };
+    Ok(Plan {
+        model: req.model.id.clone(),
+        prompt: req.prompt,
+        gen_tokens: req.gen_tokens,
+        targets: req.targets,
+        rate: Some(*target),
+        evaluated: layouts.len() as u64,
+        feasible: feasible.len() as u64,
+        skipped_layouts: impossible,
+        best: best.map(entry),
+        best_by: super::best_by(priced, best.is_some()),
+        binding: Vec::new(),
+        pareto: search::pareto(&feasible).into_iter().map(entry).collect(),
+    })
+}

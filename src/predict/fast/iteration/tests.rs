@@ -1,0 +1,186 @@
+//! Iterations against the plain passes: a pure decode batch at one context is the
+//! decode step, a batch of whole prompts of one length is the prefill.
+
+use super::*;
+use crate::engine::EngineDb;
+use crate::hardware::HardwareDb;
+use crate::memory::Parallel;
+use crate::model::ModelDb;
+use crate::ops;
+use crate::predict::Scenario;
+
+fn close(a: f64, b: f64, what: &str) {
+    let tol = 1e-9 * a.abs().max(b.abs()).max(1e-30);
+    assert!((a - b).abs() <= tol, "{what}: iteration {a} vs plain {b}");
+}
+
+fn same(a: &PassResult, b: &PassResult, what: &str) {
+    close(a.time_s, b.time_s, &format!("{what}.time_s"));
+    close(a.flops, b.flops, &format!("{what}.flops"));
+    close(a.bytes, b.bytes, &format!("{what}.bytes"));
+    close(a.kv_bytes, b.kv_bytes, &format!("{what}.kv_bytes"));
+    close(
+        a.weight_bytes,
+        b.weight_bytes,
+        &format!("{what}.weight_bytes"),
+    );
+    close(
+        a.roofline_time_s,
+        b.roofline_time_s,
+        &format!("{what}.roofline"),
+    );
+    for i in 0..4 {
+        close(
+            a.by_bound[i],
+            b.by_bound[i],
+            &format!("{what}.by_bound[{i}]"),
+        );
+    }
+}
+
+/// Every bundled model (dense, GQA, MoE, windows, latent and linear attention), with
+/// tensor and pipeline parallelism and naive attention on some.
+#[test]
+fn pure_batches_are_the_plain_passes() {
+    let hw = HardwareDb::builtin().unwrap();
+    let engine = EngineDb::builtin().unwrap().get("typical").unwrap();
+    for (i, model) in ModelDb::builtin().unwrap().models().iter().enumerate() {
+        let (gpus, parallel, flash) = match i % 4 {
+            0 => (1, Parallel::Tp, true),
+            1 => (2, Parallel::Tp, true),
+            2 => (2, Parallel::Pp, true),
+            _ => (1, Parallel::Tp, false),
+        };
+        let s = Scenario {
+            gpus,
+            parallel,
+            flash,
+            ..Scenario::default()
+        };
+        let Ok(p) = Predictor::new(model, hw.get("h100").unwrap(), engine, &s) else {
+            continue;
+        };
+        let mut it = IterationCost::new(&p);
+        for (b, l) in [(1u64, 1u64), (1, 700), (8, 4096), (64, 33_000), (5, 129)] {
+            for _ in 0..b {
+                it.add_decode(l);
+            }
+            let what = format!("{} decode b{b} L{l}", model.id);
+            same(&it.finish(), &p.pass(&Step::decode(b, l), 0.0), &what);
+        }
+        for (b, prompt) in [(1u64, 2u64), (1, 512), (4, 3000), (16, 128)] {
+            for _ in 0..b {
+                it.add_chunk(prompt, prompt);
+            }
+            let what = format!("{} prefill b{b} P{prompt}", model.id);
+            same(&it.finish(), &p.pass(&Step::prefill(b, prompt), 0.0), &what);
+        }
+        assert_eq!(it.finish(), PassResult::default());
+    }
+}
+
+/// A decode group of different contexts costs the decode step at their mean context
+/// where attention is affine in the context (no window): Llama-3-8B, 2 sequences at
+/// 1000 and 3000 = 2 at 2000.
+#[test]
+fn decode_contexts_add_up() {
+    let model = ModelDb::builtin().unwrap().resolve("llama-3-8b").unwrap();
+    let hw = HardwareDb::builtin().unwrap().get("a100").unwrap();
+    let engine = EngineDb::builtin().unwrap().get("vllm").unwrap();
+    let p = Predictor::new(&model, hw, engine, &Scenario::default()).unwrap();
+    let mut it = IterationCost::new(&p);
+    assert!(it.closed_form());
+    it.add_decode(1000);
+    it.add_decode(3000);
+    same(
+        &it.finish(),
+        &p.pass(&Step::decode(2, 2000), 0.0),
+        "mixed contexts",
+    );
+}
+
+/// A mixed iteration reads the weights once: it costs more than either part alone and
+/// less than both apart (Llama-3-8B on an H100: 64 decodes at 2,000 beside a prompt
+/// chunk of 1,024 tokens).
+#[test]
+fn mixed_iterations_share_the_weights() {
+    let model = ModelDb::builtin().unwrap().resolve("llama-3-8b").unwrap();
+    let hw = HardwareDb::builtin().unwrap().get("h100").unwrap();
+    let engine = EngineDb::builtin().unwrap().get("typical").unwrap();
+    let p = Predictor::new(&model, hw, engine, &Scenario::default()).unwrap();
+    let mut it = IterationCost::new(&p);
+    let decode = p.pass(&Step::decode(64, 2000), 0.0);
+    let prefill = p.pass(&Step::prefill(1, 1024), 0.0);
+    for _ in 0..64 {
+        it.add_decode(2000);
+    }
+    it.add_chunk(1024, 1024);
+    let both = it.finish();
+    assert!(both.time_s > decode.time_s.max(prefill.time_s), "{both:?}");
+    assert!(both.time_s < decode.time_s + prefill.time_s, "{both:?}");
+    // weights once: the mixed pass reads the prefill's weight bytes and one more
+    // embedding row (4,096 x 2 bytes) for each of the 64 decoded tokens
+    close(
+        both.weight_bytes,
+        prefill.weight_bytes + 64.0 * 4096.0 * 2.0,
+        "weights",
+    );
+    // a second chunk over a cached prefix attends to it: more work than a first chunk
+    it.add_chunk(1024, 2048);
+    let second = it.finish();
+    assert!(second.flops > prefill.flops && second.kv_bytes > prefill.kv_bytes);
+}
+
+/// Every bundled model's decode group has the closed form (windows, latent and linear
+/// attention included), on one device and over two.
+#[test]
+fn decode_groups_are_closed_forms() {
+    let hw = HardwareDb::builtin().unwrap().get("h200").unwrap();
+    let engine = EngineDb::builtin().unwrap().get("typical").unwrap();
+    for model in ModelDb::builtin().unwrap().models() {
+        for (gpus, flash) in [(1, true), (2, false)] {
+            let s = Scenario {
+                gpus,
+                flash,
+                ..Scenario::default()
+            };
+            if let Ok(p) = Predictor::new(model, hw, engine, &s) {
+                assert!(
+                    IterationCost::new(&p).closed_form(),
+                    "{} gpus {gpus} flash {flash}",
+                    model.id
+                );
+            }
+        }
+    }
+}
+
+/// Every op classed as a token op costs the same in a decode pass of `n` sequences and
+/// a prefill of one `n`-token prompt (it depends on the token count alone): a new op
+/// kind that depends on the sequences fails here until it is classed.
+#[test]
+fn token_ops_depend_on_the_token_count_alone() {
+    let hw = HardwareDb::builtin().unwrap().get("h100").unwrap();
+    let engine = EngineDb::builtin().unwrap().get("typical").unwrap();
+    for model in ModelDb::builtin().unwrap().models() {
+        let Ok(p) = Predictor::new(model, hw, engine, &Scenario::default()) else {
+            continue;
+        };
+        for n in [6u64, 300] {
+            let of = |step: &Step| -> Vec<(OpKind, ops::Cost)> {
+                p.graph(step)
+                    .ops()
+                    .iter()
+                    .filter(|o| class(o.kind) == Class::Token)
+                    .map(|o| (o.kind, o.total()))
+                    .collect()
+            };
+            assert_eq!(
+                of(&Step::decode(n, 1)),
+                of(&Step::prefill(1, n)),
+                "{}: token ops at {n} tokens",
+                model.id
+            );
+        }
+    }
+}
