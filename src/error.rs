@@ -65,6 +65,10 @@ pub enum Error {
         /// What contradicts what, and how to resolve it.
         message: String,
     },
+    /// Command-line words that do not parse (an unknown option, a missing value): the
+    /// parser's message on one line, naming the option.
+    #[error("{0}")]
+    Usage(String),
     /// A failure inside ridgeline that no input should cause (a chart backend error,
     /// a serializer failure): a bug to report, not a bad input.
     #[error("internal error in {what}: {message}")]

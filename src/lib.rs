@@ -64,6 +64,7 @@
 #![deny(missing_docs)]
 
 pub mod calibrate;
+pub mod cli;
 pub mod dtype;
 pub mod engine;
 pub mod error;

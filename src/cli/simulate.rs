@@ -2,11 +2,11 @@
 //! library's serving types.
 
 use super::{MAX_DEVICES, positive};
+use crate::Result;
+use crate::dtype::Format;
+use crate::memory::Parallel;
+use crate::predict::Scenario;
 use clap::Args;
-use ridgeline::Result;
-use ridgeline::dtype::Format;
-use ridgeline::memory::Parallel;
-use ridgeline::predict::Scenario;
 use std::path::PathBuf;
 
 /// A fraction in [0, 1) on the command line.
@@ -59,13 +59,13 @@ pub struct SimulateArgs {
     #[arg(long, allow_negative_numbers = true)]
     pub rate: Option<String>,
     /// A closed loop of N users, each sending its next request when the last completes.
-    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=ridgeline::simulate::MAX_CONCURRENCY))]
+    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=crate::simulate::MAX_CONCURRENCY))]
     pub concurrency: Option<u64>,
     /// Replay a CSV trace with the header arrival_s,prompt,gen (one request per row).
     #[arg(long, value_name = "FILE.csv")]
     pub trace: Option<PathBuf>,
     /// Requests to simulate (per rate) [default: 1000].
-    #[arg(long, allow_negative_numbers = true, conflicts_with = "trace", value_parser = clap::value_parser!(u64).range(1..=ridgeline::simulate::MAX_REQUESTS))]
+    #[arg(long, allow_negative_numbers = true, conflicts_with = "trace", value_parser = clap::value_parser!(u64).range(1..=crate::simulate::MAX_REQUESTS))]
     pub requests: Option<u64>,
     /// Prompt tokens per request: 512, uniform:A..B or lognormal:MEDIAN:SIGMA
     /// [default: 512].
@@ -78,10 +78,10 @@ pub struct SimulateArgs {
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// Replaces the engine's max_num_seqs (sequences per iteration).
-    #[arg(long = "max-num-seqs", allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=ridgeline::engine::MAX_SCHEDULER_COUNT))]
+    #[arg(long = "max-num-seqs", allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=crate::engine::MAX_SCHEDULER_COUNT))]
     pub max_num_seqs: Option<u64>,
     /// Replaces the engine's max_batched_tokens (token budget of an iteration).
-    #[arg(long = "max-batched-tokens", allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=ridgeline::engine::MAX_SCHEDULER_COUNT))]
+    #[arg(long = "max-batched-tokens", allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=crate::engine::MAX_SCHEDULER_COUNT))]
     pub max_batched_tokens: Option<u64>,
     /// Fraction of each prompt found in the prefix cache, in [0, 1).
     #[arg(long = "prefix-hit", default_value_t = 0.0, allow_negative_numbers = true, value_parser = fraction)]
@@ -111,8 +111,8 @@ impl SimulateArgs {
     }
 
     /// The serving options.
-    pub fn serving(&self) -> Result<ridgeline::simulate::Serving> {
-        use ridgeline::simulate::{Disagg, Serving, Slo};
+    pub fn serving(&self) -> Result<crate::simulate::Serving> {
+        use crate::simulate::{Disagg, Serving, Slo};
         Ok(Serving {
             max_num_seqs: self.max_num_seqs,
             max_batched_tokens: self.max_batched_tokens,
@@ -126,8 +126,8 @@ impl SimulateArgs {
     }
 
     /// The workload (with --rate, at the first rate; the command sweeps them).
-    pub fn workload(&self) -> Result<ridgeline::simulate::Workload> {
-        use ridgeline::simulate::{Arrivals, Dist, Workload, read_trace};
+    pub fn workload(&self) -> Result<crate::simulate::Workload> {
+        use crate::simulate::{Arrivals, Dist, Workload, read_trace};
         let dist = |flag: &str, v: &Option<String>, default: &str| {
             Dist::parse(flag, v.as_deref().unwrap_or(default))
         };
@@ -180,8 +180,8 @@ pub struct PlanRateArgs {
 
 impl PlanRateArgs {
     /// The rate target (`None` without --rate).
-    pub fn target(&self) -> Option<ridgeline::plan::RateTarget> {
-        self.rate.map(|rate_per_s| ridgeline::plan::RateTarget {
+    pub fn target(&self) -> Option<crate::plan::RateTarget> {
+        self.rate.map(|rate_per_s| crate::plan::RateTarget {
             rate_per_s,
             p99_ttft_s: self.p99_ttft_ms.map(|x| x / 1e3),
             p99_tpot_s: self.p99_tpot_ms.map(|x| x / 1e3),

@@ -1,19 +1,19 @@
 //! The commands: each wires its parsed arguments to the library and a renderer, and
-//! returns what goes to stdout. One predictor per command.
+//! returns what goes to stdout. One predictor per command. [`super::run`] dispatches.
 
-use crate::cli::{
-    self, ChartArg, Cli, DecodingArgs, HardwareAction, PlanArgs, PlanTrainArgs, PredictArgs,
+use super::{
+    ChartArg, Cli, DecodingArgs, HardwareAction, PlanArgs, PlanTrainArgs, PredictArgs,
     SimulateArgs, SweepArgs, TrainArgs,
 };
-use ridgeline::engine::EngineDb;
-use ridgeline::hardware::{Hardware, HardwareDb};
-use ridgeline::instances::InstanceDb;
-use ridgeline::model::{ModelConfig, ModelDb};
-use ridgeline::plot::{memory, roofline, throughput};
-use ridgeline::predict::{Prediction, Predictor, Scenario};
-use ridgeline::report;
-use ridgeline::series;
-use ridgeline::{Error, Result, files};
+use crate::engine::EngineDb;
+use crate::hardware::{Hardware, HardwareDb};
+use crate::instances::InstanceDb;
+use crate::model::{ModelConfig, ModelDb};
+use crate::plot::{memory, roofline, throughput};
+use crate::predict::{Prediction, Predictor, Scenario};
+use crate::report;
+use crate::series;
+use crate::{Error, Result, files};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -25,6 +25,7 @@ pub struct Ctx {
 }
 
 impl Ctx {
+    /// The built-in databases plus the files named by the global options.
     pub fn new(cli: &Cli) -> Result<Ctx> {
         let mut hardware = HardwareDb::builtin()?.clone();
         for f in &cli.hardware_files {
@@ -83,7 +84,7 @@ fn draft_model(d: &DecodingArgs) -> Result<Option<ModelConfig>> {
 fn build_predictor<'a>(
     model: &'a ModelConfig,
     hw: &'a Hardware,
-    engine: &'a ridgeline::engine::Engine,
+    engine: &'a crate::engine::Engine,
     s: &Scenario,
     draft: Option<&'a ModelConfig>,
 ) -> Result<Predictor<'a>> {
@@ -201,6 +202,7 @@ fn roofline_chart(
     roofline::roofline(&devices, &opts)
 }
 
+/// `ridgeline predict`.
 pub fn predict(
     ctx: &Ctx,
     a: &PredictArgs,
@@ -231,6 +233,7 @@ pub fn predict(
     })
 }
 
+/// `ridgeline explain`.
 pub fn explain(ctx: &Ctx, a: &PredictArgs, svg: Option<&Path>, json: bool) -> Result<String> {
     ctx.with_predictor(a, |pred| {
         let p = pred.predict(a.batch, a.prompt, a.gen_tokens)?;
@@ -248,6 +251,7 @@ pub fn explain(ctx: &Ctx, a: &PredictArgs, svg: Option<&Path>, json: bool) -> Re
     })
 }
 
+/// `ridgeline roofline`.
 pub fn roofline_cmd(
     ctx: &Ctx,
     a: &PredictArgs,
@@ -290,6 +294,7 @@ pub fn roofline_cmd(
     }
 }
 
+/// `ridgeline train`.
 pub fn train(ctx: &Ctx, a: &TrainArgs, svg: Option<&Path>, json: bool) -> Result<String> {
     let model = resolve_model(&a.model)?;
     let mut cfg = a.config();
@@ -304,7 +309,7 @@ pub fn train(ctx: &Ctx, a: &TrainArgs, svg: Option<&Path>, json: bool) -> Result
         (None, None) => return Err(Error::invalid("gpu", "give --gpu or --instance")),
     };
     let hw = &hw;
-    let report = ridgeline::train::train(&model, hw, &cfg)?;
+    let report = crate::train::train(&model, hw, &cfg)?;
     if let Some(path) = svg {
         let chart = series::zero_comparison(&model, hw, &cfg)?;
         write_chart(
@@ -323,7 +328,7 @@ pub fn train(ctx: &Ctx, a: &TrainArgs, svg: Option<&Path>, json: bool) -> Result
 
 /// `simulate`: one run, or a row per rate with the knee.
 pub fn simulate(ctx: &Ctx, a: &SimulateArgs, svg: Option<&Path>, json: bool) -> Result<String> {
-    use ridgeline::simulate::{MAX_RATE, RateSweep, simulate, simulate_rates};
+    use crate::simulate::{MAX_RATE, RateSweep, simulate, simulate_rates};
     if let Some(path) = svg {
         check_svg_name("--svg", path)?;
     }
@@ -334,7 +339,7 @@ pub fn simulate(ctx: &Ctx, a: &SimulateArgs, svg: Option<&Path>, json: bool) -> 
     let workload = a.workload()?;
     let sweep = match &a.rate {
         Some(list) => {
-            let rates = ridgeline::list::parse_f64_list("--rate", list, MAX_RATE, 100)?;
+            let rates = crate::list::parse_f64_list("--rate", list, MAX_RATE, 100)?;
             simulate_rates(&model, hw, engine, &s, &serving, &workload, &rates)?
         }
         None => RateSweep {
@@ -344,7 +349,7 @@ pub fn simulate(ctx: &Ctx, a: &SimulateArgs, svg: Option<&Path>, json: bool) -> 
     };
     if let Some(path) = svg {
         let first = &sweep.rows[0].config;
-        let opts = ridgeline::plot::serving::ServingOptions {
+        let opts = crate::plot::serving::ServingOptions {
             subtitle: format!(
                 "{} on {} x {}, engine {}; prompt {}, gen {}",
                 first.model,
@@ -356,7 +361,7 @@ pub fn simulate(ctx: &Ctx, a: &SimulateArgs, svg: Option<&Path>, json: bool) -> 
             ),
             ..Default::default()
         };
-        let chart = ridgeline::plot::serving::serving(&sweep, &opts)?;
+        let chart = crate::plot::serving::serving(&sweep, &opts)?;
         write_chart("--svg", path, &chart, "serving chart to ")?;
     }
     match (json, sweep.rows.len()) {
@@ -366,6 +371,7 @@ pub fn simulate(ctx: &Ctx, a: &SimulateArgs, svg: Option<&Path>, json: bool) -> 
     }
 }
 
+/// `ridgeline calibrate` (engines).
 pub fn calibrate(
     ctx: &Ctx,
     measurements: &Path,
@@ -374,13 +380,13 @@ pub fn calibrate(
     markdown: bool,
     json: bool,
 ) -> Result<String> {
-    use ridgeline::calibrate::{accuracy, calibrate, engines_file, engines_toml};
+    use crate::calibrate::{accuracy, calibrate, engines_file, engines_toml};
     // check the target before the fit, write it only when the fit succeeds
     let target = save
         .map(|p| files::AtomicFile::create(p).map_err(|e| named("--save", e)))
         .transpose()?;
-    let rows = ridgeline::calibrate::read_measurements(measurements)?;
-    let mapped = ridgeline::calibrate::cases_with(&rows, &ctx.hardware, ModelDb::builtin()?);
+    let rows = crate::calibrate::read_measurements(measurements)?;
+    let mapped = crate::calibrate::cases_with(&rows, &ctx.hardware, ModelDb::builtin()?);
     if markdown {
         let a = accuracy(&mapped, &ctx.engines)?;
         return Ok(report::calibration::accuracy_markdown(&a));
@@ -415,9 +421,9 @@ pub fn calibrate_train(measurements: &Path, save: Option<&Path>, json: bool) -> 
     let target = save
         .map(|p| files::AtomicFile::create(p).map_err(|e| named("--save", e)))
         .transpose()?;
-    let fit = ridgeline::train::calibrate::fit_file(measurements)?;
+    let fit = crate::train::calibrate::fit_file(measurements)?;
     if let (Some(mut file), Some(path)) = (target, save) {
-        let text = ridgeline::train::calibrate::fit_toml(&fit, measurements)?;
+        let text = crate::train::calibrate::fit_toml(&fit, measurements)?;
         file.file()
             .write_all(text.as_bytes())
             .map_err(|e| Error::write(format!("--save {}", path.display()), e))?;
@@ -433,20 +439,21 @@ pub fn calibrate_train(measurements: &Path, save: Option<&Path>, json: bool) -> 
 
 /// The devices `--gpu` names: every device with a price by default, `all`, or a list.
 fn plan_devices<'d>(ctx: &'d Ctx, gpu: Option<&str>) -> Result<Vec<&'d Hardware>> {
-    use ridgeline::plan::default_devices;
+    use crate::plan::default_devices;
     Ok(match gpu {
         None => default_devices(&ctx.hardware),
         Some(g) if g.trim().eq_ignore_ascii_case("all") => ctx.hardware.devices().iter().collect(),
-        Some(g) => ridgeline::list::parse_names("gpu", g)?
+        Some(g) => crate::list::parse_names("gpu", g)?
             .iter()
             .map(|n| ctx.hardware.get(n))
             .collect::<Result<_>>()?,
     })
 }
 
+/// `ridgeline plan` (inference, `--rate`, or `--train`).
 pub fn plan(ctx: &Ctx, a: &PlanArgs, t: &PlanTrainArgs, json: bool) -> Result<String> {
-    use ridgeline::list::{parse_names, parse_u64_list_in};
-    use ridgeline::plan::{DEFAULT_GPU_COUNTS, PlanRequest};
+    use crate::list::{parse_names, parse_u64_list_in};
+    use crate::plan::{DEFAULT_GPU_COUNTS, PlanRequest};
     if t.train {
         return plan_train(ctx, a, t, json);
     }
@@ -462,24 +469,24 @@ pub fn plan(ctx: &Ctx, a: &PlanArgs, t: &PlanTrainArgs, json: bool) -> Result<St
         gen_tokens: a.gen_tokens,
         targets: a.targets(),
         gpu_counts: match a.gpus.as_deref() {
-            Some(g) => parse_u64_list_in("gpus", g, 1, ridgeline::sweep::MAX_GPUS)?,
+            Some(g) => parse_u64_list_in("gpus", g, 1, crate::sweep::MAX_GPUS)?,
             None => DEFAULT_GPU_COUNTS.to_vec(),
         },
         weights: a
             .weights
             .as_deref()
-            .map(|w| cli::format_list("weights", w))
+            .map(|w| super::format_list("weights", w))
             .transpose()?,
         kv: a
             .kv
             .as_deref()
-            .map(|k| cli::format_list("kv", k))
+            .map(|k| super::format_list("kv", k))
             .transpose()?,
         flash: !a.no_flash,
     };
     let report = match a.rate.target() {
-        Some(t) => ridgeline::plan::plan_rate(&req, &t)?,
-        None => ridgeline::plan::plan(&req)?,
+        Some(t) => crate::plan::plan_rate(&req, &t)?,
+        None => crate::plan::plan(&req)?,
     };
     if json {
         to_json(&report)
@@ -494,8 +501,8 @@ fn train_pools(
     ctx: &Ctx,
     a: &PlanArgs,
     t: &PlanTrainArgs,
-) -> Result<Vec<ridgeline::plan::train::Pool>> {
-    use ridgeline::plan::train::Pool;
+) -> Result<Vec<crate::plan::train::Pool>> {
+    use crate::plan::train::Pool;
     if !t.instances {
         return Ok(plan_devices(ctx, a.gpu.as_deref())?
             .into_iter()
@@ -528,7 +535,7 @@ fn train_pools(
 
 /// `plan --train`: the training-plan search, its text, Markdown or JSON, and the chart.
 fn plan_train(ctx: &Ctx, a: &PlanArgs, t: &PlanTrainArgs, json: bool) -> Result<String> {
-    use ridgeline::plan::train::{TrainPlanRequest, TrainTargets, plan_training};
+    use crate::plan::train::{TrainPlanRequest, TrainTargets, plan_training};
     let tokens = t.tokens.ok_or_else(|| {
         Error::invalid(
             "tokens",
@@ -548,16 +555,12 @@ fn plan_train(ctx: &Ctx, a: &PlanArgs, t: &PlanTrainArgs, json: bool) -> Result<
     req.base.seq = t.seq;
     req.base.flash = !a.no_flash;
     if let Some(g) = a.gpus.as_deref() {
-        req.gpu_counts = ridgeline::list::parse_u64_list_in(
-            "gpus",
-            g,
-            1,
-            ridgeline::plan::train::MAX_TRAIN_PLAN_GPUS,
-        )?;
+        req.gpu_counts =
+            crate::list::parse_u64_list_in("gpus", g, 1, crate::plan::train::MAX_TRAIN_PLAN_GPUS)?;
     }
     let plan = plan_training(&req)?;
     if let Some(path) = &t.svg {
-        let svg = ridgeline::plot::cost_time::cost_time(&plan)?;
+        let svg = crate::plot::cost_time::cost_time(&plan)?;
         write_chart("--svg", path, &svg, "cost vs time chart to ")?;
     }
     if json {
@@ -587,7 +590,7 @@ pub fn instances(ctx: &Ctx, json: bool) -> Result<String> {
 /// Streams the sweep to stdout (or --out) in bounded memory; a summary of invalid
 /// combinations goes to stderr.
 pub fn sweep(ctx: &Ctx, a: &SweepArgs, json: bool) -> Result<String> {
-    use ridgeline::sweep::{Sweep, WriteOptions};
+    use crate::sweep::{Sweep, WriteOptions};
     use std::io::{BufWriter, IsTerminal, Write};
     if a.csv && json {
         return Err(Error::conflict(&["--csv", "--json"], "choose one"));
@@ -631,6 +634,7 @@ pub fn sweep(ctx: &Ctx, a: &SweepArgs, json: bool) -> Result<String> {
     Ok(String::new())
 }
 
+/// `ridgeline hardware [show ID]`.
 pub fn hardware(ctx: &Ctx, action: Option<&HardwareAction>, json: bool) -> Result<String> {
     let db = &ctx.hardware;
     match action {
@@ -646,6 +650,7 @@ pub fn hardware(ctx: &Ctx, action: Option<&HardwareAction>, json: bool) -> Resul
     }
 }
 
+/// `ridgeline models`.
 pub fn models(json: bool) -> Result<String> {
     let models = ModelDb::builtin()?.models();
     if json {

@@ -2,25 +2,29 @@
 //! kinds parsed by their library types, ranges checked by the parser, and the
 //! conversions from arguments to the library's request types. No calculation here.
 
+use crate::Result;
+use crate::dtype::Format;
+use crate::memory::Parallel;
+use crate::predict::{MAX_COUNT, Scenario};
+use crate::train::{Method, Offload, Optimizer, Recompute, TrainConfig, TrainPrecision};
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use ridgeline::Result;
-use ridgeline::dtype::Format;
-use ridgeline::memory::Parallel;
-use ridgeline::predict::{MAX_COUNT, Scenario};
-use ridgeline::train::{Method, Offload, Optimizer, Recompute, TrainConfig, TrainPrecision};
 use std::path::PathBuf;
 
+pub mod commands;
+use commands::Ctx;
 mod simulate;
 pub use simulate::{PlanRateArgs, SimulateArgs};
 
 /// Most devices a layout may have (the library's own limit).
 const MAX_DEVICES: u64 = 1_000_000;
 
+/// The whole command line: global options and one command.
 #[derive(Parser)]
 #[command(
     name = "ridgeline",
     version,
-    about = "Will it fit, and how fast will it run? LLM rooflines for GPUs."
+    about = "Will it fit, and how fast will it run? LLM rooflines for GPUs.",
+    long_about = None
 )]
 pub struct Cli {
     /// Print exactly one JSON document on stdout.
@@ -35,14 +39,17 @@ pub struct Cli {
     /// Extra cloud instance shapes (TOML, same schema as data/instances.toml).
     #[arg(long = "instances-file", global = true, value_name = "FILE")]
     pub instances_files: Vec<PathBuf>,
+    /// The command.
     #[command(subcommand)]
     pub command: Command,
 }
 
+/// The commands and their own options.
 #[derive(Subcommand)]
 pub enum Command {
     /// List devices, or `hardware show ID` for one device with sources.
     Hardware {
+        /// `show ID`, or none to list.
         #[command(subcommand)]
         action: Option<HardwareAction>,
     },
@@ -50,6 +57,7 @@ pub enum Command {
     Models,
     /// Predict memory, TTFT, per-token latency and tokens/s for one configuration.
     Predict {
+        /// The options of the command.
         #[command(flatten)]
         args: PredictArgs,
         /// Print a Markdown report instead of text.
@@ -69,6 +77,7 @@ pub enum Command {
     },
     /// Plain-language report: what binds, why, and what would help.
     Explain {
+        /// The options of the command.
         #[command(flatten)]
         args: PredictArgs,
         /// Also write the roofline chart (ops placed on the device's roofs) as SVG.
@@ -83,6 +92,7 @@ pub enum Command {
     /// combination that cannot be laid out is a row with an `error` column, and a count of
     /// them goes to stderr.
     Sweep {
+        /// The options of the command.
         #[command(flatten)]
         args: SweepArgs,
     },
@@ -96,8 +106,10 @@ pub enum Command {
     /// ZeRO, recomputation, offload and micro-batches; hours = tokens / (tokens/s x
     /// 3600), cost = hours x price x devices.
     Plan {
+        /// The options of the command.
         #[command(flatten)]
         args: PlanArgs,
+        /// The training-plan options (`--train`).
         #[command(flatten)]
         train: PlanTrainArgs,
     },
@@ -110,6 +122,7 @@ pub enum Command {
     /// queueing percentiles, throughput, the batch and KV use, and with several rates
     /// the saturation knee and what binds there.
     Simulate {
+        /// The options of the command.
         #[command(flatten)]
         args: SimulateArgs,
         /// Also write a chart (SVG): p50/p99 TTFT and TPOT against rate with the knee,
@@ -121,6 +134,7 @@ pub enum Command {
     Instances,
     /// Training: memory per device and step time (ZeRO, 3D parallelism, LoRA/QLoRA).
     Train {
+        /// The options of the command.
         #[command(flatten)]
         args: TrainArgs,
         /// Also write a chart of memory per device at ZeRO stages 0-3 (SVG).
@@ -153,6 +167,7 @@ pub enum Command {
     },
     /// Roofline chart (SVG) of the model's ops on one or more devices (--gpu G,G2,...).
     Roofline {
+        /// The options of the command.
         #[command(flatten)]
         args: PredictArgs,
         /// Output SVG file (`-` for stdout).
@@ -165,6 +180,7 @@ pub enum Command {
     },
 }
 
+/// What `hardware` does besides listing.
 #[derive(Subcommand)]
 pub enum HardwareAction {
     /// One device with every number and its sources.
@@ -254,7 +270,7 @@ pub struct DecodingArgs {
     #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=MAX_DEVICES))]
     pub ep: u64,
     /// Speculative decoding: draft tokens proposed per verify pass (needs --spec-accept).
-    #[arg(long, requires = "spec_accept", allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=ridgeline::predict::MAX_SPEC_K))]
+    #[arg(long, requires = "spec_accept", allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=crate::predict::MAX_SPEC_K))]
     pub spec_k: Option<u64>,
     /// Speculative decoding: probability that a draft token is accepted, 0..1 (needs
     /// --spec-k).
@@ -268,8 +284,8 @@ pub struct DecodingArgs {
 
 impl DecodingArgs {
     /// The speculative-decoding settings, if any.
-    pub fn speculation(&self) -> Option<ridgeline::predict::Speculation> {
-        Some(ridgeline::predict::Speculation {
+    pub fn speculation(&self) -> Option<crate::predict::Speculation> {
+        Some(crate::predict::Speculation {
             k: self.spec_k?,
             accept: self.spec_accept?,
         })
@@ -368,7 +384,7 @@ pub struct TrainArgs {
     #[arg(long = "virtual-stages", default_value_t = 1, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..))]
     pub virtual_stages: u64,
     /// Inter-node network bandwidth per GPU, bytes/s (400 Gb/s InfiniBand = 50e9).
-    #[arg(long = "inter-node-bw", allow_negative_numbers = true, default_value_t = ridgeline::train::DEFAULT_INTER_NODE_BYTES_PER_S)]
+    #[arg(long = "inter-node-bw", allow_negative_numbers = true, default_value_t = crate::train::DEFAULT_INTER_NODE_BYTES_PER_S)]
     pub inter_node_bw: f64,
     /// Naive attention that materializes the score matrix.
     #[arg(long = "no-flash")]
@@ -457,8 +473,8 @@ pub struct SweepArgs {
 
 impl SweepArgs {
     /// The LIST strings as the library takes them.
-    pub fn lists(&self) -> ridgeline::sweep::SweepLists<'_> {
-        ridgeline::sweep::SweepLists {
+    pub fn lists(&self) -> crate::sweep::SweepLists<'_> {
+        crate::sweep::SweepLists {
             model: &self.model,
             gpu: &self.gpu,
             gpus: &self.gpus,
@@ -540,8 +556,8 @@ pub struct PlanArgs {
 
 impl PlanArgs {
     /// The targets in SI units.
-    pub fn targets(&self) -> ridgeline::plan::Targets {
-        ridgeline::plan::Targets {
+    pub fn targets(&self) -> crate::plan::Targets {
+        crate::plan::Targets {
             max_ttft_s: self.max_ttft_ms.map(|x| x / 1e3),
             max_tpot_s: self.max_tpot_ms.map(|x| x / 1e3),
             min_output_tokens_per_s: self.min_throughput,
@@ -552,8 +568,8 @@ impl PlanArgs {
 
 /// A count of tokens (`5e8`, `500M`, `1.5B`, `2T`), as clap parses it.
 fn token_count(s: &str) -> std::result::Result<u64, String> {
-    ridgeline::list::parse_count("--tokens", s).map_err(|e| match e {
-        ridgeline::Error::InvalidValue { message, .. } => message,
+    crate::list::parse_count("--tokens", s).map_err(|e| match e {
+        crate::Error::InvalidValue { message, .. } => message,
         other => other.to_string(),
     })
 }
@@ -564,7 +580,7 @@ pub struct Methods(pub Vec<Method>);
 
 /// `any` or a comma-separated list of methods.
 fn methods(s: &str) -> std::result::Result<Methods, String> {
-    ridgeline::plan::train::parse_methods(s)
+    crate::plan::train::parse_methods(s)
         .map(Methods)
         .map_err(|e| e.to_string())
 }
@@ -587,7 +603,7 @@ pub struct PlanTrainArgs {
     pub method: Methods,
     /// Sequences per optimizer step (each configuration rounds it up to a multiple of
     /// micro-batch x dp).
-    #[arg(long = "global-batch", default_value_t = ridgeline::plan::train::DEFAULT_GLOBAL_BATCH, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=1_048_576), requires = "train")]
+    #[arg(long = "global-batch", default_value_t = crate::plan::train::DEFAULT_GLOBAL_BATCH, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=1_048_576), requires = "train")]
     pub global_batch: u64,
     /// Largest acceptable training time, hours.
     #[arg(long = "max-hours", value_parser = positive, allow_negative_numbers = true, requires = "train")]
@@ -609,7 +625,7 @@ pub struct PlanTrainArgs {
 
 /// A comma-separated format list; `native` (or `auto`, `default`) is the model's own.
 pub fn format_list(field: &str, text: &str) -> Result<Vec<Option<Format>>> {
-    ridgeline::list::parse_names(field, text)?
+    crate::list::parse_names(field, text)?
         .iter()
         .map(|f| match f.to_ascii_lowercase().as_str() {
             "native" | "auto" | "default" => Ok(None),
@@ -663,6 +679,42 @@ pub fn parse() -> Cli {
     }
 }
 
+/// Parses `args`, the words after `ridgeline` (`["predict", "--model", "llama-3-8b",
+/// "--gpu", "h100", "--json"]`), as the command line does, and runs the command: what
+/// the Python package and the web server call, so they print exactly what the CLI
+/// prints. A parse error is [`crate::Error::Usage`] with the CLI's one-line message;
+/// `--help` and `--version` return their text.
+///
+/// ```
+/// let out = ridgeline::cli::run_args(["models", "--json"])?;
+/// assert!(out.contains("\"llama-3-8b\""));
+/// let e = ridgeline::cli::run_args(["predict", "--model", "llama-3-8b", "--gpu", "h100", "--batch", "-1"]).unwrap_err();
+/// assert!(e.to_string().contains("--batch"));
+/// # Ok::<(), ridgeline::Error>(())
+/// ```
+pub fn run_args<I, T>(args: I) -> Result<String>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    use clap::error::ErrorKind;
+    let argv = std::iter::once(std::ffi::OsString::from("ridgeline"))
+        .chain(args.into_iter().map(Into::into));
+    match Cli::try_parse_from(argv) {
+        Ok(cli) => run(cli),
+        Err(e) => match e.kind() {
+            ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => Ok(e.to_string()),
+            _ => Err(crate::Error::Usage(
+                one_line(&e.to_string())
+                    .trim_start_matches("error: ")
+                    .to_string(),
+            )),
+        },
+    }
+}
+
 /// clap's multi-line message as one line: its lines up to the usage, joined by "; ".
 fn one_line(message: &str) -> String {
     let mut out = String::new();
@@ -678,4 +730,51 @@ fn one_line(message: &str) -> String {
         out.push_str(l);
     }
     out
+}
+
+/// Runs one parsed command line and returns what it prints on stdout (files it writes
+/// are written; notes go to stderr).
+pub fn run(cli: Cli) -> Result<String> {
+    let ctx = Ctx::new(&cli)?;
+    let json = cli.json;
+    match &cli.command {
+        Command::Hardware { action } => commands::hardware(&ctx, action.as_ref(), json),
+        Command::Models => commands::models(json),
+        Command::Predict {
+            args,
+            markdown,
+            max,
+            svg,
+            chart,
+        } => commands::predict(&ctx, args, *markdown, *max, svg.as_deref(), *chart, json),
+        Command::Explain { args, svg } => commands::explain(&ctx, args, svg.as_deref(), json),
+        Command::Sweep { args } => commands::sweep(&ctx, args, json),
+        Command::Plan { args, train } => commands::plan(&ctx, args, train, json),
+        Command::Instances => commands::instances(&ctx, json),
+        Command::Train { args, svg } => commands::train(&ctx, args, svg.as_deref(), json),
+        Command::Simulate { args, svg } => commands::simulate(&ctx, args, svg.as_deref(), json),
+        Command::Calibrate {
+            measurements,
+            save,
+            train: true,
+            ..
+        } => commands::calibrate_train(measurements, save.as_deref(), json),
+        Command::Calibrate {
+            measurements,
+            engine,
+            save,
+            markdown,
+            train: false,
+        } => commands::calibrate(
+            &ctx,
+            measurements,
+            engine.as_deref(),
+            save.as_ref(),
+            *markdown,
+            json,
+        ),
+        Command::Roofline { args, out, links } => {
+            commands::roofline_cmd(&ctx, args, out, *links, json)
+        }
+    }
 }
