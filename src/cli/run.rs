@@ -1,0 +1,152 @@
+//! Running the command line: words to a parsed [`Cli`] (one-line errors), a parsed
+//! command to its output, and the library's field names to the flags that set them.
+
+use super::commands::{self, Ctx};
+use super::{Cli, Command};
+use crate::Result;
+use clap::Parser;
+
+/// The command-line flag for a library field name (`gen_tokens` -> `--gen`); `None`
+/// for names that are not options (config.json keys, data-file keys).
+pub fn flag_of(field: &str) -> Option<String> {
+    let flag = match field {
+        "gen_tokens" | "gen" => "--gen",
+        "gpu_counts" => "--gpus",
+        "inter_node_bytes_per_s" => "--inter-node-bw",
+        "max_ttft_s" => "--max-ttft-ms",
+        "max_tpot_s" => "--max-tpot-ms",
+        "min_output_tokens_per_s" => "--min-throughput",
+        "max_usd_per_hour" => "--budget-usd-per-hour",
+        "slo_ttft_s" => "--slo-ttft-ms",
+        "slo_tpot_s" => "--slo-tpot-ms",
+        "methods" => "--method",
+        "model" | "gpu" | "gpus" | "batch" | "prompt" | "weights" | "kv" | "engine"
+        | "parallel" | "tp" | "pp" | "zero" | "micro_batch" | "global_batch" | "seq"
+        | "lora_rank" | "virtual_stages" | "offload" | "method" | "recompute" | "precision"
+        | "optimizer" | "measurements" | "ep" | "spec_k" | "spec_accept" | "draft" | "tokens"
+        | "max_hours" | "budget_usd" | "instance" | "rate" | "concurrency" | "trace"
+        | "requests" | "seed" | "max_num_seqs" | "max_batched_tokens" | "prefix_hit" | "disagg" => {
+            return Some(format!("--{}", field.replace('_', "-")));
+        }
+        _ => return None,
+    };
+    Some(flag.to_string())
+}
+
+/// Parses the command line. Help and version print as usual; any other error is one
+/// line on stderr (clap's message with its hints joined) and exit status 2.
+pub fn parse() -> Cli {
+    use clap::error::ErrorKind;
+    match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => match e.kind() {
+            ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => e.exit(),
+            _ => {
+                eprintln!("{}", one_line(&e.to_string()));
+                std::process::exit(2);
+            }
+        },
+    }
+}
+
+/// Parses `args`, the words after `ridgeline` (`["predict", "--model", "llama-3-8b",
+/// "--gpu", "h100", "--json"]`), as the command line does, and runs the command: what
+/// the Python package and the web server call, so they print exactly what the CLI
+/// prints. A parse error is [`crate::Error::Usage`] with the CLI's one-line message;
+/// `--help` and `--version` return their text.
+///
+/// ```
+/// let out = ridgeline::cli::run_args(["models", "--json"])?;
+/// assert!(out.contains("\"llama-3-8b\""));
+/// let e = ridgeline::cli::run_args(["predict", "--model", "llama-3-8b", "--gpu", "h100", "--batch", "-1"]).unwrap_err();
+/// assert!(e.to_string().contains("--batch"));
+/// # Ok::<(), ridgeline::Error>(())
+/// ```
+pub fn run_args<I, T>(args: I) -> Result<String>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    use clap::error::ErrorKind;
+    let argv = std::iter::once(std::ffi::OsString::from("ridgeline"))
+        .chain(args.into_iter().map(Into::into));
+    match Cli::try_parse_from(argv) {
+        Ok(cli) => run(cli),
+        Err(e) => match e.kind() {
+            ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => Ok(e.to_string()),
+            _ => Err(crate::Error::Usage(
+                one_line(&e.to_string())
+                    .trim_start_matches("error: ")
+                    .to_string(),
+            )),
+        },
+    }
+}
+
+/// clap's multi-line message as one line: its lines up to the usage, joined by "; ".
+fn one_line(message: &str) -> String {
+    let mut out = String::new();
+    let lines = message
+        .lines()
+        .map(str::trim)
+        .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+        .filter(|l| !l.is_empty());
+    for l in lines {
+        if !out.is_empty() {
+            out.push_str(if out.ends_with(':') { " " } else { "; " });
+        }
+        out.push_str(l);
+    }
+    out
+}
+
+/// Runs one parsed command line and returns what it prints on stdout (files it writes
+/// are written; notes go to stderr).
+pub fn run(cli: Cli) -> Result<String> {
+    let ctx = Ctx::new(&cli)?;
+    let json = cli.json;
+    match &cli.command {
+        Command::Hardware { action } => commands::hardware(&ctx, action.as_ref(), json),
+        Command::Models => commands::models(json),
+        Command::Predict {
+            args,
+            markdown,
+            max,
+            svg,
+            chart,
+        } => commands::predict(&ctx, args, *markdown, *max, svg.as_deref(), *chart, json),
+        Command::Explain { args, svg } => commands::explain(&ctx, args, svg.as_deref(), json),
+        Command::Sweep { args } => commands::sweep(&ctx, args, json),
+        Command::Plan { args, train } => commands::plan(&ctx, args, train, json),
+        Command::Instances => commands::instances(&ctx, json),
+        Command::Train { args, svg } => commands::train(&ctx, args, svg.as_deref(), json),
+        Command::Simulate { args, svg } => commands::simulate(&ctx, args, svg.as_deref(), json),
+        Command::Calibrate {
+            measurements,
+            save,
+            train: true,
+            ..
+        } => commands::calibrate_train(measurements, save.as_deref(), json),
+        Command::Calibrate {
+            measurements,
+            engine,
+            save,
+            markdown,
+            train: false,
+        } => commands::calibrate(
+            &ctx,
+            measurements,
+            engine.as_deref(),
+            save.as_ref(),
+            *markdown,
+            json,
+        ),
+        Command::Roofline { args, out, links } => {
+            commands::roofline_cmd(&ctx, args, out, *links, json)
+        }
+    }
+}
