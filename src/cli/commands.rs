@@ -17,11 +17,14 @@ use crate::{Error, Result, files};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-/// The databases every command reads: built-ins plus the user's files.
+/// The databases every command reads (built-ins plus the user's files), and where its
+/// charts go.
 pub struct Ctx {
     hardware: HardwareDb,
     engines: EngineDb,
     instances: InstanceDb,
+    /// `Some`: charts are kept here instead of written to their files.
+    captured: Option<std::sync::Mutex<Option<String>>>,
 }
 
 impl Ctx {
@@ -52,7 +55,41 @@ impl Ctx {
             hardware,
             engines,
             instances,
+            captured: None,
         })
+    }
+
+    /// This context, keeping the chart a command draws (`--svg`, `roofline --out`) for
+    /// [`Ctx::take_chart`] instead of writing its file.
+    pub fn capturing_charts(self) -> Ctx {
+        Ctx {
+            captured: Some(std::sync::Mutex::new(None)),
+            ..self
+        }
+    }
+
+    /// The chart kept by a context from [`Ctx::capturing_charts`], if one was drawn.
+    pub fn take_chart(&self) -> Option<String> {
+        let slot = self.captured.as_ref()?;
+        slot.lock().unwrap_or_else(|e| e.into_inner()).take()
+    }
+
+    /// Writes a chart to `path` (given by `flag`) atomically and says so on stderr, or
+    /// keeps it when capturing; the file must be named `.svg` either way.
+    fn write_chart(&self, flag: &str, path: &Path, svg: &str, what: &str) -> Result<()> {
+        check_svg_name(flag, path)?;
+        if let Some(slot) = &self.captured {
+            *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(svg.to_string());
+            return Ok(());
+        }
+        files::write_atomic(path, svg.as_bytes()).map_err(|e| named(flag, e))?;
+        eprintln!("wrote {what}{}", path.display());
+        Ok(())
+    }
+
+    /// The sweep `a` describes, over this context's devices and engines.
+    pub fn sweep<'c>(&'c self, a: &SweepArgs) -> Result<crate::sweep::Sweep<'c>> {
+        crate::sweep::Sweep::from_lists(&a.lists(), &self.hardware, &self.engines)
     }
 
     /// Builds the one predictor of a command and hands it to `f`.
@@ -101,15 +138,6 @@ fn resolve_model(name: &str) -> Result<ModelConfig> {
 
 fn to_json<T: serde::Serialize>(v: &T) -> Result<String> {
     serde_json::to_string_pretty(v).map_err(|e| Error::internal("JSON writer", e))
-}
-
-/// Writes a chart to `path` (given by `flag`) atomically and says so on stderr; the
-/// file must be named `.svg`.
-fn write_chart(flag: &str, path: &Path, svg: &str, what: &str) -> Result<()> {
-    check_svg_name(flag, path)?;
-    files::write_atomic(path, svg.as_bytes()).map_err(|e| named(flag, e))?;
-    eprintln!("wrote {what}{}", path.display());
-    Ok(())
 }
 
 /// Charts are SVG: a file named otherwise would hold the wrong format.
@@ -216,7 +244,7 @@ pub fn predict(
         let p = pred.predict(a.batch, a.prompt, a.gen_tokens)?;
         if let Some(path) = svg {
             let chart = chart.unwrap_or(ChartArg::Throughput);
-            write_chart(
+            ctx.write_chart(
                 "--svg",
                 path,
                 &predict_chart(pred, &p, &a.scenario(), chart)?,
@@ -239,7 +267,7 @@ pub fn explain(ctx: &Ctx, a: &PredictArgs, svg: Option<&Path>, json: bool) -> Re
         let p = pred.predict(a.batch, a.prompt, a.gen_tokens)?;
         if let Some(path) = svg {
             let chart = predict_chart(pred, &p, &a.scenario(), ChartArg::Roofline)?;
-            write_chart("--svg", path, &chart, "roofline chart to ")?;
+            ctx.write_chart("--svg", path, &chart, "roofline chart to ")?;
         }
         let w = pred.what_ifs(a.batch, a.prompt, a.gen_tokens, p.memory.max_batch);
         let e = report::explain::explain(&p, &w);
@@ -286,7 +314,7 @@ pub fn roofline_cmd(
     if to_stdout {
         return Ok(svg);
     }
-    write_chart("--out", out, &svg, "")?;
+    ctx.write_chart("--out", out, &svg, "")?;
     if json {
         to_json(&serde_json::json!({ "out": out, "predictions": preds }))
     } else {
@@ -312,7 +340,7 @@ pub fn train(ctx: &Ctx, a: &TrainArgs, svg: Option<&Path>, json: bool) -> Result
     let report = crate::train::train(&model, hw, &cfg)?;
     if let Some(path) = svg {
         let chart = series::zero_comparison(&model, hw, &cfg)?;
-        write_chart(
+        ctx.write_chart(
             "--svg",
             path,
             &memory::memory(&chart)?,
@@ -362,7 +390,7 @@ pub fn simulate(ctx: &Ctx, a: &SimulateArgs, svg: Option<&Path>, json: bool) -> 
             ..Default::default()
         };
         let chart = crate::plot::serving::serving(&sweep, &opts)?;
-        write_chart("--svg", path, &chart, "serving chart to ")?;
+        ctx.write_chart("--svg", path, &chart, "serving chart to ")?;
     }
     match (json, sweep.rows.len()) {
         (true, 1) => to_json(&sweep.rows[0]),
@@ -561,7 +589,7 @@ fn plan_train(ctx: &Ctx, a: &PlanArgs, t: &PlanTrainArgs, json: bool) -> Result<
     let plan = plan_training(&req)?;
     if let Some(path) = &t.svg {
         let svg = crate::plot::cost_time::cost_time(&plan)?;
-        write_chart("--svg", path, &svg, "cost vs time chart to ")?;
+        ctx.write_chart("--svg", path, &svg, "cost vs time chart to ")?;
     }
     if json {
         to_json(&plan)
@@ -590,12 +618,12 @@ pub fn instances(ctx: &Ctx, json: bool) -> Result<String> {
 /// Streams the sweep to stdout (or --out) in bounded memory; a summary of invalid
 /// combinations goes to stderr.
 pub fn sweep(ctx: &Ctx, a: &SweepArgs, json: bool) -> Result<String> {
-    use crate::sweep::{Sweep, WriteOptions};
+    use crate::sweep::WriteOptions;
     use std::io::{BufWriter, IsTerminal, Write};
     if a.csv && json {
         return Err(Error::conflict(&["--csv", "--json"], "choose one"));
     }
-    let sweep = Sweep::from_lists(&a.lists(), &ctx.hardware, &ctx.engines)?;
+    let sweep = ctx.sweep(a)?;
     let opts = WriteOptions {
         progress: std::io::stderr().is_terminal(),
         ..WriteOptions::default()

@@ -11,6 +11,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
 pub mod commands;
+mod embed;
+pub use embed::{OptionInfo, chart_args, options, sweep_columns_args};
 mod run;
 pub use run::{flag_of, parse, run, run_args};
 mod simulate;

@@ -69,15 +69,39 @@ where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
+    match parse_args(args)? {
+        Parsed::Cli(cli) => run(*cli),
+        Parsed::Text(text) => Ok(text),
+    }
+}
+
+/// Words parsed as the command line does: a command to run, or the text of `--help`
+/// or `--version`.
+pub(super) enum Parsed {
+    /// A command line to run.
+    Cli(Box<Cli>),
+    /// Help or version text.
+    Text(String),
+}
+
+/// Parses `args`, the words after `ridgeline`; a parse error is
+/// [`crate::Error::Usage`] with the CLI's one-line message.
+pub(super) fn parse_args<I, T>(args: I) -> Result<Parsed>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
     use clap::error::ErrorKind;
     let argv = std::iter::once(std::ffi::OsString::from("ridgeline"))
         .chain(args.into_iter().map(Into::into));
     match Cli::try_parse_from(argv) {
-        Ok(cli) => run(cli),
+        Ok(cli) => Ok(Parsed::Cli(Box::new(cli))),
         Err(e) => match e.kind() {
             ErrorKind::DisplayHelp
             | ErrorKind::DisplayVersion
-            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => Ok(e.to_string()),
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+                Ok(Parsed::Text(e.to_string()))
+            }
             _ => Err(crate::Error::Usage(
                 one_line(&e.to_string())
                     .trim_start_matches("error: ")
@@ -108,9 +132,14 @@ fn one_line(message: &str) -> String {
 /// are written; notes go to stderr).
 pub fn run(cli: Cli) -> Result<String> {
     let ctx = Ctx::new(&cli)?;
+    run_in(&ctx, cli)
+}
+
+/// Runs one parsed command line with the databases (and chart destination) of `ctx`.
+pub(super) fn run_in(ctx: &Ctx, cli: Cli) -> Result<String> {
     let json = cli.json;
     match &cli.command {
-        Command::Hardware { action } => commands::hardware(&ctx, action.as_ref(), json),
+        Command::Hardware { action } => commands::hardware(ctx, action.as_ref(), json),
         Command::Models => commands::models(json),
         Command::Predict {
             args,
@@ -118,13 +147,13 @@ pub fn run(cli: Cli) -> Result<String> {
             max,
             svg,
             chart,
-        } => commands::predict(&ctx, args, *markdown, *max, svg.as_deref(), *chart, json),
-        Command::Explain { args, svg } => commands::explain(&ctx, args, svg.as_deref(), json),
-        Command::Sweep { args } => commands::sweep(&ctx, args, json),
-        Command::Plan { args, train } => commands::plan(&ctx, args, train, json),
-        Command::Instances => commands::instances(&ctx, json),
-        Command::Train { args, svg } => commands::train(&ctx, args, svg.as_deref(), json),
-        Command::Simulate { args, svg } => commands::simulate(&ctx, args, svg.as_deref(), json),
+        } => commands::predict(ctx, args, *markdown, *max, svg.as_deref(), *chart, json),
+        Command::Explain { args, svg } => commands::explain(ctx, args, svg.as_deref(), json),
+        Command::Sweep { args } => commands::sweep(ctx, args, json),
+        Command::Plan { args, train } => commands::plan(ctx, args, train, json),
+        Command::Instances => commands::instances(ctx, json),
+        Command::Train { args, svg } => commands::train(ctx, args, svg.as_deref(), json),
+        Command::Simulate { args, svg } => commands::simulate(ctx, args, svg.as_deref(), json),
         Command::Calibrate {
             measurements,
             save,
@@ -138,7 +167,7 @@ pub fn run(cli: Cli) -> Result<String> {
             markdown,
             train: false,
         } => commands::calibrate(
-            &ctx,
+            ctx,
             measurements,
             engine.as_deref(),
             save.as_ref(),
@@ -146,7 +175,7 @@ pub fn run(cli: Cli) -> Result<String> {
             json,
         ),
         Command::Roofline { args, out, links } => {
-            commands::roofline_cmd(&ctx, args, out, *links, json)
+            commands::roofline_cmd(ctx, args, out, *links, json)
         }
     }
 }
