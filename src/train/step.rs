@@ -260,7 +260,9 @@ impl Trainer<'_> {
                 scale(fwd, 2.5, 2.0)
             }
             (OpKind::AttnScores | OpKind::AttnValues, _) => fwd.times(2.0),
-            (_, Unit::Matrix(_)) => backward_cost(&fwd, w_bits, grad_bits, frozen),
+            (_, Unit::Matrix(_) | Unit::Dequant(_)) => {
+                backward_cost(&fwd, w_bits, grad_bits, frozen)
+            }
             _ if is_comm => fwd,
             _ => fwd.times(2.0),
         };
@@ -404,7 +406,7 @@ impl Trainer<'_> {
         let mut mb = MicroBatch::default();
         for k in self.micro_batch_kernels() {
             let (ceil, eff) = match k.unit {
-                Unit::Matrix(d) => (
+                Unit::Matrix(d) | Unit::Dequant(d) => (
                     Ceilings {
                         peak_flops_per_s: hw.peak(d).0,
                         memory_bytes_per_s: bw,
