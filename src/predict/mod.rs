@@ -352,10 +352,11 @@ impl<'a> Predictor<'a> {
         let matmul_ceilings = |d: ComputeDtype| {
             let mut c = hardware.ceilings(d);
             c.peak_flops_per_s = hardware.peak(d).0;
-            if d == ComputeDtype::Fp16 && engine.fp16_accumulate {
-                if let Some(acc16) = hardware.peak_flops_per_s.fp16_acc16 {
-                    c.peak_flops_per_s = c.peak_flops_per_s.max(acc16);
-                }
+            if d == ComputeDtype::Fp16
+                && engine.fp16_accumulate
+                && let Some(acc16) = hardware.peak_flops_per_s.fp16_acc16
+            {
+                c.peak_flops_per_s = c.peak_flops_per_s.max(acc16);
             }
             (d, c)
         };
