@@ -252,6 +252,13 @@ impl Trainer<'_> {
         if self.cfg.sequence_parallel && op.kind.is_norm_or_residual() {
             fwd = fwd.times(1.0 / l.tp as f64);
         }
+        if self.cfg.compile && op.kind.is_fused_when_compiled() {
+            // fused into a neighbour: the FLOPs stay, the memory traffic goes
+            fwd = Cost {
+                flops: fwd.flops,
+                ..Cost::default()
+            };
+        }
         let w_bits = self.precision.weights.bits();
         let grad_bits = self.cfg.precision.weight_format().bits();
         let bwd = match (op.kind, op.unit) {
