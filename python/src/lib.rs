@@ -41,10 +41,13 @@ fn chart(py: Python<'_>, args: Vec<String>) -> PyResult<String> {
     py.detach(|| cli::chart_args(args)).map_err(to_py)
 }
 
-/// The options of a command (`["plan"]`): tuples of (flag without dashes, takes a
-/// value, may repeat, required, help line).
+/// One option as Python sees it: (flag without dashes, takes a value, may repeat,
+/// required, help line).
+type OptionTuple = (String, bool, bool, bool, String);
+
+/// The options of a command (`["plan"]`), as [`OptionTuple`]s.
 #[pyfunction]
-fn options(path: Vec<String>) -> PyResult<Vec<(String, bool, bool, bool, String)>> {
+fn options(path: Vec<String>) -> PyResult<Vec<OptionTuple>> {
     let path: Vec<&str> = path.iter().map(String::as_str).collect();
     Ok(cli::options(&path)
         .map_err(to_py)?
@@ -81,14 +84,16 @@ fn sweep_columns<'py>(
 ) -> PyResult<(usize, Vec<Bound<'py, PyTuple>>)> {
     let columns = py.detach(|| cli::sweep_columns_args(args)).map_err(to_py)?;
     let mut out = Vec::with_capacity(columns.columns.len());
-    for (name, column) in &columns.columns {
+    // each column is dropped once copied: the crate and Python hold one column twice,
+    // not all of them
+    for (name, column) in columns.columns {
         let (kind, data): (&str, Bound<'py, PyAny>) = match column {
-            Column::Number(v) => ("number", buffer(py, v).into_any()),
-            Column::Count(v) => ("count", buffer(py, v).into_any()),
-            Column::Flag(v) => ("flag", buffer(py, v).into_any()),
+            Column::Number(v) => ("number", buffer(py, &v).into_any()),
+            Column::Count(v) => ("count", buffer(py, &v).into_any()),
+            Column::Flag(v) => ("flag", buffer(py, &v).into_any()),
             Column::Text { labels, codes } => {
                 let labels = PyList::new(py, labels)?;
-                let codes = buffer(py, codes);
+                let codes = buffer(py, &codes);
                 (
                     "text",
                     PyTuple::new(py, [labels.into_any(), codes.into_any()])?.into_any(),

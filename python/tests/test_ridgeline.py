@@ -356,3 +356,25 @@ def test_run_gives_the_cli_text(cli):
     words = ["predict", "--model", "llama-3-8b", "--gpu", "h100"]
     out = ridgeline.run(*words)
     assert cli.run(*words).stdout == (out if out.endswith("\n") else out + "\n")
+
+
+def test_the_readme_script_runs(root, capsys):
+    # the README's ten-line capacity plan, as printed there
+    import re
+
+    text = (root / "README.md").read_text()
+    script = re.search(r"## Python\n.*?```python\n(.*?)```", text, re.S).group(1)
+    assert len(script.strip().splitlines()) <= 10
+    pytest.importorskip("pandas")
+    exec(compile(script, "README.md", "exec"), {})
+    out = capsys.readouterr().out
+    assert "usd_per_million_tokens" in out and "bound" in out
+
+
+def test_the_example_runs(root, capsys):
+    import runpy
+
+    runpy.run_path(str(root / "python" / "examples" / "capacity_plan.py"), run_name="__main__")
+    out = capsys.readouterr().out
+    assert "configurations" in out and "per million tokens" in out
+    assert "error: unknown hardware id 'h1000'" in out
