@@ -29,6 +29,7 @@
 
 mod bounds;
 mod case;
+mod checks;
 mod csv;
 mod fit;
 mod heldout;
@@ -39,6 +40,7 @@ mod save;
 
 pub use bounds::{Bounds, bounds_from_ceilings};
 pub use case::predict_case;
+pub use checks::{MAX_OFF_ROOFLINE, check_measurements};
 pub use csv::{COLUMNS, Count, Kind, Measurement, parse_measurements, read_measurements};
 pub use fit::{EngineFit, FitOptions, FittedParam, OverheadKind, ParamKind, fit};
 pub use heldout::{
@@ -129,6 +131,10 @@ pub struct Case {
     pub id: String,
     /// Line in the file.
     pub line: usize,
+    /// The file the row was read from (errors name it).
+    pub file: String,
+    /// 1-based column of the measured value in that file (errors about it name it).
+    pub value_column: usize,
     /// Kind of measurement.
     pub kind: Kind,
     /// Where it was published (the row's `source_url_or_repo_path`).

@@ -64,6 +64,8 @@ pub(super) fn case(
     let mut c = Case {
         id: r.id.clone(),
         line: r.line,
+        file: r.file.clone(),
+        value_column: r.value_column,
         kind: r.kind,
         source: r.source.clone(),
         engine: String::new(),

@@ -131,6 +131,10 @@ pub struct Measurement {
     pub source: String,
     /// Caveats.
     pub notes: String,
+    /// The file the row was read from (as errors name it).
+    pub file: String,
+    /// 1-based column of `value` in that file (errors about the value name it).
+    pub value_column: usize,
 }
 
 /// One record: the 1-based line it starts on and its fields.
@@ -340,6 +344,8 @@ fn measurement(
         unit: text(12),
         source: text(13),
         notes: text(14),
+        file: source_name.to_string(),
+        value_column: index[11] + 1,
     })
 }
 

@@ -184,22 +184,31 @@ pub struct EngineFit {
     pub notes: Vec<String>,
 }
 
+/// `ln(predicted / measured)` of one case; errors name the case's row.
+fn residual(c: &Case, engine: &Engine) -> Result<f64> {
+    let p = predict_case(c, engine).map_err(|e| c.row_error(e))?;
+    if !(p.is_finite() && p > 0.0) {
+        // a validated device, model and engine always predict a positive time
+        return Err(c.row_error(Error::internal(
+            "calibration fit",
+            format!("prediction {p} is not a positive number"),
+        )));
+    }
+    let r = (p / c.measured).ln();
+    if r.is_finite() {
+        Ok(r)
+    } else {
+        // only a measurement no engine could produce gets here (a rate near zero):
+        // check_measurements refuses those first
+        Err(c.value_error(format!(
+            "{} is out of any prediction's reach ({p} predicted)",
+            c.measured
+        )))
+    }
+}
+
 fn residuals(engine: &Engine, cases: &[&Case]) -> Result<Vec<f64>> {
-    cases
-        .iter()
-        .map(|c| {
-            let p = predict_case(c, engine)?;
-            if p.is_finite() && p > 0.0 {
-                Ok((p / c.measured).ln())
-            } else {
-                // a validated device, model and engine always predict a positive time
-                Err(Error::internal(
-                    "calibration fit",
-                    format!("{}: prediction {p} is not a positive number", c.id),
-                ))
-            }
-        })
-        .collect()
+    cases.iter().map(|c| residual(c, engine)).collect()
 }
 
 /// `sign(r) · sqrt(2 ρ(r))` for Huber's ρ: equal to `r` within `k`, growing like
@@ -253,6 +262,7 @@ fn internal(params: &[ParamKind], e: &Engine) -> Vec<f64> {
 /// cases run on moved inside the bounds, and those groups.
 fn start_in_bounds(base: &Engine, cases: &[&Case], b: &Bounds) -> (Engine, Vec<String>) {
     let mut start = base.clone();
+    // the bounds are checked (Bounds::check): low <= high
     start.compute_efficiency = start.compute_efficiency.clamp(b.min_efficiency, b.compute);
     let mut groups: Vec<String> = cases
         .iter()
@@ -402,6 +412,8 @@ fn intervals(
 }
 
 /// Fits `base`'s factors to `cases` (the rows of one engine; kind F rows are ignored).
+/// Bounds that cross (a ceiling below the lowest efficiency) are an error naming the
+/// bound; a row whose prediction fails is an error naming the row.
 ///
 /// Returns the fitted engine with `fitted_on` set to the row ids, the factors with
 /// confidence intervals, and the fit's residuals before and after.
@@ -412,6 +424,7 @@ pub fn fit(base: &Engine, cases: &[&Case], opts: &FitOptions) -> Result<EngineFi
         .filter(|c| c.kind != Kind::F && c.model.is_some())
         .collect();
     let b = &opts.bounds;
+    b.check()?;
     let (start, groups) = start_in_bounds(base, &cases, b);
     let r0 = residuals(&start, &cases)?;
     let rms_before = lm::rms(&r0);
@@ -535,6 +548,8 @@ mod tests {
         Case {
             id: id.into(),
             line: 0,
+            file: "synthetic".into(),
+            value_column: 12,
             kind,
             source: "synthetic".into(),
             engine: "synthetic".into(),
@@ -761,6 +776,60 @@ mod tests {
         assert!(p.at_bound && (p.value - 0.9).abs() < 1e-9, "{p:?}");
         assert!(p.ci_low.is_none());
         assert!(f.notes.iter().any(|n| n.contains("bound")), "{:?}", f.notes);
+    }
+
+    #[test]
+    fn crossing_bounds_are_an_error_naming_the_bound_not_a_panic() {
+        // a GDDR ceiling below the lowest efficiency: clamp(0.02, 0.001) panicked
+        let mut c = case(
+            "d1",
+            "rtx-4090",
+            "llama-2-7b",
+            1,
+            16,
+            16,
+            Target::DecodeTokensPerS,
+        );
+        c.measured = 0.5 * predict_case(&c, &Engine::ideal()).unwrap();
+        let mut opts = plain();
+        opts.bounds.memory.insert("gddr".into(), 0.001);
+        let e = fit(&engine(0.8, 0.8, 0.7, 0.0), &[&c], &opts)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("bounds.memory.gddr") && e.contains("0.001"),
+            "{e}"
+        );
+        opts.bounds = Bounds {
+            min_efficiency: f64::NAN,
+            ..Bounds::default()
+        };
+        let e = fit(&engine(0.8, 0.8, 0.7, 0.0), &[&c], &opts).unwrap_err();
+        assert!(e.to_string().contains("bounds.min_efficiency"), "{e}");
+        // carrying memory factors over with such bounds stays in them, no panic
+        let mut f = fit(&engine(0.8, 0.8, 0.7, 0.0), &[&c], &plain()).unwrap();
+        let crossed = Bounds {
+            memory_default: 0.001,
+            ..Bounds::default()
+        };
+        crate::calibrate::carry_over_memory(&mut f, &engine(0.8, 0.8, 0.7, 0.0), &crossed);
+        assert!(f.engine.memory_efficiency["hbm"] <= 0.02, "{:?}", f.engine);
+    }
+
+    #[test]
+    fn a_row_out_of_reach_is_named_not_its_neighbour() {
+        // the second row's rate is subnormal: predicted / measured overflows; the
+        // error names that row (the first row's prediction was blamed before)
+        let truth = engine(0.6, 0.85, 0.55, 0.0);
+        let mut cs = synthetic_cases();
+        measure(&mut cs, &truth, &[]);
+        cs[1].measured = 1e-310;
+        cs[1].line = 3;
+        let refs: Vec<&Case> = cs.iter().collect();
+        let e = fit(&engine(0.8, 0.8, 0.7, 0.0), &refs, &plain())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("line 3, column 12 (value): a2:"), "{e}");
     }
 
     #[test]

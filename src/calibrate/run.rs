@@ -4,8 +4,8 @@
 
 use super::{
     BUILTIN_MEASUREMENTS_CSV, Bounds, Case, Compared, ENGINE_IDS, EngineFit, FitOptions, Kind,
-    Mapped, OverheadKind, ParamKind, Skipped, TYPICAL_POOL, bounds_from_ceilings, cases, fit,
-    median_abs, parse_measurements, predict_case,
+    Mapped, OverheadKind, ParamKind, Skipped, TYPICAL_POOL, bounds_from_ceilings, cases,
+    check_measurements, fit, median_abs, parse_measurements, predict_case,
 };
 use crate::engine::{Engine, EngineDb};
 use crate::error::{Error, Result};
@@ -151,7 +151,8 @@ pub fn carry_over_memory(f: &mut EngineFit, typical: &Engine, bounds: &Bounds) {
             .get(&k)
             .copied()
             .unwrap_or(bounds.memory_default);
-        let v = (typ(&k) * ratio).clamp(bounds.min_efficiency, hi);
+        // max then min: no panic where a caller's bounds cross (fit refuses them)
+        let v = (typ(&k) * ratio).max(bounds.min_efficiency).min(hi);
         f.engine.memory_efficiency.insert(k.clone(), v);
         derived.push(format!("{k} {v:.3}"));
     }
@@ -165,7 +166,10 @@ pub fn carry_over_memory(f: &mut EngineFit, typical: &Engine, bounds: &Bounds) {
 
 /// Efficiency ceilings from the kind F rows of `mapped`, or from those of the bundled
 /// file when `mapped` has none.
+///
+/// Rows no device or engine could produce are refused first ([`check_measurements`]).
 pub(super) fn bounds_for(mapped: &Mapped) -> Result<Bounds> {
+    check_measurements(&mapped.cases)?;
     let bounds = bounds_from_ceilings(&mapped.cases);
     if !bounds.from.is_empty() {
         return Ok(bounds);
