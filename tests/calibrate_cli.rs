@@ -420,5 +420,47 @@ fn a_low_but_plausible_ceiling_bounds_the_fit() {
         .find(|e| e["engine"]["id"] == "llama.cpp")
         .unwrap();
     let gddr = fit["engine"]["memory_efficiency"]["gddr"].as_f64().unwrap();
-    assert!(gddr <= 0.05 + 1e-12 && gddr >= 0.02, "{gddr}");
+    assert!((0.02..=0.05 + 1e-12).contains(&gddr), "{gddr}");
+}
+
+#[path = "support/synthetic_measurements.rs"]
+mod synthetic;
+
+#[test]
+fn eight_thousand_rows_calibrate_like_the_bundled_file() {
+    // the file the calibrate bench times, left in target/tmp for timing the command
+    // (cargo build --release; time ./target/release/ridgeline calibrate --measurements
+    // target/tmp/calibrate-8000.csv)
+    let csv = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("calibrate-8000.csv");
+    std::fs::write(&csv, synthetic::synthetic_measurements(8000, false)).unwrap();
+    let fitted = |path: &std::path::Path| {
+        let out = stdout_of(
+            ridgeline()
+                .args(["calibrate", "--json", "--measurements"])
+                .arg(path),
+        );
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        let typical = v["engines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["engine"]["id"] == "typical")
+            .unwrap()["engine"]
+            .clone();
+        let rows = v["rows"].as_array().unwrap().len() + v["skipped"].as_array().unwrap().len();
+        (typical, rows)
+    };
+    let (many, rows) = fitted(&csv);
+    assert_eq!(rows, 8000);
+    let (bundled, _) = fitted(std::path::Path::new("data/measurements/measurements.csv"));
+    // values jittered by up to ±5%: the factors move by a few percent at most
+    for key in ["compute_efficiency", "layer_overhead_s"] {
+        let (a, b) = (many[key].as_f64().unwrap(), bundled[key].as_f64().unwrap());
+        assert!((a / b - 1.0).abs() < 0.1, "{key}: {a} vs {b}");
+    }
+    let (a, b) = (
+        many["memory_efficiency"]["hbm"].as_f64().unwrap(),
+        bundled["memory_efficiency"]["hbm"].as_f64().unwrap(),
+    );
+    assert!((a / b - 1.0).abs() < 0.05, "hbm: {a} vs {b}");
 }

@@ -7,7 +7,8 @@
 //! and a measured rate near zero overflowed `predicted / measured` and sent the fit's
 //! step to NaN, so that another row's prediction failed and was blamed.
 
-use super::{Bounds, Case, Target, predict_case};
+use super::many::Distinct;
+use super::{Bounds, Case, Target};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 
@@ -138,12 +139,14 @@ fn check_near_roofline(c: &Case, ideal: f64) -> Result<()> {
 /// the first such row, in file order, is the error.
 pub fn check_measurements(cases: &[Case]) -> Result<()> {
     let lowest = Bounds::default().min_efficiency;
-    let ideal = Engine::ideal();
+    let rows: Vec<&Case> = cases.iter().filter(|c| c.model.is_some()).collect();
+    let ideal = Distinct::new(&rows).predict(&Engine::ideal());
+    let mut ideal = rows.iter().zip(ideal);
     for c in cases {
         if c.model.is_none() {
             check_ceiling(c, lowest)?;
-        } else {
-            let p = predict_case(c, &ideal).map_err(|e| c.row_error(e))?;
+        } else if let Some((c, p)) = ideal.next() {
+            let p = p.map_err(|e| c.row_error(e))?;
             check_near_roofline(c, p)?;
         }
     }

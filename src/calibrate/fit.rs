@@ -13,7 +13,8 @@
 //! the log-ratios: `θ ± t(0.975, n - p) · sqrt(s² (JᵀJ)⁻¹)` with `s² = SSR / (n - p)`,
 //! mapped back to the factor; none when there are no more rows than free parameters.
 
-use super::{Bounds, Case, Kind, lm, predict_case};
+use super::many::Memo;
+use super::{Bounds, Case, Kind, lm};
 use crate::engine::{Engine, memory_group};
 use crate::error::{Error, Result};
 use serde::Serialize;
@@ -184,9 +185,8 @@ pub struct EngineFit {
     pub notes: Vec<String>,
 }
 
-/// `ln(predicted / measured)` of one case; errors name the case's row.
-fn residual(c: &Case, engine: &Engine) -> Result<f64> {
-    let p = predict_case(c, engine).map_err(|e| c.row_error(e))?;
+/// `ln(p / measured)` of a case predicted `p`; errors name the case's row.
+fn log_ratio(c: &Case, p: f64) -> Result<f64> {
     if !(p.is_finite() && p > 0.0) {
         // a validated device, model and engine always predict a positive time
         return Err(c.row_error(Error::internal(
@@ -207,8 +207,10 @@ fn residual(c: &Case, engine: &Engine) -> Result<f64> {
     }
 }
 
-fn residuals(engine: &Engine, cases: &[&Case]) -> Result<Vec<f64>> {
-    cases.iter().map(|c| residual(c, engine)).collect()
+/// `ln(predicted / measured)` of each case under `engine` (`memo` holds the cases).
+fn residuals(memo: &Memo, cases: &[&Case], engine: &Engine) -> Result<Vec<f64>> {
+    let p = memo.predict(engine)?;
+    cases.iter().zip(p).map(|(c, p)| log_ratio(c, p)).collect()
 }
 
 /// `sign(r) · sqrt(2 ρ(r))` for Huber's ρ: equal to `r` within `k`, growing like
@@ -226,6 +228,7 @@ struct Problem<'a> {
     start: &'a Engine,
     params: &'a [ParamKind],
     cases: &'a [&'a Case],
+    memo: &'a Memo<'a>,
     prior: Vec<Option<f64>>,
     prior_weight: f64,
     huber: Option<f64>,
@@ -233,7 +236,8 @@ struct Problem<'a> {
 
 impl Problem<'_> {
     fn residuals(&self, x: &[f64]) -> Result<Vec<f64>> {
-        let mut r: Vec<f64> = residuals(&with(self.start, self.params, x), self.cases)?
+        let engine = with(self.start, self.params, x);
+        let mut r: Vec<f64> = residuals(self.memo, self.cases, &engine)?
             .into_iter()
             .map(|v| huber_residual(v, self.huber))
             .collect();
@@ -283,7 +287,7 @@ fn start_in_bounds(base: &Engine, cases: &[&Case], b: &Bounds) -> (Engine, Vec<S
 /// when there are enough rows. What is left out is said in `notes`.
 fn choose_params(
     (start, r0): (&Engine, &[f64]),
-    cases: &[&Case],
+    (cases, memo): (&[&Case], &Memo),
     groups: &[String],
     opts: &FitOptions,
     notes: &mut Vec<String>,
@@ -299,6 +303,7 @@ fn choose_params(
         start,
         params: &cand,
         cases,
+        memo,
         prior: Vec::new(),
         prior_weight: 0.0,
         huber: None,
@@ -426,7 +431,8 @@ pub fn fit(base: &Engine, cases: &[&Case], opts: &FitOptions) -> Result<EngineFi
     let b = &opts.bounds;
     b.check()?;
     let (start, groups) = start_in_bounds(base, &cases, b);
-    let r0 = residuals(&start, &cases)?;
+    let memo = Memo::new(&cases);
+    let r0 = residuals(&memo, &cases, &start)?;
     let rms_before = lm::rms(&r0);
     if cases.is_empty() {
         return Ok(EngineFit {
@@ -441,7 +447,7 @@ pub fn fit(base: &Engine, cases: &[&Case], opts: &FitOptions) -> Result<EngineFi
     }
     let mut notes = Vec::new();
     let (params, informing): (Vec<ParamKind>, Vec<Vec<String>>) =
-        choose_params((&start, &r0), &cases, &groups, opts, &mut notes)?
+        choose_params((&start, &r0), (&cases, &memo), &groups, opts, &mut notes)?
             .into_iter()
             .unzip();
     let xb: Vec<(f64, f64)> = params
@@ -465,6 +471,7 @@ pub fn fit(base: &Engine, cases: &[&Case], opts: &FitOptions) -> Result<EngineFi
         start: &start,
         params: &params,
         cases: &cases,
+        memo: &memo,
         prior,
         prior_weight: opts.prior_rows.max(0.0).sqrt(),
         huber: opts.huber,
@@ -473,7 +480,7 @@ pub fn fit(base: &Engine, cases: &[&Case], opts: &FitOptions) -> Result<EngineFi
     let (x, r) = lm::minimize(&f, internal(&params, &start), &xb)?;
     let iv = intervals(&f, &params, (&x, &r), &xb, cases.len(), &mut notes)?;
     let mut engine = with(&start, &params, &x);
-    let rms_after = lm::rms(&residuals(&engine, &cases)?);
+    let rms_after = lm::rms(&residuals(&memo, &cases, &engine)?);
     engine.fitted_on = engine_rows(&cases);
     let fitted: Vec<FittedParam> = params
         .iter()
@@ -515,7 +522,7 @@ fn engine_rows(cases: &[&Case]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::calibrate::{BatchSpec, Target};
+    use crate::calibrate::{BatchSpec, Target, predict_case};
     use crate::hardware::HardwareDb;
     use crate::memory::Parallel;
     use crate::model::ModelDb;
@@ -553,8 +560,13 @@ mod tests {
             kind,
             source: "synthetic".into(),
             engine: "synthetic".into(),
-            hardware: HardwareDb::builtin().unwrap().get(gpu).unwrap().clone(),
-            model: Some(ModelDb::builtin().unwrap().resolve(model).unwrap()),
+            hardware: HardwareDb::builtin()
+                .unwrap()
+                .get(gpu)
+                .unwrap()
+                .clone()
+                .into(),
+            model: Some(ModelDb::builtin().unwrap().resolve(model).unwrap().into()),
             scenario: Scenario {
                 batch,
                 prompt,
