@@ -228,7 +228,9 @@ fn check_quoting(
                     "a quote inside an unquoted field (quote the whole field and double the quote)",
                 ));
             }
-            None => &rest[field.len()..],
+            None => rest
+                .strip_prefix(field)
+                .ok_or((i, "the field is not the text of the line"))?,
         };
     }
     if rest.trim().is_empty() {
@@ -365,7 +367,9 @@ fn measurement(
 /// assert_eq!(rows[0].notes, "a, b");
 /// ```
 pub fn parse_measurements(text: &str, source_name: &str) -> Result<Vec<Measurement>> {
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    // the csv crate drops one more byte order mark at the start: drop them all here,
+    // so that the records' text is the text the quoting check reads
+    let text = text.trim_start_matches('\u{feff}');
     let recs = records(text, source_name)?;
     let Some(header) = recs.first() else {
         return Err(parse_error(
@@ -485,6 +489,20 @@ mod tests {
                 "{e}"
             );
         }
+    }
+
+    #[test]
+    fn byte_order_marks_before_the_header_are_dropped() {
+        // two marks: the csv crate dropped the second, and the quoting check sliced
+        // the raw text inside it (a panic found by the measurements fuzz target)
+        let row = "m1,A,x,1,m,f,1,0,1,f,m,1,u,s,n";
+        for marks in ["", "\u{feff}", "\u{feff}\u{feff}", "\u{feff}\u{feff}\u{feff}"] {
+            let rows = parse_measurements(&format!("{marks}{HEADER}\n{row}\n"), "b.csv").unwrap();
+            assert_eq!((rows.len(), rows[0].id.as_str()), (1, "m1"), "{marks:?}");
+        }
+        // the crashing input's start: a header with every column, no rows
+        let text = format!("\u{feff}\u{feff}id,id,kind,gpu\u{0}\u{0}x,{HEADER}\n");
+        assert!(parse_measurements(&text, "b.csv").unwrap().is_empty());
     }
 
     #[test]
