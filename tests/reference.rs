@@ -774,7 +774,15 @@ fn option_tables_hold_every_flag() {
     let own = |command: &[&str]| -> BTreeSet<String> {
         help_flags(command).difference(&global).cloned().collect()
     };
-    for command in ["predict", "train", "sweep", "plan", "simulate", "calibrate"] {
+    for command in [
+        "predict",
+        "train",
+        "sweep",
+        "plan",
+        "simulate",
+        "calibrate",
+        "serve",
+    ] {
         assert_eq!(doc_flags(command), own(&[command]), "options of {command}");
     }
     // explain and roofline: their own table plus predict's options
