@@ -29,28 +29,32 @@
 
 mod bounds;
 mod case;
+mod checks;
 mod csv;
 mod fit;
 mod heldout;
 mod lm;
+mod many;
 mod mapping;
 mod run;
 mod save;
 
 pub use bounds::{Bounds, bounds_from_ceilings};
 pub use case::predict_case;
+pub use checks::{MAX_OFF_ROOFLINE, check_measurements};
 pub use csv::{COLUMNS, Count, Kind, Measurement, parse_measurements, read_measurements};
 pub use fit::{EngineFit, FitOptions, FittedParam, OverheadKind, ParamKind, fit};
 pub use heldout::{
-    Accuracy, HeldOut, KindAccuracy, accuracy, leave_one_out, leave_one_source_out, source_key,
+    Accuracy, HeldOut, KindAccuracy, accuracy, accuracy_with_progress, leave_one_out,
+    leave_one_source_out, source_key,
 };
 pub use mapping::{
     ENGINE_IDS, GpuMatch, TYPICAL_POOL, map_framework, map_gpu, map_model, map_precision,
     name_words, partial_device,
 };
 pub use run::{
-    Calibration, KindSummary, RowReport, base_for, calibrate, carry_over_memory, options_for,
-    start_from_typical,
+    Calibration, KindSummary, Progress, RowReport, base_for, calibrate, calibrate_with_progress,
+    carry_over_memory, options_for, start_from_typical,
 };
 pub use save::{engines_file, engines_toml};
 
@@ -61,6 +65,7 @@ use crate::hardware::{Hardware, HardwareDb};
 use crate::model::{ModelConfig, ModelDb};
 use crate::predict::Scenario;
 use serde::Serialize;
+use std::sync::Arc;
 
 /// The bundled `data/measurements/measurements.csv`.
 pub const BUILTIN_MEASUREMENTS_CSV: &str = include_str!("../data/measurements/measurements.csv");
@@ -129,16 +134,21 @@ pub struct Case {
     pub id: String,
     /// Line in the file.
     pub line: usize,
+    /// The file the row was read from (errors name it).
+    pub file: String,
+    /// 1-based column of the measured value in that file (errors about it name it).
+    pub value_column: usize,
     /// Kind of measurement.
     pub kind: Kind,
     /// Where it was published (the row's `source_url_or_repo_path`).
     pub source: String,
     /// Engine id the row is compared with (`typical` for device ceilings).
     pub engine: String,
-    /// The device (a scaled copy for one die of a package).
-    pub hardware: Hardware,
-    /// The model (`None` for kind F rows).
-    pub model: Option<ModelConfig>,
+    /// The device (a scaled copy for one die of a package), shared by the rows that
+    /// name it.
+    pub hardware: Arc<Hardware>,
+    /// The model (`None` for kind F rows), shared by the rows that name it.
+    pub model: Option<Arc<ModelConfig>>,
     /// Shapes, formats and layout (batch is [`Case::batch`]).
     pub scenario: Scenario,
     /// Batch.
@@ -191,9 +201,32 @@ pub fn cases(rows: &[Measurement]) -> Result<Mapped> {
 /// `num_gpus > 1` is tensor parallel except for llama.cpp (whose default splits layers
 /// across devices, i.e. pipeline-style) or where the notes say "layer split"/"pipeline".
 pub fn cases_with(rows: &[Measurement], hw_db: &HardwareDb, model_db: &ModelDb) -> Mapped {
+    let mut names = case::Names::new(hw_db, model_db);
+    let mut each: Vec<std::result::Result<Case, String>> =
+        rows.iter().map(|r| case::case(r, &mut names)).collect();
+    // a layout the predictor rejects (no link between devices, heads not divisible) is
+    // a reason to skip, found now rather than at every prediction: each distinct case
+    // predicted once with the ideal engine
+    let at: Vec<usize> = (0..each.len())
+        .filter(|&i| each[i].as_ref().is_ok_and(|c| c.model.is_some()))
+        .collect();
+    let failed: Vec<Option<String>> = {
+        let cases: Vec<&Case> = at.iter().filter_map(|&i| each[i].as_ref().ok()).collect();
+        let ideal = Engine::ideal();
+        many::Distinct::new(&cases)
+            .predict(&ideal)
+            .into_iter()
+            .map(|p| p.err().map(|e| e.to_string()))
+            .collect()
+    };
+    for (i, why) in at.into_iter().zip(failed) {
+        if let Some(why) = why {
+            each[i] = Err(why);
+        }
+    }
     let mut out = Mapped::default();
-    for r in rows {
-        match case::case(r, hw_db, model_db) {
+    for (r, m) in rows.iter().zip(each) {
+        match m {
             Ok(c) => out.cases.push(c),
             Err(reason) => out.skipped.push(Skipped {
                 id: r.id.clone(),

@@ -278,6 +278,14 @@ impl Format {
         )
     }
 
+    /// A GGUF block format (`q8_0`, `q4_0`, `q4_k_m`, `q5_k_m`, `q6_k`).
+    pub fn is_gguf(self) -> bool {
+        matches!(
+            self,
+            Format::Q8_0 | Format::Q4_0 | Format::Q4KM | Format::Q5KM | Format::Q6K
+        )
+    }
+
     /// Whether this is a floating format that activations can be held in.
     pub fn as_activation_dtype(self) -> Option<ComputeDtype> {
         match self {

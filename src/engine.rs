@@ -30,9 +30,33 @@ pub struct Engine {
     /// Fraction of link bandwidth collectives reach (default 1).
     #[serde(default = "one")]
     pub link_efficiency: f64,
+    /// Fraction of the compute efficiency that matmuls on weight-only quantized
+    /// weights reach when compute-bound (the kernel widens every weight tile before
+    /// multiplying: AWQ, GPTQ/Marlin, NF4, GGUF), default 1.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub dequant_efficiency: f64,
+    /// Fraction of the compute and memory efficiencies the attention kernels reach
+    /// (paged KV reads in decode, flash attention in prefill), default 1.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub attention_efficiency: f64,
+    /// mxfp4 / nvfp4 weights run on fp4 tensor cores where the device has them
+    /// (default true; false: dequantized to the activation dtype, as llama.cpp does).
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub fp4_tensor_cores: bool,
+    /// GGUF block formats run integer MMA at the int8 tensor rate (llama.cpp's MMQ),
+    /// default false (dequantized to the activation dtype).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub int8_mma: bool,
+    /// fp16 matmuls accumulate in fp16 where the device publishes that rate (GeForce
+    /// cards: twice the fp32-accumulate rate), default false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fp16_accumulate: bool,
     /// Fixed time per forward pass, s.
     #[serde(default)]
     pub step_overhead_s: f64,
+    /// Host time per sequence per forward pass (sampling, scheduling, detokenizing), s.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub sequence_overhead_s: f64,
     /// Fixed time per layer per forward pass, s.
     #[serde(default)]
     pub layer_overhead_s: f64,
@@ -78,6 +102,22 @@ pub const MAX_SCHEDULER_COUNT: u64 = 1 << 24;
 
 fn one() -> f64 {
     1.0
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn is_one(v: &f64) -> bool {
+    *v == 1.0
+}
+
+fn is_zero(v: &f64) -> bool {
+    *v == 0.0
+}
+
+fn is_true(v: &bool) -> bool {
+    *v
 }
 
 /// The names of [`DeviceClass`] as used in `memory_efficiency` keys.
@@ -154,7 +194,13 @@ impl Engine {
             memory_efficiency: BTreeMap::from([("default".to_string(), 1.0)]),
             compute_efficiency: 1.0,
             link_efficiency: 1.0,
+            dequant_efficiency: 1.0,
+            attention_efficiency: 1.0,
+            fp4_tensor_cores: true,
+            int8_mma: false,
+            fp16_accumulate: false,
             step_overhead_s: 0.0,
+            sequence_overhead_s: 0.0,
             layer_overhead_s: 0.0,
             collective_latency_s: 0.0,
             overhead_bytes: 0.0,
@@ -173,7 +219,13 @@ impl Engine {
         self.memory_efficiency == other.memory_efficiency
             && self.compute_efficiency == other.compute_efficiency
             && self.link_efficiency == other.link_efficiency
+            && self.dequant_efficiency == other.dequant_efficiency
+            && self.attention_efficiency == other.attention_efficiency
+            && self.fp4_tensor_cores == other.fp4_tensor_cores
+            && self.int8_mma == other.int8_mma
+            && self.fp16_accumulate == other.fp16_accumulate
             && self.step_overhead_s == other.step_overhead_s
+            && self.sequence_overhead_s == other.sequence_overhead_s
             && self.layer_overhead_s == other.layer_overhead_s
             && self.collective_latency_s == other.collective_latency_s
             && self.overhead_bytes == other.overhead_bytes
@@ -198,6 +250,14 @@ impl Engine {
     /// Checks every factor's range; `src` names the file in errors.
     pub fn check(&self, src: &str) -> Result<()> {
         self.validate(src)
+    }
+
+    /// What the engine's matmul kernels do with low-precision weights.
+    pub fn kernels(&self) -> crate::model::graph::Kernels {
+        crate::model::graph::Kernels {
+            fp4: self.fp4_tensor_cores,
+            int8_mma: self.int8_mma,
+        }
     }
 
     /// Per-op efficiency on `hw` (no per-op overhead; overheads are added per pass).
@@ -228,6 +288,8 @@ impl Engine {
         };
         frac("compute_efficiency", self.compute_efficiency)?;
         frac("link_efficiency", self.link_efficiency)?;
+        frac("dequant_efficiency", self.dequant_efficiency)?;
+        frac("attention_efficiency", self.attention_efficiency)?;
         if self.memory_efficiency.is_empty() {
             return Err(bad(
                 "memory_efficiency".into(),
@@ -248,6 +310,7 @@ impl Engine {
         }
         for (field, v, max) in [
             ("step_overhead_s", self.step_overhead_s, 1.0),
+            ("sequence_overhead_s", self.sequence_overhead_s, 0.1),
             ("layer_overhead_s", self.layer_overhead_s, 0.1),
             ("collective_latency_s", self.collective_latency_s, 1.0),
             ("overhead_bytes", self.overhead_bytes, 1e13),

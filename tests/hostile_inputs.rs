@@ -225,3 +225,66 @@ fn malformed_lists_name_the_token() {
         assert!(e.contains("--batch") && e.contains(token), "{text}: {e}");
     }
 }
+
+const MEASUREMENTS_HEADER: &str = "id,kind,gpu,num_gpus,model,precision,batch,prompt_len,gen_len,framework,metric,value,unit,source_url_or_repo_path,notes";
+
+/// Six llama.cpp decode rows (plausible values) with row `bad` (0-based) measured `value`.
+fn six_rows_with(bad: usize, value: &str) -> String {
+    let rows = [
+        ("RTX 3090 24GB", "47.4"),
+        ("RTX 4090 24GB", "54.3"),
+        ("A100 80GB PCIe", "54.8"),
+        ("A100 80GB SXM", "53.5"),
+        ("H100 PCIe 80GB", "67.8"),
+        ("L40S 48GB", "43.4"),
+    ];
+    let mut text = format!("{MEASUREMENTS_HEADER}\n");
+    for (i, (gpu, v)) in rows.iter().enumerate() {
+        let v = if i == bad { value } else { v };
+        text.push_str(&format!(
+            "r{},A,{gpu},1,Llama-3-8B,f16/f16,1,0,512,llama.cpp,decode tokens/s,{v},tok/s,https://example.org,\n",
+            i + 1
+        ));
+    }
+    text
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// Whatever one row's value (zero, negative, subnormal, huge, off by any power of
+    /// ten), calibrating either succeeds within the bounds, skips that row, or fails
+    /// naming that row's line: never a panic, never another row.
+    #[test]
+    fn a_bad_value_is_blamed_on_its_own_row(
+        bad in 0usize..6,
+        mantissa in -9.99f64..9.99,
+        exponent in -330i32..330,
+    ) {
+        let value = format!("{mantissa}e{exponent}");
+        let text = six_rows_with(bad, &value);
+        let rows = match ridgeline::calibrate::parse_measurements(&text, "six.csv") {
+            Ok(rows) => rows,
+            Err(e) => {
+                let e = e.to_string();
+                prop_assert!(e.contains(&format!("line {}, column 12 (value)", bad + 2)), "{}", e);
+                return Ok(());
+            }
+        };
+        let mapped = ridgeline::calibrate::cases(&rows).unwrap();
+        match ridgeline::calibrate::calibrate(&mapped, EngineDb::builtin().unwrap(), None) {
+            Ok(cal) => {
+                for p in cal.engines.iter().flat_map(|f| &f.params) {
+                    prop_assert!(p.value >= p.bounds.0 && p.value <= p.bounds.1, "{:?}", p);
+                }
+            }
+            Err(e) => {
+                let e = e.to_string();
+                prop_assert!(
+                    e.contains(&format!("six.csv: line {}, column 12 (value): r{}:", bad + 2, bad + 1)),
+                    "{}: {}", value, e
+                );
+            }
+        }
+    }
+}

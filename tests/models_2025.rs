@@ -387,6 +387,7 @@ fn ssm_decode_does_not_grow_with_the_context() {
         kv: Format::Bf16,
         activations: ComputeDtype::Bf16,
         experts: Format::Bf16,
+        kernels: Default::default(),
     };
     let ops = |context| {
         forward(
@@ -487,6 +488,7 @@ fn nemotron_h_moe_blocks() {
         kv: Format::Bf16,
         activations: ComputeDtype::Bf16,
         experts: Format::Bf16,
+        kernels: Default::default(),
     };
     let g = forward(
         &m,

@@ -46,7 +46,7 @@ proptest! {
         mi in 0usize..MODELS.len(), context in 1u64..8192, batch in 1u64..256,
     ) {
         let model = ModelDb::builtin().unwrap().resolve(MODELS[mi]).unwrap();
-        let p = Precision { weights: Format::Bf16, kv: Format::Bf16, activations: ComputeDtype::Bf16, experts: Format::Bf16 };
+        let p = Precision { weights: Format::Bf16, kv: Format::Bf16, activations: ComputeDtype::Bf16, experts: Format::Bf16, kernels: Default::default() };
         let at = |b| forward(&model, &Step::decode(b, context), &p, &Shard::tp(1, model.layers), true).total().intensity();
         prop_assert!(at(batch + 1) >= at(batch) * (1.0 - 1e-12));
     }

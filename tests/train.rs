@@ -10,8 +10,9 @@ use ridgeline::hardware::{Hardware, HardwareDb};
 use ridgeline::model::{ModelConfig, ModelDb};
 use ridgeline::train::runs::{Metric, PublishedRuns, RunSetups, published_runs};
 use ridgeline::train::{
-    ActivationShape, EfficiencyTable, Method, Offload, Optimizer, Recompute, TrainConfig,
-    TrainEfficiency, TrainPrecision, Trainer, activation_bytes_per_layer, train, zero_stages,
+    ActivationShape, EfficiencyTable, LoraTargets, Method, Offload, Optimizer, Recompute,
+    TrainConfig, TrainEfficiency, TrainPrecision, Trainer, activation_bytes_per_layer, train,
+    zero_stages,
 };
 
 fn model(id: &str) -> ModelConfig {
@@ -390,11 +391,25 @@ fn lora_trains_only_adapters() {
     let hw = gpu("a100-80gb-sxm");
     let cfg = TrainConfig {
         method: Method::Lora,
+        lora_targets: LoraTargets::QueryValue,
         seq: 512,
         ..TrainConfig::default()
     };
     let r = train(&m, &hw, &cfg).unwrap();
     assert_eq!(r.model.trainable_params, 6_553_600.0);
+    // the default adapts every linear layer (PEFT's "all-linear"): per layer
+    // q, k, v, o 4 · 8 · (5120 + 5120) = 327,680 and gate, up, down
+    // 3 · 8 · (5120 + 13824) = 454,656; 40 · 782,336 = 31,293,440
+    let all = TrainConfig {
+        method: Method::Lora,
+        seq: 512,
+        ..TrainConfig::default()
+    };
+    assert_eq!(all.lora_targets, LoraTargets::AllLinear);
+    assert_eq!(
+        train(&m, &hw, &all).unwrap().model.trainable_params,
+        31_293_440.0
+    );
     let mem = r.memory.inner;
     // frozen bf16 base + bf16 adapters; gradients and AdamW states for adapters only
     let p = 13_015_864_320.0;
@@ -446,6 +461,117 @@ fn optimizer_state_counts() {
     // Adafactor: 4 B master + factored statistics (well under 0.01 B per parameter)
     let a = opt(Optimizer::Adafactor) / p;
     assert!(a > 4.0 && a < 4.01, "{a}");
+    // 8-bit AdamW: fp32 master 4 + m 1 + v 1 + one fp32 absmax per 2048-value block of
+    // each moment (2 · 4/2048): 6.00390625 B per parameter
+    assert_eq!(opt(Optimizer::Adamw8bit), 6.003_906_25 * p);
+}
+
+#[test]
+fn eight_bit_adam_moves_fewer_bytes_per_update() {
+    // the update reads and writes master + m + v (4 + 1 + 1) and reads the bf16
+    // gradient, writes the bf16 weight: 16 B per parameter against AdamW's 28
+    assert_eq!(Optimizer::Adamw8bit.update_bytes_per_param(), 16.0);
+    let m = model("llama-2-7b");
+    let hw = gpu("h100-sxm");
+    let step = |o| {
+        let cfg = TrainConfig {
+            optimizer: o,
+            seq: 256,
+            ..TrainConfig::default()
+        };
+        train(&m, &hw, &cfg).unwrap().step.optimizer_time_s
+    };
+    // the update is bandwidth-bound: its time scales with the bytes, 16/28
+    let ratio = step(Optimizer::Adamw8bit) / step(Optimizer::Adamw);
+    assert!((ratio - 16.0 / 28.0).abs() < 1e-9, "{ratio}");
+}
+
+#[test]
+fn optimizer_in_backward_holds_one_layers_gradients() {
+    // Llama-2-7B full training on one device: without it every bf16 gradient,
+    // 2 · 6,738,415,616 B; with it the largest of one layer (4 · 4096² + 3 · 4096 ·
+    // 11008 + 2 · 4096 + 4096/32 = 202,383,488) and the two embedding tables
+    // (2 · 32000 · 4096 = 262,144,000): 2 · 262,144,000 = 524,288,000 B
+    let m = model("llama-2-7b");
+    let hw = gpu("h100-sxm");
+    let cfg = TrainConfig {
+        seq: 256,
+        ..TrainConfig::default()
+    };
+    let plain = train(&m, &hw, &cfg).unwrap().memory.inner.grads_bytes;
+    assert_eq!(plain, 2.0 * 6_738_415_616.0);
+    let fused = TrainConfig {
+        optimizer_in_backward: true,
+        ..cfg.clone()
+    };
+    let r = train(&m, &hw, &fused).unwrap();
+    assert_eq!(r.memory.inner.grads_bytes, 524_288_000.0);
+    // LoRA on q and v: one layer's adapters, 8 · (4096 + 4096) · 2 = 131,072 params
+    let lora = TrainConfig {
+        method: Method::Lora,
+        lora_targets: LoraTargets::QueryValue,
+        optimizer_in_backward: true,
+        ..cfg.clone()
+    };
+    let r = train(&m, &hw, &lora).unwrap();
+    assert_eq!(r.memory.inner.grads_bytes, 2.0 * 131_072.0);
+    // gradient accumulation, a pipeline or host optimizer states cannot fuse the step
+    for (bad, field) in [
+        (
+            TrainConfig {
+                global_batch: Some(4),
+                ..fused.clone()
+            },
+            "global_batch",
+        ),
+        (
+            TrainConfig {
+                gpus: 2,
+                pp: 2,
+                global_batch: Some(1),
+                ..fused.clone()
+            },
+            "pp",
+        ),
+        (
+            TrainConfig {
+                offload: Offload::Cpu,
+                ..fused.clone()
+            },
+            "offload",
+        ),
+    ] {
+        let e = train(&m, &hw, &bad).unwrap_err();
+        assert!(matches!(e, Error::Conflict { .. }), "{e}");
+        assert!(e.to_string().contains(field), "{e}");
+    }
+}
+
+#[test]
+fn compiled_step_removes_the_fused_elementwise_traffic() {
+    // torch.compile fuses the residual adds, the SwiGLU product and RoPE into their
+    // neighbours: the FLOPs stay, their bytes go, so the step is faster and MFU's
+    // model FLOPs are unchanged
+    let m = model("llama-2-7b");
+    let hw = gpu("h100-sxm");
+    let cfg = TrainConfig {
+        seq: 2048,
+        ..TrainConfig::default()
+    };
+    let eager = train(&m, &hw, &cfg).unwrap();
+    let compiled = train(
+        &m,
+        &hw,
+        &TrainConfig {
+            compile: true,
+            ..cfg.clone()
+        },
+    )
+    .unwrap();
+    assert_eq!(compiled.step.flops, eager.step.flops);
+    assert_eq!(compiled.step.executed_flops, eager.step.executed_flops);
+    assert!(compiled.step.memory_time_s < eager.step.memory_time_s);
+    assert!(compiled.step.time_s < eager.step.time_s);
 }
 
 #[test]

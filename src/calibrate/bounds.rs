@@ -3,6 +3,7 @@
 
 use super::{Case, Kind, Target};
 use crate::engine::memory_group;
+use crate::error::{Error, Result};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -43,6 +44,41 @@ impl Bounds {
             .get(group)
             .copied()
             .unwrap_or(self.memory_default)
+    }
+
+    /// Checks that the bounds hold a fit: the lowest efficiency in (0, 1], every
+    /// ceiling between it and 1, the overhead limit a number >= 0. (Ceilings from
+    /// measurements are checked row by row first, see [`super::check_measurements`].)
+    pub fn check(&self) -> Result<()> {
+        let lo = self.min_efficiency;
+        if !(lo > 0.0 && lo <= 1.0) {
+            return Err(Error::invalid(
+                "bounds.min_efficiency",
+                format!("must be in (0, 1], got {lo}"),
+            ));
+        }
+        let ceiling = |field: String, v: f64| {
+            if (lo..=1.0).contains(&v) {
+                Ok(())
+            } else {
+                Err(Error::invalid(
+                    field,
+                    format!("ceiling {v} is not between the lowest efficiency {lo} and 1"),
+                ))
+            }
+        };
+        for (g, v) in &self.memory {
+            ceiling(format!("bounds.memory.{g}"), *v)?;
+        }
+        ceiling("bounds.memory_default".into(), self.memory_default)?;
+        ceiling("bounds.compute".into(), self.compute)?;
+        if !(self.max_overhead_s >= 0.0 && self.max_overhead_s.is_finite()) {
+            return Err(Error::invalid(
+                "bounds.max_overhead_s",
+                format!("must be a number >= 0, got {}", self.max_overhead_s),
+            ));
+        }
+        Ok(())
     }
 }
 

@@ -8,10 +8,12 @@ use super::{
 use crate::dtype::{ComputeDtype, Format};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::hardware::HardwareDb;
+use crate::hardware::{Hardware, HardwareDb};
 use crate::memory::Parallel;
-use crate::model::ModelDb;
+use crate::model::{ModelConfig, ModelDb};
 use crate::predict::{GenerationReport, Predictor, Scenario};
+use std::collections::HashMap;
+use std::sync::Arc;
 
 /// What a unit measures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,12 +42,88 @@ fn unit_scale(unit: &str) -> Option<(f64, Dim)> {
     })
 }
 
-/// Maps one row to a case, or gives the reason it cannot be predicted.
-pub(super) fn case(
-    r: &Measurement,
-    hw_db: &HardwareDb,
-    model_db: &ModelDb,
-) -> std::result::Result<Case, String> {
+/// Device, model and precision names mapped so far, by the text rows give them in:
+/// a file names a few devices and models many times. Each device and model is one
+/// shared copy however many texts name it (which makes equal cases cheap to find).
+pub(super) struct Names<'d> {
+    hw_db: &'d HardwareDb,
+    model_db: &'d ModelDb,
+    /// Device text -> the device (a scaled copy for one die) and what was assumed.
+    gpus: HashMap<String, Mapped<Device>>,
+    /// (hardware id, share) -> the device.
+    devices: HashMap<(String, u64), Arc<Hardware>>,
+    /// Model text -> the model.
+    models: HashMap<String, Mapped<Arc<ModelConfig>>>,
+    /// Model id -> the model.
+    model_ids: HashMap<String, Arc<ModelConfig>>,
+    precisions: HashMap<String, Mapped<Formats>>,
+}
+
+/// A name mapped, or why it cannot be.
+type Mapped<T> = std::result::Result<T, String>;
+
+/// A device and what was assumed to map its name.
+type Device = (Arc<Hardware>, Option<String>);
+
+/// Weight and KV formats (`None`: the model's own).
+type Formats = (Option<Format>, Option<Format>);
+
+/// The value `map` holds for `key`, made by `make` the first time.
+fn memo<T: Clone>(map: &mut HashMap<String, T>, key: &str, make: impl FnOnce(&str) -> T) -> T {
+    if let Some(v) = map.get(key) {
+        return v.clone();
+    }
+    let v = make(key);
+    map.insert(key.to_string(), v.clone());
+    v
+}
+
+impl<'d> Names<'d> {
+    pub(super) fn new(hw_db: &'d HardwareDb, model_db: &'d ModelDb) -> Self {
+        Names {
+            hw_db,
+            model_db,
+            gpus: HashMap::new(),
+            devices: HashMap::new(),
+            models: HashMap::new(),
+            model_ids: HashMap::new(),
+            precisions: HashMap::new(),
+        }
+    }
+
+    fn gpu(&mut self, name: &str) -> Mapped<Device> {
+        let (db, devices) = (self.hw_db, &mut self.devices);
+        memo(&mut self.gpus, name, |name| {
+            let gpu = map_gpu(name, db)?;
+            let base = db.get(&gpu.id).map_err(|e| e.to_string())?;
+            let hw = devices
+                .entry((gpu.id, gpu.share.to_bits()))
+                .or_insert_with(|| Arc::new(partial_device(base, gpu.share)));
+            Ok((hw.clone(), gpu.note))
+        })
+    }
+
+    fn model(&mut self, name: &str) -> Mapped<Arc<ModelConfig>> {
+        let (db, ids) = (self.model_db, &mut self.model_ids);
+        memo(&mut self.models, name, |name| {
+            let id = map_model(name, db)?;
+            if let Some(m) = ids.get(&id) {
+                return Ok(m.clone());
+            }
+            let m = Arc::new(db.resolve(&id).map_err(|e| e.to_string())?);
+            ids.insert(id, m.clone());
+            Ok(m)
+        })
+    }
+
+    fn precision(&mut self, text: &str) -> Mapped<Formats> {
+        memo(&mut self.precisions, text, map_precision)
+    }
+}
+
+/// Maps one row to a case, or gives the reason it cannot be predicted. A kind A/B/C
+/// case's layout is not checked here: see [`super::cases_with`].
+pub(super) fn case(r: &Measurement, names: &mut Names) -> std::result::Result<Case, String> {
     match r.kind {
         Kind::D => {
             return Err("kind D (training throughput) is not an inference measurement".into());
@@ -59,23 +137,27 @@ pub(super) fn case(
     if measured.is_nan() || measured <= 0.0 {
         return Err(format!("value {} is not positive", r.value));
     }
-    let gpu = map_gpu(&r.gpu, hw_db)?;
-    let base = hw_db.get(&gpu.id).map_err(|e| e.to_string())?;
+    if measured.is_infinite() {
+        return Err(format!("value {} {} is beyond any number", r.value, r.unit));
+    }
+    let (hardware, note) = names.gpu(&r.gpu)?;
     let mut c = Case {
         id: r.id.clone(),
         line: r.line,
+        file: r.file.clone(),
+        value_column: r.value_column,
         kind: r.kind,
         source: r.source.clone(),
         engine: String::new(),
-        hardware: partial_device(base, gpu.share),
+        hardware,
         model: None,
         scenario: Scenario::default(),
         batch: BatchSpec::Fixed(1),
         target: Target::MemoryBytesPerS,
         measured,
-        assumptions: gpu.note.into_iter().collect(),
+        assumptions: note.into_iter().collect(),
     };
-    let (weights, kv) = map_precision(&r.precision)?;
+    let (weights, kv) = names.precision(&r.precision)?;
     if r.kind == Kind::F {
         c.engine = match map_framework(&r.framework) {
             Some(e) if e != "ideal" => e.to_string(),
@@ -92,8 +174,7 @@ pub(super) fn case(
             )
         })?
         .to_string();
-    let model_id = map_model(&r.model, model_db)?;
-    c.model = Some(model_db.resolve(&model_id).map_err(|e| e.to_string())?);
+    c.model = Some(names.model(&r.model)?);
     c.batch = batch_spec(r, &mut c.assumptions)?;
     let (prompt, gen_tokens) = lengths(r, &mut c.assumptions)?;
     let parallel = layout(r, &c.engine, &mut c.assumptions);
@@ -120,9 +201,6 @@ pub(super) fn case(
         offload: false,
         spec: None,
     };
-    // a layout the predictor rejects (no link between devices, heads not divisible)
-    // is a reason to skip, found now rather than at every prediction
-    predict_case(&c, &Engine::ideal()).map_err(|e| e.to_string())?;
     Ok(c)
 }
 

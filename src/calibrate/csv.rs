@@ -131,6 +131,10 @@ pub struct Measurement {
     pub source: String,
     /// Caveats.
     pub notes: String,
+    /// The file the row was read from (as errors name it).
+    pub file: String,
+    /// 1-based column of `value` in that file (errors about the value name it).
+    pub value_column: usize,
 }
 
 /// One record: the 1-based line it starts on and its fields.
@@ -154,19 +158,22 @@ fn records(text: &str, source_name: &str) -> Result<Vec<Record>> {
         .has_headers(false)
         .flexible(true)
         .from_reader(text.as_bytes());
+    let bytes = text.as_bytes();
     let mut out: Vec<(usize, usize, csv::StringRecord)> = Vec::new();
+    // (byte, its line): lines are counted here, a CR alone ending a line as it does in
+    // files saved with classic Mac line ends (the csv crate counts LFs only)
+    let mut counted = (0, 1);
     for rec in reader.records() {
         // the text is valid UTF-8 and records may differ in length: nothing fails here
         let rec = rec.map_err(|e| Error::internal("csv reader", e))?;
-        let (mut line, mut start) = rec
-            .position()
-            .map_or((1, 0), |p| (p.line() as usize, p.byte() as usize));
+        let mut start = rec.position().map_or(0, |p| p.byte() as usize);
         // a record's position can stand on the line end before it (after a CR, or
         // blank lines): the record starts after it
-        while let Some(c @ (b'\r' | b'\n')) = text.as_bytes().get(start) {
-            line += usize::from(*c == b'\n');
+        while let Some(b'\r' | b'\n') = bytes.get(start) {
             start += 1;
         }
+        let line = counted.1 + line_breaks(&bytes[counted.0.min(start)..start]);
+        counted = (start, line);
         out.push((line, start, rec));
     }
     let ends: Vec<usize> = out
@@ -188,6 +195,14 @@ fn records(text: &str, source_name: &str) -> Result<Vec<Record>> {
         }
     }
     Ok(kept)
+}
+
+/// Line ends in `b`: LF, CR LF, or a CR alone (one that ends `b` counts).
+fn line_breaks(b: &[u8]) -> usize {
+    b.iter()
+        .enumerate()
+        .filter(|&(i, &c)| c == b'\n' || (c == b'\r' && b.get(i + 1) != Some(&b'\n')))
+        .count()
 }
 
 /// Checks that `raw`, the text of one record up to the next, is `fields` written the
@@ -224,7 +239,9 @@ fn check_quoting(
                     "a quote inside an unquoted field (quote the whole field and double the quote)",
                 ));
             }
-            None => &rest[field.len()..],
+            None => rest
+                .strip_prefix(field)
+                .ok_or((i, "the field is not the text of the line"))?,
         };
     }
     if rest.trim().is_empty() {
@@ -340,6 +357,8 @@ fn measurement(
         unit: text(12),
         source: text(13),
         notes: text(14),
+        file: source_name.to_string(),
+        value_column: index[11] + 1,
     })
 }
 
@@ -359,7 +378,9 @@ fn measurement(
 /// assert_eq!(rows[0].notes, "a, b");
 /// ```
 pub fn parse_measurements(text: &str, source_name: &str) -> Result<Vec<Measurement>> {
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    // the csv crate drops one more byte order mark at the start: drop them all here,
+    // so that the records' text is the text the quoting check reads
+    let text = text.trim_start_matches('\u{feff}');
     let recs = records(text, source_name)?;
     let Some(header) = recs.first() else {
         return Err(parse_error(
@@ -465,6 +486,21 @@ mod tests {
     }
 
     #[test]
+    fn a_cr_alone_ends_a_line() {
+        // classic Mac line ends (Excel's "CSV (Macintosh)"): the second record was on
+        // "line 1" (found by the measurements fuzz target)
+        let row = "m1,A,x,1,m,f,1,0,1,f,m,1,u,s";
+        let text = format!("{HEADER}\r{row},n\r{},\"a\rb\"\r", row.replace("m1", "m2"));
+        let rows = parse_measurements(&text, "mac.csv").unwrap();
+        assert_eq!((rows[0].line, rows[1].line), (2, 3));
+        let text = format!("{HEADER}\r{row},n\r{row},x\"y\r");
+        let e = parse_measurements(&text, "mac.csv")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("line 3, column 15"), "{e}");
+    }
+
+    #[test]
     fn malformed_quotes_are_errors_not_guesses() {
         let row = "m1,A,x,1,m,f,1,0,1,f,m,1,u,s";
         for (notes, says) in [
@@ -479,6 +515,25 @@ mod tests {
                 "{e}"
             );
         }
+    }
+
+    #[test]
+    fn byte_order_marks_before_the_header_are_dropped() {
+        // two marks: the csv crate dropped the second, and the quoting check sliced
+        // the raw text inside it (a panic found by the measurements fuzz target)
+        let row = "m1,A,x,1,m,f,1,0,1,f,m,1,u,s,n";
+        for marks in [
+            "",
+            "\u{feff}",
+            "\u{feff}\u{feff}",
+            "\u{feff}\u{feff}\u{feff}",
+        ] {
+            let rows = parse_measurements(&format!("{marks}{HEADER}\n{row}\n"), "b.csv").unwrap();
+            assert_eq!((rows.len(), rows[0].id.as_str()), (1, "m1"), "{marks:?}");
+        }
+        // the crashing input's start: a header with every column, no rows
+        let text = format!("\u{feff}\u{feff}id,id,kind,gpu\u{0}\u{0}x,{HEADER}\n");
+        assert!(parse_measurements(&text, "b.csv").unwrap().is_empty());
     }
 
     #[test]

@@ -13,7 +13,8 @@
 //! the log-ratios: `θ ± t(0.975, n - p) · sqrt(s² (JᵀJ)⁻¹)` with `s² = SSR / (n - p)`,
 //! mapped back to the factor; none when there are no more rows than free parameters.
 
-use super::{Bounds, Case, Kind, lm, predict_case};
+use super::many::Memo;
+use super::{Bounds, Case, Kind, lm};
 use crate::engine::{Engine, memory_group};
 use crate::error::{Error, Result};
 use serde::Serialize;
@@ -184,22 +185,32 @@ pub struct EngineFit {
     pub notes: Vec<String>,
 }
 
-fn residuals(engine: &Engine, cases: &[&Case]) -> Result<Vec<f64>> {
-    cases
-        .iter()
-        .map(|c| {
-            let p = predict_case(c, engine)?;
-            if p.is_finite() && p > 0.0 {
-                Ok((p / c.measured).ln())
-            } else {
-                // a validated device, model and engine always predict a positive time
-                Err(Error::internal(
-                    "calibration fit",
-                    format!("{}: prediction {p} is not a positive number", c.id),
-                ))
-            }
-        })
-        .collect()
+/// `ln(p / measured)` of a case predicted `p`; errors name the case's row.
+fn log_ratio(c: &Case, p: f64) -> Result<f64> {
+    if !(p.is_finite() && p > 0.0) {
+        // a validated device, model and engine always predict a positive time
+        return Err(c.row_error(Error::internal(
+            "calibration fit",
+            format!("prediction {p} is not a positive number"),
+        )));
+    }
+    let r = (p / c.measured).ln();
+    if r.is_finite() {
+        Ok(r)
+    } else {
+        // only a measurement no engine could produce gets here (a rate near zero):
+        // check_measurements refuses those first
+        Err(c.value_error(format!(
+            "{} is out of any prediction's reach ({p} predicted)",
+            c.measured
+        )))
+    }
+}
+
+/// `ln(predicted / measured)` of each case under `engine` (`memo` holds the cases).
+fn residuals(memo: &Memo, cases: &[&Case], engine: &Engine) -> Result<Vec<f64>> {
+    let p = memo.predict(engine)?;
+    cases.iter().zip(p).map(|(c, p)| log_ratio(c, p)).collect()
 }
 
 /// `sign(r) · sqrt(2 ρ(r))` for Huber's ρ: equal to `r` within `k`, growing like
@@ -217,6 +228,7 @@ struct Problem<'a> {
     start: &'a Engine,
     params: &'a [ParamKind],
     cases: &'a [&'a Case],
+    memo: &'a Memo<'a>,
     prior: Vec<Option<f64>>,
     prior_weight: f64,
     huber: Option<f64>,
@@ -224,7 +236,8 @@ struct Problem<'a> {
 
 impl Problem<'_> {
     fn residuals(&self, x: &[f64]) -> Result<Vec<f64>> {
-        let mut r: Vec<f64> = residuals(&with(self.start, self.params, x), self.cases)?
+        let engine = with(self.start, self.params, x);
+        let mut r: Vec<f64> = residuals(self.memo, self.cases, &engine)?
             .into_iter()
             .map(|v| huber_residual(v, self.huber))
             .collect();
@@ -253,6 +266,7 @@ fn internal(params: &[ParamKind], e: &Engine) -> Vec<f64> {
 /// cases run on moved inside the bounds, and those groups.
 fn start_in_bounds(base: &Engine, cases: &[&Case], b: &Bounds) -> (Engine, Vec<String>) {
     let mut start = base.clone();
+    // the bounds are checked (Bounds::check): low <= high
     start.compute_efficiency = start.compute_efficiency.clamp(b.min_efficiency, b.compute);
     let mut groups: Vec<String> = cases
         .iter()
@@ -273,7 +287,7 @@ fn start_in_bounds(base: &Engine, cases: &[&Case], b: &Bounds) -> (Engine, Vec<S
 /// when there are enough rows. What is left out is said in `notes`.
 fn choose_params(
     (start, r0): (&Engine, &[f64]),
-    cases: &[&Case],
+    (cases, memo): (&[&Case], &Memo),
     groups: &[String],
     opts: &FitOptions,
     notes: &mut Vec<String>,
@@ -289,6 +303,7 @@ fn choose_params(
         start,
         params: &cand,
         cases,
+        memo,
         prior: Vec::new(),
         prior_weight: 0.0,
         huber: None,
@@ -402,6 +417,8 @@ fn intervals(
 }
 
 /// Fits `base`'s factors to `cases` (the rows of one engine; kind F rows are ignored).
+/// Bounds that cross (a ceiling below the lowest efficiency) are an error naming the
+/// bound; a row whose prediction fails is an error naming the row.
 ///
 /// Returns the fitted engine with `fitted_on` set to the row ids, the factors with
 /// confidence intervals, and the fit's residuals before and after.
@@ -412,8 +429,10 @@ pub fn fit(base: &Engine, cases: &[&Case], opts: &FitOptions) -> Result<EngineFi
         .filter(|c| c.kind != Kind::F && c.model.is_some())
         .collect();
     let b = &opts.bounds;
+    b.check()?;
     let (start, groups) = start_in_bounds(base, &cases, b);
-    let r0 = residuals(&start, &cases)?;
+    let memo = Memo::new(&cases);
+    let r0 = residuals(&memo, &cases, &start)?;
     let rms_before = lm::rms(&r0);
     if cases.is_empty() {
         return Ok(EngineFit {
@@ -428,7 +447,7 @@ pub fn fit(base: &Engine, cases: &[&Case], opts: &FitOptions) -> Result<EngineFi
     }
     let mut notes = Vec::new();
     let (params, informing): (Vec<ParamKind>, Vec<Vec<String>>) =
-        choose_params((&start, &r0), &cases, &groups, opts, &mut notes)?
+        choose_params((&start, &r0), (&cases, &memo), &groups, opts, &mut notes)?
             .into_iter()
             .unzip();
     let xb: Vec<(f64, f64)> = params
@@ -452,6 +471,7 @@ pub fn fit(base: &Engine, cases: &[&Case], opts: &FitOptions) -> Result<EngineFi
         start: &start,
         params: &params,
         cases: &cases,
+        memo: &memo,
         prior,
         prior_weight: opts.prior_rows.max(0.0).sqrt(),
         huber: opts.huber,
@@ -460,7 +480,7 @@ pub fn fit(base: &Engine, cases: &[&Case], opts: &FitOptions) -> Result<EngineFi
     let (x, r) = lm::minimize(&f, internal(&params, &start), &xb)?;
     let iv = intervals(&f, &params, (&x, &r), &xb, cases.len(), &mut notes)?;
     let mut engine = with(&start, &params, &x);
-    let rms_after = lm::rms(&residuals(&engine, &cases)?);
+    let rms_after = lm::rms(&residuals(&memo, &cases, &engine)?);
     engine.fitted_on = engine_rows(&cases);
     let fitted: Vec<FittedParam> = params
         .iter()
@@ -502,7 +522,7 @@ fn engine_rows(cases: &[&Case]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::calibrate::{BatchSpec, Target};
+    use crate::calibrate::{BatchSpec, Target, predict_case};
     use crate::hardware::HardwareDb;
     use crate::memory::Parallel;
     use crate::model::ModelDb;
@@ -535,11 +555,18 @@ mod tests {
         Case {
             id: id.into(),
             line: 0,
+            file: "synthetic".into(),
+            value_column: 12,
             kind,
             source: "synthetic".into(),
             engine: "synthetic".into(),
-            hardware: HardwareDb::builtin().unwrap().get(gpu).unwrap().clone(),
-            model: Some(ModelDb::builtin().unwrap().resolve(model).unwrap()),
+            hardware: HardwareDb::builtin()
+                .unwrap()
+                .get(gpu)
+                .unwrap()
+                .clone()
+                .into(),
+            model: Some(ModelDb::builtin().unwrap().resolve(model).unwrap().into()),
             scenario: Scenario {
                 batch,
                 prompt,
@@ -763,6 +790,60 @@ mod tests {
         assert!(p.at_bound && (p.value - 0.9).abs() < 1e-9, "{p:?}");
         assert!(p.ci_low.is_none());
         assert!(f.notes.iter().any(|n| n.contains("bound")), "{:?}", f.notes);
+    }
+
+    #[test]
+    fn crossing_bounds_are_an_error_naming_the_bound_not_a_panic() {
+        // a GDDR ceiling below the lowest efficiency: clamp(0.02, 0.001) panicked
+        let mut c = case(
+            "d1",
+            "rtx-4090",
+            "llama-2-7b",
+            1,
+            16,
+            16,
+            Target::DecodeTokensPerS,
+        );
+        c.measured = 0.5 * predict_case(&c, &Engine::ideal()).unwrap();
+        let mut opts = plain();
+        opts.bounds.memory.insert("gddr".into(), 0.001);
+        let e = fit(&engine(0.8, 0.8, 0.7, 0.0), &[&c], &opts)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("bounds.memory.gddr") && e.contains("0.001"),
+            "{e}"
+        );
+        opts.bounds = Bounds {
+            min_efficiency: f64::NAN,
+            ..Bounds::default()
+        };
+        let e = fit(&engine(0.8, 0.8, 0.7, 0.0), &[&c], &opts).unwrap_err();
+        assert!(e.to_string().contains("bounds.min_efficiency"), "{e}");
+        // carrying memory factors over with such bounds stays in them, no panic
+        let mut f = fit(&engine(0.8, 0.8, 0.7, 0.0), &[&c], &plain()).unwrap();
+        let crossed = Bounds {
+            memory_default: 0.001,
+            ..Bounds::default()
+        };
+        crate::calibrate::carry_over_memory(&mut f, &engine(0.8, 0.8, 0.7, 0.0), &crossed);
+        assert!(f.engine.memory_efficiency["hbm"] <= 0.02, "{:?}", f.engine);
+    }
+
+    #[test]
+    fn a_row_out_of_reach_is_named_not_its_neighbour() {
+        // the second row's rate is subnormal: predicted / measured overflows; the
+        // error names that row (the first row's prediction was blamed before)
+        let truth = engine(0.6, 0.85, 0.55, 0.0);
+        let mut cs = synthetic_cases();
+        measure(&mut cs, &truth, &[]);
+        cs[1].measured = 1e-310;
+        cs[1].line = 3;
+        let refs: Vec<&Case> = cs.iter().collect();
+        let e = fit(&engine(0.8, 0.8, 0.7, 0.0), &refs, &plain())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("line 3, column 12 (value): a2:"), "{e}");
     }
 
     #[test]

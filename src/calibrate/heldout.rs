@@ -3,11 +3,12 @@
 //! summary per kind that the README shows.
 
 use super::run::{base_for, bounds_for, fit_engine, fit_typical, pooled, start_from_typical};
-use super::{Bounds, Case, Kind, Mapped, median_abs, predict_case};
+use super::{Bounds, Case, Kind, Mapped, Progress, median_abs, predict_case};
 use crate::engine::{Engine, EngineDb};
 use crate::error::Result;
 use rayon::prelude::*;
 use serde::Serialize;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// One row predicted by a calibration that did not see it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -26,7 +27,7 @@ pub struct HeldOut {
 /// rows (as [`super::calibrate`] does) and predicts the row left out. The median of
 /// the errors estimates the error on measurements that are not in the file.
 pub fn leave_one_out(mapped: &Mapped, engines: &EngineDb) -> Result<Vec<HeldOut>> {
-    held_out(mapped, engines, |c| c.id.clone())
+    held_out(mapped, engines, |c| c.id.clone(), &Tally::quiet())
 }
 
 /// Leave-one-source-out cross-validation: for each publication ([`source_key`]),
@@ -35,7 +36,33 @@ pub fn leave_one_out(mapped: &Mapped, engines: &EngineDb) -> Result<Vec<HeldOut>
 /// on a new publication's measurements, which leave-one-out (whose fits still see the
 /// row's siblings) understates.
 pub fn leave_one_source_out(mapped: &Mapped, engines: &EngineDb) -> Result<Vec<HeldOut>> {
-    held_out(mapped, engines, |c| source_key(&c.source))
+    held_out(mapped, engines, |c| source_key(&c.source), &Tally::quiet())
+}
+
+/// Rows held out so far, of how many, told to a [`Progress`] (from the fold threads).
+struct Tally<'a> {
+    what: &'static str,
+    done: AtomicUsize,
+    before: usize,
+    total: usize,
+    progress: Progress<'a>,
+}
+
+impl<'a> Tally<'a> {
+    fn quiet() -> Tally<'static> {
+        Tally {
+            what: "",
+            done: AtomicUsize::new(0),
+            before: 0,
+            total: 0,
+            progress: &|_, _, _| {},
+        }
+    }
+
+    fn add(&self, rows: usize) {
+        let done = self.done.fetch_add(rows, Ordering::Relaxed) + rows;
+        (self.progress)(self.what, self.before + done, self.total);
+    }
 }
 
 /// The publication a row's source belongs to: for a GitHub address its repository
@@ -88,6 +115,7 @@ fn held_out(
     mapped: &Mapped,
     engines: &EngineDb,
     group: impl Fn(&Case) -> String + Sync,
+    tally: &Tally,
 ) -> Result<Vec<HeldOut>> {
     let bounds = bounds_for(mapped)?;
     let all: Vec<&Case> = mapped.cases.iter().collect();
@@ -106,8 +134,14 @@ fn held_out(
         bounds: &bounds,
         typical: typical.as_ref(),
     };
-    let results: Vec<Result<Vec<(usize, HeldOut)>>> =
-        folds.par_iter().map(|(_, out)| fold.predict(out)).collect();
+    let results: Vec<Result<Vec<(usize, HeldOut)>>> = folds
+        .par_iter()
+        .map(|(_, out)| {
+            let held = fold.predict(out);
+            tally.add(out.len());
+            held
+        })
+        .collect();
     let mut out = Vec::new();
     for r in results {
         out.extend(r?);
@@ -151,7 +185,7 @@ impl Fold<'_> {
                 }
             };
             let engine = &fitted[at].1;
-            let p = predict_case(c, engine)?;
+            let p = predict_case(c, engine).map_err(|e| c.row_error(e))?;
             held.push((
                 i,
                 HeldOut {
@@ -223,8 +257,36 @@ pub struct Accuracy {
 /// with the engines of `engines`, leave one out and leave one source out (refitting
 /// from `engines`).
 pub fn accuracy(mapped: &Mapped, engines: &EngineDb) -> Result<Accuracy> {
-    let loo = leave_one_out(mapped, engines)?;
-    let loso = leave_one_source_out(mapped, engines)?;
+    accuracy_with_progress(mapped, engines, &|_, _, _| {})
+}
+
+/// [`accuracy`], telling `progress` how many rows have been held out of how many
+/// (each row twice: left out alone, and with its publication).
+pub fn accuracy_with_progress(
+    mapped: &Mapped,
+    engines: &EngineDb,
+    progress: Progress,
+) -> Result<Accuracy> {
+    let n = fitted_rows(mapped).count();
+    let tally = |what, before| Tally {
+        what,
+        done: AtomicUsize::new(0),
+        before,
+        total: 2 * n,
+        progress,
+    };
+    let loo = held_out(
+        mapped,
+        engines,
+        |c| c.id.clone(),
+        &tally("leave one row out", 0),
+    )?;
+    let loso = held_out(
+        mapped,
+        engines,
+        |c| source_key(&c.source),
+        &tally("leave one source out", n),
+    )?;
     let ideal = Engine::ideal();
     let mut kinds = Vec::new();
     for kind in [Kind::A, Kind::B, Kind::C] {
@@ -233,7 +295,8 @@ pub fn accuracy(mapped: &Mapped, engines: &EngineDb) -> Result<Accuracy> {
             continue;
         }
         let err = |c: &Case, e: &Engine| -> Result<f64> {
-            Ok(100.0 * (predict_case(c, e)? / c.measured - 1.0))
+            let p = predict_case(c, e).map_err(|x| c.row_error(x))?;
+            Ok(100.0 * (p / c.measured - 1.0))
         };
         let mut ideal_err = Vec::new();
         let mut fitted_err = Vec::new();

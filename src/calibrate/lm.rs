@@ -72,13 +72,15 @@ pub(super) fn minimize(
             for (i, row) in m.iter_mut().enumerate() {
                 row[i] += lambda * (jtj[i][i].max(1e-9));
             }
-            let Some(step) = solve(m, free.iter().map(|&j| -jtr[j]).collect()) else {
+            let step = solve(m, free.iter().map(|&j| -jtr[j]).collect());
+            let Some(step) = step.filter(|s| s.iter().all(|v| v.is_finite())) else {
                 lambda *= 10.0;
                 continue;
             };
             let mut xn = x.clone();
             for (&j, s) in free.iter().zip(&step) {
-                xn[j] = (x[j] + s).clamp(xb[j].0, xb[j].1);
+                // max then min: never a panic, whatever the box
+                xn[j] = (x[j] + s).max(xb[j].0).min(xb[j].1);
             }
             let rn = f(&xn)?;
             let cn = ssr(&rn);

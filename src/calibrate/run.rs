@@ -2,14 +2,16 @@
 //! tuned engines, then each engine on its own rows pulled toward `typical`; and the
 //! report of each row before and after.
 
+use super::many::Distinct;
 use super::{
     BUILTIN_MEASUREMENTS_CSV, Bounds, Case, Compared, ENGINE_IDS, EngineFit, FitOptions, Kind,
-    Mapped, OverheadKind, ParamKind, Skipped, TYPICAL_POOL, bounds_from_ceilings, cases, fit,
-    median_abs, parse_measurements, predict_case,
+    Mapped, OverheadKind, ParamKind, Skipped, TYPICAL_POOL, bounds_from_ceilings, cases,
+    check_measurements, fit, median_abs, parse_measurements,
 };
 use crate::engine::{Engine, EngineDb};
 use crate::error::{Error, Result};
 use serde::Serialize;
+use std::collections::HashSet;
 
 /// One row before and after calibration.
 #[derive(Debug, Clone, Serialize)]
@@ -151,7 +153,8 @@ pub fn carry_over_memory(f: &mut EngineFit, typical: &Engine, bounds: &Bounds) {
             .get(&k)
             .copied()
             .unwrap_or(bounds.memory_default);
-        let v = (typ(&k) * ratio).clamp(bounds.min_efficiency, hi);
+        // max then min: no panic where a caller's bounds cross (fit refuses them)
+        let v = (typ(&k) * ratio).max(bounds.min_efficiency).min(hi);
         f.engine.memory_efficiency.insert(k.clone(), v);
         derived.push(format!("{k} {v:.3}"));
     }
@@ -165,7 +168,10 @@ pub fn carry_over_memory(f: &mut EngineFit, typical: &Engine, bounds: &Bounds) {
 
 /// Efficiency ceilings from the kind F rows of `mapped`, or from those of the bundled
 /// file when `mapped` has none.
+///
+/// Rows no device or engine could produce are refused first ([`check_measurements`]).
 pub(super) fn bounds_for(mapped: &Mapped) -> Result<Bounds> {
+    check_measurements(&mapped.cases)?;
     let bounds = bounds_from_ceilings(&mapped.cases);
     if !bounds.from.is_empty() {
         return Ok(bounds);
@@ -239,18 +245,25 @@ fn resolve_only(engines: &EngineDb, only: Option<&str>) -> Result<Option<String>
 /// `typical` by [`FitOptions::prior_rows`]. Efficiencies are bounded by the kind F
 /// ceilings in `mapped`, or by those of the bundled file when `mapped` has none.
 pub fn calibrate(mapped: &Mapped, engines: &EngineDb, only: Option<&str>) -> Result<Calibration> {
+    calibrate_with_progress(mapped, engines, only, &|_, _, _| {})
+}
+
+/// Told how far a long calibration has got: what it is doing, and how many of how many
+/// rows it has done (`("fitting llama.cpp", 2574, 12775)`); called from any thread.
+pub type Progress<'a> = &'a (dyn Fn(&str, usize, usize) + Sync);
+
+/// [`calibrate`], telling `progress` before each engine's fit and before the rows are
+/// compared (rows counted once per fit they are in, and once compared).
+pub fn calibrate_with_progress(
+    mapped: &Mapped,
+    engines: &EngineDb,
+    only: Option<&str>,
+    progress: Progress,
+) -> Result<Calibration> {
     let bounds = bounds_for(mapped)?;
     let only = resolve_only(engines, only)?;
     let wants = |id: &str| only.as_deref().is_none_or(|o| o == id);
     let all: Vec<&Case> = mapped.cases.iter().collect();
-    let mut fits: Vec<EngineFit> = Vec::new();
-    let mut typical = engines.get("typical")?.clone();
-    if wants("typical")
-        && let Some(f) = fit_typical(&all, engines, &bounds)?
-    {
-        typical = f.engine.clone();
-        fits.push(f);
-    }
     let mut ids: Vec<&str> = Vec::new();
     for c in mapped.cases.iter().filter(|c| c.kind != Kind::F) {
         if !ids.contains(&c.engine.as_str()) {
@@ -258,11 +271,35 @@ pub fn calibrate(mapped: &Mapped, engines: &EngineDb, only: Option<&str>) -> Res
         }
     }
     ids.sort();
-    for id in ids {
-        if id != "typical" && id != "ideal" && wants(id) {
-            fits.push(fit_engine(id, &all, engines, &bounds, &typical)?);
+    ids.retain(|id| *id != "typical" && *id != "ideal" && wants(id));
+    let rows_of = |id: &str| {
+        all.iter()
+            .filter(|c| c.engine == id && c.kind != Kind::F)
+            .count()
+    };
+    let pooled_rows = if wants("typical") {
+        all.iter().filter(|c| pooled(c)).count()
+    } else {
+        0
+    };
+    let total = pooled_rows + ids.iter().map(|id| rows_of(id)).sum::<usize>() + all.len();
+    let mut done = 0;
+    let mut fits: Vec<EngineFit> = Vec::new();
+    let mut typical = engines.get("typical")?.clone();
+    if wants("typical") {
+        progress("fitting typical", done, total);
+        if let Some(f) = fit_typical(&all, engines, &bounds)? {
+            typical = f.engine.clone();
+            fits.push(f);
         }
+        done += pooled_rows;
     }
+    for id in ids {
+        progress(&format!("fitting {id}"), done, total);
+        fits.push(fit_engine(id, &all, engines, &bounds, &typical)?);
+        done += rows_of(id);
+    }
+    progress("comparing rows", done, total);
     let rows = row_reports(mapped, engines, &fits, only.as_deref())?;
     Ok(Calibration {
         bounds,
@@ -273,7 +310,20 @@ pub fn calibrate(mapped: &Mapped, engines: &EngineDb, only: Option<&str>) -> Res
     })
 }
 
-/// Each row of the engines calibrated, predicted before and after.
+/// The profile a row is shown against: with `--engine typical`, the pooled rows (and
+/// the ceilings) against typical; otherwise its own engine, if calibrated.
+fn profile_of<'c>(c: &'c Case, only: Option<&str>) -> Option<&'c str> {
+    if only == Some("typical") && (c.kind == Kind::F || TYPICAL_POOL.contains(&c.engine.as_str())) {
+        Some("typical")
+    } else if only.is_none_or(|o| o == c.engine) {
+        Some(c.engine.as_str())
+    } else {
+        None
+    }
+}
+
+/// Each row of the engines calibrated, predicted before and after (each profile's
+/// distinct predictions once, in parallel).
 fn row_reports(
     mapped: &Mapped,
     engines: &EngineDb,
@@ -281,34 +331,51 @@ fn row_reports(
     only: Option<&str>,
 ) -> Result<Vec<RowReport>> {
     let fitted = |id: &str| fits.iter().find(|f| f.engine.id == id).map(|f| &f.engine);
-    let mut rows = Vec::new();
-    for c in &mapped.cases {
-        // with `--engine typical`, the pooled rows are shown against typical
-        let profile = if only == Some("typical")
-            && (c.kind == Kind::F || TYPICAL_POOL.contains(&c.engine.as_str()))
-        {
-            "typical"
-        } else if only.is_none_or(|o| o == c.engine) {
-            c.engine.as_str()
-        } else {
-            continue;
-        };
+    let used: HashSet<&str> = fits
+        .iter()
+        .flat_map(|f| f.rows.iter().map(String::as_str))
+        .collect();
+    let shown: Vec<(&Case, &str)> = mapped
+        .cases
+        .iter()
+        .filter_map(|c| Some((c, profile_of(c, only)?)))
+        .collect();
+    let mut profiles: Vec<&str> = shown.iter().map(|(_, p)| *p).collect();
+    profiles.sort_unstable();
+    profiles.dedup();
+    let mut predicted: Vec<(f64, f64)> = vec![(f64::NAN, f64::NAN); shown.len()];
+    for profile in profiles {
+        let at: Vec<usize> = (0..shown.len())
+            .filter(|&i| shown[i].1 == profile)
+            .collect();
+        let cases: Vec<&Case> = at.iter().map(|&i| shown[i].0).collect();
+        let rows = Distinct::new(&cases);
         let before = &base_for(engines, profile)?;
-        let after = fitted(profile).unwrap_or(before);
-        let pb = predict_case(c, before).unwrap_or(f64::NAN);
-        let pa = predict_case(c, after).unwrap_or(f64::NAN);
-        let row = Compared::new(c, profile);
-        rows.push(RowReport {
-            error_before_pct: row.error_pct(pb),
-            error_after_pct: row.error_pct(pa),
-            row,
-            predicted_before: pb,
-            predicted_after: pa,
-            fitted: fits.iter().any(|f| f.rows.contains(&c.id)),
-            assumptions: c.assumptions.clone(),
-        });
+        let pb = rows.predict(before);
+        let pa = match fitted(profile) {
+            Some(after) if after != before => rows.predict(after),
+            _ => pb.clone(),
+        };
+        for ((i, b), a) in at.into_iter().zip(pb).zip(pa) {
+            predicted[i] = (b.unwrap_or(f64::NAN), a.unwrap_or(f64::NAN));
+        }
     }
-    Ok(rows)
+    Ok(shown
+        .into_iter()
+        .zip(predicted)
+        .map(|((c, profile), (pb, pa))| {
+            let row = Compared::new(c, profile);
+            RowReport {
+                error_before_pct: row.error_pct(pb),
+                error_after_pct: row.error_pct(pa),
+                row,
+                predicted_before: pb,
+                predicted_after: pa,
+                fitted: used.contains(c.id.as_str()),
+                assumptions: c.assumptions.clone(),
+            }
+        })
+        .collect())
 }
 
 /// Median errors by kind, before and after.

@@ -396,18 +396,25 @@ pub fn calibrate(
     markdown: bool,
     json: bool,
 ) -> Result<String> {
-    use crate::calibrate::{accuracy, calibrate, engines_file, engines_toml};
+    use crate::calibrate::{
+        accuracy_with_progress, calibrate_with_progress, engines_file, engines_toml,
+    };
     // check the target before the fit, write it only when the fit succeeds
     let target = save
         .map(|p| files::AtomicFile::create(p).map_err(|e| named("--save", e)))
         .transpose()?;
     let rows = crate::calibrate::read_measurements(measurements)?;
     let mapped = crate::calibrate::cases_with(&rows, &ctx.hardware, ModelDb::builtin()?);
+    // a \r-updated line on a terminal's stderr when the work takes long
+    let line = report::calibration::ProgressLine::stderr();
+    let progress = |what: &str, done, total| line.update(what, done, total);
     if markdown {
-        let a = accuracy(&mapped, &ctx.engines)?;
+        let a = accuracy_with_progress(&mapped, &ctx.engines, &progress)?;
+        line.finish();
         return Ok(report::calibration::accuracy_markdown(&a));
     }
-    let cal = calibrate(&mapped, &ctx.engines, engine)?;
+    let cal = calibrate_with_progress(&mapped, &ctx.engines, engine, &progress)?;
+    line.finish();
     if let (Some(mut file), Some(path)) = (target, save) {
         let text = if engine.is_some() {
             engines_toml(&cal, &mapped)?

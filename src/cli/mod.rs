@@ -6,7 +6,9 @@ use crate::Result;
 use crate::dtype::Format;
 use crate::memory::Parallel;
 use crate::predict::{MAX_COUNT, Scenario};
-use crate::train::{Method, Offload, Optimizer, Recompute, TrainConfig, TrainPrecision};
+use crate::train::{
+    LoraTargets, Method, Offload, Optimizer, Recompute, TrainConfig, TrainPrecision,
+};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
@@ -408,9 +410,21 @@ pub struct TrainArgs {
     /// Mixed precision: bf16, fp16, fp8.
     #[arg(long, default_value = "bf16", value_parser = TrainPrecision::parse)]
     pub precision: TrainPrecision,
-    /// Optimizer: adamw, sgd, adafactor.
+    /// Matrices LoRA adapts: all_linear (every projection of attention and MLP, PEFT's
+    /// `target_modules="all-linear"`), query_value (the LoRA paper's q and v).
+    #[arg(long = "lora-targets", default_value = "all_linear", value_parser = LoraTargets::parse)]
+    pub lora_targets: LoraTargets,
+    /// Optimizer: adamw, sgd, adafactor, adamw8bit.
     #[arg(long, default_value = "adamw", value_parser = Optimizer::parse)]
     pub optimizer: Optimizer,
+    /// Fuse the optimizer step into the backward pass: one layer's gradients held at a
+    /// time (needs one micro-batch per step).
+    #[arg(long = "optimizer-in-backward")]
+    pub optimizer_in_backward: bool,
+    /// Compiled step (torch.compile-class fusion of residual adds, gated activations
+    /// and RoPE into their neighbours).
+    #[arg(long)]
+    pub compile: bool,
     /// Optimizer states in host memory: none, cpu.
     #[arg(long, default_value = "none", value_parser = Offload::parse)]
     pub offload: Offload,
@@ -443,8 +457,11 @@ impl TrainArgs {
             lora_rank: self.lora_rank,
             recompute: self.recompute,
             precision: self.precision,
+            lora_targets: self.lora_targets,
             optimizer: self.optimizer,
             offload: self.offload,
+            optimizer_in_backward: self.optimizer_in_backward,
+            compile: self.compile,
             sequence_parallel: !self.no_sequence_parallel,
             flash: !self.no_flash,
             virtual_stages: self.virtual_stages,

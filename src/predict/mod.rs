@@ -201,6 +201,9 @@ pub struct Predictor<'a> {
     tp: u64,
     layers: u64,
     matmul: Ceilings,
+    /// Ceilings of weight matmuls by compute dtype (the weights', the experts', the
+    /// activations').
+    matmuls: Vec<(ComputeDtype, Ceilings)>,
     attention: Ceilings,
     vector: Ceilings,
     eff: Efficiency,
@@ -325,20 +328,45 @@ impl<'a> Predictor<'a> {
         s: &Scenario,
     ) -> Result<Self> {
         check_layout(model, hardware, s.gpus, s.parallel, s.ep)?;
-        let precision = resolve_formats(model, s.weights, s.kv);
+        // low-precision kernels only where the device has the tensor rate they need
+        let has = |d: ComputeDtype| hardware.peak(d).1 == d;
+        let mut kernels = engine.kernels();
+        kernels.fp4 &= has(ComputeDtype::Fp4);
+        kernels.int8_mma &= has(ComputeDtype::Int8);
+        let precision = Precision {
+            kernels,
+            ..resolve_formats(model, s.weights, s.kv)
+        };
         let Precision {
             weights,
             activations,
+            experts,
             ..
         } = precision;
         let (tp, layers) = match s.parallel {
             Parallel::Tp => (s.gpus / s.ep, model.layers),
             Parallel::Pp => (1, model.layers),
         };
-        let matmul_dtype = weights.compute_dtype(activations);
-        let (matmul_peak, used) = hardware.peak(matmul_dtype);
-        let mut matmul = hardware.ceilings(matmul_dtype);
-        matmul.peak_flops_per_s = matmul_peak;
+        let matmul_dtype = precision.compute_dtype(weights);
+        let used = hardware.peak(matmul_dtype).1;
+        let matmul_ceilings = |d: ComputeDtype| {
+            let mut c = hardware.ceilings(d);
+            c.peak_flops_per_s = hardware.peak(d).0;
+            if d == ComputeDtype::Fp16
+                && engine.fp16_accumulate
+                && let Some(acc16) = hardware.peak_flops_per_s.fp16_acc16
+            {
+                c.peak_flops_per_s = c.peak_flops_per_s.max(acc16);
+            }
+            (d, c)
+        };
+        let matmul = matmul_ceilings(matmul_dtype).1;
+        let mut matmuls = vec![matmul_ceilings(matmul_dtype)];
+        for d in [precision.compute_dtype(experts), activations] {
+            if matmuls.iter().all(|m| m.0 != d) {
+                matmuls.push(matmul_ceilings(d));
+            }
+        }
         let attention = hardware.ceilings(activations);
         let vector = hardware.ceilings(ComputeDtype::Fp32);
         let eff = engine.efficiency(hardware);
@@ -371,6 +399,7 @@ impl<'a> Predictor<'a> {
             tp,
             layers,
             matmul,
+            matmuls,
             attention,
             vector,
             eff,
@@ -424,29 +453,44 @@ impl<'a> Predictor<'a> {
         graph::forward(self.model, step, &self.precision, &shard, self.flash)
     }
 
-    pub(super) fn ceilings(&self, unit: Unit) -> &Ceilings {
-        match unit {
+    /// The ceilings an op runs against: vector units, the attention kernels' (the
+    /// activation dtype), or a weight matmul's dtype (with fp16 accumulation where the
+    /// engine uses it).
+    pub(super) fn ceilings(&self, op: &OpInstance) -> &Ceilings {
+        match op.unit {
             Unit::Vector => &self.vector,
-            Unit::Matrix(d) if d == self.precision.activations => &self.attention,
-            Unit::Matrix(_) => &self.matmul,
+            _ if op.kind.is_attention_core() => &self.attention,
+            Unit::Matrix(d) | Unit::Dequant(d) => self
+                .matmuls
+                .iter()
+                .find(|m| m.0 == d)
+                .map_or(&self.matmul, |m| &m.1),
         }
+    }
+
+    /// The efficiencies an op reaches: collectives the link's (with the per-collective
+    /// latency), attention kernels the engine's `attention_efficiency` of the rest,
+    /// weight-only quantized matmuls its `dequant_efficiency` of the compute rate.
+    fn op_efficiency(&self, op: &OpInstance) -> Efficiency {
+        let mut e = if op.cost.link_bytes > 0.0 {
+            self.comm_eff
+        } else {
+            self.eff
+        };
+        if matches!(op.unit, Unit::Dequant(_)) {
+            e.compute *= self.engine.dequant_efficiency;
+        }
+        if op.kind.is_attention_core() {
+            e.compute *= self.engine.attention_efficiency;
+            e.memory *= self.engine.attention_efficiency;
+        }
+        e.overhead_s *= op.count;
+        e
     }
 
     /// Places one op instance (all its executions).
     pub fn place_op(&self, op: &OpInstance) -> Placement {
-        let eff = if op.cost.link_bytes > 0.0 {
-            &self.comm_eff
-        } else {
-            &self.eff
-        };
-        place(
-            &op.total(),
-            self.ceilings(op.unit),
-            &Efficiency {
-                overhead_s: eff.overhead_s * op.count,
-                ..*eff
-            },
-        )
+        place(&op.total(), self.ceilings(op), &self.op_efficiency(op))
     }
 
     /// Memory at this batch/prompt/gen and the bytes streamed from the host per pass.
@@ -527,7 +571,7 @@ impl<'a> Predictor<'a> {
             let (mut c, mut m) = (0.0, 0.0);
             for op in g.ops() {
                 let t = op.total();
-                let ce = self.ceilings(op.unit);
+                let ce = self.ceilings(op);
                 c += t.flops / ce.peak_flops_per_s;
                 m += t.bytes() / ce.memory_bytes_per_s;
             }

@@ -76,10 +76,12 @@ pub(super) fn bound_index(b: Bound) -> usize {
 }
 
 impl Predictor<'_> {
-    /// Fixed per-pass overhead: step + per-layer, plus pipeline sends between stages.
-    pub(super) fn pass_overhead(&self, tokens: u64) -> (f64, f64) {
-        let overhead =
-            self.engine.step_overhead_s + self.engine.layer_overhead_s * self.layers as f64;
+    /// Per-pass overhead: step, per layer and per sequence (host work for each of the
+    /// pass's `sequences`), plus pipeline sends between stages of `tokens` activations.
+    pub(super) fn pass_overhead(&self, sequences: u64, tokens: u64) -> (f64, f64) {
+        let overhead = self.engine.step_overhead_s
+            + self.engine.layer_overhead_s * self.layers as f64
+            + self.engine.sequence_overhead_s * sequences as f64;
         let mut comm = 0.0;
         if self.parallel == Parallel::Pp && self.gpus > 1 {
             let bytes =
@@ -101,7 +103,12 @@ impl Predictor<'_> {
     /// Evaluates one forward pass.
     pub fn pass(&self, step: &Step, offloaded: f64) -> PassResult {
         match self.pass_ops(step) {
-            Some(r) => self.finish_pass(r, step.batch.saturating_mul(step.new_tokens), offloaded),
+            Some(r) => self.finish_pass(
+                r,
+                step.batch,
+                step.batch.saturating_mul(step.new_tokens),
+                offloaded,
+            ),
             None => PassResult::default(),
         }
     }
@@ -114,7 +121,7 @@ impl Predictor<'_> {
         let mut r = PassResult::default();
         for &(part, w) in &parts[..n] {
             if let Some(ops) = self.part_ops(part, &step) {
-                r.add_scaled(&self.finish_part(part, ops, batch, offloaded), w);
+                r.add_scaled(&self.finish_part(part, ops, batch, batch, offloaded), w);
             }
         }
         r
@@ -142,11 +149,12 @@ impl Predictor<'_> {
         &self,
         part: Part,
         mut r: PassResult,
+        sequences: u64,
         tokens: u64,
         offloaded: f64,
     ) -> PassResult {
         if part != Part::Draft {
-            return self.finish_pass(r, tokens, offloaded);
+            return self.finish_pass(r, sequences, tokens, offloaded);
         }
         let overhead = self.draft_overhead();
         r.time_s += overhead;
@@ -259,7 +267,7 @@ impl Predictor<'_> {
         let step = if gm.ops().is_empty() {
             PassResult::default()
         } else {
-            self.finish_part(part, r, batch, offloaded)
+            self.finish_part(part, r, batch, batch, offloaded)
         };
         if !have_sum {
             return (step, 0.0, 0.0);
@@ -273,10 +281,17 @@ impl Predictor<'_> {
         (step, pred + tail, ideal + tail_ideal)
     }
 
-    /// Adds the per-pass terms (step overhead, pipeline sends, host offload) to the
-    /// per-op part of a pass over `tokens` tokens.
-    pub(super) fn finish_pass(&self, mut r: PassResult, tokens: u64, offloaded: f64) -> PassResult {
-        let (overhead, comm) = self.pass_overhead(tokens);
+    /// Adds the per-pass terms (step, layer and sequence overheads, pipeline sends, host
+    /// offload) to the per-op part of a pass over `sequences` sequences and `tokens`
+    /// tokens.
+    pub(super) fn finish_pass(
+        &self,
+        mut r: PassResult,
+        sequences: u64,
+        tokens: u64,
+        offloaded: f64,
+    ) -> PassResult {
+        let (overhead, comm) = self.pass_overhead(sequences, tokens);
         let off = self.offload_time(offloaded);
         r.time_s += overhead + comm + off;
         r.by_bound[3] += overhead;
@@ -315,7 +330,7 @@ impl Predictor<'_> {
             line(pa.link_time_s, pb.link_time_s),
         ];
         let pred = sum_max_affine(&lines, lo, hi) + pa.overhead_s * n;
-        let c = self.ceilings(op.unit);
+        let c = self.ceilings(op);
         let [fa, ma, la] = c.ideal_terms(pa);
         let [fb, mb, lb] = c.ideal_terms(pb);
         let ideal = sum_max_affine(&[line(fa, fb), line(ma, mb), line(la, lb)], lo, hi);
@@ -324,7 +339,7 @@ impl Predictor<'_> {
 
     /// The per-pass terms of `n` decode steps: (predicted, ideal) seconds.
     pub(super) fn decode_sum_tail(&self, batch: u64, n: f64, offloaded: f64) -> (f64, f64) {
-        let (overhead, comm) = self.pass_overhead(batch);
+        let (overhead, comm) = self.pass_overhead(batch, batch);
         let pred = n * (overhead + comm + self.offload_time(offloaded));
         let ideal = if self.host_bw > 0.0 && offloaded > 0.0 {
             n * offloaded / self.host_bw

@@ -158,7 +158,8 @@ impl Predictor<'_> {
         let step = Step::decode(batch, mid);
         let time = |part: Part| {
             self.part_ops(part, &step).map_or(0.0, |r| {
-                self.finish_part(part, r, batch, s.offloaded_bytes).time_s
+                self.finish_part(part, r, batch, batch, s.offloaded_bytes)
+                    .time_s
             })
         };
         Some(SpeculativeReport {

@@ -219,7 +219,7 @@ impl<'a> Predictor<'a> {
         }
         let step = Step::prefill(batch, prompt);
         match self.part_ops(Part::Draft, &step) {
-            Some(r) => self.finish_part(Part::Draft, r, batch.saturating_mul(prompt), 0.0),
+            Some(r) => self.finish_part(Part::Draft, r, batch, batch.saturating_mul(prompt), 0.0),
             None => PassResult::default(),
         }
     }

@@ -83,6 +83,8 @@ crate::named_enum! {
         Sgd = "sgd",
         /// Adafactor (factored second moment, no first moment).
         Adafactor = "adafactor",
+        /// AdamW with 8-bit block-quantized moments (bitsandbytes `AdamW8bit`).
+        Adamw8bit = "adamw8bit",
     }
 }
 
@@ -91,24 +93,30 @@ impl Optimizer {
     /// AdamW 12 (master 4 + m 4 + v 4); SGD with momentum 8 (master 4 + momentum 4);
     /// Adafactor 4 (master) plus its factored second moment, `4 · (rows + cols)` bytes
     /// per matrix, passed in as `factored_per_param` (`4 · Σ(rows + cols) / params`,
-    /// see [`super::adafactor_factored_bytes_per_param`]).
+    /// see [`super::adafactor_factored_bytes_per_param`]); 8-bit AdamW 6 plus its block
+    /// scales (master 4 + m 1 + v 1, one fp32 absmax per 2048 values of each moment:
+    /// 4 + 1 + 1 + 2 · 4/2048 = 6.00390625; Dettmers et al. 2022, "8-bit Optimizers via
+    /// Block-wise Quantization").
     pub fn state_bytes_per_param(self, factored_per_param: f64) -> f64 {
         match self {
             Optimizer::Adamw => 12.0,
             Optimizer::Sgd => 8.0,
             Optimizer::Adafactor => 4.0 + factored_per_param,
+            Optimizer::Adamw8bit => 6.0 + 2.0 * 4.0 / 2048.0,
         }
     }
 
     /// Bytes the update moves per trainable parameter in device (or host) memory:
     /// AdamW reads master, m, v and the 16-bit gradient and writes master, m, v and the
     /// 16-bit weight, 4·3 + 2 + 4·3 + 2 = 28; SGD 4·2 + 2 + 4·2 + 2 = 20; Adafactor
-    /// 4 + 2 + 4 + 2 = 12 (the factored statistics are negligible).
+    /// 4 + 2 + 4 + 2 = 12 (the factored statistics are negligible); 8-bit AdamW
+    /// (4 + 1 + 1) + 2 + (4 + 1 + 1) + 2 = 16.
     pub fn update_bytes_per_param(self) -> f64 {
         match self {
             Optimizer::Adamw => 28.0,
             Optimizer::Sgd => 20.0,
             Optimizer::Adafactor => 12.0,
+            Optimizer::Adamw8bit => 16.0,
         }
     }
 }
@@ -183,6 +191,15 @@ pub struct TrainConfig {
     pub optimizer: Optimizer,
     /// Optimizer states on the host.
     pub offload: Offload,
+    /// Optimizer step fused into the backward pass (PyTorch's optimizer-in-backward,
+    /// torchtune's `optimizer_in_bwd`): each parameter is updated as soon as its
+    /// gradient is ready, so only one layer's gradients are held at a time; needs one
+    /// micro-batch per step (no gradient accumulation).
+    pub optimizer_in_backward: bool,
+    /// Compiled training step (torch.compile-class fusion): residual adds fused into
+    /// the next norm, the gated activation into the up projection's epilogue, RoPE
+    /// into attention, so those elementwise ops move no bytes of their own.
+    pub compile: bool,
     /// Megatron sequence parallelism alongside tensor parallelism (default on); it
     /// splits each sequence over the `tp` ranks, so `seq` must be a multiple of `tp`.
     pub sequence_parallel: bool,
@@ -219,11 +236,13 @@ impl Default for TrainConfig {
             seq: 2048,
             method: Method::Full,
             lora_rank: None,
-            lora_targets: LoraTargets::QueryValue,
+            lora_targets: LoraTargets::AllLinear,
             recompute: Recompute::None,
             precision: TrainPrecision::Bf16,
             optimizer: Optimizer::Adamw,
             offload: Offload::None,
+            optimizer_in_backward: false,
+            compile: false,
             sequence_parallel: true,
             flash: true,
             dropout: false,
@@ -467,6 +486,40 @@ fn check_device(hardware: &Hardware, cfg: &TrainConfig) -> Result<()> {
     Ok(())
 }
 
+/// The optimizer step can run inside the backward pass only when one backward pass
+/// makes the whole gradient: one micro-batch per step and no pipeline, with the
+/// optimizer states on the device.
+fn check_in_backward(cfg: &TrainConfig, micro_batches: u64) -> Result<()> {
+    if !cfg.optimizer_in_backward {
+        return Ok(());
+    }
+    let problem = if micro_batches > 1 {
+        (
+            "global_batch",
+            format!(
+                "{micro_batches} micro-batches per step accumulate gradients, which the optimizer in the backward pass cannot: set global_batch to micro_batch x dp"
+            ),
+        )
+    } else if cfg.pp > 1 {
+        (
+            "pp",
+            "a pipeline accumulates gradients over its micro-batches".to_string(),
+        )
+    } else if cfg.offload == Offload::Cpu {
+        (
+            "offload",
+            "optimizer states offloaded to the host are updated after the backward pass"
+                .to_string(),
+        )
+    } else {
+        return Ok(());
+    };
+    Err(Error::conflict(
+        &["optimizer_in_backward", problem.0],
+        problem.1,
+    ))
+}
+
 /// Validates `cfg` against the model and device and lays the devices out.
 pub(super) fn layout(
     model: &ModelConfig,
@@ -479,6 +532,7 @@ pub(super) fn layout(
     let global = global_batch(cfg, dp)?;
     check_lora_rank(model, cfg)?;
     check_device(hardware, cfg)?;
+    check_in_backward(cfg, global / (cfg.micro_batch * dp))?;
     Ok(Layout {
         gpus: cfg.gpus,
         tp: cfg.tp,

@@ -388,9 +388,23 @@ impl Trainer<'_> {
             Offload::None => (opt, 0.0),
             Offload::Cpu => (0.0, opt),
         };
+        // with the step in the backward pass, each gradient is applied and freed as
+        // soon as it is made: one layer's at a time, or in full training the embedding
+        // tables' (lm_head first, the input embedding last; counted together, the
+        // conservative figure), whichever is larger
+        let grads = if self.cfg.optimizer_in_backward {
+            let per_layer = |p: f64| p / layers.max(1) as f64;
+            let largest = match self.cfg.method {
+                Method::Full => per_layer(sp.body + sp.norms).max(sp.embed),
+                _ => per_layer(trainable),
+            };
+            largest.min(trainable)
+        } else {
+            trainable
+        };
         ModelStates {
             params: (weights_full + frozen_bytes) / shard(3),
-            grads: trainable * w16 / shard(2),
+            grads: grads * w16 / shard(2),
             optimizer,
             host_optimizer,
             trainable,

@@ -101,6 +101,7 @@ fn formats(
         kv: Format::parse(act.name()).unwrap_or(Format::Bf16),
         activations: act,
         experts: weights,
+        kernels: Default::default(),
     };
     (precision, frozen)
 }

@@ -105,7 +105,8 @@ pub struct TrainReport {
     pub hardware: HardwareInfo,
     /// The options as understood: the validated configuration (sequence parallelism
     /// only with tensor parallelism). Its JSON echoes `seq`, `zero`, `method`,
-    /// `lora_rank` (0 for full training), `recompute`, `precision`, `optimizer`,
+    /// `lora_rank` (0 for full training), `lora_targets`, `recompute`, `precision`, `optimizer`,
+    /// `optimizer_in_backward`, `compile`,
     /// `offload`, `sequence_parallel`, `flash`, `virtual_stages` and
     /// `inter_node_bytes_per_s`.
     #[serde(serialize_with = "echo")]
@@ -124,15 +125,18 @@ pub struct TrainReport {
 
 /// The `config` object of `train --json`.
 fn echo<S: Serializer>(c: &TrainConfig, s: S) -> Result<S::Ok, S::Error> {
-    let mut m = s.serialize_struct("config", 12)?;
+    let mut m = s.serialize_struct("config", 15)?;
     m.serialize_field("seq", &c.seq)?;
     m.serialize_field("zero", &c.zero)?;
     m.serialize_field("method", &c.method)?;
     m.serialize_field("lora_rank", &c.effective_lora_rank())?;
+    m.serialize_field("lora_targets", &c.lora_targets)?;
     m.serialize_field("recompute", &c.recompute)?;
     m.serialize_field("precision", &c.precision)?;
     m.serialize_field("optimizer", &c.optimizer)?;
     m.serialize_field("offload", &c.offload)?;
+    m.serialize_field("optimizer_in_backward", &c.optimizer_in_backward)?;
+    m.serialize_field("compile", &c.compile)?;
     m.serialize_field("sequence_parallel", &c.sequence_parallel)?;
     m.serialize_field("flash", &c.flash)?;
     m.serialize_field("virtual_stages", &c.virtual_stages)?;

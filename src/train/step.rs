@@ -252,6 +252,13 @@ impl Trainer<'_> {
         if self.cfg.sequence_parallel && op.kind.is_norm_or_residual() {
             fwd = fwd.times(1.0 / l.tp as f64);
         }
+        if self.cfg.compile && op.kind.is_fused_when_compiled() {
+            // fused into a neighbour: the FLOPs stay, the memory traffic goes
+            fwd = Cost {
+                flops: fwd.flops,
+                ..Cost::default()
+            };
+        }
         let w_bits = self.precision.weights.bits();
         let grad_bits = self.cfg.precision.weight_format().bits();
         let bwd = match (op.kind, op.unit) {
@@ -260,7 +267,9 @@ impl Trainer<'_> {
                 scale(fwd, 2.5, 2.0)
             }
             (OpKind::AttnScores | OpKind::AttnValues, _) => fwd.times(2.0),
-            (_, Unit::Matrix(_)) => backward_cost(&fwd, w_bits, grad_bits, frozen),
+            (_, Unit::Matrix(_) | Unit::Dequant(_)) => {
+                backward_cost(&fwd, w_bits, grad_bits, frozen)
+            }
             _ if is_comm => fwd,
             _ => fwd.times(2.0),
         };
@@ -404,7 +413,7 @@ impl Trainer<'_> {
         let mut mb = MicroBatch::default();
         for k in self.micro_batch_kernels() {
             let (ceil, eff) = match k.unit {
-                Unit::Matrix(d) => (
+                Unit::Matrix(d) | Unit::Dequant(d) => (
                     Ceilings {
                         peak_flops_per_s: hw.peak(d).0,
                         memory_bytes_per_s: bw,

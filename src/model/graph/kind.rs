@@ -134,6 +134,20 @@ impl OpKind {
         )
     }
 
+    /// Elementwise ops a compiler fuses into a neighbouring kernel (the residual add
+    /// into the next norm, the gated activation into the up projection's epilogue,
+    /// RoPE into attention): they move no bytes of their own.
+    pub fn is_fused_when_compiled(self) -> bool {
+        matches!(
+            self,
+            OpKind::AttnResidual
+                | OpKind::MlpResidual
+                | OpKind::ActMul
+                | OpKind::Activation
+                | OpKind::Rope
+        )
+    }
+
     /// Ops outside the layer stack (embedding lookups, the final norm, the lm_head).
     pub fn is_outside_layers(self) -> bool {
         self.is_embedding() || matches!(self, OpKind::FinalNorm | OpKind::LmHead)

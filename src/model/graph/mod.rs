@@ -103,6 +103,58 @@ pub struct Precision {
     /// Storage format of the routed experts (`weights` but where a checkpoint ships its
     /// experts in another format, as gpt-oss does in MXFP4).
     pub experts: Format,
+    /// What the engine's matmul kernels do with low-precision weights.
+    pub kernels: Kernels,
+}
+
+/// What an engine's matmul kernels do with low-precision weights: which tensor-core
+/// rate a weight format multiplies at (see [`Precision::compute_dtype`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Kernels {
+    /// `mxfp4` and `nvfp4` weights run on fp4 tensor cores where the device has them
+    /// (TensorRT-LLM, SGLang, vLLM on Blackwell); otherwise they are dequantized to the
+    /// activation dtype (llama.cpp).
+    pub fp4: bool,
+    /// GGUF block formats (`q4_0`, `q8_0`, k-quants) run integer MMA (llama.cpp's MMQ:
+    /// activations quantized to 8 bits, the int8 tensor rate) instead of being
+    /// dequantized to the activation dtype.
+    pub int8_mma: bool,
+}
+
+impl Default for Kernels {
+    /// fp4 tensor cores, GGUF dequantized to 16 bits.
+    fn default() -> Self {
+        Kernels {
+            fp4: true,
+            int8_mma: false,
+        }
+    }
+}
+
+impl Precision {
+    /// The dtype a matmul on weights stored as `f` runs in: fp8 and int8 weights W8A8,
+    /// fp4 formats on fp4 tensor cores and GGUF formats on int8 MMA where
+    /// [`Precision::kernels`] says so, everything else at the activation dtype.
+    pub fn compute_dtype(&self, f: Format) -> ComputeDtype {
+        match f {
+            Format::Mxfp4 | Format::Nvfp4 if !self.kernels.fp4 => self.activations,
+            _ if f.is_gguf() && self.kernels.int8_mma => ComputeDtype::Int8,
+            _ => f.compute_dtype(self.activations),
+        }
+    }
+
+    /// The unit a matmul on weights stored as `f` runs on: [`Unit::Dequant`] where the
+    /// kernel widens the weights to a wider dtype before multiplying (weight-only
+    /// quantization: AWQ, GPTQ, NF4, GGUF, fp4 without fp4 tensor cores), otherwise
+    /// [`Unit::Matrix`].
+    pub fn unit(&self, f: Format) -> Unit {
+        let d = self.compute_dtype(f);
+        if f.bits() + 0.75 < d.bytes() * 8.0 {
+            Unit::Dequant(d)
+        } else {
+            Unit::Matrix(d)
+        }
+    }
 }
 
 /// Whether an op runs on matrix units (tensor cores) or vector units.
@@ -110,6 +162,9 @@ pub struct Precision {
 pub enum Unit {
     /// Matrix math at the given dtype.
     Matrix(ComputeDtype),
+    /// Matrix math at the given dtype on weights the kernel first widens to it
+    /// (weight-only quantization): the engine's `dequant_efficiency` applies.
+    Dequant(ComputeDtype),
     /// Elementwise / reduction math.
     Vector,
 }
@@ -118,8 +173,16 @@ impl Unit {
     /// `bf16`, `fp8`, ... for matrix units, `vector` otherwise.
     pub fn name(self) -> &'static str {
         match self {
-            Unit::Matrix(d) => d.name(),
+            Unit::Matrix(d) | Unit::Dequant(d) => d.name(),
             Unit::Vector => "vector",
+        }
+    }
+
+    /// The dtype of a matrix unit (`None` for vector units).
+    pub fn matrix_dtype(self) -> Option<ComputeDtype> {
+        match self {
+            Unit::Matrix(d) | Unit::Dequant(d) => Some(d),
+            Unit::Vector => None,
         }
     }
 }
@@ -232,7 +295,7 @@ pub(super) fn ceil_div(a: u64, b: u64) -> u64 {
 
 pub(super) fn matmul_dtype(u: Unit) -> ComputeDtype {
     match u {
-        Unit::Matrix(d) => d,
+        Unit::Matrix(d) | Unit::Dequant(d) => d,
         Unit::Vector => ComputeDtype::Fp32,
     }
 }
@@ -248,6 +311,7 @@ mod tests {
             kv: Format::Fp16,
             activations: ComputeDtype::Fp16,
             experts: Format::Fp16,
+            kernels: Kernels::default(),
         }
     }
 

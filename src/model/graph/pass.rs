@@ -306,7 +306,7 @@ impl Pass<'_> {
         let (routed, width, w_bits, unit) = if moe {
             let router = self.linear(h, cfg.experts, 16.0, self.act, cfg.mlp_bias);
             g.push(OpKind::Router, l, router, self.matmul);
-            let unit = Unit::Matrix(self.p.experts.compute_dtype(self.p.activations));
+            let unit = self.p.unit(self.p.experts);
             let routed = t.saturating_mul(cfg.experts_per_token);
             (routed, cfg.expert_intermediate, self.p.experts.bits(), unit)
         } else {
@@ -507,7 +507,7 @@ fn build(
         } else {
             w_bits
         },
-        matmul: Unit::Matrix(p.weights.compute_dtype(p.activations)),
+        matmul: p.unit(p.weights),
         attn_unit: Unit::Matrix(p.activations),
         heads: ceil_div(cfg.heads, tp),
         kv_heads: ceil_div(cfg.kv_heads, tp),

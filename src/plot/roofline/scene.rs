@@ -161,7 +161,7 @@ fn unit_ceilings(first: &RooflineDevice) -> Vec<(String, f64)> {
     for op in &first.prediction.ops {
         let (dtype, kind) = match op.unit {
             Unit::Vector => (ComputeDtype::Fp32, "vector"),
-            Unit::Matrix(d) => (d, "matrix"),
+            Unit::Matrix(d) | Unit::Dequant(d) => (d, "matrix"),
         };
         let (peak, used) = first.hardware.peak(dtype);
         let label = format!("{} {kind} units {}", used.name(), fmt_flops_per_s(peak));

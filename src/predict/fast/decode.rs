@@ -171,7 +171,7 @@ impl DecodeLines {
             if d.n_varying == MAX_VARYING || pa.overhead_s != pb.overhead_s {
                 return None;
             }
-            let c = p.ceilings(a.unit);
+            let c = p.ceilings(a);
             let (ia, ib) = (c.ideal_terms(&pa), c.ideal_terms(&pb));
             let pred = [
                 line(pa.compute_time_s, pb.compute_time_s),

@@ -560,7 +560,7 @@ impl<'p, 'a> IterationCost<'p, 'a> {
             t.place(p, &self.prefill_costs[..t.n], &mut r);
             self.prefill_costs[..t.n].fill([0.0; 8]);
         }
-        p.finish_pass(r, tokens, 0.0)
+        p.finish_pass(r, s.sequences + n_chunks, tokens, 0.0)
     }
 }
 

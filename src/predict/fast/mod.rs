@@ -75,6 +75,7 @@ pub fn resolve_formats(
         kv: kv.unwrap_or(format_for(activations)),
         activations,
         experts,
+        kernels: Default::default(),
     }
 }
 
@@ -162,11 +163,11 @@ impl<'p, 'a> Evaluator<'p, 'a> {
         };
         let (memory, offloaded) = p.memory(batch, prompt, gen_tokens);
         let prefill = match prefill_ops {
-            Some(r) => p.finish_pass(r, batch.saturating_mul(prompt), offloaded),
+            Some(r) => p.finish_pass(r, batch, batch.saturating_mul(prompt), offloaded),
             None => PassResult::default(),
         };
         let mid = super::decode_context(prompt, gen_tokens);
-        let decode = p.finish_pass(lines.step_ops(mid), batch, offloaded);
+        let decode = p.finish_pass(lines.step_ops(mid), batch, batch, offloaded);
         let (lo, hi) = super::decode_steps(prompt, gen_tokens);
         let (decode_total_s, decode_total_roofline_s) = if hi < lo {
             (0.0, 0.0)

@@ -41,7 +41,7 @@ pub(super) struct PrefillLines {
 /// What [`Predictor::pass_ops`] sums, per op: derated and ideal times, and the pass sums.
 fn op_values(p: &Predictor<'_>, op: &OpInstance) -> ([f64; 3], [f64; 3], f64, [f64; 4]) {
     let pl = p.place_op(op);
-    let c = p.ceilings(op.unit);
+    let c = p.ceilings(op);
     let ideal = [
         if c.peak_flops_per_s > 0.0 {
             pl.flops / c.peak_flops_per_s

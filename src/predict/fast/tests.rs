@@ -350,7 +350,7 @@ fn prefill_lines_match_plain_passes_and_skip_moe_below_saturation() {
             let Some(lines) = segs.lines(&p, b).copied() else {
                 continue;
             };
-            let fast = p.finish_pass(lines.pass_ops(b), b * prompt, 0.0);
+            let fast = p.finish_pass(lines.pass_ops(b), b, b * prompt, 0.0);
             let plain = p.pass(&Step::prefill(b, prompt), 0.0);
             same_pass(&fast, &plain, &format!("{model} b{b} p{prompt}"));
         }

@@ -1,0 +1,318 @@
+//! Predicting many cases at once.
+//!
+//! Rows that ask for the same prediction (the same device, model, scenario, batch and
+//! target: one configuration measured by several sources, or measured again) are
+//! predicted once ([`Distinct`]), the distinct ones in parallel. A fit predicts the
+//! same cases under engines that differ only in a few speed factors, dozens of times;
+//! [`Memo`] keeps each case's recent predictions by the factors it depends on (its
+//! device's memory efficiency, the compute efficiency, the overheads), so a Jacobian
+//! column that moves one memory group's efficiency predicts only that group's cases
+//! again, and an engine met before (the fit's start, its optimum) is not predicted
+//! again at all. Predictions are pure functions of their inputs: the numbers are those
+//! of one [`predict_case`] per case.
+
+use super::{BatchSpec, Case, predict_case};
+use crate::engine::Engine;
+use crate::error::Result;
+use rayon::prelude::*;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::mem::discriminant;
+use std::sync::Arc;
+
+/// Whether two cases ask for the same prediction.
+fn same_prediction(a: &Case, b: &Case) -> bool {
+    a.target == b.target
+        && a.batch == b.batch
+        && a.scenario == b.scenario
+        && match (&a.model, &b.model) {
+            (Some(x), Some(y)) => Arc::ptr_eq(x, y) || x == y,
+            (x, y) => x.is_none() && y.is_none(),
+        }
+        && (Arc::ptr_eq(&a.hardware, &b.hardware) || a.hardware == b.hardware)
+}
+
+/// A hash of what [`same_prediction`] compares: the shapes, and the device and model
+/// by address (cases mapped from one file share one copy of each: see
+/// [`super::cases_with`]; equal copies at two addresses are only predicted twice).
+fn prediction_hash(c: &Case) -> u64 {
+    let mut h = DefaultHasher::new();
+    Arc::as_ptr(&c.hardware).hash(&mut h);
+    c.model.as_ref().map(Arc::as_ptr).hash(&mut h);
+    let s = &c.scenario;
+    (s.batch, s.prompt, s.gen_tokens, s.gpus, s.flash, s.offload).hash(&mut h);
+    s.parallel.hash(&mut h);
+    s.weights.as_ref().map(discriminant).hash(&mut h);
+    s.kv.as_ref().map(discriminant).hash(&mut h);
+    match c.batch {
+        BatchSpec::Fixed(n) => Some(n),
+        BatchSpec::MaxLoad => None,
+    }
+    .hash(&mut h);
+    c.target.name().hash(&mut h);
+    h.finish()
+}
+
+/// Each case under `engine`, in parallel.
+pub(super) fn predict_all(cases: &[&Case], engine: &Engine) -> Vec<Result<f64>> {
+    // a handful is cheaper here than handing it to the thread pool and waiting
+    if cases.len() < SERIAL_BELOW {
+        return cases.iter().map(|c| predict_case(c, engine)).collect();
+    }
+    cases
+        .par_iter()
+        .with_min_len(8)
+        .map(|c| predict_case(c, engine))
+        .collect()
+}
+
+/// Fewer cases than this are predicted on the calling thread (a prediction takes a
+/// few microseconds; waking the pool and waiting for it, tens).
+const SERIAL_BELOW: usize = 64;
+
+/// Cases grouped by the prediction they ask for.
+#[derive(Debug, Clone)]
+pub(super) struct Distinct<'c> {
+    /// The cases, as given.
+    cases: Vec<&'c Case>,
+    /// One case per distinct prediction, in order of first appearance.
+    reps: Vec<&'c Case>,
+    /// For each case, the index of its representative in `reps`.
+    of: Vec<usize>,
+}
+
+impl<'c> Distinct<'c> {
+    /// Groups `cases`.
+    pub(super) fn new(cases: &[&'c Case]) -> Self {
+        let mut by_hash: HashMap<u64, Vec<usize>> = HashMap::with_capacity(cases.len());
+        let mut reps: Vec<&Case> = Vec::new();
+        let mut of = Vec::with_capacity(cases.len());
+        for &c in cases {
+            let slot = by_hash.entry(prediction_hash(c)).or_default();
+            let at = match slot.iter().find(|&&r| same_prediction(reps[r], c)) {
+                Some(&r) => r,
+                None => {
+                    reps.push(c);
+                    slot.push(reps.len() - 1);
+                    reps.len() - 1
+                }
+            };
+            of.push(at);
+        }
+        Distinct {
+            cases: cases.to_vec(),
+            reps,
+            of,
+        }
+    }
+
+    /// Each case's prediction under `engine`, in the order given.
+    pub(super) fn predict(&self, engine: &Engine) -> Vec<Result<f64>> {
+        let reps = predict_all(&self.reps, engine);
+        self.of.iter().map(|&r| reps[r].clone()).collect()
+    }
+}
+
+/// The speed factors one case's prediction depends on, as bits: its device's memory
+/// efficiency, the compute efficiency, the step and the layer overhead.
+type Factors = [u64; 4];
+
+fn factors(engine: &Engine, c: &Case) -> Factors {
+    [
+        engine.memory_efficiency(&c.hardware).to_bits(),
+        engine.compute_efficiency.to_bits(),
+        engine.step_overhead_s.to_bits(),
+        engine.layer_overhead_s.to_bits(),
+    ]
+}
+
+/// Whether `a` and `b` agree in everything but the speed factors [`factors`] reads
+/// (and `fitted_on`, which predicts nothing): then a case's prediction under one is its
+/// prediction under the other given the same factors.
+fn same_rest(a: &Engine, b: &Engine) -> bool {
+    // no `..`: a field added to Engine must be placed here
+    let Engine {
+        id,
+        description,
+        memory_efficiency: _,
+        compute_efficiency: _,
+        link_efficiency,
+        step_overhead_s: _,
+        layer_overhead_s: _,
+        collective_latency_s,
+        overhead_bytes,
+        reserve_fraction,
+        max_batched_tokens,
+        fitted_on: _,
+        override_builtin,
+        dequant_efficiency,
+        attention_efficiency,
+        fp4_tensor_cores,
+        int8_mma,
+        fp16_accumulate,
+        sequence_overhead_s,
+        max_num_seqs,
+        kv_block_tokens,
+    } = a;
+    let same = |x: &f64, y: &f64| x.to_bits() == y.to_bits();
+    *id == b.id
+        && *description == b.description
+        && same(link_efficiency, &b.link_efficiency)
+        && same(collective_latency_s, &b.collective_latency_s)
+        && same(overhead_bytes, &b.overhead_bytes)
+        && same(reserve_fraction, &b.reserve_fraction)
+        && *max_batched_tokens == b.max_batched_tokens
+        && *override_builtin == b.override_builtin
+        && same(dequant_efficiency, &b.dequant_efficiency)
+        && same(attention_efficiency, &b.attention_efficiency)
+        && same(sequence_overhead_s, &b.sequence_overhead_s)
+        && (*fp4_tensor_cores, *int8_mma, *fp16_accumulate)
+            == (b.fp4_tensor_cores, b.int8_mma, b.fp16_accumulate)
+        && (*max_num_seqs, *kv_block_tokens) == (b.max_num_seqs, b.kv_block_tokens)
+}
+
+/// Predictions kept per distinct case: a Levenberg-Marquardt step evaluates the point,
+/// one Jacobian column per factor (at most a few memory groups, compute, an overhead)
+/// and one or more trial steps.
+const RECENT: usize = 12;
+
+#[derive(Debug, Default)]
+struct Seen {
+    /// An engine the predictions were made with (all agree but in their speed
+    /// factors, see [`same_rest`]).
+    rest: Option<Engine>,
+    /// Per distinct case: recent (factors, prediction), oldest replaced first.
+    recent: Vec<Vec<(Factors, f64)>>,
+    /// Per distinct case: the slot the next prediction replaces once full.
+    next: Vec<usize>,
+}
+
+/// The predictions of a fixed set of cases under engines that differ in their speed
+/// factors, remembered (see the module documentation).
+#[derive(Debug)]
+pub(super) struct Memo<'c> {
+    distinct: Distinct<'c>,
+    seen: RefCell<Seen>,
+}
+
+impl<'c> Memo<'c> {
+    /// An empty memory for `cases`.
+    pub(super) fn new(cases: &[&'c Case]) -> Self {
+        Memo {
+            distinct: Distinct::new(cases),
+            seen: RefCell::new(Seen::default()),
+        }
+    }
+
+    /// Each case's prediction under `engine`, in the order given; the first case
+    /// whose prediction fails is the error, with its row named.
+    pub(super) fn predict(&self, engine: &Engine) -> Result<Vec<f64>> {
+        let reps = &self.distinct.reps;
+        let mut seen = self.seen.borrow_mut();
+        if !seen.rest.as_ref().is_some_and(|r| same_rest(r, engine)) {
+            *seen = Seen {
+                rest: Some(engine.clone()),
+                recent: vec![Vec::new(); reps.len()],
+                next: vec![0; reps.len()],
+            };
+        }
+        let keys: Vec<Factors> = reps.iter().map(|c| factors(engine, c)).collect();
+        let mut now = vec![f64::NAN; reps.len()];
+        let mut todo: Vec<usize> = Vec::new();
+        for (i, key) in keys.iter().enumerate() {
+            match seen.recent[i].iter().find(|(k, _)| k == key) {
+                Some(&(_, p)) => now[i] = p,
+                None => todo.push(i),
+            }
+        }
+        let cases: Vec<&Case> = todo.iter().map(|&i| reps[i]).collect();
+        let mut failed = HashMap::new();
+        for (&i, got) in todo.iter().zip(predict_all(&cases, engine)) {
+            match got {
+                Ok(p) => {
+                    now[i] = p;
+                    seen.remember(i, keys[i], p);
+                }
+                Err(e) => {
+                    failed.insert(i, e);
+                }
+            }
+        }
+        let d = &self.distinct;
+        if !failed.is_empty() {
+            // the first case, in the order given, whose prediction failed
+            if let Some((c, e)) = d
+                .cases
+                .iter()
+                .zip(&d.of)
+                .find_map(|(c, r)| Some((c, failed.get(r)?)))
+            {
+                return Err(c.row_error(e.clone()));
+            }
+        }
+        Ok(d.of.iter().map(|&r| now[r]).collect())
+    }
+}
+
+impl Seen {
+    fn remember(&mut self, i: usize, key: Factors, p: f64) {
+        let slot = &mut self.recent[i];
+        if slot.len() < RECENT {
+            slot.push((key, p));
+        } else {
+            slot[self.next[i]] = (key, p);
+            self.next[i] = (self.next[i] + 1) % RECENT;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::calibrate::{BUILTIN_MEASUREMENTS_CSV, cases, parse_measurements};
+
+    #[test]
+    fn remembered_predictions_are_the_plain_ones() {
+        let rows = parse_measurements(BUILTIN_MEASUREMENTS_CSV, "m.csv").unwrap();
+        let mapped = cases(&rows).unwrap();
+        // every row twice: the copies are one distinct prediction each
+        let all: Vec<&Case> = mapped
+            .cases
+            .iter()
+            .chain(&mapped.cases)
+            .filter(|c| c.model.is_some())
+            .collect();
+        let memo = Memo::new(&all);
+        assert_eq!(memo.distinct.reps.len() * 2, all.len());
+        let base = crate::engine::EngineDb::builtin()
+            .unwrap()
+            .get("typical")
+            .unwrap()
+            .clone();
+        let mut engines = vec![base.clone()];
+        for (hbm, compute, layer) in [(0.7, 0.6, 5e-5), (0.7, 0.61, 5e-5), (0.5, 0.6, 1e-4)] {
+            let mut e = base.clone();
+            e.memory_efficiency.insert("hbm".into(), hbm);
+            e.compute_efficiency = compute;
+            e.layer_overhead_s = layer;
+            engines.push(e);
+        }
+        // an engine that differs elsewhere (collective latency) is not mistaken for one
+        // seen before
+        let mut other = engines[1].clone();
+        other.collective_latency_s *= 10.0;
+        engines.extend([base.clone(), other, engines[1].clone()]);
+        for e in &engines {
+            let got = memo.predict(e).unwrap();
+            for (c, p) in all.iter().zip(got) {
+                assert_eq!(
+                    p.to_bits(),
+                    predict_case(c, e).unwrap().to_bits(),
+                    "{}",
+                    c.id
+                );
+            }
+        }
+    }
+}
