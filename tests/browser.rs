@@ -3,8 +3,9 @@
 //! process. It loads with no console error, changing the device (clicking an option)
 //! updates the numbers and the chart, the chart tabs move with the arrow keys, the URL
 //! carries the state and a reload restores it, a bad value shows the server's message
-//! on the field it names; a screenshot at 1400x1000 lands in
-//! `target/screenshots/page.png` for a person to look at.
+//! on the field it names; screenshots at 1400x1000 land in `target/screenshots/`
+//! (or `$RIDGELINE_SCREENSHOTS`): `page.png` (three devices, the roofline),
+//! `page-throughput.png`, `page-memory.png`, for a person to look at.
 //!
 //! Needs `chromium` and `chromedriver` on the PATH (`apt-get install chromium
 //! chromium-driver`; `.ci/run` installs them). Without them the test fails, saying so,
@@ -79,11 +80,23 @@ fn dechunk(mut rest: &str) -> String {
     out
 }
 
+/// A chromedriver process, ended when it drops (also when the test fails before a
+/// session exists).
+struct Driver(Child);
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// A WebDriver session of a chromedriver started for it; both end when it drops.
 struct Browser {
-    driver: Child,
     addr: SocketAddr,
     session: String,
+    // dropped after the session is deleted
+    _driver: Driver,
 }
 
 impl Drop for Browser {
@@ -96,8 +109,6 @@ impl Drop for Browser {
                 None,
             )
         });
-        let _ = self.driver.kill();
-        let _ = self.driver.wait();
     }
 }
 
@@ -108,19 +119,21 @@ impl Browser {
             .local_addr()
             .unwrap()
             .port();
-        let mut driver = Command::new(chromedriver)
-            .arg(format!("--port={port}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("chromedriver starts");
+        let driver = Driver(
+            Command::new(chromedriver)
+                .arg(format!("--port={port}"))
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("chromedriver starts"),
+        );
         let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
         let deadline = Instant::now() + Duration::from_secs(20);
         while TcpStream::connect(addr).is_err() {
-            if Instant::now() > deadline {
-                let _ = driver.kill();
-                panic!("chromedriver did not listen within 20 s");
-            }
+            assert!(
+                Instant::now() < deadline,
+                "chromedriver did not listen within 20 s"
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
         let caps = json!({"capabilities": {"alwaysMatch": {
@@ -139,9 +152,9 @@ impl Browser {
             .unwrap_or_else(|| panic!("no WebDriver session: {v}"))
             .to_string();
         let b = Browser {
-            driver,
             addr,
             session,
+            _driver: driver,
         };
         // the viewport itself 1400 x 1000 (the window has browser chrome around it)
         b.cmd(
@@ -376,8 +389,19 @@ fn the_page_works_in_a_real_browser() {
         3
     );
     assert_eq!(b.console_errors(), Vec::<String>::new(), "console errors");
-    let shot = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/screenshots/page.png");
-    b.screenshot(&shot);
+    let shots = std::env::var_os("RIDGELINE_SCREENSHOTS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/screenshots"));
+    b.screenshot(&shots.join("page.png"));
+    // and with each other chart shown
+    let mut n = n;
+    for chart in ["throughput", "memory"] {
+        b.click(&format!("#tab-{chart}"));
+        n = b.rendered(n, "ready");
+        assert!(view(&b).1.starts_with(&format!("/api/{chart}.svg?")));
+        b.screenshot(&shots.join(format!("page-{chart}.png")));
+    }
+    assert_eq!(b.console_errors(), Vec::<String>::new(), "console errors");
 
     // a bad value: the server's message, on the field it names (the 400 is logged)
     b.replace_text("#batch", "0");

@@ -347,6 +347,27 @@ fn options_naming_files_are_refused_and_no_file_appears() {
         let e = error(&get(&q), 400);
         assert!(e.starts_with("unknown model id"), "{q}: {e}");
     }
+    // every option of the API's commands whose value is a file is refused, named
+    use clap::CommandFactory;
+    let root = ridgeline::cli::Cli::command();
+    let mut files = 0;
+    for command in ridgeline::web::api::COMMANDS {
+        let sub = root.find_subcommand(command).unwrap();
+        for arg in sub.get_arguments().chain(root.get_arguments()) {
+            let Some(long) = arg.get_long() else { continue };
+            if !ridgeline::web::api::names_a_file(arg) {
+                continue;
+            }
+            files += 1;
+            let q = format!("/api/{command}?{long}={p}&model=llama-3-8b&gpu=h100");
+            let e = error(&get(&q), 400);
+            assert!(e.contains(&format!("--{long}")), "{q}: {e}");
+            assert!(!target.exists(), "{q} made a file");
+        }
+    }
+    // --hardware-file, --engine-file, --instances-file on each of 9 commands, and
+    // at least predict's --svg and --html
+    assert!(files >= 3 * 9 + 2, "{files} file options found");
     // the calibration reads a file: no route
     error(&get("/api/calibrate?measurements=/etc/passwd"), 404);
 }
@@ -608,4 +629,46 @@ fn concurrent_requests_all_get_their_own_answer() {
         let v: serde_json::Value = serde_json::from_str(body).unwrap();
         assert_eq!(v["config"]["batch"].to_string(), b);
     }
+}
+
+#[test]
+fn idle_connections_hold_up_no_one_and_are_bounded() {
+    // clients that connect and send nothing (a browser's preconnections) keep their
+    // connection for the whole minute the server allows; others are still answered
+    let addr = start(Duration::from_secs(60));
+    let mut idle: Vec<TcpStream> = (0..8).map(|_| TcpStream::connect(addr).unwrap()).collect();
+    let answer = |timeout: Duration| {
+        let mut s = TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(timeout)).unwrap();
+        s.write_all(b"GET /api/meta HTTP/1.1\r\n\r\n").unwrap();
+        let mut out = Vec::new();
+        let _ = s.read_to_end(&mut out);
+        String::from_utf8_lossy(&out).into_owned()
+    };
+    // well inside the minute the idle ones may wait
+    let ok = answer(Duration::from_secs(20));
+    assert!(ok.starts_with("HTTP/1.1 200 "), "{ok}");
+    // with MAX_CONNECTIONS open, the next is told the server is busy
+    let max = ridgeline::web::MAX_CONNECTIONS;
+    idle.extend((8..max).map(|_| TcpStream::connect(addr).unwrap()));
+    // the server counts a connection once it accepts it: wait until all are
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let busy = loop {
+        let r = answer(Duration::from_secs(20));
+        if r.starts_with("HTTP/1.1 503 ") || std::time::Instant::now() > deadline {
+            break r;
+        }
+    };
+    assert!(busy.starts_with("HTTP/1.1 503 "), "{busy}");
+    assert!(busy.contains("busy"), "{busy}");
+    // one closes: a place is free again
+    idle.truncate(max - 1);
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let again = loop {
+        let r = answer(Duration::from_secs(20));
+        if r.starts_with("HTTP/1.1 200 ") || std::time::Instant::now() > deadline {
+            break r;
+        }
+    };
+    assert!(again.starts_with("HTTP/1.1 200 "), "{again}");
 }

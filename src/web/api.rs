@@ -230,6 +230,12 @@ fn words(
                 .filter(|l| !REFUSED.iter().any(|(n, _)| n == l));
             return Err(Error::unknown("option", &name, longs));
         };
+        if names_a_file(arg) {
+            return Err(Error::invalid(
+                format!("--{name}"),
+                "names a file, and the server reads and writes none",
+            ));
+        }
         if arg.get_action().takes_values() {
             check_value(lead[0], &name, value, posted)?;
             has_model |= name == "model";
@@ -244,6 +250,13 @@ fn words(
         words.push(format!("--model={}", m.id));
     }
     Ok(words)
+}
+
+/// Whether an option's value is a file (its value name is `FILE`, `FILE.svg`, ...):
+/// refused like those [`REFUSED`] names, so an option added later is refused too.
+pub fn names_a_file(arg: &clap::Arg) -> bool {
+    arg.get_value_names()
+        .is_some_and(|names| names.iter().any(|n| n.as_str().starts_with("FILE")))
 }
 
 /// Whether a switch is on: `true`, `1`, `on`, `yes` or empty; off: `false`, `0`,

@@ -14,8 +14,8 @@
 //! The server reads and writes no files: options that name a file (`--out`, `--svg`,
 //! `--trace`, `--hardware-file`, ...) are refused, and `--model` takes only bundled
 //! ids or the posted document. Requests are bounded in size and time
-//! ([`http`]), served one per connection by a fixed pool of workers; when every worker
-//! is busy and the queue is full, new connections get 503.
+//! ([`http`]), one per connection, each connection on its own thread, at most
+//! [`MAX_CONNECTIONS`] at once (then 503).
 //!
 //! ```no_run
 //! // what `ridgeline serve --port 8080` does
@@ -32,14 +32,14 @@ pub use http::{Request, Response};
 
 use crate::{Error, Result};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-/// Requests served at once.
-pub const WORKERS: usize = 4;
-/// Connections waiting for a worker before new ones get 503.
-pub const QUEUE: usize = 64;
+/// Connections served at once, each on its own thread (an idle one, such as a
+/// browser's speculative preconnection, holds only its thread until
+/// [`http::REQUEST_TIMEOUT`]); past it new connections get 503.
+pub const MAX_CONNECTIONS: usize = 64;
 
 /// A bound listening socket, ready to [`Server::run`].
 pub struct Server {
@@ -92,63 +92,59 @@ impl Server {
 
     /// Serves until the process ends.
     pub fn run(self) -> Result<()> {
-        let (tx, rx) = sync_channel::<TcpStream>(QUEUE);
-        let rx = Arc::new(Mutex::new(rx));
-        for _ in 0..WORKERS {
-            let rx = Arc::clone(&rx);
-            let (quiet, timeout) = (self.quiet, self.request_timeout);
-            std::thread::spawn(move || worker(&rx, quiet, timeout));
-        }
+        let open = Arc::new(AtomicUsize::new(0));
         for stream in self.listener.incoming() {
-            match stream {
-                Ok(s) => dispatch(&tx, s),
+            let Ok(mut stream) = stream else {
                 // a connection that failed while being accepted: keep serving
-                Err(_) => std::thread::sleep(Duration::from_millis(10)),
+                std::thread::sleep(Duration::from_millis(10));
+                continue;
+            };
+            if open.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
+                open.fetch_sub(1, Ordering::SeqCst);
+                let busy = Response::error(503, "the server is busy; try again");
+                let _ = stream.set_write_timeout(Some(Duration::from_secs(1)));
+                let _ = http::write_response(&mut stream, &busy, false);
+                continue;
             }
+            let slot = Slot(Arc::clone(&open));
+            let (quiet, timeout) = (self.quiet, self.request_timeout);
+            std::thread::spawn(move || {
+                let _slot = slot;
+                serve_one(stream, quiet, timeout);
+            });
         }
         Ok(())
     }
 }
 
-/// Hands a connection to the workers, or answers 503 when they are all busy.
-fn dispatch(tx: &SyncSender<TcpStream>, stream: TcpStream) {
-    if let Err(TrySendError::Full(mut s)) = tx.try_send(stream) {
-        let busy = Response::error(503, "the server is busy; try again");
-        let _ = s.set_write_timeout(Some(Duration::from_secs(1)));
-        let _ = http::write_response(&mut s, &busy, false);
+/// One of the [`MAX_CONNECTIONS`], given back when its thread ends (panic included).
+struct Slot(Arc<AtomicUsize>);
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
-/// Takes connections from the queue and answers one request on each.
-fn worker(rx: &Mutex<Receiver<TcpStream>>, quiet: bool, timeout: Duration) {
-    loop {
-        let next = match rx.lock() {
-            Ok(rx) => rx.recv(),
-            Err(_) => return,
-        };
-        let Ok(mut stream) = next else { return };
-        let start = Instant::now();
-        let (line, response) = match http::read_request(&mut stream, timeout) {
-            Ok(req) => {
-                let r = handle(&req);
-                (
-                    format!("{} {}", req.method, req.path),
-                    Some((r, req.method == "HEAD")),
-                )
-            }
-            Err(Some(r)) => ("(bad request)".to_string(), Some((r, false))),
-            Err(None) => continue,
-        };
-        if let Some((r, head_only)) = response {
-            let _ = http::write_response(&mut stream, &r, head_only);
-            if !quiet {
-                eprintln!(
-                    "{line} -> {} ({:.0} ms)",
-                    r.status,
-                    start.elapsed().as_secs_f64() * 1e3
-                );
-            }
-        }
+/// Answers the one request of a connection.
+fn serve_one(mut stream: TcpStream, quiet: bool, timeout: Duration) {
+    let start = Instant::now();
+    let (line, r, head_only) = match http::read_request(&mut stream, timeout) {
+        Ok(req) => (
+            format!("{} {}", req.method, req.path),
+            handle(&req),
+            req.method == "HEAD",
+        ),
+        Err(Some(r)) => ("(bad request)".to_string(), r, false),
+        Err(None) => return,
+    };
+    let _ = http::write_response(&mut stream, &r, head_only);
+    if !quiet {
+        eprintln!(
+            "{line} -> {} ({:.0} ms)",
+            r.status,
+            start.elapsed().as_secs_f64() * 1e3
+        );
     }
 }
 
