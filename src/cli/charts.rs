@@ -44,6 +44,16 @@ impl Chart {
     }
 }
 
+impl From<super::ChartArg> for Chart {
+    fn from(c: super::ChartArg) -> Chart {
+        match c {
+            super::ChartArg::Throughput => Chart::Throughput,
+            super::ChartArg::Roofline => Chart::Roofline,
+            super::ChartArg::Memory => Chart::Memory,
+        }
+    }
+}
+
 /// Which link slopes a roofline draws besides the device's own roofs.
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct Links {

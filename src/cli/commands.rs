@@ -188,16 +188,11 @@ fn predict_chart(
     s: &Scenario,
     chart: ChartArg,
 ) -> Result<String> {
-    let chart = match chart {
-        ChartArg::Throughput => Chart::Throughput,
-        ChartArg::Roofline => Chart::Roofline,
-        ChartArg::Memory => Chart::Memory,
-    };
     let links = charts::Links {
         scaleup: p.hardware.count > 1,
         host: false,
     };
-    charts::devices(&[pred], std::slice::from_ref(p), s, chart, links)
+    charts::devices(&[pred], std::slice::from_ref(p), s, chart.into(), links)
 }
 
 /// `ridgeline predict`.
@@ -650,13 +645,9 @@ pub fn sweep(ctx: &Ctx, a: &SweepArgs, json: bool) -> Result<String> {
             stats
         }
         (None, Some(limit)) => {
-            let mut buf = Capped {
-                bytes: Vec::new(),
-                limit,
-            };
+            let mut buf = super::capture::Capped::new(limit);
             let stats = write(&mut buf).map_err(|e| renamed_write(e, "the sweep's output"))?;
-            captured =
-                String::from_utf8(buf.bytes).map_err(|e| Error::internal("sweep writer", e))?;
+            captured = buf.into_string()?;
             stats
         }
         (None, None) => {
@@ -677,29 +668,6 @@ pub fn sweep(ctx: &Ctx, a: &SweepArgs, json: bool) -> Result<String> {
         );
     }
     Ok(captured)
-}
-
-/// An in-memory output of at most `limit` bytes: past it, writes fail.
-struct Capped {
-    bytes: Vec<u8>,
-    limit: usize,
-}
-
-impl std::io::Write for Capped {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        if self.bytes.len().saturating_add(buf.len()) > self.limit {
-            return Err(std::io::Error::other(format!(
-                "longer than the {} MiB accepted here; shorten a list",
-                self.limit >> 20
-            )));
-        }
-        self.bytes.extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
 }
 
 /// `ridgeline hardware [show ID]`.
