@@ -1,8 +1,10 @@
 //! The page in a real browser: Debian's headless Chromium driven over WebDriver
 //! (`chromedriver`, package `chromium-driver`) against the server running in this
 //! process. It loads with no console error, changing the device (clicking an option)
-//! updates the numbers and the chart, the chart tabs move with the arrow keys, the URL
-//! carries the state and a reload restores it, a bad value shows the server's message
+//! updates the numbers and the chart, typing is debounced (one request per device for
+//! two keystrokes), the downloads ask for the view's JSON and SVG, the chart tabs move
+//! with the arrow keys and ask for the chart alone, the URL carries the state and a
+//! reload restores it, a bad value shows the server's message
 //! on the field it names; screenshots at 1400x1000 land in `target/screenshots/`
 //! (or `$RIDGELINE_SCREENSHOTS`): `page.png` (three devices, the roofline),
 //! `page-throughput.png`, `page-memory.png`, for a person to look at.
@@ -286,6 +288,10 @@ impl Browser {
     }
 }
 
+/// Records the path of every request the page makes from now on in `window.__asked`.
+const RECORD_FETCHES: &str = "window.__asked = []; const f = window.fetch; \
+    window.fetch = (u, ...rest) => { window.__asked.push(String(u)); return f(u, ...rest); };";
+
 /// The numbers and chart the page shows now.
 fn view(b: &Browser) -> (String, String, String) {
     let chart = b.js("const i = document.getElementById('chart'); return [i.dataset.query, i.dataset.bytes, i.complete && i.naturalWidth > 0]");
@@ -343,7 +349,9 @@ fn the_page_works_in_a_real_browser() {
     assert_ne!(bytes, bytes2, "the chart did not change");
     assert!(b.url().contains("gpu=a100-80gb-sxm"), "{}", b.url());
 
-    // typing a batch: debounced, then in the URL
+    // typing a batch: debounced (two keystrokes, one request per device), then in
+    // the URL; the page's requests are recorded from here on
+    b.js(RECORD_FETCHES);
     b.replace_text("#batch", "16");
     let n = b.rendered(n, "ready");
     let url = b.url();
@@ -351,13 +359,40 @@ fn the_page_works_in_a_real_browser() {
         url.contains("batch=16") && url.contains("gpu=a100-80gb-sxm"),
         "{url}"
     );
+    let asked = b.js("return window.__asked.filter((u) => u.startsWith('/api/predict?'))");
+    assert_eq!(
+        asked,
+        json!(["/api/predict?model=llama-3-8b&gpu=a100-80gb-sxm&batch=16"]),
+        "typing 16 asked"
+    );
+    // the download buttons ask the API for the same view's JSON and SVG
+    b.js("window.__asked.length = 0");
+    b.click("#downloads button:nth-child(2)");
+    b.click("#downloads button:nth-child(3)");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while b.js("return window.__asked.length") != 2 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(
+        b.js("return window.__asked"),
+        json!([
+            "/api/explain?model=llama-3-8b&gpu=a100-80gb-sxm&batch=16",
+            "/api/roofline.svg?model=llama-3-8b&gpu=a100-80gb-sxm&batch=16"
+        ])
+    );
     let (rows16, _, _) = view(&b);
 
-    // the arrow keys move between the chart tabs
+    // the arrow keys move between the chart tabs; a new tab asks for its chart only
+    b.js("window.__asked.length = 0");
     b.keys("#tab-roofline", "\u{E014}"); // ArrowRight
     b.rendered(n, "ready");
     let (_, chart3, _) = view(&b);
     assert!(chart3.starts_with("/api/throughput.svg?"), "{chart3}");
+    assert_eq!(
+        b.js("return window.__asked"),
+        json!([chart3]),
+        "a tab change asked"
+    );
     assert_eq!(b.js("return document.activeElement.id"), "tab-throughput");
     assert!(b.url().contains("chart=throughput"));
 

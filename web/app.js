@@ -20,7 +20,7 @@ const SEGMENTS = [
 const state = {
   meta: null, hardware: [], models: [], devices: DEFAULT_DEVICES.slice(), flash: true,
   chart: 'roofline', config: null, generation: 0, controller: null, chartUrl: null,
-  timer: null,
+  timer: null, shown: null, numbersShown: null,
 };
 
 const $ = (id) => document.getElementById(id);
@@ -272,6 +272,8 @@ async function renderChart(signal, generation) {
   img.dataset.bytes = String(svg.length);
   const names = { roofline: 'Roofline', throughput: 'Decode throughput and latency against batch', memory: 'Memory per device by weight format' };
   img.alt = `${names[chart]} chart for ${state.config ? 'the pasted model' : $('model').value} on ${chart === 'memory' ? state.devices[0] : state.devices.join(', ')}`;
+  // ready means drawn: wait for the image (a newer chart replacing it rejects: fine)
+  await img.decode().catch(() => {});
 }
 
 // ---- errors: the message, and the fields it names marked
@@ -310,7 +312,19 @@ async function renderNumbers(signal, generation) {
   renderExplain(explain);
 }
 
-async function update(chartOnly = false) {
+// what the view shows (or is loading): an update for the same is skipped, such as the
+// change event a field fires when it loses focus after typing
+function viewKey() {
+  return `${query(state.devices.join(','))}|${state.chart}|${state.config ?? ''}`;
+}
+
+async function update() {
+  const key = viewKey();
+  if (key === state.shown) return;
+  state.shown = key;
+  // the numbers do not depend on the chart: a new tab asks for its chart only
+  const numbers = key.slice(0, key.indexOf('|')) + (state.config ?? '');
+  const chartOnly = numbers === state.numbersShown;
   const generation = ++state.generation;
   if (state.controller) state.controller.abort();
   const controller = new AbortController();
@@ -327,11 +341,14 @@ async function update(chartOnly = false) {
     if (!chartOnly) work.push(renderNumbers(signal, generation));
     await Promise.all(work);
     if (generation !== state.generation) return;
+    state.numbersShown = numbers;
     clearError();
     document.body.dataset.state = 'ready';
     document.body.dataset.rendered = String(Number(document.body.dataset.rendered || 0) + 1);
   } catch (e) {
     if (e.name === 'AbortError' || generation !== state.generation) return;
+    state.shown = null; // asking again may succeed
+    state.numbersShown = null;
     showError(e instanceof ApiError ? e.message : `The server did not answer: ${e.message}`);
     document.body.dataset.state = 'error';
   } finally {
@@ -398,14 +415,14 @@ function selectTab(chart, focus) {
 function wireTabs() {
   const tabs = [...document.querySelectorAll('[role=tab]')];
   tabs.forEach((tab, i) => {
-    tab.addEventListener('click', () => { selectTab(tab.dataset.chart, false); update(true); });
+    tab.addEventListener('click', () => { selectTab(tab.dataset.chart, false); update(); });
     tab.addEventListener('keydown', (e) => {
       const to = { ArrowRight: i + 1, ArrowLeft: i - 1, Home: 0, End: tabs.length - 1 }[e.key];
       if (to === undefined) return;
       e.preventDefault();
       const next = tabs[(to + tabs.length) % tabs.length];
       selectTab(next.dataset.chart, true);
-      update(true);
+      update();
     });
   });
 }
