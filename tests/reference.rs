@@ -910,6 +910,10 @@ fn readme_commands() -> Vec<String> {
 
 /// Words of a command; `[a b]` is one optional group.
 fn words(cmd: &str) -> Vec<Word> {
+    assert!(
+        cmd.split_whitespace().next() != Some("serve"),
+        "README command '{cmd}': serve runs until stopped; show it in a text block"
+    );
     let mut out = Vec::new();
     let mut group: Option<Vec<String>> = None;
     for w in cmd.split_whitespace() {
