@@ -71,9 +71,9 @@ use std::sync::Arc;
 pub const BUILTIN_MEASUREMENTS_CSV: &str = include_str!("../data/measurements/measurements.csv");
 
 /// Largest batch assumed for "max-load" / "offline" throughput rows, whose batch the
-/// scheduler chose: the largest batch that fits in memory, capped here (vLLM's default
-/// `max_num_seqs` is 256; TensorRT-LLM's benchmark tunes its own, typically a few
-/// hundred).
+/// scheduler chose, under an engine that sets no `max_num_seqs`: the largest batch that
+/// fits in memory, capped here (vLLM's default `max_num_seqs` is 256). An engine's own
+/// `max_num_seqs` (TensorRT-LLM's `max_batch_size` 2048) caps it where given.
 pub const MAX_LOAD_BATCH: u64 = 256;
 
 /// The prediction number a measurement is compared with.
@@ -86,6 +86,9 @@ pub enum Target {
     OutputTokensPerS,
     /// `generation.output_tokens_per_s` divided by the number of devices.
     OutputTokensPerSPerGpu,
+    /// `generation.decode_tokens_per_s` divided by the number of devices (a
+    /// disaggregated decode instance's "decode tokens/s per GPU").
+    DecodeTokensPerSPerGpu,
     /// `prefill.tokens_per_s` (llama-bench `pp`).
     PrefillTokensPerS,
     /// `generation.ttft_s`, seconds.
@@ -108,6 +111,7 @@ impl Target {
             Target::DecodeTokensPerS => "decode_tokens_per_s",
             Target::OutputTokensPerS => "output_tokens_per_s",
             Target::OutputTokensPerSPerGpu => "output_tokens_per_s_per_gpu",
+            Target::DecodeTokensPerSPerGpu => "decode_tokens_per_s_per_gpu",
             Target::PrefillTokensPerS => "prefill_tokens_per_s",
             Target::TtftS => "ttft_s",
             Target::MatmulFlopsPerS(_) => "matmul_flops_per_s",

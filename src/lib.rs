@@ -56,6 +56,8 @@
 //! | [`plot`] | SVG charts: roofline, throughput and latency vs batch, memory breakdown, training cost vs time |
 //! | [`train`] | training memory and step time (ZeRO, 3D parallelism, LoRA/QLoRA, offload) |
 //! | [`calibrate`] | published measurements, engine-factor fitting, leave-one-source-out errors |
+//! | [`cli`] | the command line as a library: [`cli::run_args`] runs words as the CLI does, [`cli::chart_args`] draws a command's chart |
+//! | [`web`] | `ridgeline serve`: the local page and JSON API ([`web::handle`] answers one request) |
 //! | [`files`] | bounded reads of user files, atomic writes |
 //! | [`error`] | one [`Error`] type naming the field, with near matches |
 //!
@@ -87,6 +89,7 @@ pub mod simulate;
 pub mod sweep;
 pub mod train;
 pub mod units;
+pub mod web;
 
 pub use error::{Error, Result};
 

@@ -75,7 +75,9 @@ fn kind_b_batched_throughput() {
 
 #[test]
 fn kind_c_prefill_and_ttft() {
-    check_kind(Kind::C, 15.0, 10);
+    // in sample 28.5% (llama.cpp's prefill rows on DGX Spark, datacenter and GeForce
+    // cards pull one compute efficiency three ways)
+    check_kind(Kind::C, 29.0, 10);
 }
 
 #[test]
@@ -136,10 +138,16 @@ fn every_row_is_mapped_or_skipped_with_a_reason() {
     // training and memory rows are not engine measurements
     assert!(reason("m093").contains("kind D"));
     assert!(reason("m118").contains("kind E"));
-    // every inference row that is not skipped for a named reason is mapped
+    // AutoAWQ's own benchmark (transformers with fused modules) has no engine profile
+    assert!(reason("m358").contains("AutoAWQ"), "{}", reason("m358"));
+    // DeepSeek-V3 over 48 or 72 devices of attention data parallelism is not a tensor
+    // parallel layout the model allows
+    assert!(reason("m276").contains("divide"), "{}", reason("m276"));
+    // every single-stream row is mapped but the P40's and AutoAWQ's (m358, m360, m364,
+    // m366, m370)
     let mapped_a = m.cases.iter().filter(|c| c.kind == Kind::A).count();
     let rows_a = rows.iter().filter(|r| r.kind == Kind::A).count();
-    assert_eq!(mapped_a + 1, rows_a);
+    assert_eq!(mapped_a + 1 + 5, rows_a);
 }
 
 #[test]
@@ -165,7 +173,7 @@ fn engines_toml_has_every_engine_and_real_fitted_on_ids() {
         }
     }
     assert!(db.get("ideal").unwrap().fitted_on.is_empty());
-    assert!(db.get("sglang").unwrap().fitted_on.is_empty());
+    assert!(!db.get("sglang").unwrap().fitted_on.is_empty());
     assert!(!db.get("llama.cpp").unwrap().fitted_on.is_empty());
 }
 
@@ -196,17 +204,13 @@ fn engines_toml_is_the_fit_of_the_bundled_measurements() {
 }
 
 #[test]
-fn sglang_has_typical_s_speed_factors() {
-    // no published SGLang rows: its profile is typical's fit, with its own memory
-    // footprint and chunk size
+fn sglang_is_fitted_on_its_own_rows() {
+    // SGLang's published rows (its large-scale EP blog, gpt-oss on H100, DGX Spark) fit
+    // its own factors; the profile keeps its own memory footprint and chunk size
     let db = EngineDb::builtin().unwrap();
-    let (s, t) = (db.get("sglang").unwrap(), db.get("typical").unwrap());
-    assert_eq!(s.memory_efficiency, t.memory_efficiency);
-    assert_eq!(
-        (s.compute_efficiency, s.step_overhead_s, s.layer_overhead_s),
-        (t.compute_efficiency, t.step_overhead_s, t.layer_overhead_s)
-    );
-    assert!(s.fitted_on.is_empty());
+    let s = db.get("sglang").unwrap();
+    assert!(s.fitted_on.len() >= 10, "{:?}", s.fitted_on);
+    assert_eq!(s.max_batched_tokens, Some(8192));
 }
 
 #[test]
@@ -227,6 +231,8 @@ fn the_written_database_holds_the_fit_as_rounded() {
             let v = match &p.kind {
                 Memory(g) => e.memory_efficiency[g],
                 Compute => e.compute_efficiency,
+                Dequant => e.dequant_efficiency,
+                Attention => e.attention_efficiency,
                 StepOverhead => e.step_overhead_s,
                 LayerOverhead => e.layer_overhead_s,
             };
@@ -243,14 +249,6 @@ fn the_written_database_holds_the_fit_as_rounded() {
         assert!(text.contains(&format!("# {}: fitted on {rows} (", f.engine.id)));
     }
     assert_eq!(written.get("ideal").unwrap(), db.get("ideal").unwrap());
-    let (s, t) = (
-        written.get("sglang").unwrap(),
-        written.get("typical").unwrap(),
-    );
-    assert_eq!(
-        (&s.memory_efficiency, s.compute_efficiency),
-        (&t.memory_efficiency, t.compute_efficiency)
-    );
     // written over itself, the file keeps its remarks and comes out the same
     let again = ridgeline::calibrate::engines_file(&cal, &m, db, Some(&text)).unwrap();
     assert_eq!(again, text);
@@ -273,12 +271,16 @@ fn bundled_accuracy() -> &'static Accuracy {
 
 #[test]
 fn held_out_errors_per_kind() {
-    // measured (this file, these engines): leave one row out A 6.6%, B 8.3%, C 14.6%;
-    // leave one source out A 7.2%, B 13.2%, C 15.5%. Limits: measured + ~1 point.
+    // measured (this file, these engines; 219 A/B/C rows): leave one row out A 7.5%,
+    // B 15.0%, C 32.1%; leave one source out A 15.7%, B 15.8%, C 40.1%.
+    // Limits: measured + ~1 point, so that a change that makes the held-out error worse
+    // fails here. (Issue 13's targets, A 10%, B 15%, C 15%, are not met: the largest
+    // misses are llama.cpp prefill across device classes, MoE at max load, attention
+    // data parallel and vLLM on ROCm; see README "Accuracy".)
     let limits = [
-        (Kind::A, 7.5, 8.0),
-        (Kind::B, 9.5, 14.5),
-        (Kind::C, 16.0, 17.0),
+        (Kind::A, 8.5, 16.7),
+        (Kind::B, 16.0, 16.8),
+        (Kind::C, 33.1, 41.1),
     ];
     let a = bundled_accuracy();
     for (kind, loo_max, loso_max) in limits {

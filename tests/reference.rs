@@ -774,7 +774,15 @@ fn option_tables_hold_every_flag() {
     let own = |command: &[&str]| -> BTreeSet<String> {
         help_flags(command).difference(&global).cloned().collect()
     };
-    for command in ["predict", "train", "sweep", "plan", "simulate", "calibrate"] {
+    for command in [
+        "predict",
+        "train",
+        "sweep",
+        "plan",
+        "simulate",
+        "calibrate",
+        "serve",
+    ] {
         assert_eq!(doc_flags(command), own(&[command]), "options of {command}");
     }
     // explain and roofline: their own table plus predict's options
@@ -902,6 +910,10 @@ fn readme_commands() -> Vec<String> {
 
 /// Words of a command; `[a b]` is one optional group.
 fn words(cmd: &str) -> Vec<Word> {
+    assert!(
+        cmd.split_whitespace().next() != Some("serve"),
+        "README command '{cmd}': serve runs until stopped; show it in a text block"
+    );
     let mut out = Vec::new();
     let mut group: Option<Vec<String>> = None;
     for w in cmd.split_whitespace() {

@@ -267,6 +267,11 @@ def instances(**options: Any) -> List[Dict[str, Any]]:
 
 def _chart(command: Sequence[str], kwargs: Dict[str, Any], fixed: Sequence[str] = ()) -> Chart:
     kwargs.pop("svg", None)
+    if kwargs.get("html") is not None:
+        raise RidgelineError(
+            "invalid --html: a chart function returns its chart; "
+            "predict(html=FILE) and explain(html=FILE) write the HTML report"
+        )
     return Chart(_call(_core.chart, command, kwargs, fixed))
 
 
@@ -352,6 +357,7 @@ def _document() -> None:
             f"    {name}: {help_}" if help_ else f"    {name}"
             for name, (_, _, _, help_) in options(*command).items()
             if name not in ("json", "svg", "out", "chart")
+            and not (name == "html" and fn.__name__.endswith("_svg"))
         ]
         fn.__doc__ = (fn.__doc__ or "") + "\n\n    Options (keyword arguments):\n" + "\n".join(lines)
 

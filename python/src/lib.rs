@@ -36,9 +36,43 @@ fn run(py: Python<'_>, args: Vec<String>) -> PyResult<String> {
 
 /// Runs a command that draws a chart (`predict`, `explain`, `roofline`, `train`,
 /// `simulate`, `plan --train`) and returns the chart as SVG text; no file is written.
+/// `predict` draws the chart its `--chart` names (throughput by default).
 #[pyfunction]
 fn chart(py: Python<'_>, args: Vec<String>) -> PyResult<String> {
-    py.detach(|| cli::chart_args(args)).map_err(to_py)
+    let (kind, words) = chart_of(args).map_err(to_py)?;
+    py.detach(|| cli::chart_args(kind, words, &cli::RunOptions::default()))
+        .map_err(to_py)
+}
+
+/// The chart the command of `words` draws with `--svg FILE` (`roofline`: `--out`), and
+/// the words [`cli::chart_args`] takes for it: `predict`'s `--chart` taken out (it
+/// requires `--svg`), `roofline` given `--out=-` (the file it would write).
+fn chart_of(mut words: Vec<String>) -> ridgeline::Result<(cli::Chart, Vec<String>)> {
+    use cli::Chart;
+    let kind = match words.first().map(String::as_str) {
+        Some("predict") => match words.iter().position(|w| w == "--chart") {
+            Some(i) if i + 1 < words.len() => {
+                let name = words.remove(i + 1);
+                words.remove(i);
+                Chart::parse(&name)?
+            }
+            _ => Chart::Throughput,
+        },
+        Some("explain") => Chart::Roofline,
+        Some("roofline") => {
+            words.push("--out=-".into());
+            Chart::Roofline
+        }
+        Some("train") => Chart::Zero,
+        Some("simulate") => Chart::Serving,
+        Some("plan") => Chart::CostTime,
+        _ => {
+            return Err(ridgeline::Error::Usage(
+                "this command draws no chart; charts come from predict, explain, roofline, train, simulate and plan --train".into(),
+            ));
+        }
+    };
+    Ok((kind, words))
 }
 
 /// One option as Python sees it: (flag without dashes, takes a value, may repeat,

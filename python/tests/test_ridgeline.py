@@ -146,6 +146,20 @@ def test_charts_equal_the_cli_files(cli, tmp_path):
     assert saved.read_text() == cases[0][0]
 
 
+def test_html_reports_equal_the_cli_files(cli, tmp_path):
+    base = ["--model", "llama-3-8b", "--gpu", "h100", "--batch", "8"]
+    for command, fn in [("predict", ridgeline.predict), ("explain", ridgeline.explain)]:
+        mine, theirs = tmp_path / f"{command}-py.html", tmp_path / f"{command}-cli.html"
+        fn(model="llama-3-8b", gpu="h100", batch=8, html=mine)
+        r = cli.run(command, *base, "--html", theirs)
+        assert r.returncode == 0, r.stderr
+        assert mine.read_text() == theirs.read_text()
+    # a chart function returns its chart: a report file asked of it is refused, unwritten
+    with pytest.raises(ridgeline.RidgelineError, match="--html"):
+        ridgeline.memory_svg(model="llama-3-8b", gpu="h100", html=tmp_path / "no.html")
+    assert not (tmp_path / "no.html").exists()
+
+
 def _csv_columns(text):
     rows = list(csv.reader(io.StringIO(text)))
     return rows[0], rows[1:]
@@ -348,6 +362,7 @@ def test_every_function_is_stubbed_with_real_options():
             "json", "svg", "out", "chart", "markdown", "csv", "save"}
         if name.endswith("_svg"):
             missing.discard("max")  # limits, not a chart
+            missing.discard("html")  # a report file, refused by chart functions
         assert not missing, (name, missing)
     assert "max_tpot_ms" in ridgeline.plan.__doc__  # options listed with their help
 

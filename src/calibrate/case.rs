@@ -292,6 +292,12 @@ fn layout(r: &Measurement, engine: &str, assumptions: &mut Vec<String>) -> Paral
     }
 }
 
+/// Whether a batched metric counts decode steps only ("decode tokens/s", "prefill
+/// excluded").
+fn decode_only(metric: &str) -> bool {
+    metric.starts_with("decode") || metric.contains("prefill excluded")
+}
+
 /// The prediction number matching a kind A/B/C row's metric and unit.
 fn model_target(r: &Measurement, dim: Dim) -> std::result::Result<Target, String> {
     let metric = r.metric.to_ascii_lowercase();
@@ -300,6 +306,15 @@ fn model_target(r: &Measurement, dim: Dim) -> std::result::Result<Target, String
             Target::OutputTokensPerS
         }
         (Kind::A, Dim::Rate) => Target::DecodeTokensPerS,
+        // "decode tokens/s ... prefill excluded" (llama-batched-bench S_TG, a
+        // disaggregated decode instance): decode steps only
+        (Kind::B, Dim::Rate | Dim::RatePerGpu) if decode_only(&metric) => {
+            if metric.contains("per gpu") || dim == Dim::RatePerGpu {
+                Target::DecodeTokensPerSPerGpu
+            } else {
+                Target::DecodeTokensPerS
+            }
+        }
         (Kind::B, Dim::Rate) if metric.contains("per gpu") => Target::OutputTokensPerSPerGpu,
         (Kind::B, Dim::Rate) => Target::OutputTokensPerS,
         (Kind::A | Kind::B, Dim::RatePerGpu) => Target::OutputTokensPerSPerGpu,
@@ -343,7 +358,9 @@ pub fn predict_case(c: &Case, engine: &Engine) -> Result<f64> {
                     ),
                 ));
             }
-            max.min(MAX_LOAD_BATCH)
+            // the engine's scheduler cap (TensorRT-LLM's max_batch_size, vLLM's
+            // max_num_seqs) where it sets one, else MAX_LOAD_BATCH
+            max.min(engine.max_num_seqs.unwrap_or(MAX_LOAD_BATCH))
         }
     };
     let sum = p.summary(batch, s.prompt, s.gen_tokens);
@@ -352,6 +369,7 @@ pub fn predict_case(c: &Case, engine: &Engine) -> Result<f64> {
         Target::DecodeTokensPerS => g.decode_tokens_per_s,
         Target::OutputTokensPerS => g.output_tokens_per_s,
         Target::OutputTokensPerSPerGpu => g.output_tokens_per_s / s.gpus as f64,
+        Target::DecodeTokensPerSPerGpu => g.decode_tokens_per_s / s.gpus as f64,
         Target::PrefillTokensPerS => batch as f64 * s.prompt as f64 / g.ttft_s,
         Target::TtftS => g.ttft_s,
         Target::MatmulFlopsPerS(_) | Target::MemoryBytesPerS => {

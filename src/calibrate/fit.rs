@@ -82,6 +82,10 @@ pub enum ParamKind {
     Memory(String),
     /// `compute_efficiency`.
     Compute,
+    /// `dequant_efficiency`: compute-bound matmuls on weight-only quantized weights.
+    Dequant,
+    /// `attention_efficiency`: the attention kernels.
+    Attention,
     /// `step_overhead_s`.
     StepOverhead,
     /// `layer_overhead_s`.
@@ -94,12 +98,14 @@ impl ParamKind {
         match self {
             ParamKind::Memory(g) => format!("memory_efficiency.{g}"),
             ParamKind::Compute => "compute_efficiency".into(),
+            ParamKind::Dequant => "dequant_efficiency".into(),
+            ParamKind::Attention => "attention_efficiency".into(),
             ParamKind::StepOverhead => "step_overhead_s".into(),
             ParamKind::LayerOverhead => "layer_overhead_s".into(),
         }
     }
 
-    fn is_overhead(&self) -> bool {
+    pub(super) fn is_overhead(&self) -> bool {
         matches!(self, ParamKind::StepOverhead | ParamKind::LayerOverhead)
     }
 
@@ -112,6 +118,8 @@ impl ParamKind {
                 .copied()
                 .unwrap_or(1.0),
             ParamKind::Compute => e.compute_efficiency,
+            ParamKind::Dequant => e.dequant_efficiency,
+            ParamKind::Attention => e.attention_efficiency,
             ParamKind::StepOverhead => e.step_overhead_s,
             ParamKind::LayerOverhead => e.layer_overhead_s,
         }
@@ -123,6 +131,8 @@ impl ParamKind {
                 e.memory_efficiency.insert(g.clone(), v);
             }
             ParamKind::Compute => e.compute_efficiency = v,
+            ParamKind::Dequant => e.dequant_efficiency = v,
+            ParamKind::Attention => e.attention_efficiency = v,
             ParamKind::StepOverhead => e.step_overhead_s = v,
             ParamKind::LayerOverhead => e.layer_overhead_s = v,
         }
@@ -296,6 +306,8 @@ fn choose_params(
     if opts.fit_efficiencies {
         cand.extend(groups.iter().cloned().map(ParamKind::Memory));
         cand.push(ParamKind::Compute);
+        cand.push(ParamKind::Dequant);
+        cand.push(ParamKind::Attention);
     } else {
         notes.push("efficiencies kept as given: only the overhead is fitted".into());
     }
@@ -355,6 +367,7 @@ fn limits(p: &ParamKind, b: &Bounds) -> (f64, f64) {
     match p {
         ParamKind::Memory(g) => (b.min_efficiency, b.memory_for(g)),
         ParamKind::Compute => (b.min_efficiency, b.compute),
+        ParamKind::Dequant | ParamKind::Attention => (b.min_efficiency, 1.0),
         _ => (0.0, b.max_overhead_s),
     }
 }

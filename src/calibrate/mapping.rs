@@ -286,8 +286,9 @@ pub fn map_precision(s: &str) -> std::result::Result<(Option<Format>, Option<For
 
 /// Engines whose rows together define `typical` ("a well-tuned engine"): the serving and
 /// compiled engines, not llama.cpp (its own profile) nor eager PyTorch.
-pub const TYPICAL_POOL: [&str; 7] = [
+pub const TYPICAL_POOL: [&str; 8] = [
     "vllm",
+    "vllm-rocm",
     "trt-llm",
     "sglang",
     "gpt-fast",
@@ -298,11 +299,12 @@ pub const TYPICAL_POOL: [&str; 7] = [
 
 /// The engine ids ridgeline knows: `ideal`, `typical`, `llama.cpp`, the
 /// [`TYPICAL_POOL`] and `hf`.
-pub const ENGINE_IDS: [&str; 11] = {
+pub const ENGINE_IDS: [&str; 12] = {
     let mut ids = [
         "ideal",
         "typical",
         "llama.cpp",
+        "",
         "",
         "",
         "",
@@ -341,14 +343,21 @@ const FRAMEWORK_WORDS: [(&str, &[&str]); 9] = [
 /// assert_eq!(map_framework("llama.cpp (Metal)"), Some("llama.cpp"));
 /// assert_eq!(map_framework("TensorRT-LLM ~1.0"), Some("trt-llm"));
 /// assert_eq!(map_framework("Megatron-LM (PTD-P)"), None);
+/// assert_eq!(map_framework("vLLM v0.10.0 (ROCm 6.4.1, AITER)"), Some("vllm-rocm"));
 /// ```
 pub fn map_framework(s: &str) -> Option<&'static str> {
     let l = s.to_ascii_lowercase();
-    FRAMEWORK_WORDS
+    let id = FRAMEWORK_WORDS
         .iter()
         .find(|(_, words)| words.iter().any(|w| l.contains(w)))
         .map(|(id, _)| *id)
-        .or_else(|| ENGINE_IDS.into_iter().find(|id| l.trim() == *id))
+        .or_else(|| ENGINE_IDS.into_iter().find(|id| l.trim() == *id))?;
+    // vLLM on ROCm runs other kernels (hipBLASLt, AITER, its own attention backend)
+    Some(if id == "vllm" && l.contains("rocm") {
+        "vllm-rocm"
+    } else {
+        id
+    })
 }
 
 #[cfg(test)]
@@ -491,11 +500,12 @@ mod tests {
         assert_eq!(map_framework("LMDeploy (TurboMind)"), Some("lmdeploy"));
         assert_eq!(map_framework("MLC-LLM"), Some("mlc"));
         assert_eq!(map_framework("ExLlamaV2"), Some("exllamav2"));
-        assert_eq!(map_framework("vLLM (ROCm)"), Some("vllm"));
+        assert_eq!(map_framework("vLLM (ROCm)"), Some("vllm-rocm"));
+        assert_eq!(map_framework("vLLM 0.6.6"), Some("vllm"));
         assert_eq!(map_framework("gpt-fast"), Some("gpt-fast"));
         assert_eq!(map_framework("LitGPT generate (eager PyTorch)"), Some("hf"));
         assert_eq!(map_framework("gpu-stream (CUDA/HIP)"), None);
         assert_eq!(map_framework(" HF "), Some("hf"));
-        assert_eq!(ENGINE_IDS[3..10], TYPICAL_POOL);
+        assert_eq!(ENGINE_IDS[3..11], TYPICAL_POOL);
     }
 }

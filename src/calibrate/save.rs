@@ -7,7 +7,7 @@
 //! are hand-written remarks, kept where they stand (at the top, or above an engine's
 //! table) when a file is written over.
 
-use super::{Calibration, Case, EngineFit, Kind, Mapped, ParamKind, median_abs, predict_case};
+use super::{Calibration, Case, EngineFit, Kind, Mapped, median_abs, predict_case};
 use crate::engine::{Engine, EngineDb};
 use crate::error::{Error, Result};
 use std::collections::BTreeMap;
@@ -39,7 +39,10 @@ fn rounded(engine: &Engine) -> Engine {
     let mut e = engine.clone();
     e.compute_efficiency = round_sig(e.compute_efficiency, 3);
     e.step_overhead_s = round_sig(e.step_overhead_s, 3);
+    e.dequant_efficiency = round_sig(e.dequant_efficiency, 3);
+    e.attention_efficiency = round_sig(e.attention_efficiency, 3);
     e.layer_overhead_s = round_sig(e.layer_overhead_s, 3);
+    e.sequence_overhead_s = round_sig(e.sequence_overhead_s, 3);
     for v in e.memory_efficiency.values_mut() {
         *v = round_sig(*v, 3);
     }
@@ -159,11 +162,7 @@ fn fit_comment(out: &mut String, f: &EngineFit, written: &Engine, mapped: &Mappe
             _ if p.at_bound => format!("at its bound {}", num(p.bounds.1)),
             _ => "no interval".to_string(),
         };
-        let unit = if matches!(p.kind, ParamKind::Memory(_) | ParamKind::Compute) {
-            ""
-        } else {
-            " s"
-        };
+        let unit = if !p.kind.is_overhead() { "" } else { " s" };
         let text = format!(
             "{} = {}{unit} ({ci}; {} rows)",
             p.key,

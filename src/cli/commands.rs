@@ -1,6 +1,7 @@
 //! The commands: each wires its parsed arguments to the library and a renderer, and
 //! returns what goes to stdout. One predictor per command. [`super::run`] dispatches.
 
+use super::charts::{self, Chart};
 use super::{
     ChartArg, Cli, DecodingArgs, HardwareAction, PlanArgs, PlanTrainArgs, PredictArgs,
     SimulateArgs, SweepArgs, TrainArgs,
@@ -9,22 +10,25 @@ use crate::engine::EngineDb;
 use crate::hardware::{Hardware, HardwareDb};
 use crate::instances::InstanceDb;
 use crate::model::{ModelConfig, ModelDb};
-use crate::plot::{memory, roofline, throughput};
 use crate::predict::{Prediction, Predictor, Scenario};
 use crate::report;
-use crate::series;
+use crate::train::TrainConfig;
 use crate::{Error, Result, files};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-/// The databases every command reads (built-ins plus the user's files), and where its
-/// charts go.
+/// The databases every command reads: built-ins plus the user's files, and models the
+/// caller gave as documents.
 pub struct Ctx {
-    hardware: HardwareDb,
-    engines: EngineDb,
+    pub(super) hardware: HardwareDb,
+    pub(super) engines: EngineDb,
     instances: InstanceDb,
-    /// `Some`: charts are kept here instead of written to their files.
-    captured: Option<std::sync::Mutex<Option<String>>>,
+    /// Models given as parsed documents: their ids resolve before the bundled ids and
+    /// paths.
+    models: Vec<ModelConfig>,
+    /// `Some(limit)`: streamed outputs (sweep) are returned, at most `limit` bytes,
+    /// instead of written to stdout.
+    capture: Option<usize>,
 }
 
 impl Ctx {
@@ -55,36 +59,32 @@ impl Ctx {
             hardware,
             engines,
             instances,
-            captured: None,
+            models: Vec::new(),
+            capture: None,
         })
     }
 
-    /// This context, keeping the chart a command draws (`--svg`, `roofline --out`) for
-    /// [`Ctx::take_chart`] instead of writing its file.
-    pub fn capturing_charts(self) -> Ctx {
-        Ctx {
-            captured: Some(std::sync::Mutex::new(None)),
-            ..self
-        }
+    /// The same databases, with `models` resolving by id before the bundled models.
+    pub fn with_models(mut self, models: &[ModelConfig]) -> Ctx {
+        self.models = models.to_vec();
+        self
     }
 
-    /// The chart kept by a context from [`Ctx::capturing_charts`], if one was drawn.
-    pub fn take_chart(&self) -> Option<String> {
-        let slot = self.captured.as_ref()?;
-        slot.lock().unwrap_or_else(|e| e.into_inner()).take()
+    /// The same databases; streamed outputs (sweep) come back as the command's output,
+    /// at most `limit` bytes, instead of going to stdout.
+    pub fn capturing(mut self, limit: usize) -> Ctx {
+        self.capture = Some(limit);
+        self
     }
 
-    /// Writes a chart to `path` (given by `flag`) atomically and says so on stderr, or
-    /// keeps it when capturing; the file must be named `.svg` either way.
-    fn write_chart(&self, flag: &str, path: &Path, svg: &str, what: &str) -> Result<()> {
-        check_svg_name(flag, path)?;
-        if let Some(slot) = &self.captured {
-            *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(svg.to_string());
-            return Ok(());
+    /// The model `name` names: one of the caller's documents by id, else a bundled id
+    /// or a config.json path.
+    pub fn model(&self, name: &str) -> Result<ModelConfig> {
+        let q = name.trim();
+        match self.models.iter().find(|m| m.id.eq_ignore_ascii_case(q)) {
+            Some(m) => Ok(m.clone()),
+            None => ModelDb::builtin()?.resolve(name),
         }
-        files::write_atomic(path, svg.as_bytes()).map_err(|e| named(flag, e))?;
-        eprintln!("wrote {what}{}", path.display());
-        Ok(())
     }
 
     /// The sweep `a` describes, over this context's devices and engines.
@@ -98,10 +98,10 @@ impl Ctx {
         a: &PredictArgs,
         f: impl FnOnce(&Predictor) -> Result<T>,
     ) -> Result<T> {
-        let model = resolve_model(&a.model)?;
+        let model = self.model(&a.model)?;
         let hw = self.hardware.get(&a.gpu)?;
         let engine = self.engines.get(&a.engine)?;
-        let draft = draft_model(&a.decoding)?;
+        let draft = self.draft_model(&a.decoding)?;
         f(&build_predictor(
             &model,
             hw,
@@ -110,15 +110,15 @@ impl Ctx {
             draft.as_ref(),
         )?)
     }
-}
 
-/// The `--draft` model, if named.
-fn draft_model(d: &DecodingArgs) -> Result<Option<ModelConfig>> {
-    d.draft.as_deref().map(resolve_model).transpose()
+    /// The `--draft` model, if named.
+    pub(super) fn draft_model(&self, d: &DecodingArgs) -> Result<Option<ModelConfig>> {
+        d.draft.as_deref().map(|n| self.model(n)).transpose()
+    }
 }
 
 /// A predictor for `s`, with drafts from `draft` where one is given.
-fn build_predictor<'a>(
+pub(super) fn build_predictor<'a>(
     model: &'a ModelConfig,
     hw: &'a Hardware,
     engine: &'a crate::engine::Engine,
@@ -132,12 +132,17 @@ fn build_predictor<'a>(
     }
 }
 
-fn resolve_model(name: &str) -> Result<ModelConfig> {
-    ModelDb::builtin()?.resolve(name)
-}
-
 fn to_json<T: serde::Serialize>(v: &T) -> Result<String> {
     serde_json::to_string_pretty(v).map_err(|e| Error::internal("JSON writer", e))
+}
+
+/// Writes a chart to `path` (given by `flag`) atomically and says so on stderr; the
+/// file must be named `.svg`.
+fn write_chart(flag: &str, path: &Path, svg: &str, what: &str) -> Result<()> {
+    check_svg_name(flag, path)?;
+    files::write_atomic(path, svg.as_bytes()).map_err(|e| named(flag, e))?;
+    eprintln!("wrote {what}{}", path.display());
+    Ok(())
 }
 
 /// Charts are SVG: a file named otherwise would hold the wrong format.
@@ -180,78 +185,40 @@ fn named(flag: &str, e: Error) -> Error {
     }
 }
 
-/// The chart `predict --svg` writes, from the predictor and its prediction.
+/// The chart `predict --svg` (or `explain --svg`) writes, from the predictor and its
+/// prediction.
 fn predict_chart(
     pred: &Predictor,
     p: &Prediction,
     s: &Scenario,
     chart: ChartArg,
 ) -> Result<String> {
-    let c = &p.config;
-    match chart {
-        ChartArg::Throughput => {
-            let limit = series::batch_limit(&[pred], c.prompt, c.r#gen)?;
-            let curves = series::throughput_series(pred, c.prompt, c.r#gen, limit)?;
-            let (title, subtitle) = series::throughput_titles(pred, c.prompt, c.r#gen);
-            let opts = throughput::ThroughputOptions {
-                title,
-                subtitle,
-                ..Default::default()
-            };
-            throughput::throughput(&[curves], &opts)
-        }
-        ChartArg::Roofline => roofline_chart(&[(pred.hardware, p)], p.hardware.count > 1, false),
-        ChartArg::Memory => {
-            let formats = series::default_formats(pred.model);
-            let comparison =
-                series::format_comparison(pred.model, pred.hardware, pred.engine, s, &formats)?;
-            memory::memory(&comparison)
-        }
-    }
-}
-
-fn roofline_chart(
-    devices: &[(&Hardware, &Prediction)],
-    scaleup: bool,
-    host: bool,
-) -> Result<String> {
-    let devices: Vec<_> = devices
-        .iter()
-        .map(|&(hardware, prediction)| roofline::RooflineDevice {
-            hardware,
-            prediction,
-        })
-        .collect();
-    let opts = roofline::RooflineOptions {
-        host_link: host,
-        scaleup_link: scaleup,
-        ..Default::default()
+    let links = charts::Links {
+        scaleup: p.hardware.count > 1,
+        host: false,
     };
-    roofline::roofline(&devices, &opts)
+    charts::devices(&[pred], std::slice::from_ref(p), s, chart.into(), links)
 }
 
 /// `ridgeline predict`.
-pub fn predict(
-    ctx: &Ctx,
-    a: &PredictArgs,
-    markdown: bool,
-    max: bool,
-    svg: Option<&Path>,
-    chart: Option<ChartArg>,
-    json: bool,
-) -> Result<String> {
+pub fn predict(ctx: &Ctx, a: &PredictArgs, out: &PredictOutputs, json: bool) -> Result<String> {
     ctx.with_predictor(a, |pred| {
         let p = pred.predict(a.batch, a.prompt, a.gen_tokens)?;
-        if let Some(path) = svg {
-            let chart = chart.unwrap_or(ChartArg::Throughput);
-            ctx.write_chart(
+        if let Some(path) = out.svg {
+            let chart = out.chart.unwrap_or(ChartArg::Throughput);
+            write_chart(
                 "--svg",
                 path,
                 &predict_chart(pred, &p, &a.scenario(), chart)?,
                 "",
             )?;
         }
-        match (max, json, markdown) {
+        if let Some(path) = out.html {
+            let w = pred.what_ifs(a.batch, a.prompt, a.gen_tokens, p.memory.max_batch);
+            let e = report::explain::explain(&p, &w);
+            super::html::write(pred, &p, &e, a, "predict", path)?;
+        }
+        match (out.max, json, out.markdown) {
             (true, true, _) => to_json(&p.limits()),
             (true, false, _) => Ok(report::text::limits(&p.limits())),
             (false, true, _) => to_json(&p),
@@ -261,16 +228,39 @@ pub fn predict(
     })
 }
 
+/// What `predict` prints and writes besides its report.
+pub struct PredictOutputs<'a> {
+    /// `--markdown`.
+    pub markdown: bool,
+    /// `--max`.
+    pub max: bool,
+    /// `--svg FILE`.
+    pub svg: Option<&'a Path>,
+    /// `--chart`.
+    pub chart: Option<ChartArg>,
+    /// `--html FILE`.
+    pub html: Option<&'a Path>,
+}
+
 /// `ridgeline explain`.
-pub fn explain(ctx: &Ctx, a: &PredictArgs, svg: Option<&Path>, json: bool) -> Result<String> {
+pub fn explain(
+    ctx: &Ctx,
+    a: &PredictArgs,
+    svg: Option<&Path>,
+    html: Option<&Path>,
+    json: bool,
+) -> Result<String> {
     ctx.with_predictor(a, |pred| {
         let p = pred.predict(a.batch, a.prompt, a.gen_tokens)?;
         if let Some(path) = svg {
             let chart = predict_chart(pred, &p, &a.scenario(), ChartArg::Roofline)?;
-            ctx.write_chart("--svg", path, &chart, "roofline chart to ")?;
+            write_chart("--svg", path, &chart, "roofline chart to ")?;
         }
         let w = pred.what_ifs(a.batch, a.prompt, a.gen_tokens, p.memory.max_batch);
         let e = report::explain::explain(&p, &w);
+        if let Some(path) = html {
+            super::html::write(pred, &p, &e, a, "explain", path)?;
+        }
         if json {
             to_json(&e)
         } else {
@@ -294,37 +284,43 @@ pub fn roofline_cmd(
             "--json and --out - would both write to stdout",
         ));
     }
-    let model = resolve_model(&a.model)?;
+    let model = ctx.model(&a.model)?;
     let engine = ctx.engines.get(&a.engine)?;
     let s = a.scenario();
     let hws = ctx.hardware.get_list(&a.gpu)?;
-    let draft = draft_model(&a.decoding)?;
+    let draft = ctx.draft_model(&a.decoding)?;
     let preds = hws
         .iter()
-        .map(|hw| {
-            build_predictor(&model, hw, engine, &s, draft.as_ref())?.predict(
-                s.batch,
-                s.prompt,
-                s.gen_tokens,
-            )
-        })
+        .map(|hw| build_predictor(&model, hw, engine, &s, draft.as_ref()))
         .collect::<Result<Vec<_>>>()?;
-    let devices: Vec<_> = hws.iter().copied().zip(&preds).collect();
-    let svg = roofline_chart(&devices, links || s.gpus > 1, links || s.offload)?;
+    let predictions = preds
+        .iter()
+        .map(|p| p.predict(s.batch, s.prompt, s.gen_tokens))
+        .collect::<Result<Vec<_>>>()?;
+    let links = charts::Links {
+        scaleup: links || s.gpus > 1,
+        host: links || s.offload,
+    };
+    let refs: Vec<&Predictor> = preds.iter().collect();
+    let svg = charts::devices(&refs, &predictions, &s, Chart::Roofline, links)?;
     if to_stdout {
         return Ok(svg);
     }
-    ctx.write_chart("--out", out, &svg, "")?;
+    write_chart("--out", out, &svg, "")?;
     if json {
-        to_json(&serde_json::json!({ "out": out, "predictions": preds }))
+        to_json(&serde_json::json!({ "out": out, "predictions": predictions }))
     } else {
         Ok(String::new())
     }
 }
 
-/// `ridgeline train`.
-pub fn train(ctx: &Ctx, a: &TrainArgs, svg: Option<&Path>, json: bool) -> Result<String> {
-    let model = resolve_model(&a.model)?;
+/// The model, device and configuration of `train` options (`--instance` sets the
+/// device and the network between nodes).
+pub(super) fn train_setup(
+    ctx: &Ctx,
+    a: &TrainArgs,
+) -> Result<(ModelConfig, Hardware, TrainConfig)> {
+    let model = ctx.model(&a.model)?;
     let mut cfg = a.config();
     let hw = match (&a.instance, &a.gpu) {
         (Some(name), _) => {
@@ -336,16 +332,16 @@ pub fn train(ctx: &Ctx, a: &TrainArgs, svg: Option<&Path>, json: bool) -> Result
         (None, Some(g)) => ctx.hardware.get(g)?.clone(),
         (None, None) => return Err(Error::invalid("gpu", "give --gpu or --instance")),
     };
-    let hw = &hw;
-    let report = crate::train::train(&model, hw, &cfg)?;
+    Ok((model, hw, cfg))
+}
+
+/// `ridgeline train`.
+pub fn train(ctx: &Ctx, a: &TrainArgs, svg: Option<&Path>, json: bool) -> Result<String> {
+    let (model, hw, cfg) = train_setup(ctx, a)?;
+    let report = crate::train::train(&model, &hw, &cfg)?;
     if let Some(path) = svg {
-        let chart = series::zero_comparison(&model, hw, &cfg)?;
-        ctx.write_chart(
-            "--svg",
-            path,
-            &memory::memory(&chart)?,
-            "ZeRO memory chart to ",
-        )?;
+        let chart = charts::zero(ctx, a)?;
+        write_chart("--svg", path, &chart, "ZeRO memory chart to ")?;
     }
     if json {
         to_json(&report)
@@ -354,18 +350,15 @@ pub fn train(ctx: &Ctx, a: &TrainArgs, svg: Option<&Path>, json: bool) -> Result
     }
 }
 
-/// `simulate`: one run, or a row per rate with the knee.
-pub fn simulate(ctx: &Ctx, a: &SimulateArgs, svg: Option<&Path>, json: bool) -> Result<String> {
+/// The simulation of `simulate` options: one run, or a row per rate with the knee.
+pub(super) fn simulate_rows(ctx: &Ctx, a: &SimulateArgs) -> Result<crate::simulate::RateSweep> {
     use crate::simulate::{MAX_RATE, RateSweep, simulate, simulate_rates};
-    if let Some(path) = svg {
-        check_svg_name("--svg", path)?;
-    }
-    let model = resolve_model(&a.model)?;
+    let model = ctx.model(&a.model)?;
     let hw = ctx.hardware.get(&a.gpu)?;
     let engine = ctx.engines.get(&a.engine)?;
     let (s, serving) = (a.scenario(), a.serving()?);
     let workload = a.workload()?;
-    let sweep = match &a.rate {
+    Ok(match &a.rate {
         Some(list) => {
             let rates = crate::list::parse_f64_list("--rate", list, MAX_RATE, 100)?;
             simulate_rates(&model, hw, engine, &s, &serving, &workload, &rates)?
@@ -374,23 +367,18 @@ pub fn simulate(ctx: &Ctx, a: &SimulateArgs, svg: Option<&Path>, json: bool) -> 
             rows: vec![simulate(&model, hw, engine, &s, &serving, &workload)?],
             knee: None,
         },
-    };
+    })
+}
+
+/// `simulate`: one run, or a row per rate with the knee.
+pub fn simulate(ctx: &Ctx, a: &SimulateArgs, svg: Option<&Path>, json: bool) -> Result<String> {
     if let Some(path) = svg {
-        let first = &sweep.rows[0].config;
-        let opts = crate::plot::serving::ServingOptions {
-            subtitle: format!(
-                "{} on {} x {}, engine {}; prompt {}, gen {}",
-                first.model,
-                first.gpus,
-                first.gpu,
-                first.engine,
-                a.prompt.as_deref().unwrap_or("512"),
-                a.gen_tokens.as_deref().unwrap_or("128")
-            ),
-            ..Default::default()
-        };
-        let chart = crate::plot::serving::serving(&sweep, &opts)?;
-        ctx.write_chart("--svg", path, &chart, "serving chart to ")?;
+        check_svg_name("--svg", path)?;
+    }
+    let sweep = simulate_rows(ctx, a)?;
+    if let Some(path) = svg {
+        let chart = charts::serving(&sweep, a)?;
+        write_chart("--svg", path, &chart, "serving chart to ")?;
     }
     match (json, sweep.rows.len()) {
         (true, 1) => to_json(&sweep.rows[0]),
@@ -494,7 +482,7 @@ pub fn plan(ctx: &Ctx, a: &PlanArgs, t: &PlanTrainArgs, json: bool) -> Result<St
     }
     let devices = plan_devices(ctx, a.gpu.as_deref())?;
     let req = PlanRequest {
-        model: resolve_model(&a.model)?,
+        model: ctx.model(&a.model)?,
         devices,
         engines: parse_names("engine", &a.engine)?
             .iter()
@@ -568,8 +556,12 @@ fn train_pools(
     Ok(pools)
 }
 
-/// `plan --train`: the training-plan search, its text, Markdown or JSON, and the chart.
-fn plan_train(ctx: &Ctx, a: &PlanArgs, t: &PlanTrainArgs, json: bool) -> Result<String> {
+/// The training plan of `plan --train` options.
+pub(super) fn train_plan(
+    ctx: &Ctx,
+    a: &PlanArgs,
+    t: &PlanTrainArgs,
+) -> Result<crate::plan::train::TrainPlan> {
     use crate::plan::train::{TrainPlanRequest, TrainTargets, plan_training};
     let tokens = t.tokens.ok_or_else(|| {
         Error::invalid(
@@ -577,10 +569,7 @@ fn plan_train(ctx: &Ctx, a: &PlanArgs, t: &PlanTrainArgs, json: bool) -> Result<
             "plan --train needs the tokens to train on (5e8, 500M, 1.5B, 2T)",
         )
     })?;
-    if let Some(path) = &t.svg {
-        check_svg_name("--svg", path)?;
-    }
-    let mut req = TrainPlanRequest::new(resolve_model(&a.model)?, train_pools(ctx, a, t)?, tokens);
+    let mut req = TrainPlanRequest::new(ctx.model(&a.model)?, train_pools(ctx, a, t)?, tokens);
     req.methods = t.method.0.clone();
     req.global_batch = t.global_batch;
     req.targets = TrainTargets {
@@ -593,10 +582,18 @@ fn plan_train(ctx: &Ctx, a: &PlanArgs, t: &PlanTrainArgs, json: bool) -> Result<
         req.gpu_counts =
             crate::list::parse_u64_list_in("gpus", g, 1, crate::plan::train::MAX_TRAIN_PLAN_GPUS)?;
     }
-    let plan = plan_training(&req)?;
+    plan_training(&req)
+}
+
+/// `plan --train`: the training-plan search, its text, Markdown or JSON, and the chart.
+fn plan_train(ctx: &Ctx, a: &PlanArgs, t: &PlanTrainArgs, json: bool) -> Result<String> {
+    if let Some(path) = &t.svg {
+        check_svg_name("--svg", path)?;
+    }
+    let plan = train_plan(ctx, a, t)?;
     if let Some(path) = &t.svg {
         let svg = crate::plot::cost_time::cost_time(&plan)?;
-        ctx.write_chart("--svg", path, &svg, "cost vs time chart to ")?;
+        write_chart("--svg", path, &svg, "cost vs time chart to ")?;
     }
     if json {
         to_json(&plan)
@@ -643,15 +640,24 @@ pub fn sweep(ctx: &Ctx, a: &SweepArgs, json: bool) -> Result<String> {
             sweep.write_csv(w, &opts)
         }
     };
-    let stats = match &a.out {
-        Some(path) => {
+    let mut captured = String::new();
+    let stats = match (&a.out, ctx.capture) {
+        (Some(path), _) => {
             let mut f = files::AtomicFile::create(path).map_err(|e| named("--out", e))?;
             let stats = write(f.file())
                 .map_err(|e| renamed_write(e, &format!("--out {}", path.display())))?;
             f.commit().map_err(|e| named("--out", e))?;
             stats
         }
-        None => write(&mut std::io::stdout().lock()).map_err(|e| renamed_write(e, "<stdout>"))?,
+        (None, Some(limit)) => {
+            let mut buf = super::capture::Capped::new(limit);
+            let stats = write(&mut buf).map_err(|e| renamed_write(e, "the sweep's output"))?;
+            captured = buf.into_string()?;
+            stats
+        }
+        (None, None) => {
+            write(&mut std::io::stdout().lock()).map_err(|e| renamed_write(e, "<stdout>"))?
+        }
     };
     if stats.invalid > 0 {
         let reasons: Vec<String> = stats
@@ -666,7 +672,7 @@ pub fn sweep(ctx: &Ctx, a: &SweepArgs, json: bool) -> Result<String> {
             reasons.join("\n")
         );
     }
-    Ok(String::new())
+    Ok(captured)
 }
 
 /// `ridgeline hardware [show ID]`.

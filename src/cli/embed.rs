@@ -1,49 +1,12 @@
-//! The command line run from other programs (the Python package): a command's chart as
-//! SVG text instead of a file, a sweep's columns instead of CSV text, and the options
-//! each command takes. Words are parsed exactly as [`super::run_args`] parses them.
+//! The command line run from other programs (the Python package): a sweep's columns
+//! instead of CSV text, and the options each command takes (charts as SVG text:
+//! [`super::chart_args`]). Words are parsed exactly as [`super::run_args`] parses them.
 
 use super::commands::Ctx;
-use super::run::{Parsed, parse_args, run_in};
+use super::run::{Parsed, parse_words};
 use super::{Cli, Command};
 use crate::sweep::Columns;
 use crate::{Error, Result};
-
-/// Parses `args` as [`super::run_args`] does and returns the chart that the command
-/// draws with `--svg` (`roofline`: `--out`) as SVG text, writing no file: the words
-/// name no file, `--chart` picks `predict`'s chart. Charts: `predict` (throughput,
-/// roofline or memory), `explain` and `roofline` (roofline), `train` (memory by ZeRO
-/// stage), `simulate` (serving), `plan --train` (cost against time).
-///
-/// ```
-/// let svg = ridgeline::cli::chart_args([
-///     "predict", "--model", "llama-3-8b", "--gpu", "h100", "--chart", "memory",
-/// ])?;
-/// assert!(svg.starts_with("<svg"));
-/// # Ok::<(), ridgeline::Error>(())
-/// ```
-pub fn chart_args<I, T>(args: I) -> Result<String>
-where
-    I: IntoIterator<Item = T>,
-    T: Into<std::ffi::OsString> + Clone,
-{
-    let mut words: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
-    let flag = match words.first() {
-        Some(w) if w == "roofline" => "--out",
-        _ => "--svg",
-    };
-    words.extend([flag.into(), "chart.svg".into()]);
-    let cli = match parse_args(words)? {
-        Parsed::Cli(cli) => *cli,
-        Parsed::Text(text) => return Ok(text),
-    };
-    let ctx = Ctx::new(&cli)?.capturing_charts();
-    run_in(&ctx, cli)?;
-    ctx.take_chart().ok_or_else(|| {
-        Error::Usage(
-            "this command draws no chart; charts come from predict, explain, roofline, train, simulate and plan --train".into(),
-        )
-    })
-}
 
 /// Parses the words of a `sweep` (`["sweep", "--model", "llama-3-8b", "--gpu",
 /// "h100,a100", "--batch", "1..64:x2"]`) as [`super::run_args`] does and evaluates it
@@ -62,7 +25,7 @@ where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
-    let cli = match parse_args(args)? {
+    let cli = match parse_words(args)? {
         Parsed::Cli(cli) => *cli,
         Parsed::Text(text) => return Err(Error::Usage(text)),
     };

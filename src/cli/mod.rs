@@ -12,11 +12,15 @@ use crate::train::{
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
+mod capture;
+pub mod charts;
 pub mod commands;
 mod embed;
-pub use embed::{OptionInfo, chart_args, options, sweep_columns_args};
+pub use embed::{OptionInfo, options, sweep_columns_args};
+mod html;
 mod run;
-pub use run::{flag_of, parse, run, run_args};
+pub use charts::Chart;
+pub use run::{RunOptions, chart_args, flag_of, parse, run, run_args, run_args_with};
 mod simulate;
 pub use simulate::{PlanRateArgs, SimulateArgs};
 
@@ -79,6 +83,10 @@ pub enum Command {
         /// roofline with the model's ops, or memory per weight format.
         #[arg(long, value_enum, requires = "svg")]
         chart: Option<ChartArg>,
+        /// Also write a self-contained HTML report to FILE (inputs, tables, the
+        /// explanation, inline charts; readable offline and printable).
+        #[arg(long, value_name = "FILE.html")]
+        html: Option<PathBuf>,
     },
     /// Plain-language report: what binds, why, and what would help.
     Explain {
@@ -88,6 +96,10 @@ pub enum Command {
         /// Also write the roofline chart (ops placed on the device's roofs) as SVG.
         #[arg(long, value_name = "FILE.svg")]
         svg: Option<PathBuf>,
+        /// Also write a self-contained HTML report to FILE (inputs, tables, the
+        /// explanation, inline charts; readable offline and printable).
+        #[arg(long, value_name = "FILE.html")]
+        html: Option<PathBuf>,
     },
     /// Evaluate every combination of LISTs in parallel; CSV rows (default) or --json.
     ///
@@ -170,6 +182,17 @@ pub enum Command {
         #[arg(long, conflicts_with = "engine")]
         train: bool,
     },
+    /// A local web page and JSON API over the library: pick a model and devices, see
+    /// the numbers, the charts and the explanation.
+    ///
+    /// `GET /` is the page; `GET /api/<command>?<flags>` returns the command's JSON
+    /// (`?model=llama-3-8b&gpu=h100&batch=8`); `GET /api/<chart>.svg?<flags>` a chart.
+    /// Nothing is read from or written to files. Ctrl-C stops it.
+    Serve {
+        /// The options of the command.
+        #[command(flatten)]
+        args: ServeArgs,
+    },
     /// Roofline chart (SVG) of the model's ops on one or more devices (--gpu G,G2,...).
     Roofline {
         /// The options of the command.
@@ -183,6 +206,17 @@ pub enum Command {
         #[arg(long)]
         links: bool,
     },
+}
+
+/// Options of `ridgeline serve`.
+#[derive(Args, Clone)]
+pub struct ServeArgs {
+    /// Address to listen on (127.0.0.1: this machine only; 0.0.0.0: every interface).
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    /// Port to listen on (0: any free port).
+    #[arg(long, default_value_t = 8080)]
+    pub port: u16,
 }
 
 /// What `hardware` does besides listing.

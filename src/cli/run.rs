@@ -2,7 +2,7 @@
 //! command to its output, and the library's field names to the flags that set them.
 
 use super::commands::{self, Ctx};
-use super::{Cli, Command};
+use super::{Chart, Cli, Command};
 use crate::Result;
 use clap::Parser;
 
@@ -25,7 +25,8 @@ pub fn flag_of(field: &str) -> Option<String> {
         | "lora_rank" | "virtual_stages" | "offload" | "method" | "recompute" | "precision"
         | "optimizer" | "measurements" | "ep" | "spec_k" | "spec_accept" | "draft" | "tokens"
         | "max_hours" | "budget_usd" | "instance" | "rate" | "concurrency" | "trace"
-        | "requests" | "seed" | "max_num_seqs" | "max_batched_tokens" | "prefix_hit" | "disagg" => {
+        | "requests" | "seed" | "max_num_seqs" | "max_batched_tokens" | "prefix_hit" | "disagg"
+        | "host" | "port" => {
             return Some(format!("--{}", field.replace('_', "-")));
         }
         _ => return None,
@@ -51,32 +52,17 @@ pub fn parse() -> Cli {
     }
 }
 
-/// Parses `args`, the words after `ridgeline` (`["predict", "--model", "llama-3-8b",
-/// "--gpu", "h100", "--json"]`), as the command line does, and runs the command: what
-/// the Python package and the web server call, so they print exactly what the CLI
-/// prints. A parse error is [`crate::Error::Usage`] with the CLI's one-line message;
-/// `--help` and `--version` return their text.
-///
-/// ```
-/// let out = ridgeline::cli::run_args(["models", "--json"])?;
-/// assert!(out.contains("\"llama-3-8b\""));
-/// let e = ridgeline::cli::run_args(["predict", "--model", "llama-3-8b", "--gpu", "h100", "--batch", "-1"]).unwrap_err();
-/// assert!(e.to_string().contains("--batch"));
-/// # Ok::<(), ridgeline::Error>(())
-/// ```
-pub fn run_args<I, T>(args: I) -> Result<String>
-where
-    I: IntoIterator<Item = T>,
-    T: Into<std::ffi::OsString> + Clone,
-{
-    match parse_args(args)? {
-        Parsed::Cli(cli) => run(*cli),
-        Parsed::Text(text) => Ok(text),
-    }
+/// What a caller of [`run_args_with`] or [`chart_args`] adds to the command line.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RunOptions<'a> {
+    /// Models given as parsed documents (a pasted `config.json`): `--model ID` and
+    /// `--draft ID` with the id of one of them take it, before the bundled models.
+    pub models: &'a [crate::model::ModelConfig],
+    /// Most bytes a streamed output (a sweep) may take; `None`: memory permitting.
+    pub max_output_bytes: Option<usize>,
 }
 
-/// Words parsed as the command line does: a command to run, or the text of `--help`
-/// or `--version`.
+/// Words parsed: a command line to run, or the text of `--help` / `--version`.
 pub(super) enum Parsed {
     /// A command line to run.
     Cli(Box<Cli>),
@@ -84,9 +70,8 @@ pub(super) enum Parsed {
     Text(String),
 }
 
-/// Parses `args`, the words after `ridgeline`; a parse error is
-/// [`crate::Error::Usage`] with the CLI's one-line message.
-pub(super) fn parse_args<I, T>(args: I) -> Result<Parsed>
+/// Parses the words after `ridgeline` as the command line does.
+pub(super) fn parse_words<I, T>(args: I) -> Result<Parsed>
 where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
@@ -111,6 +96,84 @@ where
     }
 }
 
+/// Parses `args`, the words after `ridgeline` (`["predict", "--model", "llama-3-8b",
+/// "--gpu", "h100", "--json"]`), as the command line does, and runs the command: what
+/// the Python package and the web server call, so they print exactly what the CLI
+/// prints. A parse error is [`crate::Error::Usage`] with the CLI's one-line message;
+/// `--help` and `--version` return their text. What the CLI streams to stdout (a
+/// sweep) is returned too.
+///
+/// ```
+/// let out = ridgeline::cli::run_args(["models", "--json"])?;
+/// assert!(out.contains("\"llama-3-8b\""));
+/// let e = ridgeline::cli::run_args(["predict", "--model", "llama-3-8b", "--gpu", "h100", "--batch", "-1"]).unwrap_err();
+/// assert!(e.to_string().contains("--batch"));
+/// # Ok::<(), ridgeline::Error>(())
+/// ```
+pub fn run_args<I, T>(args: I) -> Result<String>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    run_args_with(args, &RunOptions::default())
+}
+
+/// [`run_args`] with models given as documents and a bound on streamed output.
+///
+/// ```
+/// use ridgeline::cli::{RunOptions, run_args_with};
+/// use ridgeline::model::ModelConfig;
+/// let text = r#"{"model_type": "llama", "hidden_size": 2048, "num_hidden_layers": 16,
+///     "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 8192,
+///     "vocab_size": 128256, "torch_dtype": "bfloat16"}"#;
+/// let mine = ModelConfig::from_json_str(text, "mine", "config.json")?;
+/// let opts = RunOptions { models: &[mine], ..RunOptions::default() };
+/// let out = run_args_with(["predict", "--model", "mine", "--gpu", "l4", "--json"], &opts)?;
+/// assert!(out.contains("\"id\": \"mine\""));
+/// # Ok::<(), ridgeline::Error>(())
+/// ```
+pub fn run_args_with<I, T>(args: I, opts: &RunOptions) -> Result<String>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    match parse_words(args)? {
+        Parsed::Text(text) => Ok(text),
+        Parsed::Cli(cli) => dispatch(&cli, &context(&cli, opts)?),
+    }
+}
+
+/// Draws `chart` from the words of the command whose options describe it
+/// ([`Chart::command`]): what that command's `--svg FILE` (or `roofline --out`) would
+/// write, as SVG text. `--gpu` may list devices for the roofline and throughput charts.
+///
+/// ```
+/// use ridgeline::cli::{Chart, RunOptions, chart_args};
+/// let words = ["predict", "--model", "llama-3-8b", "--gpu", "h100,l40s"];
+/// let svg = chart_args(Chart::Throughput, words, &RunOptions::default())?;
+/// assert!(svg.starts_with("<svg") && svg.contains("L40S"));
+/// # Ok::<(), ridgeline::Error>(())
+/// ```
+pub fn chart_args<I, T>(chart: Chart, args: I, opts: &RunOptions) -> Result<String>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    match parse_words(args)? {
+        Parsed::Text(_) => Err(crate::Error::Usage(
+            "--help and --version print text, not a chart".into(),
+        )),
+        Parsed::Cli(cli) => super::charts::of_command(&context(&cli, opts)?, &cli, chart),
+    }
+}
+
+/// The databases of a command line run for a caller: its models, output captured.
+fn context(cli: &Cli, opts: &RunOptions) -> Result<Ctx> {
+    Ok(Ctx::new(cli)?
+        .with_models(opts.models)
+        .capturing(opts.max_output_bytes.unwrap_or(usize::MAX)))
+}
+
 /// clap's multi-line message as one line: its lines up to the usage, joined by "; ".
 fn one_line(message: &str) -> String {
     let mut out = String::new();
@@ -129,14 +192,14 @@ fn one_line(message: &str) -> String {
 }
 
 /// Runs one parsed command line and returns what it prints on stdout (files it writes
-/// are written; notes go to stderr).
+/// are written; notes go to stderr; a sweep streams to stdout).
 pub fn run(cli: Cli) -> Result<String> {
     let ctx = Ctx::new(&cli)?;
-    run_in(&ctx, cli)
+    dispatch(&cli, &ctx)
 }
 
-/// Runs one parsed command line with the databases (and chart destination) of `ctx`.
-pub(super) fn run_in(ctx: &Ctx, cli: Cli) -> Result<String> {
+/// Runs a parsed command line with its databases.
+fn dispatch(cli: &Cli, ctx: &Ctx) -> Result<String> {
     let json = cli.json;
     match &cli.command {
         Command::Hardware { action } => commands::hardware(ctx, action.as_ref(), json),
@@ -147,8 +210,20 @@ pub(super) fn run_in(ctx: &Ctx, cli: Cli) -> Result<String> {
             max,
             svg,
             chart,
-        } => commands::predict(ctx, args, *markdown, *max, svg.as_deref(), *chart, json),
-        Command::Explain { args, svg } => commands::explain(ctx, args, svg.as_deref(), json),
+            html,
+        } => {
+            let out = commands::PredictOutputs {
+                markdown: *markdown,
+                max: *max,
+                svg: svg.as_deref(),
+                chart: *chart,
+                html: html.as_deref(),
+            };
+            commands::predict(ctx, args, &out, json)
+        }
+        Command::Explain { args, svg, html } => {
+            commands::explain(ctx, args, svg.as_deref(), html.as_deref(), json)
+        }
         Command::Sweep { args } => commands::sweep(ctx, args, json),
         Command::Plan { args, train } => commands::plan(ctx, args, train, json),
         Command::Instances => commands::instances(ctx, json),
@@ -177,5 +252,6 @@ pub(super) fn run_in(ctx: &Ctx, cli: Cli) -> Result<String> {
         Command::Roofline { args, out, links } => {
             commands::roofline_cmd(ctx, args, out, *links, json)
         }
+        Command::Serve { args } => crate::web::serve(&args.host, args.port).map(|()| String::new()),
     }
 }

@@ -97,9 +97,14 @@ struct Layout<'c> {
 
 impl Layout<'_> {
     fn color_of(&self, name: &str) -> [u8; 3] {
-        let i = self.names.iter().position(|n| *n == name).unwrap_or(0);
-        OKABE_ITO[SEGMENT_COLORS[i % SEGMENT_COLORS.len()]].1
+        segment_color(self.names.iter().position(|n| *n == name).unwrap_or(0))
     }
+}
+
+/// The fill of the `i`-th segment name of a memory chart (weights, KV cache,
+/// activations, engine overhead for an inference footprint).
+pub fn segment_color(i: usize) -> [u8; 3] {
+    OKABE_ITO[SEGMENT_COLORS[i % SEGMENT_COLORS.len()]].1
 }
 
 type Plot<'a> = Frame<'a, LinearAxis, LinearAxis>;

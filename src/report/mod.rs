@@ -4,6 +4,7 @@
 mod architecture;
 pub mod calibration;
 pub mod explain;
+pub mod html;
 pub mod markdown;
 pub mod notes;
 pub mod plan;

@@ -9,7 +9,7 @@
 //! [`Skipped`] entry with the reason, never silently dropped.
 
 use super::Trainer;
-use super::config::{Method, Recompute, TrainConfig, TrainPrecision};
+use super::config::{LoraTargets, Method, Optimizer, Recompute, TrainConfig, TrainPrecision};
 use super::efficiency::TrainEfficiency;
 use crate::calibrate::{Count, Kind, Measurement};
 use crate::dtype::Format;
@@ -122,6 +122,12 @@ pub struct RunSetup {
     pub dropout: Option<bool>,
     /// Storage format of frozen LoRA base weights.
     pub frozen_format: Option<Format>,
+    /// Matrices the LoRA adapters adapt.
+    pub lora_targets: Option<LoraTargets>,
+    /// Optimizer.
+    pub optimizer: Option<Optimizer>,
+    /// A compiled step (torch.compile).
+    pub compile: Option<bool>,
     /// Inter-node bandwidth per GPU, bytes/s.
     pub inter_node_bytes_per_s: Option<f64>,
     /// The metric, where the CSV unit does not say (memory rows, FLOP/s counting
@@ -413,6 +419,9 @@ fn config_of(row: &Measurement, s: &RunSetup) -> std::result::Result<TrainConfig
         flash: s.flash.unwrap_or(d.flash),
         dropout: s.dropout.unwrap_or(d.dropout),
         frozen_format: s.frozen_format,
+        lora_targets: s.lora_targets.unwrap_or(d.lora_targets),
+        optimizer: s.optimizer.unwrap_or(d.optimizer),
+        compile: s.compile.unwrap_or(d.compile),
         inter_node_bytes_per_s: s.inter_node_bytes_per_s.unwrap_or(d.inter_node_bytes_per_s),
         ..d
     })
