@@ -12,6 +12,7 @@ use crate::train::{
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
+mod calibration;
 mod capture;
 pub mod charts;
 pub mod commands;
