@@ -553,3 +553,126 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn rate_sweep_rows_are_the_simulations_of_their_deployments() {
+    use ridgeline::simulate::{Arrivals, Dist, Serving, Workload, simulate};
+    use ridgeline::sweep::{RateOptions, Sweep, SweepLists};
+    let (hw, engines) = (HardwareDb::builtin().unwrap(), EngineDb::builtin().unwrap());
+    let lists = SweepLists {
+        model: "llama-3-8b",
+        gpu: "h100,a100",
+        gpus: "1,2",
+        prompt: "512",
+        gen_tokens: "128",
+        ..SweepLists::default()
+    };
+    let sweep = Sweep::from_lists(&lists, hw, engines).unwrap();
+    let opts = RateOptions {
+        requests: 100,
+        seed: 7,
+    };
+    let rows = sweep.rate_rows(&[4.0, 30.0], opts).unwrap();
+    // 2 devices x 2 counts x 2 rates, the rate varying fastest
+    assert_eq!(rows.len(), 8);
+    let order: Vec<(&str, u64, f64)> = rows
+        .iter()
+        .map(|r| (r.gpu.as_str(), r.gpus, r.rate_per_s))
+        .collect();
+    assert_eq!(
+        order[..3],
+        [
+            ("h100-sxm", 1, 4.0),
+            ("h100-sxm", 1, 30.0),
+            ("h100-sxm", 2, 4.0)
+        ]
+    );
+    // each row is exactly `simulate` of its deployment at its rate
+    let model = ridgeline::model::ModelDb::builtin()
+        .unwrap()
+        .resolve("llama-3-8b")
+        .unwrap();
+    for r in &rows {
+        let scenario = ridgeline::predict::Scenario {
+            prompt: 512,
+            gen_tokens: 128,
+            gpus: r.gpus,
+            ..Default::default()
+        };
+        let workload = Workload {
+            arrivals: Arrivals::Poisson { rate: r.rate_per_s },
+            requests: 100,
+            prompt: Dist::Fixed { tokens: 512 },
+            gen_tokens: Dist::Fixed { tokens: 128 },
+            seed: 7,
+        };
+        let run = simulate(
+            &model,
+            hw.get(&r.gpu).unwrap(),
+            engines.get("typical").unwrap(),
+            &scenario,
+            &Serving::default(),
+            &workload,
+        )
+        .unwrap();
+        assert_eq!(
+            r.run.as_ref().unwrap(),
+            &run,
+            "{} x{} at {}",
+            r.gpu,
+            r.gpus,
+            r.rate_per_s
+        );
+    }
+    // the scheduler chooses the batch: a batch axis is refused, naming both
+    let batched = SweepLists {
+        batch: "1,8",
+        ..lists
+    };
+    let e = Sweep::from_lists(&batched, hw, engines)
+        .unwrap()
+        .rate_rows(&[1.0], opts)
+        .unwrap_err();
+    assert!(
+        e.to_string().contains("batch") && e.to_string().contains("rate"),
+        "{e}"
+    );
+}
+
+#[test]
+fn rate_sweep_rows_that_cannot_serve_say_why() {
+    // Llama-2-70B in bf16 (138 GB) on one 24 GiB card: an error row, not an abort
+    let out = Command::new(env!("CARGO_BIN_EXE_ridgeline"))
+        .args([
+            "sweep",
+            "--model",
+            "llama-2-70b",
+            "--gpu",
+            "rtx-4090,h200",
+            "--rate",
+            "1",
+            "--requests",
+            "20",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 3, "{text}");
+    assert!(lines[0].ends_with(",error"));
+    // the 4090 row: its result columns empty, the error says what does not fit
+    assert!(
+        lines[1].starts_with("llama-2-70b,rtx-4090,1,"),
+        "{}",
+        lines[1]
+    );
+    assert!(lines[1].contains(",,,,,,,,,,,,"), "{}", lines[1]);
+    // the H200 (141 GB) serves it: 20 requests completed, no error
+    let h200: Vec<&str> = lines[2].split(',').collect();
+    assert_eq!((h200[1], h200[9], h200[20]), ("h200-sxm", "20", ""));
+}

@@ -319,6 +319,20 @@ def sweep(model: Any = None, gpu: Any = None, **options: Any) -> SweepColumns:
     column is row ``i`` of the CSV."""
     import numpy as np
 
+    if options.get("rate") is not None:
+        # serving simulated per row: ``sweep --rate --json``'s rows as columns
+        doc = _json(["sweep"], dict(model=model, gpu=gpu, **options))
+        keys = list(doc["rows"][0].keys()) if doc["rows"] else []
+        cols: Dict[str, Any] = {}
+        for k in keys:
+            vals = [r[k] for r in doc["rows"]]
+            if all(isinstance(v, str) for v in vals) or any(isinstance(v, str) for v in vals):
+                arr = np.empty(len(vals), dtype=object)
+                arr[:] = vals
+                cols[k] = arr
+            else:
+                cols[k] = np.array([np.nan if v is None else v for v in vals], dtype=np.float64)
+        return SweepColumns(len(doc["rows"]), cols)
     rows, raw = _call(_core.sweep_columns, ["sweep"], dict(model=model, gpu=gpu, **options))
     dtypes = {"number": np.float64, "count": np.int64, "flag": np.bool_}
     columns: Dict[str, Any] = {}

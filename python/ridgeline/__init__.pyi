@@ -236,12 +236,16 @@ def sweep(
     spec_k: Optional[int] = None,
     spec_accept: Optional[float] = None,
     draft: Optional[ModelArg] = None,
+    rate: Optional[ListArg] = None,
+    requests: Optional[int] = None,
+    seed: Optional[int] = None,
     hardware_file: Optional[FilesArg] = None,
     engine_file: Optional[FilesArg] = None,
     instances_file: Optional[FilesArg] = None,
 ) -> SweepColumns:
     """Every combination, on all cores with the GIL released: the columns of
-    ``ridgeline sweep``'s CSV as NumPy arrays."""
+    ``ridgeline sweep``'s CSV as NumPy arrays; with ``rate``, the serving simulation's
+    columns (``sweep --rate``)."""
 
 def roofline_svg(
     model: ModelArg,

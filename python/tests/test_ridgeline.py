@@ -200,6 +200,28 @@ def test_sweep_columns_equal_the_cli_csv(cli):
     assert np.isnan(cols["ttft_s"][cols["gpus"] == 3]).all()
 
 
+def test_rate_sweep_columns_equal_the_cli_json(cli):
+    # 1 model x 2 devices x 2 rates = 4 simulated rows
+    cols = ridgeline.sweep(model="llama-3-8b", gpu="h100,a100", rate=[2, 40], requests=80)
+    r = cli.run("sweep", "--model", "llama-3-8b", "--gpu", "h100,a100", "--rate", "2,40",
+                "--requests", "80", "--json")
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(r.stdout)["rows"]
+    assert cols.rows == 4 == len(rows)
+    for i, row in enumerate(rows):
+        for k, v in row.items():
+            got = cols[k][i]
+            if v is None:
+                assert got is None or np.isnan(got), (k, i)
+            else:
+                assert got == v, (k, i, got, v)
+    # rows in axis order, the rate last: h100 at 2 and 40, then a100; an A100 serving
+    # Llama-3-8B saturates at 40 requests/s of 512 + 128 tokens, nothing does at 2
+    assert list(cols["gpu"]) == ["h100-sxm", "h100-sxm", "a100-80gb-sxm", "a100-80gb-sxm"]
+    assert list(cols["rate_per_s"]) == [2, 40, 2, 40]
+    assert cols["saturated"][3] and not cols["saturated"][0] and not cols["saturated"][2]
+
+
 def test_sweep_to_pandas(cli):
     pd = pytest.importorskip("pandas")
     cols = ridgeline.sweep(model="llama-3-8b", gpu=["h100", "a100"], batch="1..256:x2")

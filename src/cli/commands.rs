@@ -556,6 +556,9 @@ pub fn sweep(ctx: &Ctx, a: &SweepArgs, json: bool) -> Result<String> {
         return Err(Error::conflict(&["--csv", "--json"], "choose one"));
     }
     let sweep = ctx.sweep(a)?;
+    if let Some(list) = &a.rate {
+        return rate_sweep(a, &sweep, list, json);
+    }
     let opts = WriteOptions {
         progress: std::io::stderr().is_terminal(),
         ..WriteOptions::default()
@@ -601,6 +604,35 @@ pub fn sweep(ctx: &Ctx, a: &SweepArgs, json: bool) -> Result<String> {
         );
     }
     Ok(captured)
+}
+
+/// `sweep --rate`: the serving simulation over the sweep's deployments and the rates.
+fn rate_sweep(
+    a: &SweepArgs,
+    sweep: &crate::sweep::Sweep<'_>,
+    list: &str,
+    json: bool,
+) -> Result<String> {
+    use crate::sweep::RateOptions;
+    let rates = crate::list::parse_f64_list("--rate", list, crate::simulate::MAX_RATE, 1000)?;
+    let d = RateOptions::default();
+    let opts = RateOptions {
+        requests: a.requests.unwrap_or(d.requests),
+        seed: a.seed.unwrap_or(d.seed),
+    };
+    let rows = sweep.rate_rows(&rates, opts)?;
+    let text = if json {
+        to_json(&serde_json::json!({ "rows": rows }))?
+    } else {
+        report::sweep::rate_csv(&rows)
+    };
+    match &a.out {
+        Some(path) => {
+            files::write_atomic(path, text.as_bytes()).map_err(|e| named("--out", e))?;
+            Ok(String::new())
+        }
+        None => Ok(text),
+    }
 }
 
 /// `ridgeline hardware [show ID]`.

@@ -37,6 +37,12 @@ where
             "a sweep gathered as columns prints no text: --csv, --json and --out are for the command line".into(),
         ));
     }
+    if args.rate.is_some() {
+        return Err(Error::Usage(
+            "a rate sweep (--rate) simulates serving: its rows come from `sweep --rate --json`"
+                .into(),
+        ));
+    }
     let ctx = Ctx::new(&cli)?;
     ctx.sweep(args)?.columns()
 }

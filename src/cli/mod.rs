@@ -524,6 +524,16 @@ pub struct SweepArgs {
     /// Write to FILE instead of stdout.
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
+    /// Simulate serving at these Poisson request rates, requests/s (LIST), one row per
+    /// deployment, prompt, gen and rate (the scheduler chooses the batch).
+    #[arg(long, allow_negative_numbers = true)]
+    pub rate: Option<String>,
+    /// With --rate: requests simulated per row [default: 300].
+    #[arg(long, requires = "rate", allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=crate::simulate::MAX_REQUESTS))]
+    pub requests: Option<u64>,
+    /// With --rate: seed of the arrivals (the same seed gives the same rows).
+    #[arg(long, requires = "rate")]
+    pub seed: Option<u64>,
 }
 
 impl SweepArgs {

@@ -331,3 +331,49 @@ fn row(buf: &mut Vec<u8>, s: &Sweep<'_>, l: &Labels, ix: &[usize; 9], r: &Outcom
     }
     buf.extend_from_slice(if json { b"}" } else { b"\n" });
 }
+
+/// The rows of `sweep --rate` as CSV, columns [`crate::sweep::RATE_COLUMNS`]; the result
+/// columns of a row that could not be simulated are empty and `error` says why.
+pub fn rate_csv(rows: &[crate::sweep::RateRow]) -> String {
+    use std::fmt::Write as _;
+    let mut out = crate::sweep::RATE_COLUMNS.join(",");
+    out.push('\n');
+    for r in rows {
+        let _ = write!(
+            out,
+            "{},{},{},{},{},{},{},{},{}",
+            csv_field(&r.model),
+            csv_field(&r.gpu),
+            r.gpus,
+            r.weights,
+            r.kv,
+            csv_field(&r.engine),
+            r.prompt,
+            r.gen_tokens,
+            r.rate_per_s
+        );
+        match &r.run {
+            Ok(x) => {
+                let _ = writeln!(
+                    out,
+                    ",{},{},{},{},{},{},{},{},{},{},{},",
+                    x.completed,
+                    x.saturated,
+                    x.throughput.requests_per_s,
+                    x.throughput.output_tokens_per_s,
+                    x.ttft_s.p50,
+                    x.ttft_s.p99,
+                    x.tpot_s.p50,
+                    x.tpot_s.p99,
+                    x.e2e_s.p99,
+                    x.mean_batch,
+                    x.kv_peak_fraction
+                );
+            }
+            Err(e) => {
+                let _ = writeln!(out, ",,,,,,,,,,,,{}", csv_field(e));
+            }
+        }
+    }
+    out
+}

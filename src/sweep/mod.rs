@@ -39,9 +39,11 @@ use std::ops::Range;
 
 mod columns;
 mod grid;
+mod rate;
 pub use crate::report::sweep::WriteOptions;
 pub use columns::{Column, Columns};
 pub use grid::{Grid, GridAxes};
+pub use rate::{MAX_RATE_CELLS, RATE_COLUMNS, RateOptions, RateRow};
 
 /// The swept axes, outermost first: the order of rows and of [`Grid`] dimensions.
 pub const AXES: [&str; 9] = [
