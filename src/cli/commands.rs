@@ -455,6 +455,35 @@ pub fn calibrate_train(measurements: &Path, save: Option<&Path>, json: bool) -> 
     }
 }
 
+/// `calibrate --save-intervals FILE`: the 80% interval bands from held-out errors.
+pub fn calibrate_intervals(
+    ctx: &Ctx,
+    measurements: &Path,
+    path: &Path,
+    json: bool,
+) -> Result<String> {
+    use crate::calibrate::{coverage, held_out_ratios, interval_db, intervals_toml};
+    let flag = "--save-intervals";
+    let mut file = files::AtomicFile::create(path).map_err(|e| named(flag, e))?;
+    let rows = crate::calibrate::read_measurements(measurements)?;
+    let mapped = crate::calibrate::cases_with(&rows, &ctx.hardware, ModelDb::builtin()?);
+    let held = crate::calibrate::leave_one_source_out(&mapped, &ctx.engines)?;
+    let ratios = held_out_ratios(&mapped, &held)?;
+    let train = crate::train::calibrate::fit_rows(&rows)?;
+    let db = interval_db(&ratios, Some(&train));
+    let text = intervals_toml(&db, &measurements.display().to_string());
+    file.file()
+        .write_all(text.as_bytes())
+        .map_err(|e| Error::write(format!("{flag} {}", path.display()), e))?;
+    file.commit().map_err(|e| named(flag, e))?;
+    eprintln!("saved interval bands to {}", path.display());
+    if json {
+        to_json(&db)
+    } else {
+        Ok(report::calibration::intervals(&db, &coverage(&db, &ratios)))
+    }
+}
+
 /// The devices `--gpu` names: every device with a price by default, `all`, or a list.
 fn plan_devices<'d>(ctx: &'d Ctx, gpu: Option<&str>) -> Result<Vec<&'d Hardware>> {
     use crate::plan::default_devices;

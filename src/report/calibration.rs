@@ -292,3 +292,40 @@ mod tests {
         assert!(nowhere.into_inner().is_none());
     }
 }
+
+/// Text report of `calibrate --save-intervals`: each band, and the fraction of the
+/// held-out rows of kinds A, B and C inside their own band (`(kind, inside, rows)`).
+pub fn intervals(
+    db: &crate::intervals::IntervalDb,
+    coverage: &[(crate::calibrate::Kind, usize, usize)],
+) -> String {
+    let header = ["kind", "engine", "rows", "p10", "median", "p90"];
+    let mut rows = vec![header.iter().map(|h| h.to_string()).collect::<Vec<_>>()];
+    let bands = (db
+        .pooled
+        .iter()
+        .map(|(k, b)| ("all engines".to_string(), k, b)))
+    .chain(
+        db.engines
+            .iter()
+            .flat_map(|(e, m)| m.iter().map(|(k, b)| (e.clone(), k, b))),
+    );
+    for (engine, kind, b) in bands {
+        rows.push(vec![
+            kind.clone(),
+            engine,
+            b.rows.to_string(),
+            format!("{:.3}", b.p10),
+            format!("{:.3}", b.median),
+            format!("{:.3}", b.p90),
+        ]);
+    }
+    let mut out = String::from("80% interval bands of measured / predicted (as a speed)\n");
+    out += &render(&rows);
+    out += "\nheld-out rows inside their band (in sample: ~80% by construction)\n";
+    for (kind, inside, n) in coverage {
+        let pct = 100.0 * *inside as f64 / (*n).max(1) as f64;
+        out += &format!("  kind {kind}: {inside} of {n} ({pct:.0}%)\n");
+    }
+    out
+}
