@@ -49,7 +49,9 @@ pub use heldout::{
     Accuracy, HeldOut, KindAccuracy, accuracy, accuracy_with_progress, leave_one_out,
     leave_one_source_out, source_key,
 };
-pub use intervals::{coverage, held_out_ratios, interval_db, intervals_toml, speed_ratio};
+pub use intervals::{
+    coverage, coverage_by_source, held_out_ratios, interval_db, intervals_toml, speed_ratio,
+};
 pub use mapping::{
     ENGINE_IDS, GpuMatch, TYPICAL_POOL, map_framework, map_gpu, map_model, map_precision,
     name_words, partial_device,

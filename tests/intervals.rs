@@ -4,8 +4,8 @@
 //! them scaled as documented (rates times the band, times divided by it).
 
 use ridgeline::calibrate::{
-    BUILTIN_MEASUREMENTS_CSV, Kind, cases, coverage, held_out_ratios, interval_db, intervals_toml,
-    leave_one_source_out, parse_measurements,
+    BUILTIN_MEASUREMENTS_CSV, Kind, cases, coverage, coverage_by_source, held_out_ratios,
+    interval_db, intervals_toml, leave_one_source_out, parse_measurements,
 };
 use ridgeline::engine::EngineDb;
 use ridgeline::hardware::HardwareDb;
@@ -15,11 +15,13 @@ use ridgeline::predict::{Scenario, predict};
 use std::sync::OnceLock;
 
 type Ratios = Vec<(String, Kind, f64)>;
+type Coverage = Vec<(Kind, usize, usize)>;
 
-/// Held-out speed ratios and the bands computed from them, once per test binary
-/// (leave one source out refits every engine once per publication).
-fn computed() -> &'static (Ratios, IntervalDb) {
-    static CELL: OnceLock<(Ratios, IntervalDb)> = OnceLock::new();
+/// Held-out speed ratios, the bands computed from them and the coverage of bands
+/// computed without each row's publication, once per test binary (leave one source out
+/// refits every engine once per publication).
+fn computed() -> &'static (Ratios, IntervalDb, Coverage) {
+    static CELL: OnceLock<(Ratios, IntervalDb, Coverage)> = OnceLock::new();
     CELL.get_or_init(|| {
         let rows = parse_measurements(BUILTIN_MEASUREMENTS_CSV, "measurements.csv").unwrap();
         let mapped = cases(&rows).unwrap();
@@ -27,13 +29,14 @@ fn computed() -> &'static (Ratios, IntervalDb) {
         let ratios = held_out_ratios(&mapped, &held).unwrap();
         let train = ridgeline::train::calibrate::fit_rows(&rows).unwrap();
         let db = interval_db(&ratios, Some(&train));
-        (ratios, db)
+        let by_source = coverage_by_source(&mapped, &held).unwrap();
+        (ratios, db, by_source)
     })
 }
 
 #[test]
 fn intervals_toml_is_the_output_of_save_intervals_on_the_bundled_measurements() {
-    let (_, db) = computed();
+    let (_, db, _) = computed();
     let text = intervals_toml(db, "data/measurements/measurements.csv");
     assert!(
         text == BUILTIN_INTERVALS_TOML,
@@ -53,7 +56,7 @@ fn intervals_toml_is_the_output_of_save_intervals_on_the_bundled_measurements() 
 
 #[test]
 fn bands_hold_about_80_percent_of_their_held_out_rows() {
-    let (ratios, db) = computed();
+    let (ratios, db, _) = computed();
     for (kind, inside, n) in coverage(db, ratios) {
         let frac = inside as f64 / n as f64;
         eprintln!("kind {kind}: {inside} of {n} held-out rows inside their band ({frac:.2})");
@@ -140,4 +143,34 @@ fn training_reports_carry_kind_d_and_e_bands() {
         [d.p10 * t, d.p90 * t]
     );
     assert_eq!(r.intervals["memory.total_bytes"], [e.p10 * m, e.p90 * m]);
+}
+
+/// `A 52/64 (81%), B ...` as the README writes coverage figures.
+fn figures(c: &[(Kind, usize, usize)]) -> String {
+    let f: Vec<String> = c
+        .iter()
+        .map(|(k, i, n)| format!("{k} {i}/{n} ({:.0}%)", 100.0 * *i as f64 / *n as f64))
+        .collect();
+    f.join(", ")
+}
+
+#[test]
+fn readme_states_this_code_s_coverage_figures() {
+    let (ratios, db, by_source) = computed();
+    let readme = include_str!("../README.md");
+    for (what, c) in [
+        ("in sample", coverage(db, ratios)),
+        ("by source", by_source.clone()),
+    ] {
+        let line = figures(&c);
+        eprintln!("{what}: {line}");
+        assert!(
+            readme.contains(&line),
+            "README.md's {what} interval coverage is not current: {line}"
+        );
+    }
+    // a publication's rows against bands that did not see it: some inside, some not
+    for (kind, inside, n) in by_source {
+        assert!(*inside > 0 && inside < n, "kind {kind}: {inside} of {n}");
+    }
 }

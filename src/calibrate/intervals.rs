@@ -151,3 +151,37 @@ pub fn coverage(db: &IntervalDb, ratios: &[(String, Kind, f64)]) -> Vec<(Kind, u
         })
         .collect()
 }
+
+/// Like [`coverage`], but each publication's rows checked against bands computed
+/// without them ([`super::source_key`]): the coverage to expect on a new
+/// publication's measurements, which the in-sample figure overstates.
+pub fn coverage_by_source(mapped: &Mapped, held: &[HeldOut]) -> Result<Vec<(Kind, usize, usize)>> {
+    let ratios = held_out_ratios(mapped, held)?;
+    let by_id: BTreeMap<&str, &Case> = mapped.cases.iter().map(|c| (c.id.as_str(), c)).collect();
+    let sources: Vec<String> = held
+        .iter()
+        .map(|h| {
+            by_id
+                .get(h.id.as_str())
+                .map_or(String::new(), |c| super::source_key(&c.source))
+        })
+        .collect();
+    let mut distinct = sources.clone();
+    distinct.sort();
+    distinct.dedup();
+    let mut tally: BTreeMap<Kind, (usize, usize)> = BTreeMap::new();
+    for s in &distinct {
+        let (mine, rest): (Vec<_>, Vec<_>) =
+            ratios.iter().zip(&sources).partition(|(_, src)| *src == s);
+        let rest: Vec<(String, Kind, f64)> = rest.into_iter().map(|(r, _)| r.clone()).collect();
+        let db = interval_db(&rest, None);
+        for ((engine, kind, ratio), _) in mine {
+            let t = tally.entry(*kind).or_default();
+            t.1 += 1;
+            if db.band(engine, *kind).is_some_and(|b| b.holds(*ratio)) {
+                t.0 += 1;
+            }
+        }
+    }
+    Ok(tally.into_iter().map(|(k, (i, n))| (k, i, n)).collect())
+}

@@ -462,7 +462,9 @@ pub fn calibrate_intervals(
     path: &Path,
     json: bool,
 ) -> Result<String> {
-    use crate::calibrate::{coverage, held_out_ratios, interval_db, intervals_toml};
+    use crate::calibrate::{
+        coverage, coverage_by_source, held_out_ratios, interval_db, intervals_toml,
+    };
     let flag = "--save-intervals";
     let mut file = files::AtomicFile::create(path).map_err(|e| named(flag, e))?;
     let rows = crate::calibrate::read_measurements(measurements)?;
@@ -480,7 +482,12 @@ pub fn calibrate_intervals(
     if json {
         to_json(&db)
     } else {
-        Ok(report::calibration::intervals(&db, &coverage(&db, &ratios)))
+        let by_source = coverage_by_source(&mapped, &held)?;
+        Ok(report::calibration::intervals(
+            &db,
+            &coverage(&db, &ratios),
+            &by_source,
+        ))
     }
 }
 

@@ -294,10 +294,13 @@ mod tests {
 }
 
 /// Text report of `calibrate --save-intervals`: each band, and the fraction of the
-/// held-out rows of kinds A, B and C inside their own band (`(kind, inside, rows)`).
+/// held-out rows of kinds A, B and C inside their own band (`(kind, inside, rows)`):
+/// `coverage` in sample, `by_source` against bands computed without the row's
+/// publication.
 pub fn intervals(
     db: &crate::intervals::IntervalDb,
     coverage: &[(crate::calibrate::Kind, usize, usize)],
+    by_source: &[(crate::calibrate::Kind, usize, usize)],
 ) -> String {
     let header = ["kind", "engine", "rows", "p10", "median", "p90"];
     let mut rows = vec![header.iter().map(|h| h.to_string()).collect::<Vec<_>>()];
@@ -322,10 +325,22 @@ pub fn intervals(
     }
     let mut out = String::from("80% interval bands of measured / predicted (as a speed)\n");
     out += &render(&rows);
-    out += "\nheld-out rows inside their band (in sample: ~80% by construction)\n";
-    for (kind, inside, n) in coverage {
-        let pct = 100.0 * *inside as f64 / (*n).max(1) as f64;
-        out += &format!("  kind {kind}: {inside} of {n} ({pct:.0}%)\n");
+    let sections = [
+        (
+            "held-out rows inside their band (in sample: ~80% by construction)",
+            coverage,
+        ),
+        (
+            "inside bands computed without the row's publication",
+            by_source,
+        ),
+    ];
+    for (title, rows) in sections {
+        out += &format!("\n{title}\n");
+        for (kind, inside, n) in rows {
+            let pct = 100.0 * *inside as f64 / (*n).max(1) as f64;
+            out += &format!("  kind {kind}: {inside} of {n} ({pct:.0}%)\n");
+        }
     }
     out
 }
