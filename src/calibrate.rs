@@ -50,7 +50,8 @@ pub use heldout::{
     leave_one_source_out, source_key,
 };
 pub use intervals::{
-    coverage, coverage_by_source, held_out_ratios, interval_db, intervals_toml, speed_ratio,
+    IntervalBands, coverage, coverage_by_source, held_out_ratios, interval_bands, interval_db,
+    intervals_toml, speed_ratio,
 };
 pub use mapping::{
     ENGINE_IDS, GpuMatch, TYPICAL_POOL, map_framework, map_gpu, map_model, map_precision,

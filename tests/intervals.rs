@@ -4,8 +4,8 @@
 //! them scaled as documented (rates times the band, times divided by it).
 
 use ridgeline::calibrate::{
-    BUILTIN_MEASUREMENTS_CSV, Kind, cases, coverage, coverage_by_source, held_out_ratios,
-    interval_db, intervals_toml, leave_one_source_out, parse_measurements,
+    BUILTIN_MEASUREMENTS_CSV, IntervalBands, Kind, cases, interval_bands, intervals_toml,
+    parse_measurements,
 };
 use ridgeline::engine::EngineDb;
 use ridgeline::hardware::HardwareDb;
@@ -14,29 +14,20 @@ use ridgeline::model::ModelDb;
 use ridgeline::predict::{Scenario, predict};
 use std::sync::OnceLock;
 
-type Ratios = Vec<(String, Kind, f64)>;
-type Coverage = Vec<(Kind, usize, usize)>;
-
-/// Held-out speed ratios, the bands computed from them and the coverage of bands
-/// computed without each row's publication, once per test binary (leave one source out
-/// refits every engine once per publication).
-fn computed() -> &'static (Ratios, IntervalDb, Coverage) {
-    static CELL: OnceLock<(Ratios, IntervalDb, Coverage)> = OnceLock::new();
+/// The bands and their coverage, once per test binary (leave one source out refits
+/// every engine once per publication).
+fn computed() -> &'static IntervalBands {
+    static CELL: OnceLock<IntervalBands> = OnceLock::new();
     CELL.get_or_init(|| {
         let rows = parse_measurements(BUILTIN_MEASUREMENTS_CSV, "measurements.csv").unwrap();
         let mapped = cases(&rows).unwrap();
-        let held = leave_one_source_out(&mapped, EngineDb::builtin().unwrap()).unwrap();
-        let ratios = held_out_ratios(&mapped, &held).unwrap();
-        let train = ridgeline::train::calibrate::fit_rows(&rows).unwrap();
-        let db = interval_db(&ratios, Some(&train));
-        let by_source = coverage_by_source(&mapped, &held).unwrap();
-        (ratios, db, by_source)
+        interval_bands(&rows, &mapped, EngineDb::builtin().unwrap()).unwrap()
     })
 }
 
 #[test]
 fn intervals_toml_is_the_output_of_save_intervals_on_the_bundled_measurements() {
-    let (_, db, _) = computed();
+    let db = &computed().db;
     let text = intervals_toml(db, "data/measurements/measurements.csv");
     assert!(
         text == BUILTIN_INTERVALS_TOML,
@@ -56,8 +47,8 @@ fn intervals_toml_is_the_output_of_save_intervals_on_the_bundled_measurements() 
 
 #[test]
 fn bands_hold_about_80_percent_of_their_held_out_rows() {
-    let (ratios, db, _) = computed();
-    for (kind, inside, n) in coverage(db, ratios) {
+    let db = &computed().db;
+    for &(kind, inside, n) in &computed().in_sample {
         let frac = inside as f64 / n as f64;
         eprintln!("kind {kind}: {inside} of {n} held-out rows inside their band ({frac:.2})");
         // in sample: ~80% by construction (the 10th and 90th percentiles of these very
@@ -156,13 +147,10 @@ fn figures(c: &[(Kind, usize, usize)]) -> String {
 
 #[test]
 fn readme_states_this_code_s_coverage_figures() {
-    let (ratios, db, by_source) = computed();
+    let c = computed();
     let readme = include_str!("../README.md");
-    for (what, c) in [
-        ("in sample", coverage(db, ratios)),
-        ("by source", by_source.clone()),
-    ] {
-        let line = figures(&c);
+    for (what, rows) in [("in sample", &c.in_sample), ("by source", &c.by_source)] {
+        let line = figures(rows);
         eprintln!("{what}: {line}");
         assert!(
             readme.contains(&line),
@@ -170,7 +158,7 @@ fn readme_states_this_code_s_coverage_figures() {
         );
     }
     // a publication's rows against bands that did not see it: some inside, some not
-    for (kind, inside, n) in by_source {
+    for (kind, inside, n) in &c.by_source {
         assert!(*inside > 0 && inside < n, "kind {kind}: {inside} of {n}");
     }
 }

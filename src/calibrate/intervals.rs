@@ -185,3 +185,32 @@ pub fn coverage_by_source(mapped: &Mapped, held: &[HeldOut]) -> Result<Vec<(Kind
     }
     Ok(tally.into_iter().map(|(k, (i, n))| (k, i, n)).collect())
 }
+
+/// What `calibrate --save-intervals` computes: the bands and their coverage.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct IntervalBands {
+    /// The bands.
+    pub db: IntervalDb,
+    /// Held-out rows inside their own band, per kind A/B/C: `(kind, inside, rows)`.
+    pub in_sample: Vec<(Kind, usize, usize)>,
+    /// The same against bands computed without the row's publication.
+    pub by_source: Vec<(Kind, usize, usize)>,
+}
+
+/// The bands of the rows `rows` (mapped as `mapped`) with the engines `engines`:
+/// leave one source out for kinds A/B/C, the training fit for D and E.
+pub fn interval_bands(
+    rows: &[super::Measurement],
+    mapped: &Mapped,
+    engines: &crate::engine::EngineDb,
+) -> Result<IntervalBands> {
+    let held = super::leave_one_source_out(mapped, engines)?;
+    let ratios = held_out_ratios(mapped, &held)?;
+    let train = crate::train::calibrate::fit_rows(rows)?;
+    let db = interval_db(&ratios, Some(&train));
+    Ok(IntervalBands {
+        in_sample: coverage(&db, &ratios),
+        by_source: coverage_by_source(mapped, &held)?,
+        db,
+    })
+}

@@ -462,32 +462,21 @@ pub fn calibrate_intervals(
     path: &Path,
     json: bool,
 ) -> Result<String> {
-    use crate::calibrate::{
-        coverage, coverage_by_source, held_out_ratios, interval_db, intervals_toml,
-    };
     let flag = "--save-intervals";
     let mut file = files::AtomicFile::create(path).map_err(|e| named(flag, e))?;
     let rows = crate::calibrate::read_measurements(measurements)?;
     let mapped = crate::calibrate::cases_with(&rows, &ctx.hardware, ModelDb::builtin()?);
-    let held = crate::calibrate::leave_one_source_out(&mapped, &ctx.engines)?;
-    let ratios = held_out_ratios(&mapped, &held)?;
-    let train = crate::train::calibrate::fit_rows(&rows)?;
-    let db = interval_db(&ratios, Some(&train));
-    let text = intervals_toml(&db, &measurements.display().to_string());
+    let bands = crate::calibrate::interval_bands(&rows, &mapped, &ctx.engines)?;
+    let text = crate::calibrate::intervals_toml(&bands.db, &measurements.display().to_string());
     file.file()
         .write_all(text.as_bytes())
         .map_err(|e| Error::write(format!("{flag} {}", path.display()), e))?;
     file.commit().map_err(|e| named(flag, e))?;
     eprintln!("saved interval bands to {}", path.display());
     if json {
-        to_json(&db)
+        to_json(&bands.db)
     } else {
-        let by_source = coverage_by_source(&mapped, &held)?;
-        Ok(report::calibration::intervals(
-            &db,
-            &coverage(&db, &ratios),
-            &by_source,
-        ))
+        Ok(report::calibration::intervals(&bands))
     }
 }
 
