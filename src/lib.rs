@@ -48,7 +48,7 @@
 //! | [`search`] | the one bisection: largest / smallest value meeting a monotone predicate |
 //! | [`names`] | `named_enum!`: kinds serialized and parsed by name |
 //! | [`list`] | LIST arguments: `1,2,4`, `1..64`, `128..8192:x2`, `0..1000:+50` |
-//! | [`sweep`] | parallel sweeps over every axis ([`sweep::Sweep`]): streaming CSV/JSON, `ndarray` grids |
+//! | [`sweep`] | parallel sweeps over every axis ([`sweep::Sweep`]): streaming CSV/JSON, `ndarray` grids, columns for data frames |
 //! | [`plan`] | capacity planning under latency, throughput and budget targets ([`plan::plan`]); training plans ([`plan::train::plan_training`]) |
 //! | [`series`] | chart data: throughput and latency vs batch, memory by weight format and by ZeRO stage |
 //! | [`simulate`] | serving at a request rate: continuous batching, chunked prefill, preemption, disaggregation, latency percentiles |

@@ -24,6 +24,14 @@ pub enum Bound {
 }
 
 impl Bound {
+    /// Every bound, in declaration order.
+    pub const ALL: [Bound; 4] = [
+        Bound::Compute,
+        Bound::Memory,
+        Bound::Communication,
+        Bound::Overhead,
+    ];
+
     /// The lowercase name used in JSON (`"memory"`).
     pub fn name(self) -> &'static str {
         match self {

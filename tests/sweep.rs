@@ -421,6 +421,74 @@ fn grid_cells_follow_the_csv_order() {
     );
 }
 
+#[test]
+fn columns_hold_the_csv_cells() {
+    use ridgeline::sweep::Column;
+    // 2 x 2 x 50 x 100 = 20,000 rows: three chunks of 8,192, invalid rows (3 devices
+    // divide neither model's heads) in all of them, each model with its own message
+    let args = [
+        "--model",
+        "llama-2-7b,qwen3-8b",
+        "--gpu",
+        "h100",
+        "--gpus",
+        "1,3",
+        "--batch",
+        "1..50",
+        "--prompt",
+        "1..100",
+        "--gen",
+        "128",
+    ];
+    let (header, rows) = sweep_csv(&args);
+    assert_eq!(rows.len(), 20_000);
+    let (hw, en) = (HardwareDb::builtin().unwrap(), EngineDb::builtin().unwrap());
+    let lists = SweepLists {
+        model: "llama-2-7b,qwen3-8b",
+        gpu: "h100",
+        gpus: "1,3",
+        batch: "1..50",
+        prompt: "1..100",
+        ..SweepLists::default()
+    };
+    let c = Sweep::from_lists(&lists, hw, en)
+        .unwrap()
+        .columns()
+        .unwrap();
+    assert_eq!(c.rows, rows.len());
+    let names: Vec<&str> = c.columns.iter().map(|(n, _)| *n).collect();
+    assert_eq!(names, header);
+    let mut errors = std::collections::BTreeSet::new();
+    for (j, (name, column)) in c.columns.iter().enumerate() {
+        assert_eq!(column.len(), rows.len(), "{name}");
+        for (i, row) in rows.iter().enumerate() {
+            let cell = &row[j];
+            match column {
+                Column::Text { labels, codes } => {
+                    let label = labels[codes[i] as usize].as_deref().unwrap_or("");
+                    // the CSV quotes a field with a comma
+                    assert_eq!(label, cell.trim_matches('"'), "{name} row {i}");
+                    if *name == "error" && !label.is_empty() {
+                        errors.insert(label.to_string());
+                    }
+                }
+                Column::Count(v) => assert_eq!(v[i].to_string(), *cell, "{name} row {i}"),
+                Column::Flag(v) => assert_eq!(v[i].to_string(), *cell, "{name} row {i}"),
+                Column::Number(v) if cell.is_empty() => assert!(v[i].is_nan(), "{name} row {i}"),
+                Column::Number(v) => {
+                    assert_eq!(v[i], cell.parse::<f64>().unwrap(), "{name} row {i}")
+                }
+            }
+        }
+    }
+    assert_eq!(errors.len(), 2, "{errors:?}");
+    // the error labels are distinct: renumbered, not repeated, across chunks
+    let Some(Column::Text { labels, .. }) = c.get("error") else {
+        panic!("error column")
+    };
+    assert_eq!(labels.len(), 3);
+}
+
 const MODELS: [&str; 6] = [
     "llama-2-7b",
     "llama-2-70b",

@@ -14,8 +14,9 @@ use crate::predict::{Prediction, Predictor, Scenario};
 use crate::report;
 use crate::train::TrainConfig;
 use crate::{Error, Result, files};
-use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
+
+pub use super::calibration::{calibrate, calibrate_intervals, calibrate_train};
 
 /// The databases every command reads: built-ins plus the user's files, and models the
 /// caller gave as documents.
@@ -87,6 +88,11 @@ impl Ctx {
         }
     }
 
+    /// The sweep `a` describes, over this context's devices and engines.
+    pub fn sweep<'c>(&'c self, a: &SweepArgs) -> Result<crate::sweep::Sweep<'c>> {
+        crate::sweep::Sweep::from_lists(&a.lists(), &self.hardware, &self.engines)
+    }
+
     /// Builds the one predictor of a command and hands it to `f`.
     fn with_predictor<T>(
         &self,
@@ -127,7 +133,7 @@ pub(super) fn build_predictor<'a>(
     }
 }
 
-fn to_json<T: serde::Serialize>(v: &T) -> Result<String> {
+pub(super) fn to_json<T: serde::Serialize>(v: &T) -> Result<String> {
     serde_json::to_string_pretty(v).map_err(|e| Error::internal("JSON writer", e))
 }
 
@@ -170,7 +176,7 @@ fn renamed_write(e: Error, to: &str) -> Error {
 }
 
 /// A write error, with the option that named the file in front of the path.
-fn named(flag: &str, e: Error) -> Error {
+pub(super) fn named(flag: &str, e: Error) -> Error {
     match e {
         Error::Write { path, message } => Error::Write {
             path: format!("{flag} {path}"),
@@ -382,104 +388,6 @@ pub fn simulate(ctx: &Ctx, a: &SimulateArgs, svg: Option<&Path>, json: bool) -> 
     }
 }
 
-/// `ridgeline calibrate` (engines).
-pub fn calibrate(
-    ctx: &Ctx,
-    measurements: &Path,
-    engine: Option<&str>,
-    save: Option<&PathBuf>,
-    markdown: bool,
-    json: bool,
-) -> Result<String> {
-    use crate::calibrate::{
-        accuracy_with_progress, calibrate_with_progress, engines_file, engines_toml,
-    };
-    // check the target before the fit, write it only when the fit succeeds
-    let target = save
-        .map(|p| files::AtomicFile::create(p).map_err(|e| named("--save", e)))
-        .transpose()?;
-    let rows = crate::calibrate::read_measurements(measurements)?;
-    let mapped = crate::calibrate::cases_with(&rows, &ctx.hardware, ModelDb::builtin()?);
-    // a \r-updated line on a terminal's stderr when the work takes long
-    let line = report::calibration::ProgressLine::stderr();
-    let progress = |what: &str, done, total| line.update(what, done, total);
-    if markdown {
-        let a = accuracy_with_progress(&mapped, &ctx.engines, &progress)?;
-        line.finish();
-        return Ok(report::calibration::accuracy_markdown(&a));
-    }
-    let cal = calibrate_with_progress(&mapped, &ctx.engines, engine, &progress)?;
-    line.finish();
-    if let (Some(mut file), Some(path)) = (target, save) {
-        let text = if engine.is_some() {
-            engines_toml(&cal, &mapped)?
-        } else {
-            let previous = path.exists().then(|| files::read_text(path)).transpose()?;
-            engines_file(&cal, &mapped, &ctx.engines, previous.as_deref())?
-        };
-        file.file()
-            .write_all(text.as_bytes())
-            .map_err(|e| Error::write(format!("--save {}", path.display()), e))?;
-        file.commit().map_err(|e| named("--save", e))?;
-        eprintln!(
-            "saved {} fitted engine profile(s) to {}",
-            cal.engines.len(),
-            path.display()
-        );
-    }
-    if json {
-        to_json(&cal)
-    } else {
-        Ok(report::calibration::text(&cal))
-    }
-}
-
-/// `calibrate --train`: fits the training efficiencies to the kind-D rows.
-pub fn calibrate_train(measurements: &Path, save: Option<&Path>, json: bool) -> Result<String> {
-    let target = save
-        .map(|p| files::AtomicFile::create(p).map_err(|e| named("--save", e)))
-        .transpose()?;
-    let fit = crate::train::calibrate::fit_file(measurements)?;
-    if let (Some(mut file), Some(path)) = (target, save) {
-        let text = crate::train::calibrate::fit_toml(&fit, measurements)?;
-        file.file()
-            .write_all(text.as_bytes())
-            .map_err(|e| Error::write(format!("--save {}", path.display()), e))?;
-        file.commit().map_err(|e| named("--save", e))?;
-        eprintln!("saved training factors to {}", path.display());
-    }
-    if json {
-        to_json(&fit)
-    } else {
-        Ok(report::train::calibration(&fit))
-    }
-}
-
-/// `calibrate --save-intervals FILE`: the 80% interval bands from held-out errors.
-pub fn calibrate_intervals(
-    ctx: &Ctx,
-    measurements: &Path,
-    path: &Path,
-    json: bool,
-) -> Result<String> {
-    let flag = "--save-intervals";
-    let mut file = files::AtomicFile::create(path).map_err(|e| named(flag, e))?;
-    let rows = crate::calibrate::read_measurements(measurements)?;
-    let mapped = crate::calibrate::cases_with(&rows, &ctx.hardware, ModelDb::builtin()?);
-    let bands = crate::calibrate::interval_bands(&rows, &mapped, &ctx.engines)?;
-    let text = crate::calibrate::intervals_toml(&bands.db, &measurements.display().to_string());
-    file.file()
-        .write_all(text.as_bytes())
-        .map_err(|e| Error::write(format!("{flag} {}", path.display()), e))?;
-    file.commit().map_err(|e| named(flag, e))?;
-    eprintln!("saved interval bands to {}", path.display());
-    if json {
-        to_json(&bands.db)
-    } else {
-        Ok(report::calibration::intervals(&bands))
-    }
-}
-
 /// The devices `--gpu` names: every device with a price by default, `all`, or a list.
 fn plan_devices<'d>(ctx: &'d Ctx, gpu: Option<&str>) -> Result<Vec<&'d Hardware>> {
     use crate::plan::default_devices;
@@ -642,12 +550,12 @@ pub fn instances(ctx: &Ctx, json: bool) -> Result<String> {
 /// Streams the sweep to stdout (or --out) in bounded memory; a summary of invalid
 /// combinations goes to stderr.
 pub fn sweep(ctx: &Ctx, a: &SweepArgs, json: bool) -> Result<String> {
-    use crate::sweep::{Sweep, WriteOptions};
+    use crate::sweep::WriteOptions;
     use std::io::{BufWriter, IsTerminal, Write};
     if a.csv && json {
         return Err(Error::conflict(&["--csv", "--json"], "choose one"));
     }
-    let sweep = Sweep::from_lists(&a.lists(), &ctx.hardware, &ctx.engines)?;
+    let sweep = ctx.sweep(a)?;
     let opts = WriteOptions {
         progress: std::io::stderr().is_terminal(),
         ..WriteOptions::default()

@@ -12,9 +12,12 @@ use crate::train::{
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
+mod calibration;
 mod capture;
 pub mod charts;
 pub mod commands;
+mod embed;
+pub use embed::{OptionInfo, options, sweep_columns_args};
 mod html;
 mod run;
 pub use charts::Chart;

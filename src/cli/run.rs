@@ -63,13 +63,15 @@ pub struct RunOptions<'a> {
 }
 
 /// Words parsed: a command line to run, or the text of `--help` / `--version`.
-enum Parsed {
+pub(super) enum Parsed {
+    /// A command line to run.
     Cli(Box<Cli>),
+    /// Help or version text.
     Text(String),
 }
 
 /// Parses the words after `ridgeline` as the command line does.
-fn parse_words<I, T>(args: I) -> Result<Parsed>
+pub(super) fn parse_words<I, T>(args: I) -> Result<Parsed>
 where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,

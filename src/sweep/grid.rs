@@ -1,6 +1,6 @@
 //! A sweep gathered into `ndarray` arrays indexed by the swept axes.
 
-use super::{MAX_GRID_CELLS, Sweep};
+use super::Sweep;
 use crate::dtype::Format;
 use crate::error::{Error, Result};
 use ndarray::{ArrayD, IxDyn};
@@ -57,7 +57,7 @@ pub struct Grid {
 
 impl Sweep<'_> {
     /// Evaluates every configuration into arrays indexed by the axes (see [`Grid`]), in
-    /// parallel. At most [`MAX_GRID_CELLS`] configurations.
+    /// parallel. At most [`super::MAX_GRID_CELLS`] configurations.
     ///
     /// ```
     /// use ridgeline::prelude::*;
@@ -79,16 +79,7 @@ impl Sweep<'_> {
     /// # Ok::<(), ridgeline::Error>(())
     /// ```
     pub fn grid(&self) -> Result<Grid> {
-        self.validate()?;
-        let n = self.len();
-        if n > MAX_GRID_CELLS {
-            return Err(Error::invalid(
-                "sweep",
-                format!(
-                    "{n} configurations are more than the {MAX_GRID_CELLS} a grid holds in memory; stream them with write_csv or for_each"
-                ),
-            ));
-        }
+        let n = self.in_memory()?;
         const PER: usize = 4096;
         let nan = || vec![f64::NAN; n];
         let (mut ttft, mut tpot, mut dec, mut out, mut bytes, mut usd) =

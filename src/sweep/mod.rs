@@ -1,7 +1,8 @@
 //! Sweeps: every combination of models, devices, device counts, batch sizes, prompt and
 //! generation lengths, weight and KV formats and engines, evaluated in parallel and
-//! streamed in a fixed order (`ridgeline sweep`), or gathered into `ndarray` arrays
-//! indexed by the swept axes ([`Sweep::grid`]) for planning code.
+//! streamed in a fixed order (`ridgeline sweep`), gathered into `ndarray` arrays
+//! indexed by the swept axes ([`Sweep::grid`]) for planning code, or into the CSV's
+//! columns ([`Sweep::columns`]) for data-frame code.
 //!
 //! ## Order
 //! Configurations are numbered in the order of [`AXES`], outermost first: model, gpu,
@@ -36,8 +37,10 @@ use rayon::prelude::*;
 use std::cell::OnceCell;
 use std::ops::Range;
 
+mod columns;
 mod grid;
 pub use crate::report::sweep::WriteOptions;
+pub use columns::{Column, Columns};
 pub use grid::{Grid, GridAxes};
 
 /// The swept axes, outermost first: the order of rows and of [`Grid`] dimensions.
@@ -462,6 +465,23 @@ impl<'a> Sweep<'a> {
                 ),
             )),
         }
+    }
+
+    /// Validates the sweep and checks that it is small enough to gather in memory
+    /// ([`Sweep::grid`], [`Sweep::columns`]): at most [`MAX_GRID_CELLS`]
+    /// configurations. Returns their number.
+    fn in_memory(&self) -> Result<usize> {
+        self.validate()?;
+        let n = self.len();
+        if n > MAX_GRID_CELLS {
+            return Err(Error::invalid(
+                "sweep",
+                format!(
+                    "{n} configurations are more than the {MAX_GRID_CELLS} gathered in memory at once; stream them with write_csv or for_each"
+                ),
+            ));
+        }
+        Ok(n)
     }
 
     /// The predictor of the (model, gpu, gpus, weights, kv, engine) of the configuration

@@ -1,0 +1,395 @@
+"""The Python package against the command line: every function returns what the
+`ridgeline` binary prints for the same flags (dicts equal to its --json, SVG equal to
+the file it writes, sweep columns equal to its CSV cells), and fails with its message."""
+
+import ast
+import csv
+import io
+import json
+import math
+import pathlib
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import ridgeline
+
+PKG = pathlib.Path(ridgeline.__file__).parent
+
+
+def test_predict_equals_the_cli_json(cli):
+    for kwargs, words in [
+        (dict(model="llama-3-8b", gpu="h100"), ["--model", "llama-3-8b", "--gpu", "h100"]),
+        (
+            dict(model="llama-2-70b", gpu="a100", gpus=4, batch=16, prompt=1024, gen=256,
+                 weights="int8", kv="fp8", engine="vllm"),
+            ["--model", "llama-2-70b", "--gpu", "a100", "--gpus", "4", "--batch", "16",
+             "--prompt", "1024", "--gen", "256", "--weights", "int8", "--kv", "fp8",
+             "--engine", "vllm"],
+        ),
+        (
+            dict(model="mixtral-8x7b", gpu="h100", gpus=2, parallel="pp", flash=False),
+            ["--model", "mixtral-8x7b", "--gpu", "h100", "--gpus", "2", "--parallel", "pp",
+             "--no-flash"],
+        ),
+        (dict(model="qwen3-8b", gpu="l4", prompt=0, gen=64), ["--model", "qwen3-8b", "--gpu", "l4", "--prompt", "0", "--gen", "64"]),
+    ]:
+        p = ridgeline.predict(**kwargs)
+        assert isinstance(p, dict)
+        assert p == cli.json("predict", *words), kwargs
+
+
+def test_predict_max_equals_the_cli(cli):
+    p = ridgeline.predict(model="llama-3-8b", gpu="l4", max=True)
+    assert p == cli.json("predict", "--model", "llama-3-8b", "--gpu", "l4", "--max")
+
+
+def test_switch_false_gives_the_no_form_or_nothing(cli):
+    # flash=False is --no-flash; flash=True is the default, so no word at all
+    off = ridgeline.predict(model="llama-3-8b", gpu="h100", prompt=4096, flash=False)
+    on = ridgeline.predict(model="llama-3-8b", gpu="h100", prompt=4096, flash=True)
+    base = ["--model", "llama-3-8b", "--gpu", "h100", "--prompt", "4096"]
+    assert off == cli.json("predict", *base, "--no-flash")
+    assert on == cli.json("predict", *base)
+    assert off["memory"]["activation_bytes"] > on["memory"]["activation_bytes"]
+
+
+def test_train_equals_the_cli_json(cli):
+    t = ridgeline.train(model="llama-3-8b", gpu="h100", gpus=8, zero=3, micro_batch=2, seq=4096)
+    words = ["--model", "llama-3-8b", "--gpu", "h100", "--gpus", "8", "--zero", "3",
+             "--micro-batch", "2", "--seq", "4096"]
+    assert t == cli.json("train", *words)
+    lora = ridgeline.train(model="llama-3-8b", gpu="rtx-4090", method="qlora")
+    assert lora == cli.json("train", "--model", "llama-3-8b", "--gpu", "rtx-4090", "--method", "qlora")
+
+
+def test_plan_equals_the_cli_json(cli):
+    p = ridgeline.plan(model="llama-3-8b", gpu=["h100", "l4", "a100"], gpus=[1, 2],
+                       prompt=512, gen=128, max_tpot_ms=50)
+    words = ["--model", "llama-3-8b", "--gpu", "h100,l4,a100", "--gpus", "1,2",
+             "--prompt", "512", "--gen", "128", "--max-tpot-ms", "50"]
+    assert p == cli.json("plan", *words)
+    assert p["evaluated"] > 0 and "best" in p and "pareto" in p
+
+
+def test_training_plan_and_its_chart_equal_the_cli(cli, tmp_path):
+    kwargs = dict(model="llama-3.2-1b", tokens="1B", gpu=["h100", "a100"], gpus="1,8")
+    words = ["--model", "llama-3.2-1b", "--tokens", "1B", "--gpu", "h100,a100", "--gpus", "1,8"]
+    assert ridgeline.plan(train=True, **kwargs) == cli.json("plan", "--train", *words)
+    out = tmp_path / "cost.svg"
+    assert cli.run("plan", "--train", *words, "--svg", out).returncode == 0
+    assert ridgeline.cost_time_svg(**kwargs) == out.read_text()
+
+
+def test_simulate_equals_the_cli_json(cli):
+    s = ridgeline.simulate(model="llama-3-8b", gpu="h100", rate=[2, 8], requests=200, seed=7,
+                           prompt="uniform:100..900", slo_ttft_ms=500, slo_tpot_ms=50)
+    words = ["--model", "llama-3-8b", "--gpu", "h100", "--rate", "2,8", "--requests", "200",
+             "--seed", "7", "--prompt", "uniform:100..900", "--slo-ttft-ms", "500",
+             "--slo-tpot-ms", "50"]
+    assert s == cli.json("simulate", *words)
+    assert len(s["rows"]) == 2
+
+
+def test_explain_is_the_cli_text(cli):
+    text = ridgeline.explain(model="llama-3-70b", gpu="h100", gpus=2, batch=32)
+    r = cli.run("explain", "--model", "llama-3-70b", "--gpu", "h100", "--gpus", "2", "--batch", "32")
+    assert r.returncode == 0
+    assert r.stdout == (text if text.endswith("\n") else text + "\n")
+    assert "bound" in text
+
+
+def test_calibrate_equals_the_cli_json(cli, root):
+    csv_path = root / "data" / "measurements" / "measurements.csv"
+    c = ridgeline.calibrate(csv_path, engine="llama.cpp")
+    assert c == cli.json("calibrate", "--measurements", csv_path, "--engine", "llama.cpp")
+
+
+def test_hardware_and_models_equal_the_cli_json(cli):
+    devices = ridgeline.hardware()
+    assert devices == cli.json("hardware")
+    assert {"h100-sxm", "a100-80gb-sxm", "l4", "mi300x"} <= {d["id"] for d in devices}
+    h100 = ridgeline.hardware("h100")
+    assert h100 == cli.json("hardware", "show", "h100")
+    assert h100["memory"]["capacity_bytes"] == 80 * 2**30  # 80 GiB of HBM3
+    models = ridgeline.models()
+    assert models == cli.json("models")
+    assert "llama-3-8b" in {m["id"] for m in models}
+    assert ridgeline.instances() == cli.json("instances")
+
+
+def test_charts_equal_the_cli_files(cli, tmp_path):
+    base = ["--model", "llama-3-8b", "--gpu", "h100"]
+    cases = [
+        (ridgeline.roofline_svg(model="llama-3-8b", gpu=["h100", "l4"], batch=8),
+         ["roofline", "--model", "llama-3-8b", "--gpu", "h100,l4", "--batch", "8", "--out"]),
+        (ridgeline.throughput_svg(model="llama-3-8b", gpu="h100"),
+         ["predict", *base, "--chart", "throughput", "--svg"]),
+        (ridgeline.memory_svg(model="llama-3-8b", gpu="h100"),
+         ["predict", *base, "--chart", "memory", "--svg"]),
+        (ridgeline.train_svg(model="llama-3-8b", gpu="h100", gpus=8),
+         ["train", *base, "--gpus", "8", "--svg"]),
+        (ridgeline.serving_svg(model="llama-3-8b", gpu="h100", rate="1,4,16", requests=100),
+         ["simulate", *base, "--rate", "1,4,16", "--requests", "100", "--svg"]),
+    ]
+    for i, (chart, words) in enumerate(cases):
+        out = tmp_path / f"chart{i}.svg"
+        r = cli.run(*words, out)
+        assert r.returncode == 0, r.stderr
+        assert isinstance(chart, ridgeline.Chart) and isinstance(chart, str)
+        assert chart == out.read_text(), words
+        assert chart.startswith("<svg") and chart._repr_svg_() == chart
+    saved = tmp_path / "saved.svg"
+    cases[0][0].save(saved)
+    assert saved.read_text() == cases[0][0]
+
+
+def test_html_reports_equal_the_cli_files(cli, tmp_path):
+    base = ["--model", "llama-3-8b", "--gpu", "h100", "--batch", "8"]
+    for command, fn in [("predict", ridgeline.predict), ("explain", ridgeline.explain)]:
+        mine, theirs = tmp_path / f"{command}-py.html", tmp_path / f"{command}-cli.html"
+        fn(model="llama-3-8b", gpu="h100", batch=8, html=mine)
+        r = cli.run(command, *base, "--html", theirs)
+        assert r.returncode == 0, r.stderr
+        assert mine.read_text() == theirs.read_text()
+    # a chart function returns its chart: a report file asked of it is refused, unwritten
+    with pytest.raises(ridgeline.RidgelineError, match="--html"):
+        ridgeline.memory_svg(model="llama-3-8b", gpu="h100", html=tmp_path / "no.html")
+    assert not (tmp_path / "no.html").exists()
+
+
+def _csv_columns(text):
+    rows = list(csv.reader(io.StringIO(text)))
+    return rows[0], rows[1:]
+
+
+def _assert_columns_equal_csv(cols, text):
+    header, rows = _csv_columns(text)
+    assert list(cols) == header
+    assert cols.rows == len(rows)
+    for j, name in enumerate(header):
+        column = cols[name]
+        assert len(column) == len(rows), name
+        cells = [r[j] for r in rows]
+        if column.dtype == np.float64:
+            want = np.array([float(c) if c else math.nan for c in cells])
+            assert np.array_equal(column, want, equal_nan=True), name
+        elif column.dtype == np.int64:
+            assert column.tolist() == [int(c) for c in cells], name
+        elif column.dtype == np.bool_:
+            assert column.tolist() == [c == "true" for c in cells], name
+        else:
+            assert [v if v is not None else "" for v in column.tolist()] == cells, name
+
+
+def test_sweep_columns_equal_the_cli_csv(cli):
+    # 2 models x 2 devices x 3 counts x 7 batches x 3 prompts = 252 rows; 3 devices
+    # divide neither model's heads, so some rows carry an error and NaN numbers
+    cols = ridgeline.sweep(model=["llama-3-8b", "qwen3-8b"], gpu="h100,l4", gpus=[1, 2, 3],
+                           batch="1..64:x2", prompt=[128, 1024, 8192])
+    r = cli.run("sweep", "--model", "llama-3-8b,qwen3-8b", "--gpu", "h100,l4", "--gpus", "1,2,3",
+                "--batch", "1..64:x2", "--prompt", "128,1024,8192")
+    assert r.returncode == 0, r.stderr
+    _assert_columns_equal_csv(cols, r.stdout)
+    assert cols.rows == 252
+    assert cols["gpus"].dtype == np.int64 and cols["fits"].dtype == np.bool_
+    errors = cols["error"][cols["gpus"] == 3]
+    assert all(e for e in errors) and not any(cols["error"][cols["gpus"] != 3])
+    assert np.isnan(cols["ttft_s"][cols["gpus"] == 3]).all()
+
+
+def test_sweep_to_pandas(cli):
+    pd = pytest.importorskip("pandas")
+    cols = ridgeline.sweep(model="llama-3-8b", gpu=["h100", "a100"], batch="1..256:x2")
+    df = cols.to_pandas()
+    assert isinstance(df, pd.DataFrame)
+    assert list(df.columns) == list(cols) and len(df) == 18  # 2 devices x 9 batches
+    best = df[df.fits].sort_values("usd_per_million_tokens").iloc[0]
+    assert best["usd_per_million_tokens"] == np.nanmin(cols["usd_per_million_tokens"][cols["fits"]])
+    assert "18 configurations" in cols._repr_html_()
+
+
+def test_a_sweep_of_100000_configurations(cli):
+    # 2 devices x 5 counts x 100 batches x 100 prompts = 100,000 configurations
+    kwargs = dict(model="llama-3-8b", gpu="h100,l4", gpus=[1, 2, 4, 8, 16],
+                  batch="1..100", prompt="100..10000:+100")
+    cols = ridgeline.sweep(**kwargs)
+    assert cols.rows == 100_000
+    r = cli.run("sweep", "--model", "llama-3-8b", "--gpu", "h100,l4", "--gpus", "1,2,4,8,16",
+                "--batch", "1..100", "--prompt", "100..10000:+100")
+    assert r.returncode == 0, r.stderr
+    _assert_columns_equal_csv(cols, r.stdout)
+    # row 12,345: gpu 0 (h100), gpus index 1 (2), batch index 23 (24), prompt index 45
+    # (4600): 12,345 = 1 x 10,000 + 23 x 100 + 45
+    assert (cols["gpu"][12_345], cols["gpus"][12_345]) == ("h100-sxm", 2)
+    assert (cols["batch"][12_345], cols["prompt"][12_345]) == (24, 4600)
+    p = ridgeline.predict(model="llama-3-8b", gpu="h100", gpus=2, batch=24, prompt=4600)
+    assert cols["ttft_s"][12_345] == p["generation"]["ttft_s"]
+    assert cols["total_bytes"][12_345] == p["memory"]["total_bytes"]
+
+
+def test_a_sweep_releases_the_gil():
+    # a Python thread keeps running while the sweep works: with the GIL held for the
+    # whole call, no tick could land in the middle of it
+    ticks = []
+    stop = threading.Event()
+
+    def tick():
+        while not stop.is_set():
+            ticks.append(time.perf_counter())
+            time.sleep(0.001)
+
+    t = threading.Thread(target=tick)
+    t.start()
+    try:
+        start = time.perf_counter()
+        ridgeline.sweep(model="llama-3-8b,qwen3-8b", gpu="h100,l4,a100", gpus="1,2,4,8",
+                        batch="1..100", prompt="100..5000:+100")
+        end = time.perf_counter()
+    finally:
+        stop.set()
+        t.join()
+    assert end - start > 0.05
+    middle = [x for x in ticks if start + 0.25 * (end - start) < x < start + 0.75 * (end - start)]
+    assert len(middle) > 3, (end - start, len(ticks))
+
+
+def test_dicts_as_files_equal_the_cli_with_files(cli, root, tmp_path):
+    # a model's config.json as a dict, a hardware file as a dict
+    config = json.loads((root / "data" / "models" / "llama-3-8b.json").read_text())
+    p = ridgeline.predict(model=config, gpu="h100", batch=4)
+    q = cli.json("predict", "--model", root / "data" / "models" / "llama-3-8b.json",
+                 "--gpu", "h100", "--batch", "4")
+    assert p == q
+    hw_text = (root / "data" / "hardware" / "a10.toml").read_text()
+    hw_text = hw_text.replace('id = "a10"', 'id = "my-a10"')
+    hw_text = hw_text.replace('aliases = ["a10-24gb"]', "aliases = []")
+    hw_text = hw_text.replace('publication_names = ["a10"]', "publication_names = []")
+    path = tmp_path / "my-a10.toml"
+    path.write_text(hw_text)
+    tomllib = pytest.importorskip("tomllib")
+    as_dict = tomllib.loads(hw_text)
+    p = ridgeline.predict(model="llama-3-8b", gpu="my-a10", hardware_file=as_dict)
+    assert p["hardware"]["id"] == "my-a10"
+    assert p == cli.json("predict", "--model", "llama-3-8b", "--gpu", "my-a10", "--hardware-file", path)
+    # and as a path, in a list (the flag repeats)
+    assert p == ridgeline.predict(model="llama-3-8b", gpu="my-a10", hardware_file=[path])
+
+
+@pytest.mark.parametrize(
+    "call, words",
+    [
+        (lambda: ridgeline.predict(model="llama-3-8b", gpu="h1000"),
+         ["predict", "--model", "llama-3-8b", "--gpu", "h1000"]),
+        (lambda: ridgeline.predict(model="lama-3-8b", gpu="h100"),
+         ["predict", "--model", "lama-3-8b", "--gpu", "h100"]),
+        (lambda: ridgeline.predict(model="llama-3-8b", gpu="h100", batch=0),
+         ["predict", "--model", "llama-3-8b", "--gpu", "h100", "--batch", "0"]),
+        (lambda: ridgeline.predict(model="llama-3-8b", gpu="h100", weights="fp7"),
+         ["predict", "--model", "llama-3-8b", "--gpu", "h100", "--weights", "fp7"]),
+        (lambda: ridgeline.predict(model="llama-3-8b", gpu="h100", batchh=3),
+         ["predict", "--model", "llama-3-8b", "--gpu", "h100", "--batchh", "3"]),
+        (lambda: ridgeline.predict(gpu="h100"), ["predict", "--gpu", "h100"]),
+        (lambda: ridgeline.train(model="llama-3-8b", gpu="h100", zero=5),
+         ["train", "--model", "llama-3-8b", "--gpu", "h100", "--zero", "5"]),
+        (lambda: ridgeline.plan(model="llama-3-8b", gpu="h100", max_tpot_ms=-1),
+         ["plan", "--model", "llama-3-8b", "--gpu", "h100", "--max-tpot-ms", "-1"]),
+        (lambda: ridgeline.sweep(model="llama-3-8b", gpu="h100", batch="8..1"),
+         ["sweep", "--model", "llama-3-8b", "--gpu", "h100", "--batch", "8..1"]),
+        (lambda: ridgeline.simulate(model="llama-3-8b", gpu="h100", rate=1, prompt="normal:5"),
+         ["simulate", "--model", "llama-3-8b", "--gpu", "h100", "--rate", "1", "--prompt", "normal:5"]),
+        (lambda: ridgeline.hardware("h1000"), ["hardware", "show", "h1000"]),
+        (lambda: ridgeline.roofline_svg(model="llama-3-8b", gpu="h100", gpus=0),
+         ["roofline", "--model", "llama-3-8b", "--gpu", "h100", "--gpus", "0", "--out", "x.svg"]),
+    ],
+)
+def test_bad_input_raises_the_cli_message(cli, call, words):
+    with pytest.raises(ridgeline.RidgelineError) as e:
+        call()
+    assert isinstance(e.value, ValueError)
+    assert str(e.value) == cli.error(*words)
+
+
+def test_errors_name_a_dict_not_a_temporary_file():
+    with pytest.raises(ridgeline.RidgelineError) as e:
+        ridgeline.predict(model={"hidden_size": 64}, gpu="h100")
+    assert str(e.value).startswith("<model dict>: missing field num_hidden_layers"), str(e.value)
+    with pytest.raises(ridgeline.RidgelineError) as e:
+        ridgeline.predict(model="llama-3-8b", gpu="x", hardware_file={"id": "x"})
+    assert str(e.value).startswith("<hardware_file dict>: "), str(e.value)
+    assert "missing field `name`" in str(e.value)
+
+
+def test_sweep_refuses_text_output_flags():
+    with pytest.raises(ridgeline.RidgelineError, match="--csv"):
+        ridgeline.sweep(model="llama-3-8b", gpu="h100", csv=True)
+
+
+def test_prediction_shows_a_table_in_a_notebook():
+    p = ridgeline.predict(model="llama-3-8b", gpu="h100", batch=8)
+    html = p._repr_html_()
+    assert html.startswith("<table>") and "llama-3-8b on 1 x h100-sxm" in html
+    # the tpot cell in ms, 4 significant digits
+    assert f"{p['generation']['tpot_s'] * 1e3:.4g} ms" in html
+    t = ridgeline.train(model="llama-3-8b", gpu="h100", gpus=8)
+    assert "memory.total_bytes" in t._repr_html_()
+
+
+def test_every_function_is_stubbed_with_real_options():
+    stub = ast.parse((PKG / "__init__.pyi").read_text())
+    functions = {f.name: f for f in stub.body if isinstance(f, ast.FunctionDef)}
+    commands = {
+        "predict": ["predict"], "explain": ["explain"], "train": ["train"], "plan": ["plan"],
+        "simulate": ["simulate"], "calibrate": ["calibrate"], "sweep": ["sweep"],
+        "roofline_svg": ["roofline"], "throughput_svg": ["predict"], "memory_svg": ["predict"],
+        "hardware": ["hardware", "show"], "models": ["models"], "instances": ["instances"],
+    }
+    for name in ridgeline.__all__:
+        obj = getattr(ridgeline, name)
+        if callable(obj) and not isinstance(obj, type):
+            assert name in functions, f"{name} has no stub"
+            assert obj.__doc__, f"{name} has no docstring"
+    for name, command in commands.items():
+        f = functions[name]
+        known = set(ridgeline.options(*command)) | {"id", "flash"}
+        args = [a.arg for a in f.args.args + f.args.kwonlyargs]
+        unknown = [a for a in args if a not in known]
+        assert not unknown, (name, unknown)
+        # and every option of the command but the text and file outputs is there
+        missing = set(ridgeline.options(*command)) - set(args) - {
+            "json", "svg", "out", "chart", "markdown", "csv", "save"}
+        if name.endswith("_svg"):
+            missing.discard("max")  # limits, not a chart
+            missing.discard("html")  # a report file, refused by chart functions
+        assert not missing, (name, missing)
+    assert "max_tpot_ms" in ridgeline.plan.__doc__  # options listed with their help
+
+
+def test_run_gives_the_cli_text(cli):
+    words = ["predict", "--model", "llama-3-8b", "--gpu", "h100"]
+    out = ridgeline.run(*words)
+    assert cli.run(*words).stdout == (out if out.endswith("\n") else out + "\n")
+
+
+def test_the_readme_script_runs(root, capsys):
+    # the README's ten-line capacity plan, as printed there
+    import re
+
+    text = (root / "README.md").read_text()
+    script = re.search(r"## Python\n.*?```python\n(.*?)```", text, re.S).group(1)
+    assert len(script.strip().splitlines()) <= 10
+    pytest.importorskip("pandas")
+    exec(compile(script, "README.md", "exec"), {})
+    out = capsys.readouterr().out
+    assert "usd_per_million_tokens" in out and "bound" in out
+
+
+def test_the_example_runs(root, capsys):
+    import runpy
+
+    runpy.run_path(str(root / "python" / "examples" / "capacity_plan.py"), run_name="__main__")
+    out = capsys.readouterr().out
+    assert "configurations" in out and "per million tokens" in out
+    assert "error: unknown hardware id 'h1000'" in out
