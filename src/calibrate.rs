@@ -33,6 +33,7 @@ mod checks;
 mod csv;
 mod fit;
 mod heldout;
+mod intervals;
 mod lm;
 mod many;
 mod mapping;
@@ -47,6 +48,10 @@ pub use fit::{EngineFit, FitOptions, FittedParam, OverheadKind, ParamKind, fit};
 pub use heldout::{
     Accuracy, HeldOut, KindAccuracy, accuracy, accuracy_with_progress, leave_one_out,
     leave_one_source_out, source_key,
+};
+pub use intervals::{
+    IntervalBands, coverage, coverage_by_source, held_out_ratios, interval_bands, interval_db,
+    intervals_toml, speed_ratio,
 };
 pub use mapping::{
     ENGINE_IDS, GpuMatch, TYPICAL_POOL, map_framework, map_gpu, map_model, map_precision,

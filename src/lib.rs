@@ -55,6 +55,7 @@
 //! | [`report`] | text, Markdown and plain-language renderers of the report structs |
 //! | [`plot`] | SVG charts: roofline, throughput and latency vs batch, memory breakdown, training cost vs time |
 //! | [`train`] | training memory and step time (ZeRO, 3D parallelism, LoRA/QLoRA, offload) |
+//! | [`intervals`] | 80% prediction intervals from held-out errors per kind and engine (`data/intervals.toml`) |
 //! | [`calibrate`] | published measurements, engine-factor fitting, leave-one-source-out errors |
 //! | [`cli`] | the command line as a library: [`cli::run_args`] runs words as the CLI does, [`cli::chart_args`] draws a command's chart |
 //! | [`web`] | `ridgeline serve`: the local page and JSON API ([`web::handle`] answers one request) |
@@ -73,6 +74,7 @@ pub mod error;
 pub mod files;
 pub mod hardware;
 pub mod instances;
+pub mod intervals;
 pub mod list;
 pub mod memory;
 pub mod model;

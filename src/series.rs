@@ -24,10 +24,12 @@
 //! # Ok::<(), ridgeline::Error>(())
 //! ```
 
+use crate::calibrate::Kind;
 use crate::dtype::Format;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::hardware::Hardware;
+use crate::intervals::IntervalDb;
 use crate::memory::InferenceMemory;
 use crate::model::ModelConfig;
 use crate::predict::{GenerationReport, Predictor, Scenario, decode_context};
@@ -50,6 +52,10 @@ pub struct ThroughputPoint {
     pub roofline_token_latency_s: f64,
     /// Whether this batch fits in device memory.
     pub fits: bool,
+    /// 80% interval of `tokens_per_s` from the engine's held-out errors (kind A at
+    /// batch 1, else B; [`crate::intervals`]); none for the pure roofline.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tokens_per_s_interval: Option<[f64; 2]>,
 }
 
 /// One device's curves.
@@ -81,9 +87,15 @@ pub fn throughput_point(
     } else {
         (s.decode.time_s, s.decode.roofline_time_s)
     };
+    let tokens_per_s = ratio(b, step);
+    let kind = if batch <= 1 { Kind::A } else { Kind::B };
+    let band = IntervalDb::builtin()
+        .ok()
+        .and_then(|db| db.band(&pred.engine.id, kind));
     ThroughputPoint {
         batch,
-        tokens_per_s: ratio(b, step),
+        tokens_per_s,
+        tokens_per_s_interval: band.map(|b| b.rate(tokens_per_s)),
         roofline_tokens_per_s: ratio(b, ideal_step),
         token_latency_s: step,
         roofline_token_latency_s: ideal_step,

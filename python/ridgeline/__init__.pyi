@@ -211,6 +211,7 @@ def calibrate(
     *,
     engine: Optional[str] = None,
     save: Optional[Union[str, "os.PathLike[str]"]] = None,
+    save_intervals: Optional[Union[str, "os.PathLike[str]"]] = None,
     train: Optional[bool] = None,
     hardware_file: Optional[FilesArg] = None,
     engine_file: Optional[FilesArg] = None,

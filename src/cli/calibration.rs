@@ -1,5 +1,6 @@
 //! `ridgeline calibrate`: the engine fit and the training fit, each written to its
-//! `--save` file only when the fit succeeds.
+//! `--save` file only when the fit succeeds, and the 80% interval bands
+//! (`--save-intervals`).
 
 use super::commands::{Ctx, named, to_json};
 use crate::model::ModelDb;
@@ -77,5 +78,30 @@ pub fn calibrate_train(measurements: &Path, save: Option<&Path>, json: bool) -> 
         to_json(&fit)
     } else {
         Ok(report::train::calibration(&fit))
+    }
+}
+
+/// `calibrate --save-intervals FILE`: the 80% interval bands from held-out errors.
+pub fn calibrate_intervals(
+    ctx: &Ctx,
+    measurements: &Path,
+    path: &Path,
+    json: bool,
+) -> Result<String> {
+    let flag = "--save-intervals";
+    let mut file = files::AtomicFile::create(path).map_err(|e| named(flag, e))?;
+    let rows = crate::calibrate::read_measurements(measurements)?;
+    let mapped = crate::calibrate::cases_with(&rows, &ctx.hardware, ModelDb::builtin()?);
+    let bands = crate::calibrate::interval_bands(&rows, &mapped, &ctx.engines)?;
+    let text = crate::calibrate::intervals_toml(&bands.db, &measurements.display().to_string());
+    file.file()
+        .write_all(text.as_bytes())
+        .map_err(|e| Error::write(format!("{flag} {}", path.display()), e))?;
+    file.commit().map_err(|e| named(flag, e))?;
+    eprintln!("saved interval bands to {}", path.display());
+    if json {
+        to_json(&bands.db)
+    } else {
+        Ok(report::calibration::intervals(&bands))
     }
 }

@@ -16,7 +16,7 @@ use crate::train::TrainConfig;
 use crate::{Error, Result, files};
 use std::path::Path;
 
-pub use super::calibration::{calibrate, calibrate_train};
+pub use super::calibration::{calibrate, calibrate_intervals, calibrate_train};
 
 /// The databases every command reads: built-ins plus the user's files, and models the
 /// caller gave as documents.

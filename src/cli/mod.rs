@@ -182,6 +182,11 @@ pub enum Command {
         /// Fit the training efficiency factors (kind D rows) instead of the engines.
         #[arg(long, conflicts_with = "engine")]
         train: bool,
+        /// Instead of the report, write the 80% interval bands (percentiles of held-out
+        /// measured / predicted per kind and engine; kinds D and E from the training fit)
+        /// as an intervals TOML, the format of data/intervals.toml.
+        #[arg(long, value_name = "FILE.toml", conflicts_with_all = ["engine", "save", "markdown", "train"])]
+        save_intervals: Option<PathBuf>,
     },
     /// A local web page and JSON API over the library: pick a model and devices, see
     /// the numbers, the charts and the explanation.

@@ -231,6 +231,11 @@ fn dispatch(cli: &Cli, ctx: &Ctx) -> Result<String> {
         Command::Simulate { args, svg } => commands::simulate(ctx, args, svg.as_deref(), json),
         Command::Calibrate {
             measurements,
+            save_intervals: Some(path),
+            ..
+        } => commands::calibrate_intervals(ctx, measurements, path, json),
+        Command::Calibrate {
+            measurements,
             save,
             train: true,
             ..
@@ -241,6 +246,7 @@ fn dispatch(cli: &Cli, ctx: &Ctx) -> Result<String> {
             save,
             markdown,
             train: false,
+            save_intervals: None,
         } => commands::calibrate(
             ctx,
             measurements,

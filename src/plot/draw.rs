@@ -83,6 +83,13 @@ impl Rect {
     }
 }
 
+/// Fills the polygon through `pts` (px).
+pub(crate) fn fill_polygon(root: &Root, pts: &[(f64, f64)], color: RGBAColor) -> Result<()> {
+    let pts: Vec<(i32, i32)> = pts.iter().copied().map(px).collect();
+    root.draw(&Polygon::new(pts, color.filled()))
+        .map_err(chart_err)
+}
+
 fn px(p: (f64, f64)) -> (i32, i32) {
     (p.0.round() as i32, p.1.round() as i32)
 }

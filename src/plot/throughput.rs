@@ -12,7 +12,9 @@
 use super::axes::{
     Axes, Frame, LogAxis, draw_axes, fit_axis_titles, fit_y_title, log_axis, log_ticks,
 };
-use super::draw::{Marker, Pen, Root, check_size, draw_dashed, draw_header, draw_line, render_svg};
+use super::draw::{
+    Marker, Pen, Root, check_size, draw_dashed, draw_header, draw_line, fill_polygon, render_svg,
+};
 use super::labels::{Label, Leader, Near, Placer, Side};
 use super::legend::{Footnote, Panel, Sample, line_sample};
 use super::style::{GREY, INK, LABEL_PX, MarkerShape, SMALL_PX, TINY_PX, rgb, series_color};
@@ -285,6 +287,30 @@ fn draw_curves(root: &Root, series: &[ThroughputSeries], halves: &mut [Half; 2])
     Ok(())
 }
 
+/// Series: each device's 80% interval of the predicted throughput as a shaded band
+/// (clipped to the panel), under the curves.
+fn draw_bands(root: &Root, series: &[ThroughputSeries], half: &Half) -> Result<()> {
+    let rect = half.frame.rect;
+    for (i, s) in series.iter().enumerate() {
+        let alpha = if s.max_batch == 0 { 0.45 } else { 1.0 };
+        let band: Vec<(f64, [f64; 2])> = (s.points.iter())
+            .filter(|p| s.max_batch == 0 || p.batch <= s.max_batch)
+            .filter_map(|p| p.tokens_per_s_interval.map(|b| (p.batch as f64, b)))
+            .collect();
+        if band.len() < 2 {
+            continue;
+        }
+        let at = |x: f64, y: f64| {
+            let (px, py) = half.frame.px(x, y);
+            (px, py.clamp(rect.y0, rect.y1))
+        };
+        let mut pts: Vec<(f64, f64)> = band.iter().map(|(x, b)| at(*x, b[1])).collect();
+        pts.extend(band.iter().rev().map(|(x, b)| at(*x, b[0])));
+        fill_polygon(root, &pts, rgb(series_color(i)).mix(0.14 * alpha))?;
+    }
+    Ok(())
+}
+
 /// Where a device's decode turns compute-bound on the chart.
 struct ComputeBound {
     /// The device (series index).
@@ -402,6 +428,16 @@ fn draw_legend(
     p.row(&[solid], 30.0, "engine prediction", SMALL_PX, INK)?;
     let dashed = line_sample(24.0, GREY.mix(0.9), Some((5.0, 4.0)));
     p.row(&[dashed], 30.0, "ideal roofline", SMALL_PX, INK)?;
+    if (series.iter().flat_map(|s| &s.points)).any(|p| p.tokens_per_s_interval.is_some()) {
+        let band = Sample::Fill([0.0, 1.0, 24.0, 13.0], GREY.mix(0.25));
+        p.row(
+            &[band],
+            30.0,
+            "80% interval (held-out errors)",
+            SMALL_PX,
+            INK,
+        )?;
+    }
     if any_cb {
         let diamond = Marker {
             shape: MarkerShape::Diamond,
@@ -445,6 +481,7 @@ pub fn throughput(series: &[ThroughputSeries], opts: &ThroughputOptions) -> Resu
         let area = root.margin(TOP as i32, 8, 8, panel_w as i32);
         let mut halves = axes(&area, &r, h)?;
         draw_cuts(root, series, &r, &mut halves)?;
+        draw_bands(root, series, &halves[0])?;
         draw_curves(root, series, &mut halves)?;
         let marks = draw_compute_bound(root, series, &mut halves[0])?;
         draw_labels(root, series, &r, &marks, &mut halves)?;

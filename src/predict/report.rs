@@ -50,6 +50,20 @@ impl Predictor<'_> {
             notes.push(Note::DoesNotFit);
         }
         let ridge = self.matmul.ridge_point();
+        let generation = GenerationReport::from_summary(&s, batch, gen_tokens);
+        let prefill_tokens_per_s = ratio(b * prompt as f64, s.prefill.time_s);
+        let intervals = crate::intervals::inference(
+            crate::intervals::IntervalDb::builtin()?,
+            &self.engine.id,
+            batch,
+            [
+                generation.decode_tokens_per_s,
+                generation.output_tokens_per_s,
+                generation.ttft_s,
+                generation.tpot_s,
+                prefill_tokens_per_s,
+            ],
+        );
         Ok(Prediction {
             model: ModelInfo {
                 id: self.model.id.clone(),
@@ -92,7 +106,7 @@ impl Predictor<'_> {
                 time_s: s.prefill.time_s,
                 roofline_time_s: s.prefill.roofline_time_s,
                 bound: s.prefill.bound(),
-                tokens_per_s: ratio(b * prompt as f64, s.prefill.time_s),
+                tokens_per_s: prefill_tokens_per_s,
             },
             decode: DecodeReport {
                 context: mid,
@@ -108,11 +122,12 @@ impl Predictor<'_> {
                 roofline_tokens_per_s: ratio(b, s.decode.roofline_time_s),
                 compute_bound_batch: self.compute_bound_batch(mid),
             },
-            generation: GenerationReport::from_summary(&s, batch, gen_tokens),
+            generation,
             speculative: self.speculative_report(batch, mid, &s),
             architecture: self.architecture(batch, mid),
             ops,
             notes,
+            intervals,
         })
     }
 
@@ -519,6 +534,10 @@ pub struct Prediction {
     pub ops: Vec<OpReport>,
     /// Caveats (serialized as sentences, see [`crate::report::notes`]).
     pub notes: Vec<Note>,
+    /// 80% intervals of the headline numbers by dotted path, from the held-out errors
+    /// of the engine and kind ([`crate::intervals`]); empty (not written) for `ideal`.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub intervals: crate::intervals::Intervals,
 }
 
 /// One-call prediction: builds a [`Predictor`] and predicts.

@@ -268,6 +268,54 @@ impl<W: Write + Send> Drop for ProgressLine<W> {
     }
 }
 
+/// Text report of `calibrate --save-intervals`: each band, and the fraction of the
+/// held-out rows of kinds A, B and C inside their own band, in sample and against
+/// bands computed without the row's publication.
+pub fn intervals(bands: &crate::calibrate::IntervalBands) -> String {
+    let header = ["kind", "engine", "rows", "p10", "median", "p90"];
+    let db = &bands.db;
+    let mut rows = vec![header.iter().map(|h| h.to_string()).collect::<Vec<_>>()];
+    let all = (db
+        .pooled
+        .iter()
+        .map(|(k, b)| ("all engines".to_string(), k, b)))
+    .chain(
+        db.engines
+            .iter()
+            .flat_map(|(e, m)| m.iter().map(|(k, b)| (e.clone(), k, b))),
+    );
+    for (engine, kind, b) in all {
+        rows.push(vec![
+            kind.clone(),
+            engine,
+            b.rows.to_string(),
+            format!("{:.3}", b.p10),
+            format!("{:.3}", b.median),
+            format!("{:.3}", b.p90),
+        ]);
+    }
+    let mut out = String::from("80% interval bands of measured / predicted (as a speed)\n");
+    out += &render(&rows);
+    let sections = [
+        (
+            "held-out rows inside their band (in sample: ~80% by construction)",
+            &bands.in_sample,
+        ),
+        (
+            "inside bands computed without the row's publication",
+            &bands.by_source,
+        ),
+    ];
+    for (title, rows) in sections {
+        out += &format!("\n{title}\n");
+        for (kind, inside, n) in rows {
+            let pct = 100.0 * *inside as f64 / (*n).max(1) as f64;
+            out += &format!("  kind {kind}: {inside} of {n} ({pct:.0}%)\n");
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

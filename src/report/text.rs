@@ -11,6 +11,39 @@ fn rate(x: f64) -> String {
     }
 }
 
+/// The one line `80% interval: ...` of a prediction's headline numbers (decode and
+/// output tokens/s, TTFT, time per output token, prefill tokens/s); `None` without
+/// intervals (the pure roofline).
+pub fn interval_line(p: &Prediction) -> Option<String> {
+    let i = &p.intervals;
+    let mut parts = Vec::new();
+    let mut add = |key: &str, label: &str, f: &dyn Fn(f64) -> String| {
+        if let Some([lo, hi]) = i.get(key) {
+            parts.push(format!("{label} {} to {}", f(*lo), f(*hi)));
+        }
+    };
+    add("generation.decode_tokens_per_s", "decode", &|x| {
+        format!("{} tok/s", rate(x))
+    });
+    add("generation.output_tokens_per_s", "output", &|x| {
+        format!("{} tok/s", rate(x))
+    });
+    add("generation.ttft_s", "TTFT", &fmt_seconds);
+    add("generation.tpot_s", "time per output token", &fmt_seconds);
+    if p.config.prompt > 0 {
+        add("prefill.tokens_per_s", "prefill", &|x| {
+            format!("{} tok/s", rate(x))
+        });
+    }
+    (!parts.is_empty()).then(|| {
+        format!(
+            "80% interval: {} (held-out errors of engine {})",
+            parts.join("; "),
+            p.config.engine
+        )
+    })
+}
+
 /// The default `ridgeline predict` output.
 pub fn prediction(p: &Prediction) -> String {
     let c = &p.config;
@@ -86,6 +119,9 @@ pub fn prediction(p: &Prediction) -> String {
         rate(g.output_tokens_per_s),
         rate(g.roofline_decode_tokens_per_s)
     ));
+    if let Some(line) = interval_line(p) {
+        s.push_str(&format!("  {line}\n"));
+    }
     let mut ops: Vec<_> = p
         .ops
         .iter()

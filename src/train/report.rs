@@ -121,6 +121,10 @@ pub struct TrainReport {
     pub efficiency: TrainEfficiency,
     /// Caveats.
     pub notes: Vec<TrainNote>,
+    /// 80% intervals of `step.tokens_per_s_per_gpu` (kind D residuals) and
+    /// `memory.total_bytes` (kind E) from `data/intervals.toml` ([`crate::intervals`]).
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub intervals: crate::intervals::Intervals,
 }
 
 /// The `config` object of `train --json`.
@@ -194,6 +198,10 @@ impl Trainer<'_> {
     pub fn report(&self) -> TrainReport {
         let (inner, detail) = self.memory();
         let step = self.step();
+        // the bundled file parses (tests/intervals.rs); an error there leaves no intervals
+        let intervals = crate::intervals::IntervalDb::builtin()
+            .map(|db| crate::intervals::training(db, step.tokens_per_s_per_gpu, inner.total_bytes))
+            .unwrap_or_default();
         TrainReport {
             model: ModelInfo {
                 id: self.model.id.clone(),
@@ -213,6 +221,7 @@ impl Trainer<'_> {
             memory: MemoryReport { inner, detail },
             step,
             efficiency: self.eff.clone(),
+            intervals,
         }
     }
 }

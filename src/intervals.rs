@@ -1,0 +1,245 @@
+//! 80% prediction intervals from held-out errors: the bundled `data/intervals.toml`
+//! ([`IntervalDb`]) and the `intervals` object of `predict --json` and `train --json`
+//! ([`Intervals`]).
+//!
+//! Each band is the 10th and 90th percentile of `measured / predicted` (as a speed:
+//! for a time, `predicted / measured`) over the rows of one measurement kind (A
+//! single-stream decode, B batched throughput, C prefill / time to first token),
+//! each predicted by an engine calibrated without its publication
+//! ([`crate::calibrate::leave_one_source_out`]); per engine where the engine has at
+//! least [`MIN_ENGINE_ROWS`] held-out rows of the kind, else over every engine's rows
+//! of the kind. Training (kind D step throughput, kind E memory) uses the in-sample
+//! residuals of `calibrate --train`. `calibrate --save-intervals FILE` writes the file
+//! ([`crate::calibrate::intervals_toml`]). A rate `r` gets `[p10 · r, p90 · r]`, a time
+//! `t` gets `[t / p90, t / p10]`. The pure roofline (`ideal`) gets no interval.
+
+use crate::calibrate::Kind;
+use crate::error::{Error, Result};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
+/// The bundled `data/intervals.toml`.
+pub const BUILTIN_INTERVALS_TOML: &str = include_str!("../data/intervals.toml");
+
+/// Fewest held-out rows of a kind for an engine to get its own band; below it the
+/// engine takes the band of all engines' rows of that kind.
+pub const MIN_ENGINE_ROWS: usize = 8;
+
+/// One band: percentiles of `measured / predicted` (as a speed) over some rows.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Band {
+    /// 10th percentile.
+    pub p10: f64,
+    /// 90th percentile.
+    pub p90: f64,
+    /// Rows the percentiles are taken over.
+    pub rows: usize,
+    /// Median of the ratio over those rows.
+    pub median: f64,
+}
+
+impl Band {
+    /// Percentiles of `ratios` (linear interpolation between order statistics, as
+    /// numpy's default); `None` without rows.
+    pub fn of(ratios: &[f64]) -> Option<Band> {
+        let mut v: Vec<f64> = ratios.iter().copied().filter(|r| r.is_finite()).collect();
+        if v.is_empty() {
+            return None;
+        }
+        v.sort_by(f64::total_cmp);
+        Some(Band {
+            p10: percentile(&v, 0.1),
+            p90: percentile(&v, 0.9),
+            rows: v.len(),
+            median: percentile(&v, 0.5),
+        })
+    }
+
+    /// `[p10 · rate, p90 · rate]`.
+    pub fn rate(&self, rate: f64) -> [f64; 2] {
+        [self.p10 * rate, self.p90 * rate]
+    }
+
+    /// `[time / p90, time / p10]`: a time is the inverse of a speed.
+    pub fn time(&self, time: f64) -> [f64; 2] {
+        [time / self.p90, time / self.p10]
+    }
+
+    /// Whether `ratio` lies inside the band (ends included).
+    pub fn holds(&self, ratio: f64) -> bool {
+        (self.p10..=self.p90).contains(&ratio)
+    }
+}
+
+/// The `q`-quantile of sorted, non-empty `v`: `h = (n - 1) q`, interpolating between
+/// `v[floor h]` and `v[ceil h]`.
+pub fn percentile(v: &[f64], q: f64) -> f64 {
+    let h = (v.len() - 1) as f64 * q;
+    let (lo, hi) = (h.floor() as usize, h.ceil() as usize);
+    v[lo] + (h - lo as f64) * (v[hi] - v[lo])
+}
+
+/// The interval bands: per kind over all engines, and per engine where it has enough
+/// rows.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IntervalDb {
+    /// Per kind name (`A`..`E`), every engine's rows.
+    #[serde(default)]
+    pub pooled: BTreeMap<String, Band>,
+    /// Per engine id, per kind name: the engine's own rows.
+    #[serde(default)]
+    pub engines: BTreeMap<String, BTreeMap<String, Band>>,
+}
+
+impl IntervalDb {
+    /// Parses an intervals TOML (`source` names it in errors).
+    pub fn from_toml(text: &str, source: &str) -> Result<IntervalDb> {
+        let db: IntervalDb = toml::from_str(text).map_err(|e| Error::Parse {
+            source_name: source.to_string(),
+            message: e.to_string().trim().replace('\n', " "),
+        })?;
+        let bands = db.pooled.iter().chain(db.engines.values().flatten());
+        for (kind, b) in bands {
+            if !(b.p10 > 0.0 && b.p10 <= b.p90 && b.p90.is_finite()) {
+                return Err(Error::invalid(
+                    format!("{source}: {kind}"),
+                    format!("needs 0 < p10 <= p90, got {} and {}", b.p10, b.p90),
+                ));
+            }
+        }
+        Ok(db)
+    }
+
+    /// The bundled bands.
+    pub fn builtin() -> Result<&'static IntervalDb> {
+        static DB: OnceLock<Result<IntervalDb>> = OnceLock::new();
+        DB.get_or_init(|| IntervalDb::from_toml(BUILTIN_INTERVALS_TOML, "data/intervals.toml"))
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    /// The band for predictions of `kind` by engine `engine`: its own, else the
+    /// pooled one; none for `ideal`.
+    pub fn band(&self, engine: &str, kind: Kind) -> Option<&Band> {
+        if engine == "ideal" {
+            return None;
+        }
+        let k = kind_name(kind);
+        (self.engines.get(engine).and_then(|m| m.get(k))).or_else(|| self.pooled.get(k))
+    }
+}
+
+/// The name a kind has in the file.
+pub fn kind_name(kind: Kind) -> &'static str {
+    match kind {
+        Kind::A => "A",
+        Kind::B => "B",
+        Kind::C => "C",
+        Kind::D => "D",
+        Kind::E => "E",
+        Kind::F => "F",
+    }
+}
+
+/// 80% intervals `[low, high]` keyed by the dotted path of the number they bound
+/// (`generation.ttft_s`); empty for the pure roofline.
+pub type Intervals = BTreeMap<String, [f64; 2]>;
+
+/// Intervals of an inference prediction by `engine` at `batch`: decode tokens/s and
+/// time per output token from kind A at batch 1 (else B), output tokens/s from B (A at
+/// batch 1), time to first token and prefill tokens/s from C.
+pub fn inference(db: &IntervalDb, engine: &str, batch: u64, numbers: [f64; 5]) -> Intervals {
+    let [decode, output, ttft, tpot, prefill] = numbers;
+    let step = if batch <= 1 { Kind::A } else { Kind::B };
+    let mut out = Intervals::new();
+    let mut put = |key: &str, kind: Kind, f: &dyn Fn(&Band) -> [f64; 2]| {
+        if let Some(b) = db.band(engine, kind) {
+            out.insert(key.to_string(), f(b));
+        }
+    };
+    put("generation.decode_tokens_per_s", step, &|b| b.rate(decode));
+    put("generation.output_tokens_per_s", step, &|b| b.rate(output));
+    put("generation.tpot_s", step, &|b| b.time(tpot));
+    put("generation.ttft_s", Kind::C, &|b| b.time(ttft));
+    put("prefill.tokens_per_s", Kind::C, &|b| b.rate(prefill));
+    out
+}
+
+/// Intervals of a training prediction: step tokens/s per device from kind D, total
+/// memory bytes per device from kind E.
+pub fn training(db: &IntervalDb, tokens_per_s_per_gpu: f64, total_bytes: f64) -> Intervals {
+    let mut out = Intervals::new();
+    if let Some(b) = db.pooled.get("D") {
+        out.insert(
+            "step.tokens_per_s_per_gpu".into(),
+            b.rate(tokens_per_s_per_gpu),
+        );
+    }
+    if let Some(b) = db.pooled.get("E") {
+        out.insert("memory.total_bytes".into(), b.rate(total_bytes));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_interpolate_between_order_statistics() {
+        // 11 values 0.5, 0.6, ..., 1.5: h = 10 q lands on order statistics exactly
+        let v: Vec<f64> = (0..11).map(|i| 0.5 + 0.1 * i as f64).collect();
+        let b = Band::of(&v).unwrap();
+        assert!((b.p10 - 0.6).abs() < 1e-12 && (b.p90 - 1.4).abs() < 1e-12);
+        assert!((b.median - 1.0).abs() < 1e-12 && b.rows == 11);
+        // 4 values 1, 2, 3, 4: p10 at h = 0.3 -> 1.3; p90 at h = 2.7 -> 3.7
+        let b = Band::of(&[4.0, 1.0, 3.0, 2.0]).unwrap();
+        assert!(
+            (b.p10 - 1.3).abs() < 1e-12 && (b.p90 - 3.7).abs() < 1e-12,
+            "{b:?}"
+        );
+        assert!(Band::of(&[]).is_none());
+    }
+
+    #[test]
+    fn times_invert_the_speed_ratio() {
+        let b = Band {
+            p10: 0.8,
+            p90: 1.25,
+            rows: 10,
+            median: 1.0,
+        };
+        // 100 tok/s -> [80, 125]; 10 ms -> [10 / 1.25, 10 / 0.8] = [8, 12.5] ms
+        assert_eq!(b.rate(100.0), [80.0, 125.0]);
+        let t = b.time(0.010);
+        assert!((t[0] - 0.008).abs() < 1e-15 && (t[1] - 0.0125).abs() < 1e-15);
+    }
+
+    #[test]
+    fn engines_fall_back_to_the_pooled_band_and_ideal_gets_none() {
+        let db = IntervalDb::from_toml(
+            "[pooled.A]\np10 = 0.8\np90 = 1.1\nrows = 30\nmedian = 0.95\n\
+             [pooled.C]\np10 = 0.5\np90 = 1.5\nrows = 30\nmedian = 1.0\n\
+             [engines.vllm.A]\np10 = 0.9\np90 = 1.0\nrows = 9\nmedian = 0.95\n",
+            "t.toml",
+        )
+        .unwrap();
+        assert_eq!(db.band("vllm", Kind::A).unwrap().p10, 0.9);
+        assert_eq!(db.band("sglang", Kind::A).unwrap().p10, 0.8);
+        assert!(db.band("ideal", Kind::A).is_none());
+        assert!(db.band("vllm", Kind::B).is_none());
+        let i = inference(&db, "vllm", 1, [100.0, 100.0, 0.2, 0.01, 1000.0]);
+        assert_eq!(i["generation.decode_tokens_per_s"], [90.0, 100.0]);
+        // ttft 0.2 s with C band [0.5, 1.5]: [0.2 / 1.5, 0.2 / 0.5]
+        assert_eq!(i["generation.ttft_s"], [0.2 / 1.5, 0.4]);
+        assert!(inference(&db, "ideal", 1, [1.0; 5]).is_empty());
+        let bad = IntervalDb::from_toml(
+            "[pooled.A]\np10 = 1.2\np90 = 1.1\nrows = 3\nmedian = 1\n",
+            "b",
+        );
+        assert!(bad.is_err());
+    }
+}
