@@ -132,16 +132,9 @@ impl IntervalDb {
     }
 }
 
-/// The name a kind has in the file.
+/// The name a kind has in the file: its letter ([`Kind::letter`]).
 pub fn kind_name(kind: Kind) -> &'static str {
-    match kind {
-        Kind::A => "A",
-        Kind::B => "B",
-        Kind::C => "C",
-        Kind::D => "D",
-        Kind::E => "E",
-        Kind::F => "F",
-    }
+    kind.letter()
 }
 
 /// 80% intervals `[low, high]` keyed by the dotted path of the number they bound

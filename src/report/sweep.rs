@@ -286,14 +286,7 @@ fn row(buf: &mut Vec<u8>, s: &Sweep<'_>, l: &Labels, ix: &[usize; 9], r: &Outcom
     }
     buf.extend_from_slice(l.middle(ix));
     let metrics = match r {
-        Ok(p) => [
-            p.ttft_s,
-            p.tpot_s,
-            p.decode_tokens_per_s,
-            p.output_tokens_per_s,
-            p.total_bytes(),
-            p.summary.memory.capacity_bytes,
-        ],
+        Ok(p) => p.headline(),
         Err(_) => [f64::NAN; 6],
     };
     buf.extend_from_slice(if r.is_ok_and(|p| p.fits()) {

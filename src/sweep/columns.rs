@@ -168,16 +168,11 @@ impl Builder {
             v.push(c);
         }
         let numbers = match r {
-            Ok(p) => [
-                p.ttft_s,
-                p.tpot_s,
-                p.decode_tokens_per_s,
-                p.output_tokens_per_s,
-                p.total_bytes(),
-                p.summary.memory.capacity_bytes,
-                p.usd_per_million_tokens_if_fits().unwrap_or(f64::NAN),
-                p.summary.speedup,
-            ],
+            Ok(p) => {
+                let [a, b, c, d, e, f] = p.headline();
+                let usd = p.usd_per_million_tokens_if_fits().unwrap_or(f64::NAN);
+                [a, b, c, d, e, f, usd, p.summary.speedup]
+            }
             Err(_) => [f64::NAN; 8],
         };
         for (v, x) in self.numbers.iter_mut().zip(numbers) {

@@ -241,6 +241,19 @@ impl Point {
         self.summary.memory.total_bytes
     }
 
+    /// The measured columns every output shares, in column order: TTFT, TPOT, decode
+    /// and output tokens/s, memory per device and its capacity.
+    pub fn headline(&self) -> [f64; 6] {
+        [
+            self.ttft_s,
+            self.tpot_s,
+            self.decode_tokens_per_s,
+            self.output_tokens_per_s,
+            self.total_bytes(),
+            self.summary.memory.capacity_bytes,
+        ]
+    }
+
     /// USD per million output tokens of a configuration that fits (`None` for one that
     /// does not: it produces no tokens on these devices).
     pub fn usd_per_million_tokens_if_fits(&self) -> Option<f64> {
