@@ -40,15 +40,14 @@ fn finding(topic: &'static str, text: String) -> Finding {
 /// Builds the explanation from a prediction and the alternatives evaluated for it
 /// ([`crate::predict::Predictor::what_ifs`]).
 pub fn explain(p: &Prediction, w: &WhatIfs) -> Explanation {
-    let mut f: Vec<Finding> = (super::text::interval_line(p).into_iter())
-        .map(|line| finding("interval", line))
-        .collect();
-    f.extend(decode_findings(p));
+    let mut f: Vec<Finding> = decode_findings(p);
     f.extend(batching_findings(p, w.larger_batch.as_ref()));
     if p.config.prompt > 0 {
         f.push(prefill_finding(p));
     }
     f.push(memory_finding(p));
+    // how far to trust the figures above, once they have been said
+    f.extend(super::text::interval_line(p).map(|line| finding("interval", line)));
     if let Some(q) = &w.quantized {
         f.push(quantized_finding(p, w, q));
     }
