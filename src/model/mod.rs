@@ -431,6 +431,11 @@ impl ModelConfig {
 
     /// The layer kinds of layers `range` (a pipeline stage) with their counts.
     pub fn kinds_in(&self, range: std::ops::Range<usize>) -> Vec<(LayerKind, u64)> {
+        // one kind (most models): no count over the layers
+        if let [only] = self.kinds[..] {
+            let n = range.len() as u64;
+            return if n > 0 { vec![(only, n)] } else { Vec::new() };
+        }
         let mut counts = vec![0u64; self.kinds.len()];
         for &k in &self.layer_kinds[range] {
             counts[k as usize] += 1;
