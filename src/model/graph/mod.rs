@@ -305,6 +305,11 @@ mod tests {
     use super::*;
     use crate::model::ModelDb;
 
+    /// The fp16 graph of `step` over `tp` devices, fused attention.
+    fn plain(m: &crate::model::ModelConfig, step: &Step, tp: u64) -> Graph {
+        forward(m, step, &bf16(), &Shard::tp(tp, m.layers), true)
+    }
+
     fn bf16() -> Precision {
         Precision {
             weights: Format::Fp16,
@@ -321,13 +326,7 @@ mod tests {
         // read once per token: (6,738,415,616 - 131,072,000 + 4096) · 2 bytes, plus
         // one embedding row (4096 · 2).
         let m = ModelDb::builtin().unwrap().resolve("llama-2-7b").unwrap();
-        let g = forward(
-            &m,
-            &Step::decode(1, 1),
-            &bf16(),
-            &Shard::tp(1, m.layers),
-            true,
-        );
+        let g = plain(&m, &Step::decode(1, 1), 1);
         let w = g.total().read.weights;
         let expect = (6_738_415_616.0 - 131_072_000.0) * 2.0 + 4096.0 * 2.0;
         assert!((w - expect).abs() < 1.0, "{w} vs {expect}");
@@ -350,13 +349,7 @@ mod tests {
         // batch 1 decode reads active-param weights: 12,879,925,248 - 131,072,000 (embedding
         // table unread) at 2 bytes, + one embedding row.
         let m = ModelDb::builtin().unwrap().resolve("mixtral-8x7b").unwrap();
-        let g = forward(
-            &m,
-            &Step::decode(1, 1),
-            &bf16(),
-            &Shard::tp(1, m.layers),
-            true,
-        );
+        let g = plain(&m, &Step::decode(1, 1), 1);
         let w = g.total().read.weights;
         let expect = (12_879_925_248.0 - 131_072_000.0) * 2.0 + 8192.0;
         assert!((w / expect - 1.0).abs() < 1e-9, "{w} vs {expect}");
@@ -365,22 +358,8 @@ mod tests {
     #[test]
     fn tensor_parallel_splits_and_adds_allreduce() {
         let m = ModelDb::builtin().unwrap().resolve("llama-2-70b").unwrap();
-        let one = forward(
-            &m,
-            &Step::decode(1, 100),
-            &bf16(),
-            &Shard::tp(1, m.layers),
-            true,
-        )
-        .total();
-        let four = forward(
-            &m,
-            &Step::decode(1, 100),
-            &bf16(),
-            &Shard::tp(4, m.layers),
-            true,
-        )
-        .total();
+        let one = plain(&m, &Step::decode(1, 100), 1).total();
+        let four = plain(&m, &Step::decode(1, 100), 4).total();
         assert!((one.read.weights / four.read.weights - 4.0).abs() < 0.05);
         // two all-reduces of 8192 fp16 per layer, ring factor 2·3/4: 80·2·1.5·16384 bytes
         assert_eq!(four.link_bytes, 80.0 * 2.0 * 1.5 * 16384.0);
