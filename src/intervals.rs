@@ -127,14 +127,9 @@ impl IntervalDb {
         if engine == "ideal" {
             return None;
         }
-        let k = kind_name(kind);
+        let k = kind.letter();
         (self.engines.get(engine).and_then(|m| m.get(k))).or_else(|| self.pooled.get(k))
     }
-}
-
-/// The name a kind has in the file: its letter ([`Kind::letter`]).
-pub fn kind_name(kind: Kind) -> &'static str {
-    kind.letter()
 }
 
 /// 80% intervals `[low, high]` keyed by the dotted path of the number they bound

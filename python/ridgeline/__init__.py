@@ -326,7 +326,7 @@ def sweep(model: Any = None, gpu: Any = None, **options: Any) -> SweepColumns:
         cols: Dict[str, Any] = {}
         for k in keys:
             vals = [r[k] for r in doc["rows"]]
-            if all(isinstance(v, str) for v in vals) or any(isinstance(v, str) for v in vals):
+            if any(isinstance(v, str) for v in vals):
                 arr = np.empty(len(vals), dtype=object)
                 arr[:] = vals
                 cols[k] = arr

@@ -4,7 +4,7 @@
 
 use super::{Case, HeldOut, Kind, Mapped, Target};
 use crate::error::{Error, Result};
-use crate::intervals::{Band, IntervalDb, MIN_ENGINE_ROWS, kind_name};
+use crate::intervals::{Band, IntervalDb, MIN_ENGINE_ROWS};
 use crate::train::calibrate::TrainFit;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -42,7 +42,7 @@ pub fn interval_db(ratios: &[(String, Kind, f64)], train: Option<&TrainFit>) -> 
         let of: Vec<&(String, Kind, f64)> = ratios.iter().filter(|r| r.1 == kind).collect();
         let all: Vec<f64> = of.iter().map(|r| r.2).collect();
         if let Some(b) = Band::of(&all) {
-            db.pooled.insert(kind_name(kind).into(), b);
+            db.pooled.insert(kind.letter().into(), b);
         }
         let mut engines: Vec<&str> = of.iter().map(|r| r.0.as_str()).collect();
         engines.sort();
@@ -54,7 +54,7 @@ pub fn interval_db(ratios: &[(String, Kind, f64)], train: Option<&TrainFit>) -> 
             }
             if let Some(b) = Band::of(&own) {
                 let m = db.engines.entry(e.to_string()).or_default();
-                m.insert(kind_name(kind).into(), b);
+                m.insert(kind.letter().into(), b);
             }
         }
     }
@@ -65,7 +65,7 @@ pub fn interval_db(ratios: &[(String, Kind, f64)], train: Option<&TrainFit>) -> 
         };
         for (kind, rows) in [(Kind::D, &t.rows), (Kind::E, &t.memory_rows)] {
             if let Some(b) = Band::of(&ratio(rows)) {
-                db.pooled.insert(kind_name(kind).into(), b);
+                db.pooled.insert(kind.letter().into(), b);
             }
         }
     }
