@@ -57,14 +57,18 @@ impl Band {
         })
     }
 
-    /// `[p10 · rate, p90 · rate]`.
-    pub fn rate(&self, rate: f64) -> [f64; 2] {
-        [self.p10 * rate, self.p90 * rate]
+    /// `[p10 · rate, p90 · rate]`, no faster than `ideal` (the roofline's rate: no
+    /// measurement beats the datasheet peaks; `f64::INFINITY` for none).
+    pub fn rate(&self, rate: f64, ideal: f64) -> [f64; 2] {
+        let high = (self.p90 * rate).min(ideal);
+        [(self.p10 * rate).min(high), high]
     }
 
-    /// `[time / p90, time / p10]`: a time is the inverse of a speed.
-    pub fn time(&self, time: f64) -> [f64; 2] {
-        [time / self.p90, time / self.p10]
+    /// `[time / p90, time / p10]` (a time is the inverse of a speed), no shorter than
+    /// `ideal` (the roofline's time; 0 for none).
+    pub fn time(&self, time: f64, ideal: f64) -> [f64; 2] {
+        let low = (time / self.p90).max(ideal);
+        [low, (time / self.p10).max(low)]
     }
 
     /// Whether `ratio` lies inside the band (ends included).
@@ -138,9 +142,18 @@ pub type Intervals = BTreeMap<String, [f64; 2]>;
 
 /// Intervals of an inference prediction by `engine` at `batch`: decode tokens/s and
 /// time per output token from kind A at batch 1 (else B), output tokens/s from B (A at
-/// batch 1), time to first token and prefill tokens/s from C.
-pub fn inference(db: &IntervalDb, engine: &str, batch: u64, numbers: [f64; 5]) -> Intervals {
+/// batch 1), time to first token and prefill tokens/s from C. `numbers` and `ideal`
+/// (the same five under the pure roofline, which bounds each interval) are in the order
+/// decode tokens/s, output tokens/s, TTFT, TPOT, prefill tokens/s.
+pub fn inference(
+    db: &IntervalDb,
+    engine: &str,
+    batch: u64,
+    numbers: [f64; 5],
+    ideal: [f64; 5],
+) -> Intervals {
     let [decode, output, ttft, tpot, prefill] = numbers;
+    let [i_decode, i_output, i_ttft, i_tpot, i_prefill] = ideal;
     let step = if batch <= 1 { Kind::A } else { Kind::B };
     let mut out = Intervals::new();
     let mut put = |key: &str, kind: Kind, f: &dyn Fn(&Band) -> [f64; 2]| {
@@ -148,26 +161,41 @@ pub fn inference(db: &IntervalDb, engine: &str, batch: u64, numbers: [f64; 5]) -
             out.insert(key.to_string(), f(b));
         }
     };
-    put("generation.decode_tokens_per_s", step, &|b| b.rate(decode));
-    put("generation.output_tokens_per_s", step, &|b| b.rate(output));
-    put("generation.tpot_s", step, &|b| b.time(tpot));
-    put("generation.ttft_s", Kind::C, &|b| b.time(ttft));
-    put("prefill.tokens_per_s", Kind::C, &|b| b.rate(prefill));
+    put("generation.decode_tokens_per_s", step, &|b| {
+        b.rate(decode, i_decode)
+    });
+    put("generation.output_tokens_per_s", step, &|b| {
+        b.rate(output, i_output)
+    });
+    put("generation.tpot_s", step, &|b| b.time(tpot, i_tpot));
+    put("generation.ttft_s", Kind::C, &|b| b.time(ttft, i_ttft));
+    put("prefill.tokens_per_s", Kind::C, &|b| {
+        b.rate(prefill, i_prefill)
+    });
     out
 }
 
 /// Intervals of a training prediction: step tokens/s per device from kind D, total
-/// memory bytes per device from kind E.
-pub fn training(db: &IntervalDb, tokens_per_s_per_gpu: f64, total_bytes: f64) -> Intervals {
+/// memory bytes per device from kind E. Tokens/s stay at or below `ideal_tokens_per_s_per_gpu`
+/// (the rate at an MFU of 1).
+pub fn training(
+    db: &IntervalDb,
+    tokens_per_s_per_gpu: f64,
+    ideal_tokens_per_s_per_gpu: f64,
+    total_bytes: f64,
+) -> Intervals {
     let mut out = Intervals::new();
     if let Some(b) = db.pooled.get("D") {
         out.insert(
             "step.tokens_per_s_per_gpu".into(),
-            b.rate(tokens_per_s_per_gpu),
+            b.rate(tokens_per_s_per_gpu, ideal_tokens_per_s_per_gpu),
         );
     }
     if let Some(b) = db.pooled.get("E") {
-        out.insert("memory.total_bytes".into(), b.rate(total_bytes));
+        out.insert(
+            "memory.total_bytes".into(),
+            b.rate(total_bytes, f64::INFINITY),
+        );
     }
     out
 }
@@ -201,8 +229,12 @@ mod tests {
             median: 1.0,
         };
         // 100 tok/s -> [80, 125]; 10 ms -> [10 / 1.25, 10 / 0.8] = [8, 12.5] ms
-        assert_eq!(b.rate(100.0), [80.0, 125.0]);
-        let t = b.time(0.010);
+        assert_eq!(b.rate(100.0, f64::INFINITY), [80.0, 125.0]);
+        // never faster than the roofline: p90 · 100 = 125 capped at an ideal 110
+        assert_eq!(b.rate(100.0, 110.0), [80.0, 110.0]);
+        // 0.010 / 1.25 = 0.008 raised to an ideal 0.009
+        assert_eq!(b.time(0.010, 0.009)[0], 0.009);
+        let t = b.time(0.010, 0.0);
         assert!((t[0] - 0.008).abs() < 1e-15 && (t[1] - 0.0125).abs() < 1e-15);
     }
 
@@ -219,11 +251,16 @@ mod tests {
         assert_eq!(db.band("sglang", Kind::A).unwrap().p10, 0.8);
         assert!(db.band("ideal", Kind::A).is_none());
         assert!(db.band("vllm", Kind::B).is_none());
-        let i = inference(&db, "vllm", 1, [100.0, 100.0, 0.2, 0.01, 1000.0]);
+        let none = [f64::INFINITY, f64::INFINITY, 0.0, 0.0, f64::INFINITY];
+        let i = inference(&db, "vllm", 1, [100.0, 100.0, 0.2, 0.01, 1000.0], none);
         assert_eq!(i["generation.decode_tokens_per_s"], [90.0, 100.0]);
         // ttft 0.2 s with C band [0.5, 1.5]: [0.2 / 1.5, 0.2 / 0.5]
         assert_eq!(i["generation.ttft_s"], [0.2 / 1.5, 0.4]);
-        assert!(inference(&db, "ideal", 1, [1.0; 5]).is_empty());
+        // a roofline TTFT of 0.15 s raises the fast end: [0.15, 0.4]
+        let ideal = [f64::INFINITY, f64::INFINITY, 0.15, 0.0, f64::INFINITY];
+        let i = inference(&db, "vllm", 1, [100.0, 100.0, 0.2, 0.01, 1000.0], ideal);
+        assert_eq!(i["generation.ttft_s"], [0.15, 0.4]);
+        assert!(inference(&db, "ideal", 1, [1.0; 5], none).is_empty());
         let bad = IntervalDb::from_toml(
             "[pooled.A]\np10 = 1.2\np90 = 1.1\nrows = 3\nmedian = 1\n",
             "b",

@@ -92,11 +92,12 @@ pub fn throughput_point(
     let band = IntervalDb::builtin()
         .ok()
         .and_then(|db| db.band(&pred.engine.id, kind));
+    let roofline_tokens_per_s = ratio(b, ideal_step);
     ThroughputPoint {
         batch,
         tokens_per_s,
-        tokens_per_s_interval: band.map(|b| b.rate(tokens_per_s)),
-        roofline_tokens_per_s: ratio(b, ideal_step),
+        tokens_per_s_interval: band.map(|b| b.rate(tokens_per_s, roofline_tokens_per_s)),
+        roofline_tokens_per_s,
         token_latency_s: step,
         roofline_token_latency_s: ideal_step,
         fits: s.memory.fits,

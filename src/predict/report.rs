@@ -63,6 +63,16 @@ impl Predictor<'_> {
                 generation.tpot_s,
                 prefill_tokens_per_s,
             ],
+            [
+                generation.roofline_decode_tokens_per_s,
+                ratio(
+                    b * gen_tokens as f64,
+                    s.prefill.roofline_time_s + s.decode_total_roofline_s,
+                ),
+                generation.roofline_ttft_s,
+                generation.roofline_tpot_s,
+                ratio(b * prompt as f64, s.prefill.roofline_time_s),
+            ],
         );
         Ok(Prediction {
             model: ModelInfo {

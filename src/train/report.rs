@@ -200,7 +200,15 @@ impl Trainer<'_> {
         let step = self.step();
         // the bundled file parses (tests/intervals.rs); an error there leaves no intervals
         let intervals = crate::intervals::IntervalDb::builtin()
-            .map(|db| crate::intervals::training(db, step.tokens_per_s_per_gpu, inner.total_bytes))
+            .map(|db| {
+                // the rate at an MFU of 1 bounds the interval
+                let ideal = if step.mfu > 0.0 {
+                    step.tokens_per_s_per_gpu / step.mfu
+                } else {
+                    f64::INFINITY
+                };
+                crate::intervals::training(db, step.tokens_per_s_per_gpu, ideal, inner.total_bytes)
+            })
             .unwrap_or_default();
         TrainReport {
             model: ModelInfo {
