@@ -197,7 +197,7 @@ pub(super) fn case(r: &Measurement, names: &mut Names) -> std::result::Result<Ca
         gpus: r.num_gpus,
         parallel,
         ep: 1,
-        flash: true,
+        flash: flash_attention(r, &mut c.assumptions),
         offload: false,
         spec: None,
     };
@@ -290,6 +290,20 @@ fn layout(r: &Measurement, engine: &str, assumptions: &mut Vec<String>) -> Paral
     } else {
         Parallel::Tp
     }
+}
+
+/// Whether the row ran fused (flash) attention: not when its framework or notes say
+/// flash attention was off (`flash-attn off`, llama-bench's `fa=0` / `-fa 0`); then
+/// the scores are materialized ([`crate::model::graph`]'s unfused attention).
+fn flash_attention(r: &Measurement, assumptions: &mut Vec<String>) -> bool {
+    let text = format!("{} {}", r.framework, r.notes).to_ascii_lowercase();
+    let off = ["flash-attn off", "flash attention off", "fa=0", "-fa 0"]
+        .iter()
+        .any(|w| text.contains(w));
+    if off {
+        assumptions.push("flash attention off: unfused attention (scores materialized)".into());
+    }
+    !off
 }
 
 /// Whether a batched metric counts decode steps only ("decode tokens/s", "prefill

@@ -538,7 +538,7 @@ impl<'a> Predictor<'a> {
     /// The core numbers without per-op detail (no heap allocation).
     pub fn summary(&self, batch: u64, prompt: u64, gen_tokens: u64) -> Summary {
         let (memory, offloaded) = self.memory(batch, prompt, gen_tokens);
-        let mut prefill = self.pass(&Step::prefill(batch, prompt), offloaded);
+        let mut prefill = self.prefill_pass(batch, prompt, offloaded);
         prefill.add_scaled(&self.draft_prefill(batch, prompt), 1.0);
         let mid = decode_context(prompt, gen_tokens);
         let (lo, hi) = decode_steps(prompt, gen_tokens);

@@ -113,6 +113,57 @@ impl Predictor<'_> {
         }
     }
 
+    /// The passes of the prefill of `batch` sequences of `prompt` tokens as the engine
+    /// runs it, each with how many times it runs: passes of at most the engine's
+    /// `max_batched_tokens` tokens (llama.cpp's physical batch, vLLM's chunked
+    /// prefill), each re-reading the weights. Whole prompts go as many sequences to a
+    /// pass as the budget holds; a longer prompt goes in chunks attending to the context
+    /// before them (logits on the last only), one sequence at a time. Without a budget,
+    /// or within it, one pass ([`Step::prefill`]).
+    pub fn prefill_chunks(&self, batch: u64, prompt: u64, mut each: impl FnMut(&Step, f64)) {
+        let budget = self.engine.max_batched_tokens.unwrap_or(u64::MAX).max(1);
+        if prompt == 0 || batch.saturating_mul(prompt) <= budget {
+            return each(&Step::prefill(batch, prompt), 1.0);
+        }
+        if prompt <= budget {
+            let per = budget / prompt;
+            each(&Step::prefill(per, prompt), (batch / per) as f64);
+            if batch % per > 0 {
+                each(&Step::prefill(batch % per, prompt), 1.0);
+            }
+            return;
+        }
+        let mut done = 0;
+        while done < prompt {
+            let n = budget.min(prompt - done);
+            done += n;
+            let step = Step {
+                batch: 1,
+                new_tokens: n,
+                context: done,
+                logits_per_sequence: u64::from(done == prompt),
+            };
+            each(&step, batch as f64);
+        }
+    }
+
+    /// Whether the prefill of `batch` x `prompt` runs in more than one pass (see
+    /// [`Self::prefill_chunks`]).
+    pub fn prefill_is_chunked(&self, batch: u64, prompt: u64) -> bool {
+        let budget = self.engine.max_batched_tokens.unwrap_or(u64::MAX).max(1);
+        prompt > 0 && batch.saturating_mul(prompt) > budget
+    }
+
+    /// The prefill of `batch` sequences of `prompt` tokens: its passes
+    /// ([`Self::prefill_chunks`]) summed.
+    pub fn prefill_pass(&self, batch: u64, prompt: u64, offloaded: f64) -> PassResult {
+        let mut r = PassResult::default();
+        self.prefill_chunks(batch, prompt, |step, w| {
+            r.add_scaled(&self.pass(step, offloaded), w);
+        });
+        r
+    }
+
     /// One decode step at `context`: the plain step, or with speculative decoding the
     /// cost per output token (verify pass and drafts over tokens per verify).
     pub fn decode_step(&self, batch: u64, context: u64, offloaded: f64) -> PassResult {

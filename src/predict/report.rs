@@ -9,6 +9,7 @@ use crate::error::Result;
 use crate::hardware::Hardware;
 use crate::memory::{InferenceMemory, Parallel};
 use crate::model::ModelConfig;
+use crate::model::graph::OpInstance;
 use crate::model::graph::{OpKind, Phase, Step, Unit};
 use crate::roofline::Bound;
 use serde::Serialize;
@@ -141,40 +142,65 @@ impl Predictor<'_> {
         })
     }
 
-    /// The `ops` table: every op of the prefill, then of the decode step (or of the
+    /// The `ops` table: every op of the prefill (over all its passes when it runs in
+    /// chunks, [`Predictor::prefill_chunks`]), then of the decode step (or of the
     /// verify pass and one draft step), placed.
     fn op_reports(&self, batch: u64, prompt: u64, mid: u64) -> Vec<OpReport> {
-        let mut ops = Vec::new();
+        let mut ops: Vec<OpReport> = Vec::new();
+        self.prefill_chunks(batch, prompt, |step, w| {
+            // the passes have the same ops in the same order (the last adds the lm_head)
+            let mut at = 0;
+            for op in self.part_graph(Part::Decode, step).ops() {
+                let r = self.op_report(op, Phase::Prefill);
+                match ops[at..]
+                    .iter()
+                    .position(|o| o.kind == r.kind && o.unit == r.unit)
+                {
+                    Some(i) => {
+                        at += i;
+                        ops[at].add_scaled(&r, w);
+                        at += 1;
+                    }
+                    None => {
+                        let mut first = r.clone();
+                        first.scale(w);
+                        ops.push(first);
+                        at = ops.len();
+                    }
+                }
+            }
+        });
         let (parts, n) = self.decode_parts();
-        let mut passes = vec![(Phase::Prefill, Part::Decode, Step::prefill(batch, prompt))];
         for &(part, _) in &parts[..n] {
             let phase = if part == Part::Draft {
                 Phase::Draft
             } else {
                 Phase::Decode
             };
-            passes.push((phase, part, Step::decode(batch, mid)));
-        }
-        for (phase, part, step) in passes {
-            for op in self.part_graph(part, &step).ops() {
-                let p = self.place_op(op);
-                ops.push(OpReport {
-                    kind: op.kind,
-                    phase,
-                    count: op.count,
-                    flops: p.flops,
-                    bytes: p.bytes,
-                    link_bytes: p.link_bytes,
-                    arithmetic_intensity: finite(p.arithmetic_intensity),
-                    attainable_flops_per_s: p.attainable_flops_per_s,
-                    time_s: p.time_s,
-                    roofline_time_s: p.roofline_time_s,
-                    bound: p.bound,
-                    unit: op.unit,
-                });
+            for op in self.part_graph(part, &Step::decode(batch, mid)).ops() {
+                ops.push(self.op_report(op, phase));
             }
         }
         ops
+    }
+
+    /// One op placed, as a row of `ops`.
+    fn op_report(&self, op: &OpInstance, phase: Phase) -> OpReport {
+        let p = self.place_op(op);
+        OpReport {
+            kind: op.kind,
+            phase,
+            count: op.count,
+            flops: p.flops,
+            bytes: p.bytes,
+            link_bytes: p.link_bytes,
+            arithmetic_intensity: finite(p.arithmetic_intensity),
+            attainable_flops_per_s: p.attainable_flops_per_s,
+            time_s: p.time_s,
+            roofline_time_s: p.roofline_time_s,
+            bound: p.bound,
+            unit: op.unit,
+        }
     }
 
     /// The `speculative` object: what a verify pass yields and costs at `mid`.
@@ -425,6 +451,43 @@ pub struct OpReport {
     pub bound: Bound,
     /// Compute unit / dtype (`bf16`, `fp8`, `vector`).
     pub unit: Unit,
+}
+
+impl OpReport {
+    /// Scales the totals by `w` (an op run `w` times as often).
+    fn scale(&mut self, w: f64) {
+        let one = self.clone();
+        *self = OpReport {
+            count: 0.0,
+            flops: 0.0,
+            bytes: 0.0,
+            link_bytes: 0.0,
+            time_s: 0.0,
+            roofline_time_s: 0.0,
+            ..one.clone()
+        };
+        self.add_scaled(&one, w);
+    }
+
+    /// Adds `w` times `other` (the same op in another pass): totals add, the intensity
+    /// is recomputed, and the rate and bound are those of the pass taking longer.
+    fn add_scaled(&mut self, other: &OpReport, w: f64) {
+        if other.time_s * w > self.time_s {
+            self.attainable_flops_per_s = other.attainable_flops_per_s;
+            self.bound = other.bound;
+        }
+        self.count += w * other.count;
+        self.flops += w * other.flops;
+        self.bytes += w * other.bytes;
+        self.link_bytes += w * other.link_bytes;
+        self.time_s += w * other.time_s;
+        self.roofline_time_s += w * other.roofline_time_s;
+        self.arithmetic_intensity = if self.flops == 0.0 {
+            0.0
+        } else {
+            finite(self.flops / self.bytes)
+        };
+    }
 }
 
 /// A caveat attached to a prediction: data here, a sentence in

@@ -217,11 +217,17 @@ impl<'a> Predictor<'a> {
         if self.spec.is_none() {
             return PassResult::default();
         }
-        let step = Step::prefill(batch, prompt);
-        match self.part_ops(Part::Draft, &step) {
-            Some(r) => self.finish_part(Part::Draft, r, batch, batch.saturating_mul(prompt), 0.0),
-            None => PassResult::default(),
-        }
+        let mut sum = PassResult::default();
+        self.prefill_chunks(batch, prompt, |step, w| {
+            if let Some(r) = self.part_ops(Part::Draft, step) {
+                let tokens = step.batch.saturating_mul(step.new_tokens);
+                sum.add_scaled(
+                    &self.finish_part(Part::Draft, r, step.batch, tokens, 0.0),
+                    w,
+                );
+            }
+        });
+        sum
     }
 
     /// Decode speed-up from speculation at `batch` and `context`: plain step time over

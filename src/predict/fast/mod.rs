@@ -144,27 +144,22 @@ impl<'p, 'a> Evaluator<'p, 'a> {
         if !matches!(self.lines, Some((b, _)) if b == batch) {
             self.lines = Some((batch, DecodeLines::new(p, batch)));
         }
+        if matches!(self.lines, Some((_, None))) {
+            return p.summary(batch, prompt, gen_tokens);
+        }
+        let (memory, offloaded) = p.memory(batch, prompt, gen_tokens);
+        let prefill = if p.prefill_is_chunked(batch, prompt) {
+            // several passes: the plain path (the lines are of one pass)
+            p.prefill_pass(batch, prompt, offloaded)
+        } else {
+            match self.prefill_ops(batch, prompt) {
+                Some(r) => p.finish_pass(r, batch, batch.saturating_mul(prompt), offloaded),
+                None => PassResult::default(),
+            }
+        };
         // borrowed, not copied: the lines are over a kilobyte
         let Some((_, Some(lines))) = &self.lines else {
             return p.summary(batch, prompt, gen_tokens);
-        };
-        let prefill_ops = match self.prefill {
-            Some((key, r)) if key == (batch, prompt) => r,
-            _ => {
-                // expert parallelism splits the batch into groups (a step function of
-                // the batch): no lines in the batch
-                let r = match self.prefill_lines.as_deref_mut() {
-                    Some(cache) if p.ep == 1 => cache.pass_ops(p, batch, prompt),
-                    _ => p.pass_ops(&Step::prefill(batch, prompt)),
-                };
-                self.prefill = Some(((batch, prompt), r));
-                r
-            }
-        };
-        let (memory, offloaded) = p.memory(batch, prompt, gen_tokens);
-        let prefill = match prefill_ops {
-            Some(r) => p.finish_pass(r, batch, batch.saturating_mul(prompt), offloaded),
-            None => PassResult::default(),
         };
         let mid = super::decode_context(prompt, gen_tokens);
         let decode = p.finish_pass(lines.step_ops(mid), batch, batch, offloaded);
@@ -186,6 +181,25 @@ impl<'p, 'a> Evaluator<'p, 'a> {
             offloaded_bytes: offloaded,
             speedup: 1.0,
         }
+    }
+
+    /// The per-op part of the single-pass prefill at (batch, prompt): the last one
+    /// again, else from the prefill lines.
+    fn prefill_ops(&mut self, batch: u64, prompt: u64) -> Option<PassResult> {
+        if let Some((key, r)) = self.prefill {
+            if key == (batch, prompt) {
+                return r;
+            }
+        }
+        let p = self.predictor;
+        // expert parallelism splits the batch into groups (a step function of the
+        // batch): no lines in the batch
+        let r = match self.prefill_lines.as_deref_mut() {
+            Some(cache) if p.ep == 1 => cache.pass_ops(p, batch, prompt),
+            _ => p.pass_ops(&Step::prefill(batch, prompt)),
+        };
+        self.prefill = Some(((batch, prompt), r));
+        r
     }
 }
 
