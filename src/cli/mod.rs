@@ -279,6 +279,21 @@ pub struct PredictArgs {
     /// Generated tokens per sequence.
     #[arg(long = "gen", default_value_t = 128, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(0..=MAX_COUNT))]
     pub gen_tokens: u64,
+    /// Formats, engine and attention kernel.
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// Stream weights that do not fit from host memory over PCIe.
+    #[arg(long, value_enum, default_value_t = OffloadArg::None)]
+    pub offload: OffloadArg,
+    /// Expert parallelism and speculative decoding.
+    #[command(flatten)]
+    pub decoding: DecodingArgs,
+}
+
+/// Options shared by predict, explain, roofline and simulate: how one configuration
+/// runs (weight and KV-cache formats, engine, attention kernel).
+#[derive(Args, Clone)]
+pub struct RunArgs {
     /// Weight format: fp32, fp16, bf16, fp8, int8, int4, q8_0, q4_0, q4_k_m, q5_k_m, q6_k,
     /// nf4, awq-int4, gptq-int4, mxfp4, nvfp4, fp8-block, bpw:N (default: the model's
     /// native dtype).
@@ -288,21 +303,31 @@ pub struct PredictArgs {
     #[arg(long, value_parser = Format::parse)]
     pub kv: Option<Format>,
     /// Efficiency profile: ideal, typical, llama.cpp, vllm, trt-llm, sglang, gpt-fast,
-    /// lmdeploy, mlc, exllamav2, hf.
+    /// lmdeploy, mlc, exllamav2, hf (simulate also takes its scheduler fields:
+    /// max_num_seqs, max_batched_tokens, kv_block_tokens).
     #[arg(long, default_value = "typical")]
     pub engine: String,
+    /// Fused or naive attention.
+    #[command(flatten)]
+    pub attention: AttentionArgs,
+}
+
+/// `--flash` / `--no-flash` (predict, explain, roofline, sweep, simulate).
+#[derive(Args, Clone)]
+pub struct AttentionArgs {
     /// Fused (flash) attention (the default).
     #[arg(long, conflicts_with = "no_flash")]
     pub flash: bool,
     /// Naive attention that materializes the score matrix.
     #[arg(long = "no-flash")]
     pub no_flash: bool,
-    /// Stream weights that do not fit from host memory over PCIe.
-    #[arg(long, value_enum, default_value_t = OffloadArg::None)]
-    pub offload: OffloadArg,
-    /// Expert parallelism and speculative decoding.
-    #[command(flatten)]
-    pub decoding: DecodingArgs,
+}
+
+impl AttentionArgs {
+    /// Whether attention is fused (flash): unless `--no-flash`.
+    pub fn fused(&self) -> bool {
+        !self.no_flash
+    }
 }
 
 /// Options shared by predict, explain, roofline and sweep: expert parallelism and
@@ -357,12 +382,12 @@ impl PredictArgs {
             batch: self.batch,
             prompt: self.prompt,
             gen_tokens: self.gen_tokens,
-            weights: self.weights,
-            kv: self.kv,
+            weights: self.run.weights,
+            kv: self.run.kv,
             gpus: self.gpus,
             parallel: self.parallel,
             ep: self.decoding.ep,
-            flash: !self.no_flash,
+            flash: self.run.attention.fused(),
             offload: self.offload == OffloadArg::Cpu,
             spec: self.decoding.speculation(),
         }
@@ -514,12 +539,9 @@ pub struct SweepArgs {
     /// Engines, comma-separated.
     #[arg(long, default_value = "typical")]
     pub engine: String,
-    /// Fused (flash) attention (the default).
-    #[arg(long, conflicts_with = "no_flash")]
-    pub flash: bool,
-    /// Naive attention that materializes the score matrix.
-    #[arg(long = "no-flash")]
-    pub no_flash: bool,
+    /// Fused or naive attention, for every configuration.
+    #[command(flatten)]
+    pub attention: AttentionArgs,
     /// Expert parallelism and speculative decoding, for every configuration.
     #[command(flatten)]
     pub decoding: DecodingArgs,
@@ -558,7 +580,7 @@ impl SweepArgs {
             ep: self.decoding.ep,
             spec: self.decoding.speculation(),
             draft: self.decoding.draft.as_deref().unwrap_or(""),
-            flash: !self.no_flash,
+            flash: self.attention.fused(),
         }
     }
 }
