@@ -608,23 +608,20 @@ mod tests {
 
     #[test]
     fn missing_and_bad_fields_are_named() {
-        let e =
-            ModelConfig::from_json_str(r#"{"hidden_size": 4096}"#, "x", "cfg.json").unwrap_err();
-        assert!(e.to_string().contains("num_hidden_layers"), "{e}");
-        let e = ModelConfig::from_json_str(
-            r#"{"hidden_size": 4096, "num_hidden_layers": 2, "num_attention_heads": 0, "vocab_size": 10}"#,
-            "x",
-            "cfg.json",
-        )
-        .unwrap_err();
-        assert!(e.to_string().contains("num_attention_heads"), "{e}");
-        let e = ModelConfig::from_json_str(
-            r#"{"hidden_size": 4097, "num_hidden_layers": 2, "num_attention_heads": 32, "vocab_size": 10}"#,
-            "x",
-            "cfg.json",
-        )
-        .unwrap_err();
-        assert!(e.to_string().contains("not divisible"), "{e}");
+        for (json, named) in [
+            (r#"{"hidden_size": 4096}"#, "num_hidden_layers"),
+            (
+                r#"{"hidden_size": 4096, "num_hidden_layers": 2, "num_attention_heads": 0, "vocab_size": 10}"#,
+                "num_attention_heads",
+            ),
+            (
+                r#"{"hidden_size": 4097, "num_hidden_layers": 2, "num_attention_heads": 32, "vocab_size": 10}"#,
+                "not divisible",
+            ),
+        ] {
+            let e = ModelConfig::from_json_str(json, "x", "cfg.json").unwrap_err();
+            assert!(e.to_string().contains(named), "{e}");
+        }
         assert!(ModelConfig::from_json_str("{\"hidden_size\": 4", "x", "c").is_err());
         assert!(ModelConfig::from_json_str("[]", "x", "c").is_err());
     }

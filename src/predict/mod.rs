@@ -16,6 +16,7 @@ use crate::model::ModelConfig;
 use crate::model::graph::{self, Graph, OpInstance, Precision, Shard, Step, Unit};
 use crate::roofline::{Ceilings, Efficiency, Placement, place};
 
+mod affine;
 mod arch;
 mod fast;
 mod pass;
@@ -23,9 +24,10 @@ mod report;
 mod spec;
 mod whatif;
 
+pub use affine::sum_max_affine;
 pub use arch::{Architecture, ExpertFacts, WindowLayers};
 pub use fast::{DecodeLines, DecodeSums, Evaluator, IterationCost, resolve_formats};
-pub use pass::{PassResult, sum_max_affine};
+pub use pass::PassResult;
 pub use report::{
     ConfigInfo, DecodeReport, GenerationReport, HardwareInfo, Limits, MemoryReport, ModelInfo,
     Note, OpReport, Prediction, PrefillReport, SpeculativeReport, predict,
