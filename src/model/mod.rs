@@ -488,18 +488,12 @@ impl ModelDb {
     pub fn builtin() -> Result<&'static ModelDb> {
         static DB: OnceLock<Result<ModelDb>> = OnceLock::new();
         DB.get_or_init(|| {
-            let mut models = Vec::new();
-            for (name, text) in crate::hardware::MODEL_FILES {
-                let stem = name.trim_end_matches(".json");
-                let m = ModelConfig::from_json_str(text, stem, &format!("data/models/{name}"))?;
-                if m.id != stem {
-                    return Err(Error::Parse {
-                        source_name: format!("data/models/{name}"),
-                        message: format!("ridgeline_id '{}' does not match the file name", m.id),
-                    });
-                }
-                models.push(m);
-            }
+            let mut models = crate::hardware::parse_builtin(
+                crate::hardware::MODEL_FILES,
+                ("data/models", ".json", "ridgeline_id"),
+                ModelConfig::from_json_str,
+                |m| &m.id,
+            )?;
             models.sort_by(|a, b| a.id.cmp(&b.id));
             Ok(ModelDb { models })
         })
