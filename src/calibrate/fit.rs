@@ -537,7 +537,6 @@ mod tests {
     use super::*;
     use crate::calibrate::{BatchSpec, Target, predict_case};
     use crate::hardware::HardwareDb;
-    use crate::memory::Parallel;
     use crate::model::ModelDb;
     use crate::predict::Scenario;
     use std::collections::BTreeMap;
@@ -584,14 +583,7 @@ mod tests {
                 batch,
                 prompt,
                 gen_tokens,
-                weights: None,
-                kv: None,
-                gpus: 1,
-                parallel: Parallel::Tp,
-                ep: 1,
-                flash: true,
-                offload: false,
-                spec: None,
+                ..Scenario::default()
             },
             batch: BatchSpec::Fixed(batch),
             target,

@@ -274,12 +274,7 @@ fn validate(req: &PlanRequest<'_>) -> Result<()> {
             "must be at least 1 for planning (cost is per output token)",
         ));
     }
-    Scenario {
-        prompt: req.prompt,
-        gen_tokens: req.gen_tokens,
-        ..Scenario::default()
-    }
-    .validate()?;
+    Scenario::validate_shape(1, req.prompt, req.gen_tokens)?;
     for target in &Target::CHECKED[1..] {
         if let Some(v) = target.limit(&req.targets) {
             crate::error::require_positive(target.name(), v)?;

@@ -73,6 +73,18 @@ pub const MAX_COUNT: u64 = 1_000_000_000_000;
 pub const MAX_TOKENS: u64 = 1_000_000_000_000_000;
 
 impl Scenario {
+    /// Checks a shape alone (`batch`, `prompt`, `gen_tokens`) as [`Scenario::validate`]
+    /// does.
+    pub fn validate_shape(batch: u64, prompt: u64, gen_tokens: u64) -> Result<()> {
+        Scenario {
+            batch,
+            prompt,
+            gen_tokens,
+            ..Scenario::default()
+        }
+        .validate()
+    }
+
     /// Checks ranges; the error names the field (`batch`, `prompt`, `gen_tokens`).
     pub fn validate(&self) -> Result<()> {
         if self.batch == 0 {
