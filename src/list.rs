@@ -35,18 +35,9 @@ pub fn parse_u64_list(flag: &str, text: &str) -> Result<Vec<u64>> {
 /// leaves the range is reported as written.
 pub fn parse_u64_list_in(flag: &str, text: &str, min: u64, max: u64) -> Result<Vec<u64>> {
     let mut out = Vec::new();
-    for (i, raw) in text.split(',').enumerate() {
-        let item = raw.trim();
+    for item in items(flag, text) {
+        let item = item?;
         let bad = |why: String| Error::invalid(flag, format!("'{item}': {why}"));
-        if item.is_empty() {
-            return Err(Error::invalid(
-                flag,
-                format!(
-                    "empty item at position {} of '{text}' (two commas in a row, or a comma at an end?)",
-                    i + 1
-                ),
-            ));
-        }
         let (range, step) = match item.split_once(':') {
             Some((r, s)) => (r.trim(), Some(s.trim())),
             None => (item, None),
@@ -124,23 +115,26 @@ pub fn parse_u64_list_in(flag: &str, text: &str, min: u64, max: u64) -> Result<V
 /// Splits a comma-separated list of names (`h100,a100`), trimming spaces; empty items
 /// are an error naming `flag`.
 pub fn parse_names(flag: &str, text: &str) -> Result<Vec<String>> {
-    text.split(',')
-        .enumerate()
-        .map(|(i, s)| {
-            let s = s.trim();
-            if s.is_empty() {
-                Err(Error::invalid(
-                    flag,
-                    format!(
-                        "empty item at position {} of '{text}' (two commas in a row, or a comma at an end?)",
-                        i + 1
-                    ),
-                ))
-            } else {
-                Ok(s.to_string())
-            }
-        })
-        .collect()
+    items(flag, text).map(|s| s.map(str::to_string)).collect()
+}
+
+/// The comma-separated items of `text`, trimmed; an empty one is an error naming
+/// `flag` and its position.
+fn items<'t>(flag: &'t str, text: &'t str) -> impl Iterator<Item = Result<&'t str>> + 't {
+    text.split(',').enumerate().map(move |(i, s)| {
+        let s = s.trim();
+        if s.is_empty() {
+            Err(Error::invalid(
+                flag,
+                format!(
+                    "empty item at position {} of '{text}' (two commas in a row, or a comma at an end?)",
+                    i + 1
+                ),
+            ))
+        } else {
+            Ok(s)
+        }
+    })
 }
 
 /// Parses a LIST of positive real numbers (rates: `0.5,1,2`, `1..64:x2`, `5..50:+5`):
@@ -156,15 +150,9 @@ pub fn parse_names(flag: &str, text: &str) -> Result<Vec<String>> {
 /// ```
 pub fn parse_f64_list(flag: &str, text: &str, max: f64, max_len: usize) -> Result<Vec<f64>> {
     let mut out = Vec::new();
-    for (i, raw) in text.split(',').enumerate() {
-        let item = raw.trim();
+    for item in items(flag, text) {
+        let item = item?;
         let bad = |why: String| Error::invalid(flag, format!("'{item}': {why}"));
-        if item.is_empty() {
-            return Err(Error::invalid(
-                flag,
-                format!("empty item at position {} of '{text}'", i + 1),
-            ));
-        }
         let value = |s: &str| -> Result<f64> {
             let v: f64 = s
                 .trim()

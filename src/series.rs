@@ -107,13 +107,7 @@ pub fn throughput_point(
 /// [`Predictor::max_batch`] after the checks a prediction at batch 1 makes (prompt and
 /// gen within range).
 fn max_batch(pred: &Predictor, prompt: u64, gen_tokens: u64) -> Result<u64> {
-    Scenario {
-        batch: 1,
-        prompt,
-        gen_tokens,
-        ..Scenario::default()
-    }
-    .validate()?;
+    Scenario::validate_shape(1, prompt, gen_tokens)?;
     Ok(pred.max_batch(prompt, gen_tokens))
 }
 

@@ -436,13 +436,20 @@ mod tests {
         assert!(e.contains("line 3, column 12 (value)"), "{e}");
         assert!(e.contains("6l.5"), "{e}");
 
-        let text = format!("{HEADER}\nm1,A,RTX 4090,two,m,f16,1,0,1,llama.cpp,tg,61,tok/s,u,n\n");
-        let e = parse_measurements(&text, "b.csv").unwrap_err().to_string();
-        assert!(e.contains("line 2, column 4 (num_gpus)"), "{e}");
-
-        let text = format!("{HEADER}\nm1,A,RTX 4090,1,m,f16,1.5,0,1,llama.cpp,tg,61,tok/s,u,n\n");
-        let e = parse_measurements(&text, "b.csv").unwrap_err().to_string();
-        assert!(e.contains("line 2, column 7 (batch)"), "{e}");
+        for (row, place) in [
+            (
+                "m1,A,RTX 4090,two,m,f16,1,0,1,llama.cpp,tg,61,tok/s,u,n",
+                "line 2, column 4 (num_gpus)",
+            ),
+            (
+                "m1,A,RTX 4090,1,m,f16,1.5,0,1,llama.cpp,tg,61,tok/s,u,n",
+                "line 2, column 7 (batch)",
+            ),
+        ] {
+            let text = format!("{HEADER}\n{row}\n");
+            let e = parse_measurements(&text, "b.csv").unwrap_err().to_string();
+            assert!(e.contains(place), "{e}");
+        }
     }
 
     #[test]
@@ -460,15 +467,16 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("no column 'gpu'"), "{e}");
-        let text = format!("{HEADER}\nm1,A,\"open\n");
-        let e = parse_measurements(&text, "q.csv").unwrap_err().to_string();
-        assert!(e.contains("line 2") && e.contains("not closed"), "{e}");
-        let text = format!("{HEADER}\nm1,A,x\n");
-        let e = parse_measurements(&text, "q.csv").unwrap_err().to_string();
-        assert!(e.contains("line 2: 3 fields"), "{e}");
-        let text = format!("{HEADER}\nm1,A,\"x\"y,1,m,f,1,0,1,f,m,1,u,s,n\n");
-        let e = parse_measurements(&text, "q.csv").unwrap_err().to_string();
-        assert!(e.contains("line 2, column 3"), "{e}");
+        let cases: [(&str, &[&str]); 3] = [
+            ("m1,A,\"open", &["line 2", "not closed"]),
+            ("m1,A,x", &["line 2: 3 fields"]),
+            ("m1,A,\"x\"y,1,m,f,1,0,1,f,m,1,u,s,n", &["line 2, column 3"]),
+        ];
+        for (row, said) in cases {
+            let text = format!("{HEADER}\n{row}\n");
+            let e = parse_measurements(&text, "q.csv").unwrap_err().to_string();
+            assert!(said.iter().all(|w| e.contains(w)), "{e}");
+        }
         assert!(parse_measurements("", "e.csv").is_err());
     }
 

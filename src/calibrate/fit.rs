@@ -537,7 +537,6 @@ mod tests {
     use super::*;
     use crate::calibrate::{BatchSpec, Target, predict_case};
     use crate::hardware::HardwareDb;
-    use crate::memory::Parallel;
     use crate::model::ModelDb;
     use crate::predict::Scenario;
     use std::collections::BTreeMap;
@@ -584,20 +583,21 @@ mod tests {
                 batch,
                 prompt,
                 gen_tokens,
-                weights: None,
-                kv: None,
-                gpus: 1,
-                parallel: Parallel::Tp,
-                ep: 1,
-                flash: true,
-                offload: false,
-                spec: None,
+                ..Scenario::default()
             },
             batch: BatchSpec::Fixed(batch),
             target,
             measured: 1.0,
             assumptions: Vec::new(),
         }
+    }
+
+    /// Llama-2-7B decoding 16 tokens after 16 at batch 1 on `gpu`, measured at
+    /// `fraction` of the ideal roofline's tokens/s.
+    fn decode_at(gpu: &str, fraction: f64) -> Case {
+        let mut c = case("d1", gpu, "llama-2-7b", 1, 16, 16, Target::DecodeTokensPerS);
+        c.measured = fraction * predict_case(&c, &Engine::ideal()).unwrap();
+        c
     }
 
     /// Sets each case's measurement to `truth`'s prediction times `noise[i]`.
@@ -626,17 +626,7 @@ mod tests {
         // Batch-1 decode on the ideal roofline is memory-bound in every op, so its time
         // is Σ bytes / (bandwidth · e): measuring half the ideal tokens/s means e = 0.5,
         // whatever the model.
-        let mut c = case(
-            "d1",
-            "a100-80gb-sxm",
-            "llama-2-7b",
-            1,
-            16,
-            16,
-            Target::DecodeTokensPerS,
-        );
-        let ideal = predict_case(&c, &Engine::ideal()).unwrap();
-        c.measured = ideal / 2.0;
+        let c = decode_at("a100-80gb-sxm", 0.5);
         let f = fit(&engine(1.0, 1.0, 1.0, 0.0), &[&c], &plain()).unwrap();
         assert_eq!(f.params.len(), 1, "{:?}", f.params);
         assert_eq!(f.params[0].key, "memory_efficiency.hbm");
@@ -660,16 +650,7 @@ mod tests {
     fn prior_pulls_to_the_geometric_mean_when_it_weighs_one_row() {
         // one row implying e = 0.4, a prior of 0.8 worth one row: minimizing
         // (ln e - ln 0.4)² + (ln e - ln 0.8)² gives e = sqrt(0.4 · 0.8) = 0.5657.
-        let mut c = case(
-            "d1",
-            "rtx-4090",
-            "llama-2-7b",
-            1,
-            16,
-            16,
-            Target::DecodeTokensPerS,
-        );
-        c.measured = 0.4 * predict_case(&c, &Engine::ideal()).unwrap();
+        let c = decode_at("rtx-4090", 0.4);
         let opts = FitOptions {
             prior: Some(engine(0.8, 0.8, 0.8, 0.0)),
             prior_rows: 1.0,
@@ -808,16 +789,7 @@ mod tests {
     #[test]
     fn crossing_bounds_are_an_error_naming_the_bound_not_a_panic() {
         // a GDDR ceiling below the lowest efficiency: clamp(0.02, 0.001) panicked
-        let mut c = case(
-            "d1",
-            "rtx-4090",
-            "llama-2-7b",
-            1,
-            16,
-            16,
-            Target::DecodeTokensPerS,
-        );
-        c.measured = 0.5 * predict_case(&c, &Engine::ideal()).unwrap();
+        let c = decode_at("rtx-4090", 0.5);
         let mut opts = plain();
         opts.bounds.memory.insert("gddr".into(), 0.001);
         let e = fit(&engine(0.8, 0.8, 0.7, 0.0), &[&c], &opts)

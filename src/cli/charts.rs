@@ -104,7 +104,7 @@ pub(super) fn of_command(ctx: &Ctx, cli: &Cli, chart: Chart) -> Result<String> {
 /// A chart of the devices `--gpu` lists, each predicted with the same options.
 fn device_chart(ctx: &Ctx, a: &PredictArgs, chart: Chart, links: Links) -> Result<String> {
     let model = ctx.model(&a.model)?;
-    let engine = ctx.engines.get(&a.engine)?;
+    let engine = ctx.engines.get(&a.run.engine)?;
     let draft = ctx.draft_model(&a.decoding)?;
     let s = a.scenario();
     let preds = ctx

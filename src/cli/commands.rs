@@ -101,7 +101,7 @@ impl Ctx {
     ) -> Result<T> {
         let model = self.model(&a.model)?;
         let hw = self.hardware.get(&a.gpu)?;
-        let engine = self.engines.get(&a.engine)?;
+        let engine = self.engines.get(&a.run.engine)?;
         let draft = self.draft_model(&a.decoding)?;
         f(&build_predictor(
             &model,
@@ -286,7 +286,7 @@ pub fn roofline_cmd(
         ));
     }
     let model = ctx.model(&a.model)?;
-    let engine = ctx.engines.get(&a.engine)?;
+    let engine = ctx.engines.get(&a.run.engine)?;
     let s = a.scenario();
     let hws = ctx.hardware.get_list(&a.gpu)?;
     let draft = ctx.draft_model(&a.decoding)?;
@@ -356,7 +356,7 @@ pub(super) fn simulate_rows(ctx: &Ctx, a: &SimulateArgs) -> Result<crate::simula
     use crate::simulate::{MAX_RATE, RateSweep, simulate, simulate_rates};
     let model = ctx.model(&a.model)?;
     let hw = ctx.hardware.get(&a.gpu)?;
-    let engine = ctx.engines.get(&a.engine)?;
+    let engine = ctx.engines.get(&a.run.engine)?;
     let (s, serving) = (a.scenario(), a.serving()?);
     let workload = a.workload()?;
     Ok(match &a.rate {

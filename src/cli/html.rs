@@ -113,16 +113,16 @@ fn command_line(command: &str, a: &PredictArgs) -> String {
     if a.parallel != crate::memory::Parallel::Tp {
         opt("--parallel", a.parallel.to_string());
     }
-    if let Some(f) = a.weights {
+    if let Some(f) = a.run.weights {
         opt("--weights", f.to_string());
     }
-    if let Some(f) = a.kv {
+    if let Some(f) = a.run.kv {
         opt("--kv", f.to_string());
     }
-    if a.engine != "typical" {
-        opt("--engine", a.engine.clone());
+    if a.run.engine != "typical" {
+        opt("--engine", a.run.engine.clone());
     }
-    if a.no_flash {
+    if a.run.attention.no_flash {
         opt("--no-flash", String::new());
     }
     if a.offload == super::OffloadArg::Cpu {

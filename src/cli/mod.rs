@@ -17,7 +17,9 @@ mod capture;
 pub mod charts;
 pub mod commands;
 mod embed;
+mod groups;
 pub use embed::{OptionInfo, options, sweep_columns_args};
+pub use groups::{AttentionArgs, DecodingArgs, RunArgs};
 mod html;
 mod run;
 pub use charts::Chart;
@@ -279,75 +281,15 @@ pub struct PredictArgs {
     /// Generated tokens per sequence.
     #[arg(long = "gen", default_value_t = 128, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(0..=MAX_COUNT))]
     pub gen_tokens: u64,
-    /// Weight format: fp32, fp16, bf16, fp8, int8, int4, q8_0, q4_0, q4_k_m, q5_k_m, q6_k,
-    /// nf4, awq-int4, gptq-int4, mxfp4, nvfp4, fp8-block, bpw:N (default: the model's
-    /// native dtype).
-    #[arg(long, value_parser = Format::parse)]
-    pub weights: Option<Format>,
-    /// KV-cache format (default: the activation dtype).
-    #[arg(long, value_parser = Format::parse)]
-    pub kv: Option<Format>,
-    /// Efficiency profile: ideal, typical, llama.cpp, vllm, trt-llm, sglang, gpt-fast,
-    /// lmdeploy, mlc, exllamav2, hf.
-    #[arg(long, default_value = "typical")]
-    pub engine: String,
-    /// Fused (flash) attention (the default).
-    #[arg(long, conflicts_with = "no_flash")]
-    pub flash: bool,
-    /// Naive attention that materializes the score matrix.
-    #[arg(long = "no-flash")]
-    pub no_flash: bool,
+    /// Formats, engine and attention kernel.
+    #[command(flatten)]
+    pub run: RunArgs,
     /// Stream weights that do not fit from host memory over PCIe.
     #[arg(long, value_enum, default_value_t = OffloadArg::None)]
     pub offload: OffloadArg,
     /// Expert parallelism and speculative decoding.
     #[command(flatten)]
     pub decoding: DecodingArgs,
-}
-
-/// Options shared by predict, explain, roofline and sweep: expert parallelism and
-/// speculative decoding.
-#[derive(Args, Clone)]
-pub struct DecodingArgs {
-    /// Expert-parallel groups for a mixture-of-experts model: the routed experts spread
-    /// over N groups of --gpus/N tensor-parallel devices, attention data-parallel across
-    /// the groups, tokens sent to their experts by all-to-all.
-    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=MAX_DEVICES))]
-    pub ep: u64,
-    /// Speculative decoding: draft tokens proposed per verify pass (needs --spec-accept).
-    #[arg(long, requires = "spec_accept", allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=crate::predict::MAX_SPEC_K))]
-    pub spec_k: Option<u64>,
-    /// Speculative decoding: probability that a draft token is accepted, 0..1 (needs
-    /// --spec-k).
-    #[arg(long, requires = "spec_k", allow_negative_numbers = true, value_parser = probability)]
-    pub spec_accept: Option<f64>,
-    /// Speculative decoding: draft model id or config.json (same vocabulary); without
-    /// it the drafts come from the model's own MTP or EAGLE-style head.
-    #[arg(long, requires = "spec_k")]
-    pub draft: Option<String>,
-}
-
-impl DecodingArgs {
-    /// The speculative-decoding settings, if any.
-    pub fn speculation(&self) -> Option<crate::predict::Speculation> {
-        Some(crate::predict::Speculation {
-            k: self.spec_k?,
-            accept: self.spec_accept?,
-        })
-    }
-}
-
-/// A probability on the command line: a finite number in 0..=1.
-fn probability(s: &str) -> std::result::Result<f64, String> {
-    let v: f64 = s
-        .trim()
-        .parse()
-        .map_err(|_| format!("'{s}' is not a number"))?;
-    if (0.0..=1.0).contains(&v) {
-        Ok(v)
-    } else {
-        Err(format!("must be a probability in 0..1, got {s}"))
-    }
 }
 
 impl PredictArgs {
@@ -357,12 +299,12 @@ impl PredictArgs {
             batch: self.batch,
             prompt: self.prompt,
             gen_tokens: self.gen_tokens,
-            weights: self.weights,
-            kv: self.kv,
+            weights: self.run.weights,
+            kv: self.run.kv,
             gpus: self.gpus,
             parallel: self.parallel,
             ep: self.decoding.ep,
-            flash: !self.no_flash,
+            flash: self.run.attention.fused(),
             offload: self.offload == OffloadArg::Cpu,
             spec: self.decoding.speculation(),
         }
@@ -514,12 +456,9 @@ pub struct SweepArgs {
     /// Engines, comma-separated.
     #[arg(long, default_value = "typical")]
     pub engine: String,
-    /// Fused (flash) attention (the default).
-    #[arg(long, conflicts_with = "no_flash")]
-    pub flash: bool,
-    /// Naive attention that materializes the score matrix.
-    #[arg(long = "no-flash")]
-    pub no_flash: bool,
+    /// Fused or naive attention, for every configuration.
+    #[command(flatten)]
+    pub attention: AttentionArgs,
     /// Expert parallelism and speculative decoding, for every configuration.
     #[command(flatten)]
     pub decoding: DecodingArgs,
@@ -558,7 +497,7 @@ impl SweepArgs {
             ep: self.decoding.ep,
             spec: self.decoding.speculation(),
             draft: self.decoding.draft.as_deref().unwrap_or(""),
-            flash: !self.no_flash,
+            flash: self.attention.fused(),
         }
     }
 }

@@ -1,9 +1,8 @@
 //! Options of `ridgeline simulate` and of `plan --rate`, and their conversion to the
 //! library's serving types.
 
-use super::{MAX_DEVICES, positive};
+use super::{MAX_DEVICES, RunArgs, positive};
 use crate::Result;
-use crate::dtype::Format;
 use crate::memory::Parallel;
 use crate::predict::Scenario;
 use clap::Args;
@@ -38,22 +37,10 @@ pub struct SimulateArgs {
     /// How devices split the model.
     #[arg(long, value_enum, default_value_t = Parallel::Tp)]
     pub parallel: Parallel,
-    /// Weight format (default: the model's native dtype).
-    #[arg(long, value_parser = Format::parse)]
-    pub weights: Option<Format>,
-    /// KV-cache format (default: the activation dtype).
-    #[arg(long, value_parser = Format::parse)]
-    pub kv: Option<Format>,
-    /// Engine profile (its scheduler fields: max_num_seqs, max_batched_tokens,
-    /// kv_block_tokens).
-    #[arg(long, default_value = "typical")]
-    pub engine: String,
-    /// Fused (flash) attention (the default).
-    #[arg(long, conflicts_with = "no_flash")]
-    pub flash: bool,
-    /// Naive attention that materializes the score matrix.
-    #[arg(long = "no-flash")]
-    pub no_flash: bool,
+    /// Formats, engine (its scheduler fields: max_num_seqs, max_batched_tokens,
+    /// kv_block_tokens) and attention kernel.
+    #[command(flatten)]
+    pub run: RunArgs,
     /// Poisson arrivals at these rates, requests/s (LIST: 1,2,4 or 1..64:x2 or
     /// 5..50:+5); one row per rate.
     #[arg(long, allow_negative_numbers = true)]
@@ -101,11 +88,11 @@ impl SimulateArgs {
     /// The layout (batch, prompt and gen are the workload's).
     pub fn scenario(&self) -> Scenario {
         Scenario {
-            weights: self.weights,
-            kv: self.kv,
+            weights: self.run.weights,
+            kv: self.run.kv,
             gpus: self.gpus.unwrap_or(1),
             parallel: self.parallel,
-            flash: !self.no_flash,
+            flash: self.run.attention.fused(),
             ..Scenario::default()
         }
     }

@@ -20,6 +20,33 @@ mod builtin {
 
 pub(crate) use builtin::MODEL_FILES;
 
+/// Parses embedded data files (`(file name, text)` from `dir`) with `parse(text, stem,
+/// source name)`; each item's id (`id_of`, the key `field` of the file) must be its file
+/// name less `ext`.
+pub(crate) fn parse_builtin<T>(
+    files: &[(&str, &str)],
+    (dir, ext, field): (&str, &str, &str),
+    parse: impl Fn(&str, &str, &str) -> Result<T>,
+    id_of: impl Fn(&T) -> &str,
+) -> Result<Vec<T>> {
+    files
+        .iter()
+        .map(|(name, text)| {
+            let source_name = format!("{dir}/{name}");
+            let stem = name.trim_end_matches(ext);
+            let item = parse(text, stem, &source_name)?;
+            if id_of(&item) != stem {
+                let message = format!("{field} '{}' does not match the file name", id_of(&item));
+                return Err(Error::Parse {
+                    source_name,
+                    message,
+                });
+            }
+            Ok(item)
+        })
+        .collect()
+}
+
 /// Market segment of a device; engines derate by class (GeForce cards reach a larger
 /// fraction of their bandwidth than HBM parts in the same engine, for instance).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -493,15 +520,9 @@ impl HardwareDb {
         static DB: OnceLock<Result<HardwareDb>> = OnceLock::new();
         DB.get_or_init(|| {
             let mut db = HardwareDb::default();
-            for (name, text) in builtin::HARDWARE_FILES {
-                let hw = Hardware::from_toml(text, &format!("data/hardware/{name}"))?;
-                let stem = name.trim_end_matches(".toml");
-                if hw.id != stem {
-                    return Err(Error::Parse {
-                        source_name: format!("data/hardware/{name}"),
-                        message: format!("id '{}' does not match the file name", hw.id),
-                    });
-                }
+            let files = ("data/hardware", ".toml", "id");
+            let parse = |text: &str, _: &str, source: &str| Hardware::from_toml(text, source);
+            for hw in parse_builtin(builtin::HARDWARE_FILES, files, parse, |h| &h.id)? {
                 db.insert(hw);
             }
             Ok(db)

@@ -22,7 +22,6 @@ use serde_json::Value;
 pub(super) struct Structure {
     pub kinds: Vec<LayerKind>,
     pub layer_kinds: Vec<u8>,
-    pub expert_intermediate: u64,
     pub shared_experts: u64,
     pub shared_intermediate: u64,
     pub mla: Option<MlaDims>,
@@ -96,9 +95,6 @@ pub(super) fn read(f: &Fields, b: &Base) -> Result<Structure> {
     Ok(Structure {
         kinds,
         layer_kinds,
-        expert_intermediate: f
-            .uint(&["moe_intermediate_size", "expert_intermediate_size"])?
-            .unwrap_or(b.intermediate),
         shared_experts,
         shared_intermediate,
         mla: mla(f)?,

@@ -488,18 +488,12 @@ impl ModelDb {
     pub fn builtin() -> Result<&'static ModelDb> {
         static DB: OnceLock<Result<ModelDb>> = OnceLock::new();
         DB.get_or_init(|| {
-            let mut models = Vec::new();
-            for (name, text) in crate::hardware::MODEL_FILES {
-                let stem = name.trim_end_matches(".json");
-                let m = ModelConfig::from_json_str(text, stem, &format!("data/models/{name}"))?;
-                if m.id != stem {
-                    return Err(Error::Parse {
-                        source_name: format!("data/models/{name}"),
-                        message: format!("ridgeline_id '{}' does not match the file name", m.id),
-                    });
-                }
-                models.push(m);
-            }
+            let mut models = crate::hardware::parse_builtin(
+                crate::hardware::MODEL_FILES,
+                ("data/models", ".json", "ridgeline_id"),
+                ModelConfig::from_json_str,
+                |m| &m.id,
+            )?;
             models.sort_by(|a, b| a.id.cmp(&b.id));
             Ok(ModelDb { models })
         })
@@ -608,23 +602,20 @@ mod tests {
 
     #[test]
     fn missing_and_bad_fields_are_named() {
-        let e =
-            ModelConfig::from_json_str(r#"{"hidden_size": 4096}"#, "x", "cfg.json").unwrap_err();
-        assert!(e.to_string().contains("num_hidden_layers"), "{e}");
-        let e = ModelConfig::from_json_str(
-            r#"{"hidden_size": 4096, "num_hidden_layers": 2, "num_attention_heads": 0, "vocab_size": 10}"#,
-            "x",
-            "cfg.json",
-        )
-        .unwrap_err();
-        assert!(e.to_string().contains("num_attention_heads"), "{e}");
-        let e = ModelConfig::from_json_str(
-            r#"{"hidden_size": 4097, "num_hidden_layers": 2, "num_attention_heads": 32, "vocab_size": 10}"#,
-            "x",
-            "cfg.json",
-        )
-        .unwrap_err();
-        assert!(e.to_string().contains("not divisible"), "{e}");
+        for (json, named) in [
+            (r#"{"hidden_size": 4096}"#, "num_hidden_layers"),
+            (
+                r#"{"hidden_size": 4096, "num_hidden_layers": 2, "num_attention_heads": 0, "vocab_size": 10}"#,
+                "num_attention_heads",
+            ),
+            (
+                r#"{"hidden_size": 4097, "num_hidden_layers": 2, "num_attention_heads": 32, "vocab_size": 10}"#,
+                "not divisible",
+            ),
+        ] {
+            let e = ModelConfig::from_json_str(json, "x", "cfg.json").unwrap_err();
+            assert!(e.to_string().contains(named), "{e}");
+        }
         assert!(ModelConfig::from_json_str("{\"hidden_size\": 4", "x", "c").is_err());
         assert!(ModelConfig::from_json_str("[]", "x", "c").is_err());
     }

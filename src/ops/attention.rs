@@ -193,19 +193,7 @@ pub fn attention_fused(s: &AttentionShape) -> Cost {
 /// Counting rule: FLOPs `2 · batch · heads · q_len · kv_len · head_dim`; reads Q and K;
 /// writes `batch · heads · q_len · kv_len` scores at activation width.
 pub fn attention_scores(s: &AttentionShape) -> Cost {
-    Cost {
-        flops: 2.0 * s.score_elems() * s.head_dim as f64,
-        read: ByteClasses {
-            activations: bytes_of(s.q_elems(), s.act_bits),
-            kv: s.kv_bytes() / 2.0,
-            weights: 0.0,
-        },
-        written: ByteClasses {
-            activations: bytes_of(s.score_elems(), s.act_bits),
-            ..Default::default()
-        },
-        link_bytes: 0.0,
-    }
+    naive_matmul(s, s.q_elems(), s.score_elems())
 }
 
 /// Naive attention, step 3: `O = PV` reading the materialized probabilities.
@@ -213,15 +201,22 @@ pub fn attention_scores(s: &AttentionShape) -> Cost {
 /// Counting rule: FLOPs `2 · batch · heads · q_len · kv_len · head_dim`; reads the
 /// probabilities and V; writes O.
 pub fn attention_values(s: &AttentionShape) -> Cost {
+    naive_matmul(s, s.score_elems(), s.q_elems())
+}
+
+/// One matmul of naive attention (`QKᵀ` or `PV`): `2 · score_elems · head_dim` FLOPs,
+/// `read` activation elements and half the cached keys and values (K or V) read,
+/// `written` activation elements written.
+fn naive_matmul(s: &AttentionShape, read: f64, written: f64) -> Cost {
     Cost {
         flops: 2.0 * s.score_elems() * s.head_dim as f64,
         read: ByteClasses {
-            activations: bytes_of(s.score_elems(), s.act_bits),
+            activations: bytes_of(read, s.act_bits),
             kv: s.kv_bytes() / 2.0,
             weights: 0.0,
         },
         written: ByteClasses {
-            activations: bytes_of(s.q_elems(), s.act_bits),
+            activations: bytes_of(written, s.act_bits),
             ..Default::default()
         },
         link_bytes: 0.0,

@@ -25,7 +25,9 @@ impl Activation {
     }
 }
 
-fn rw(elems_read: f64, elems_written: f64, act_bits: f64, flops: f64) -> Cost {
+/// `flops` over activations only: `elems_read` read and `elems_written` written at
+/// `act_bits`.
+pub(super) fn rw(elems_read: f64, elems_written: f64, act_bits: f64, flops: f64) -> Cost {
     Cost {
         flops,
         read: ByteClasses {

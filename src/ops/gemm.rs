@@ -150,24 +150,18 @@ mod tests {
     #[test]
     fn batch_reuses_weights() {
         // 64 tokens read the weights once: weight bytes equal the 1-token case.
-        let one = linear(
-            1,
-            4096,
-            11008,
-            16.0,
-            16.0,
-            Operand::activations(16.0),
-            false,
-        );
-        let many = linear(
-            64,
-            4096,
-            11008,
-            16.0,
-            16.0,
-            Operand::activations(16.0),
-            false,
-        );
+        let up = |tokens| {
+            linear(
+                tokens,
+                4096,
+                11008,
+                16.0,
+                16.0,
+                Operand::activations(16.0),
+                false,
+            )
+        };
+        let (one, many) = (up(1), up(64));
         assert_eq!(one.read.weights, many.read.weights);
         assert_eq!(many.flops, 64.0 * one.flops);
         assert!(many.intensity() > 60.0 * one.intensity() * 0.9);

@@ -52,11 +52,12 @@ impl ByteClasses {
         self.weights + self.activations + self.kv
     }
 
-    fn scale(&self, f: f64) -> Self {
+    /// Each class of `self` combined with the same class of `o` by `f`.
+    fn zip(self, o: ByteClasses, f: impl Fn(f64, f64) -> f64) -> Self {
         ByteClasses {
-            weights: self.weights * f,
-            activations: self.activations * f,
-            kv: self.kv * f,
+            weights: f(self.weights, o.weights),
+            activations: f(self.activations, o.activations),
+            kv: f(self.kv, o.kv),
         }
     }
 }
@@ -64,11 +65,7 @@ impl ByteClasses {
 impl Add for ByteClasses {
     type Output = ByteClasses;
     fn add(self, o: ByteClasses) -> ByteClasses {
-        ByteClasses {
-            weights: self.weights + o.weights,
-            activations: self.activations + o.activations,
-            kv: self.kv + o.kv,
-        }
+        self.zip(o, |a, b| a + b)
     }
 }
 
@@ -107,11 +104,17 @@ impl Cost {
     /// This cost repeated `times` times (e.g. once per layer); fractional counts are
     /// allowed (expected MoE experts touched).
     pub fn times(&self, times: f64) -> Cost {
+        self.zip(Cost::default(), |a, _| a * times)
+    }
+
+    /// Each number of `self` (FLOPs, every byte class, link bytes) combined with the
+    /// same number of `o` by `f`.
+    fn zip(self, o: Cost, f: impl Fn(f64, f64) -> f64) -> Cost {
         Cost {
-            flops: self.flops * times,
-            read: self.read.scale(times),
-            written: self.written.scale(times),
-            link_bytes: self.link_bytes * times,
+            flops: f(self.flops, o.flops),
+            read: self.read.zip(o.read, &f),
+            written: self.written.zip(o.written, &f),
+            link_bytes: f(self.link_bytes, o.link_bytes),
         }
     }
 }
@@ -119,12 +122,7 @@ impl Cost {
 impl Add for Cost {
     type Output = Cost;
     fn add(self, o: Cost) -> Cost {
-        Cost {
-            flops: self.flops + o.flops,
-            read: self.read + o.read,
-            written: self.written + o.written,
-            link_bytes: self.link_bytes + o.link_bytes,
-        }
+        self.zip(o, |a, b| a + b)
     }
 }
 

@@ -47,18 +47,7 @@ pub fn norm(kind: NormKind, tokens: u64, width: u64, act_bits: f64, param_bits: 
 /// element read once and written once at `act_bits`.
 pub fn softmax(rows: u64, cols: u64, act_bits: f64) -> Cost {
     let elems = rows as f64 * cols as f64;
-    Cost {
-        flops: 5.0 * elems,
-        read: ByteClasses {
-            activations: bytes_of(elems, act_bits),
-            ..Default::default()
-        },
-        written: ByteClasses {
-            activations: bytes_of(elems, act_bits),
-            ..Default::default()
-        },
-        link_bytes: 0.0,
-    }
+    super::elementwise::rw(elems, elems, act_bits, 5.0 * elems)
 }
 
 #[cfg(test)]

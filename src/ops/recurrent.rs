@@ -33,16 +33,29 @@ pub fn causal_conv1d(
     let (t, c, k) = (tokens as f64, channels as f64, kernel as f64);
     let b = if bias { 1.0 } else { 0.0 };
     let window = bytes_of(sequences as f64 * (k - 1.0).max(0.0) * c, act_bits);
+    stateful(
+        (2.0 * k + b) * c * t,
+        bytes_of((k + b) * c, 16.0),
+        bytes_of(t * c, act_bits),
+        bytes_of(t * c, act_bits),
+        window,
+    )
+}
+
+/// An op that reads its `weights` and `inputs` and writes its `outputs` once (bytes),
+/// and reads and writes the `state` each sequence carries from pass to pass (bytes,
+/// KV class) once per pass.
+fn stateful(flops: f64, weights: f64, inputs: f64, outputs: f64, state: f64) -> Cost {
     Cost {
-        flops: (2.0 * k + b) * c * t,
+        flops,
         read: ByteClasses {
-            weights: bytes_of((k + b) * c, 16.0),
-            activations: bytes_of(t * c, act_bits),
-            kv: window,
+            weights,
+            activations: inputs,
+            kv: state,
         },
         written: ByteClasses {
-            activations: bytes_of(t * c, act_bits),
-            kv: window,
+            activations: outputs,
+            kv: state,
             ..Default::default()
         },
         link_bytes: 0.0,
@@ -131,20 +144,13 @@ pub fn ssm_scan(s: &ScanShape) -> Cost {
     );
     let state = bytes_of(s.sequences as f64 * h * p * n, s.state_bits);
     let inputs = tokens * (h * p + 2.0 * g * n + h);
-    Cost {
-        flops: tokens * s.flops_per_token(),
-        read: ByteClasses {
-            weights: bytes_of(3.0 * h, 16.0),
-            activations: bytes_of(inputs, s.act_bits),
-            kv: state,
-        },
-        written: ByteClasses {
-            activations: bytes_of(tokens * h * p, s.act_bits),
-            kv: state,
-            ..Default::default()
-        },
-        link_bytes: 0.0,
-    }
+    stateful(
+        tokens * s.flops_per_token(),
+        bytes_of(3.0 * h, 16.0),
+        bytes_of(inputs, s.act_bits),
+        bytes_of(tokens * h * p, s.act_bits),
+        state,
+    )
 }
 
 /// The Mamba-1 selective scan (Gu & Dao 2023, <https://arxiv.org/abs/2312.00752>) over
@@ -179,20 +185,13 @@ pub fn selective_scan(
 ) -> Cost {
     let (t, d, n) = (tokens as f64, channels as f64, d_state as f64);
     let state = bytes_of(sequences as f64 * d * n, state_bits);
-    Cost {
-        flops: t * d * (7.0 * n + 2.0),
-        read: ByteClasses {
-            weights: bytes_of(d * n + d, 16.0),
-            activations: bytes_of(t * (2.0 * d + 2.0 * n), act_bits),
-            kv: state,
-        },
-        written: ByteClasses {
-            activations: bytes_of(t * d, act_bits),
-            kv: state,
-            ..Default::default()
-        },
-        link_bytes: 0.0,
-    }
+    stateful(
+        t * d * (7.0 * n + 2.0),
+        bytes_of(d * n + d, 16.0),
+        bytes_of(t * (2.0 * d + 2.0 * n), act_bits),
+        bytes_of(t * d, act_bits),
+        state,
+    )
 }
 
 #[cfg(test)]

@@ -274,31 +274,39 @@ fn validate(req: &PlanRequest<'_>) -> Result<()> {
             "must be at least 1 for planning (cost is per output token)",
         ));
     }
-    Scenario {
-        prompt: req.prompt,
-        gen_tokens: req.gen_tokens,
-        ..Scenario::default()
-    }
-    .validate()?;
+    Scenario::validate_shape(1, req.prompt, req.gen_tokens)?;
     for target in &Target::CHECKED[1..] {
         if let Some(v) = target.limit(&req.targets) {
             crate::error::require_positive(target.name(), v)?;
         }
     }
-    if req.devices.is_empty() || req.engines.is_empty() || req.gpu_counts.is_empty() {
+    let engines = ("engine", req.engines.len());
+    check_choices(
+        req.devices.len(),
+        engines,
+        &req.gpu_counts,
+        crate::sweep::MAX_GPUS,
+    )
+}
+
+/// A plan's choices: at least one device, one of `other` (engines, training methods:
+/// its name and count) and one device count, every count in `1..=max_gpus`.
+pub(crate) fn check_choices(
+    devices: usize,
+    (other, others): (&str, usize),
+    gpu_counts: &[u64],
+    max_gpus: u64,
+) -> Result<()> {
+    if devices == 0 || others == 0 || gpu_counts.is_empty() {
         return Err(Error::invalid(
             "plan",
-            "needs at least one device, engine and device count",
+            format!("needs at least one device, {other} and device count"),
         ));
     }
-    if let Some(&n) = req
-        .gpu_counts
-        .iter()
-        .find(|&&n| n == 0 || n > crate::sweep::MAX_GPUS)
-    {
+    if let Some(&n) = gpu_counts.iter().find(|&&n| n == 0 || n > max_gpus) {
         return Err(Error::invalid(
             "gpu_counts",
-            format!("{n} is outside 1..{}", crate::sweep::MAX_GPUS),
+            format!("{n} is outside 1..{max_gpus}"),
         ));
     }
     Ok(())

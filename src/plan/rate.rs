@@ -15,7 +15,7 @@
 use super::search::{self, Cand, Layout};
 use super::{Entry, Plan, PlanRequest};
 use crate::error::{Error, Result};
-use crate::predict::{Predictor, Scenario};
+use crate::predict::Predictor;
 use crate::simulate::{Arrivals, Dist, Run, Serving, Workload, limits, simulate};
 use rayon::prelude::*;
 use serde::Serialize;
@@ -68,14 +68,7 @@ fn limiter(r: &Run, t: &RateTarget) -> &'static str {
 
 /// The highest rate `l` serves within the targets (`None`: not even a vanishing rate).
 fn highest_rate(req: &PlanRequest<'_>, l: &Layout<'_>, t: &RateTarget) -> Option<Found> {
-    let s = Scenario {
-        weights: l.weights,
-        kv: l.kv,
-        gpus: l.gpus,
-        parallel: l.parallel,
-        flash: req.flash,
-        ..Scenario::default()
-    };
+    let s = l.scenario(req.flash);
     let p = Predictor::new(&req.model, l.hw, l.engine, &s).ok()?;
     let top = p
         .max_batch(req.prompt, req.gen_tokens)

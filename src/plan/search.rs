@@ -80,6 +80,19 @@ pub(super) struct Layout<'a> {
 }
 
 impl Layout<'_> {
+    /// This layout's devices and formats with `flash`, the rest as
+    /// [`Scenario::default`] (batch 1, no expert parallelism or speculation).
+    pub fn scenario(&self, flash: bool) -> Scenario {
+        Scenario {
+            weights: self.weights,
+            kv: self.kv,
+            gpus: self.gpus,
+            parallel: self.parallel,
+            flash,
+            ..Scenario::default()
+        }
+    }
+
     /// The configuration of `c` in this layout, formats resolved for `model`.
     pub fn config(&self, c: &Cand, model: &ModelConfig) -> Config {
         let prec = resolve_formats(model, self.weights, self.kv);
@@ -196,17 +209,9 @@ pub(super) fn evaluate(req: &PlanRequest<'_>, layouts: &[Layout<'_>]) -> (Vec<Ca
 fn evaluate_layout(req: &PlanRequest<'_>, i: usize, l: &Layout<'_>) -> Option<Vec<Cand>> {
     let (prompt, gen_tokens) = (req.prompt, req.gen_tokens);
     let s = Scenario {
-        batch: 1,
         prompt,
         gen_tokens,
-        weights: l.weights,
-        kv: l.kv,
-        gpus: l.gpus,
-        parallel: l.parallel,
-        ep: 1,
-        flash: req.flash,
-        offload: false,
-        spec: None,
+        ..l.scenario(req.flash)
     };
     let p = Predictor::new(&req.model, l.hw, l.engine, &s).ok()?;
     let price = l.hw.price.as_ref().map(|x| x.usd_per_hour * l.gpus as f64);

@@ -16,6 +16,7 @@ use crate::model::ModelConfig;
 use crate::model::graph::{self, Graph, OpInstance, Precision, Shard, Step, Unit};
 use crate::roofline::{Ceilings, Efficiency, Placement, place};
 
+mod affine;
 mod arch;
 mod fast;
 mod pass;
@@ -23,9 +24,10 @@ mod report;
 mod spec;
 mod whatif;
 
+pub use affine::sum_max_affine;
 pub use arch::{Architecture, ExpertFacts, WindowLayers};
 pub use fast::{DecodeLines, DecodeSums, Evaluator, IterationCost, resolve_formats};
-pub use pass::{PassResult, sum_max_affine};
+pub use pass::PassResult;
 pub use report::{
     ConfigInfo, DecodeReport, GenerationReport, HardwareInfo, Limits, MemoryReport, ModelInfo,
     Note, OpReport, Prediction, PrefillReport, SpeculativeReport, predict,
@@ -71,6 +73,18 @@ pub const MAX_COUNT: u64 = 1_000_000_000_000;
 pub const MAX_TOKENS: u64 = 1_000_000_000_000_000;
 
 impl Scenario {
+    /// Checks a shape alone (`batch`, `prompt`, `gen_tokens`) as [`Scenario::validate`]
+    /// does.
+    pub fn validate_shape(batch: u64, prompt: u64, gen_tokens: u64) -> Result<()> {
+        Scenario {
+            batch,
+            prompt,
+            gen_tokens,
+            ..Scenario::default()
+        }
+        .validate()
+    }
+
     /// Checks ranges; the error names the field (`batch`, `prompt`, `gen_tokens`).
     pub fn validate(&self) -> Result<()> {
         if self.batch == 0 {

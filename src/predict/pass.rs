@@ -3,6 +3,7 @@
 //! sum of the decode steps of a generation.
 
 use super::Predictor;
+use super::affine::{self, sum_max_affine};
 use super::spec::Part;
 use crate::memory::Parallel;
 use crate::model::graph::{OpInstance, Step};
@@ -371,10 +372,7 @@ impl Predictor<'_> {
             // the op does not depend on the context: every step costs the same
             return (n * pa.time_s, n * pa.roofline_time_s);
         }
-        let line = |ya: f64, yb: f64| {
-            let slope = if span > 0.0 { (yb - ya) / span } else { 0.0 };
-            (ya - slope * lo as f64, slope)
-        };
+        let line = |ya: f64, yb: f64| affine::through(lo as f64, span, ya, yb);
         let lines = [
             line(pa.compute_time_s, pb.compute_time_s),
             line(pa.memory_time_s, pb.memory_time_s),
@@ -398,85 +396,5 @@ impl Predictor<'_> {
             0.0
         };
         (pred, ideal)
-    }
-}
-
-/// `Σ_{L=lo}^{hi} max_i (c_i + s_i·L)` for affine lines `(c_i, s_i)`, exactly, in
-/// O(lines²) without iterating over `L`.
-pub fn sum_max_affine(lines: &[(f64, f64)], lo: u64, hi: u64) -> f64 {
-    if hi < lo || lines.is_empty() {
-        return 0.0;
-    }
-    let (lo_f, hi_f) = (lo as f64, hi as f64);
-    let mut cuts = [0.0f64; 8];
-    let mut n = 0;
-    for i in 0..lines.len() {
-        for j in i + 1..lines.len() {
-            let ds = lines[i].1 - lines[j].1;
-            if ds != 0.0 {
-                let x = (lines[j].0 - lines[i].0) / ds;
-                if x > lo_f && x < hi_f && n < cuts.len() {
-                    cuts[n] = x;
-                    n += 1;
-                }
-            }
-        }
-    }
-    let cuts = &mut cuts[..n];
-    cuts.sort_by(|a, b| a.total_cmp(b));
-    let mut total = 0.0;
-    let mut start = lo;
-    let ends = cuts
-        .iter()
-        .map(|x| (x.floor() as u64).min(hi))
-        .chain(std::iter::once(hi));
-    for end in ends {
-        if end < start {
-            continue;
-        }
-        let mid = (start as f64 + end as f64) / 2.0;
-        let (c, s) = lines
-            .iter()
-            .copied()
-            .fold((f64::NEG_INFINITY, 0.0), |best, l| {
-                if l.0 + l.1 * mid > best.0 + best.1 * mid {
-                    l
-                } else {
-                    best
-                }
-            });
-        let count = (end - start + 1) as f64;
-        total += count * c + s * (start as f64 + end as f64) * count / 2.0;
-        start = end + 1;
-        if start > hi {
-            break;
-        }
-    }
-    total
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sum_max_affine_matches_loop() {
-        let lines = [(1.0, 0.5), (10.0, 0.1), (3.0, 0.0)];
-        for (lo, hi) in [(1u64, 100u64), (5, 5), (20, 30), (0, 1000)] {
-            let brute: f64 = (lo..=hi)
-                .map(|l| {
-                    lines
-                        .iter()
-                        .map(|(c, s)| c + s * l as f64)
-                        .fold(f64::MIN, f64::max)
-                })
-                .sum();
-            let fast = sum_max_affine(&lines, lo, hi);
-            assert!(
-                (brute - fast).abs() < 1e-9 * brute.abs().max(1.0),
-                "{lo}..{hi}: {brute} vs {fast}"
-            );
-        }
-        assert_eq!(sum_max_affine(&lines, 5, 4), 0.0);
     }
 }

@@ -17,13 +17,7 @@ use serde::Serialize;
 impl Predictor<'_> {
     /// The full prediction with the per-op table (the `predict --json` document).
     pub fn predict(&self, batch: u64, prompt: u64, gen_tokens: u64) -> Result<Prediction> {
-        Scenario {
-            batch,
-            prompt,
-            gen_tokens,
-            ..Scenario::default()
-        }
-        .validate()?;
+        Scenario::validate_shape(batch, prompt, gen_tokens)?;
         let s = self.summary(batch, prompt, gen_tokens);
         let params = self.model.params();
         let mid = decode_context(prompt, gen_tokens);

@@ -35,6 +35,11 @@ pub fn render(rows: &[Vec<String>]) -> String {
     out
 }
 
+/// A header row of `names`.
+pub fn header(names: &[&str]) -> Vec<String> {
+    names.iter().map(|n| n.to_string()).collect()
+}
+
 fn tflops(x: Option<f64>) -> String {
     x.map(|v| format!("{:.0}", v / TERA))
         .unwrap_or_else(|| "-".into())
@@ -42,15 +47,15 @@ fn tflops(x: Option<f64>) -> String {
 
 /// The `ridgeline hardware` listing: one row per device.
 pub fn hardware_list(devices: &[Hardware]) -> String {
-    let mut rows = vec![vec![
-        "id".to_string(),
-        "name".into(),
-        "memory".into(),
-        "bandwidth".into(),
-        "bf16 TFLOP/s".into(),
-        "fp8 TFLOP/s".into(),
-        "ridge (bf16)".into(),
-    ]];
+    let mut rows = vec![header(&[
+        "id",
+        "name",
+        "memory",
+        "bandwidth",
+        "bf16 TFLOP/s",
+        "fp8 TFLOP/s",
+        "ridge (bf16)",
+    ])];
     for d in devices {
         rows.push(vec![
             d.id.clone(),
@@ -69,17 +74,17 @@ pub fn hardware_list(devices: &[Hardware]) -> String {
 
 /// The `ridgeline instances` table.
 pub fn instance_list(instances: &[crate::instances::Instance]) -> String {
-    let mut rows = vec![vec![
-        "provider".to_string(),
-        "instance".into(),
-        "devices".into(),
-        "link".into(),
-        "host memory".into(),
-        "network".into(),
-        "$/hour".into(),
-        "$/device-hour".into(),
-        "price date".into(),
-    ]];
+    let mut rows = vec![header(&[
+        "provider",
+        "instance",
+        "devices",
+        "link",
+        "host memory",
+        "network",
+        "$/hour",
+        "$/device-hour",
+        "price date",
+    ])];
     for i in instances {
         rows.push(vec![
             i.provider.clone(),
@@ -165,17 +170,9 @@ pub fn hardware_show(d: &Hardware) -> String {
 
 /// The `ridgeline models` listing.
 pub fn model_list(models: &[crate::model::ModelConfig]) -> String {
-    let mut rows = vec![vec![
-        "id".to_string(),
-        "name".into(),
-        "params".into(),
-        "active".into(),
-        "layers".into(),
-        "hidden".into(),
-        "heads/kv".into(),
-        "context".into(),
-        "dtype".into(),
-    ]];
+    let mut rows = vec![header(&[
+        "id", "name", "params", "active", "layers", "hidden", "heads/kv", "context", "dtype",
+    ])];
     for m in models {
         let p = m.params();
         rows.push(vec![

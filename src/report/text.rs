@@ -1,5 +1,6 @@
 //! Human-readable text report of a prediction.
 
+use super::table::header;
 use crate::predict::{Prediction, SpeculativeReport};
 use crate::units::{fmt_flops, fmt_gb, fmt_seconds};
 
@@ -134,13 +135,7 @@ pub fn prediction(p: &Prediction) -> String {
     } else {
         "\nDecode step by operator (top 6):\n"
     });
-    let mut rows = vec![vec![
-        "op".to_string(),
-        "time".into(),
-        "share".into(),
-        "FLOP/byte".into(),
-        "bound".into(),
-    ]];
+    let mut rows = vec![header(&["op", "time", "share", "FLOP/byte", "bound"])];
     for o in ops.iter().take(6) {
         rows.push(vec![
             o.kind.to_string(),

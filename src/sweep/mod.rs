@@ -389,6 +389,25 @@ impl<'a> Sweep<'a> {
         Ok(sweep)
     }
 
+    /// The scenario of the device count and formats at these indices of their axes,
+    /// with the sweep's parallelism and attention: batch 1, no prompt, generation or
+    /// speculation.
+    fn layout(&self, gpus: usize, weights: usize, kv: usize) -> Scenario {
+        Scenario {
+            batch: 1,
+            prompt: 0,
+            gen_tokens: 0,
+            weights: self.weights[weights],
+            kv: self.kv[kv],
+            gpus: self.gpus[gpus],
+            parallel: self.parallel,
+            ep: self.ep,
+            flash: self.flash,
+            offload: self.offload,
+            spec: None,
+        }
+    }
+
     /// Lengths of the axes, in the order of [`AXES`].
     pub fn shape(&self) -> [usize; 9] {
         [
@@ -510,17 +529,8 @@ impl<'a> Sweep<'a> {
             ));
         }
         let s = Scenario {
-            batch: 1,
-            prompt: 0,
-            gen_tokens: 0,
-            weights: self.weights[ix[6]],
-            kv: self.kv[ix[7]],
-            gpus: self.gpus[ix[2]],
-            parallel: self.parallel,
-            ep: self.ep,
-            flash: self.flash,
-            offload: self.offload,
             spec: self.spec,
+            ..self.layout(ix[2], ix[6], ix[7])
         };
         let p = Predictor::new(
             &self.models[ix[0]],

@@ -154,28 +154,13 @@ impl Sweep<'_> {
     /// Index tuples `[model, gpu, gpus, prompt, gen, weights, kv, engine, rate]` in row
     /// order (the rate varies fastest).
     fn rate_cells(&self, rates: usize) -> Vec<[usize; 9]> {
-        let dims = [
-            self.models.len(),
-            self.devices.len(),
-            self.gpus.len(),
-            self.prompt.len(),
-            self.gen_tokens.len(),
-            self.weights.len(),
-            self.kv.len(),
-            self.engines.len(),
-            rates,
-        ];
+        // the sweep's axes; the batch (the workload's business here) gives way to the
+        // rate, innermost
+        let mut dims = self.shape();
+        dims[3..].rotate_left(1);
+        dims[8] = rates;
         let total: usize = dims.iter().product();
-        (0..total)
-            .map(|mut flat| {
-                let mut ix = [0; 9];
-                for (d, n) in dims.iter().enumerate().rev() {
-                    ix[d] = flat % n;
-                    flat /= n;
-                }
-                ix
-            })
-            .collect()
+        (0..total).map(|flat| super::unravel(flat, &dims)).collect()
     }
 
     fn rate_row(&self, ix: &[usize; 9], rate: f64, opts: RateOptions) -> RateRow {
@@ -187,17 +172,9 @@ impl Sweep<'_> {
         );
         let (prompt, gen_tokens) = (self.prompt[ix[3]], self.gen_tokens[ix[4]]);
         let scenario = Scenario {
-            batch: 1,
             prompt,
             gen_tokens,
-            weights: self.weights[w],
-            kv: self.kv[k],
-            gpus: self.gpus[ix[2]],
-            parallel: self.parallel,
-            ep: self.ep,
-            flash: self.flash,
-            offload: self.offload,
-            spec: None,
+            ..self.layout(ix[2], w, k)
         };
         let workload = Workload {
             arrivals: Arrivals::Poisson { rate },

@@ -364,22 +364,13 @@ fn validate(req: &TrainPlanRequest) -> Result<()> {
             crate::error::require_positive(field, v)?;
         }
     }
-    if req.pools.is_empty() || req.methods.is_empty() || req.gpu_counts.is_empty() {
-        return Err(Error::invalid(
-            "plan",
-            "needs at least one device, method and device count",
-        ));
-    }
-    if let Some(&n) = req
-        .gpu_counts
-        .iter()
-        .find(|&&n| n == 0 || n > MAX_TRAIN_PLAN_GPUS)
-    {
-        return Err(Error::invalid(
-            "gpu_counts",
-            format!("{n} is outside 1..{MAX_TRAIN_PLAN_GPUS}"),
-        ));
-    }
+    let methods = ("method", req.methods.len());
+    super::check_choices(
+        req.pools.len(),
+        methods,
+        &req.gpu_counts,
+        MAX_TRAIN_PLAN_GPUS,
+    )?;
     // what no layout can repair: a model training does not model, a LoRA rank beyond
     // the model's matrices, a sequence beyond the modelled range
     for &method in &req.methods {

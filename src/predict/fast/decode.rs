@@ -3,8 +3,9 @@
 //! with their upper envelopes, so a step and the sum over a generation cost a few
 //! multiply-adds.
 
-use super::{Line, add_op_at, at};
+use super::add_op_at;
 use crate::model::graph::Step;
+use crate::predict::affine::{self, Line, at, crossings, highest, series};
 use crate::predict::pass::bound_index;
 use crate::predict::{PassResult, Predictor};
 
@@ -29,21 +30,7 @@ pub(super) struct Envelope {
 
 impl Envelope {
     pub(super) fn new(lines: &[Line; 3]) -> Envelope {
-        let mut cuts = [0.0f64; 3];
-        let mut nc = 0;
-        for i in 0..3 {
-            for j in i + 1..3 {
-                let ds = lines[i].1 - lines[j].1;
-                if ds != 0.0 {
-                    let x = (lines[j].0 - lines[i].0) / ds;
-                    if x > 1.0 && x.is_finite() {
-                        cuts[nc] = x;
-                        nc += 1;
-                    }
-                }
-            }
-        }
-        cuts[..nc].sort_by(f64::total_cmp);
+        let (cuts, nc) = crossings::<3>(lines, |x| x > 1.0 && x.is_finite());
         let mut env = Envelope::default();
         let mut prev = 1.0;
         for cut in cuts[..nc].iter().copied().map(Some).chain([None]) {
@@ -51,12 +38,7 @@ impl Envelope {
                 Some(c) => (c, (prev + c) / 2.0),
                 None => (f64::INFINITY, prev + 1.0),
             };
-            let best = lines
-                .iter()
-                .copied()
-                .fold((f64::NEG_INFINITY, 0.0), |best, l| {
-                    if at(l, rep) > at(best, rep) { l } else { best }
-                });
+            let best = highest(lines, rep);
             if env.n > 0 && env.lines[env.n - 1] == best {
                 env.ends[env.n - 1] = end;
             } else {
@@ -78,9 +60,7 @@ impl Envelope {
             // `as` saturates: an end beyond u64 covers everything
             let end = (self.ends[k].floor() as u64).min(hi);
             if end >= start {
-                let (c, s) = self.lines[k];
-                let count = (end - start + 1) as f64;
-                total += count * c + s * (start as f64 + end as f64) * count / 2.0;
+                total += series(self.lines[k], start, end);
                 start = end + 1;
                 if start > hi {
                     break;
@@ -132,11 +112,7 @@ impl DecodeLines {
             return None;
         }
         let span = (PROBE_HI - PROBE_LO) as f64;
-        let lo = PROBE_LO as f64;
-        let line = |ya: f64, yb: f64| -> Line {
-            let s = (yb - ya) / span;
-            (ya - s * lo, s)
-        };
+        let line = |ya: f64, yb: f64| affine::through(PROBE_LO as f64, span, ya, yb);
         let mut d = DecodeLines {
             batch,
             const_time_s: 0.0,

@@ -24,6 +24,7 @@ mod decode;
 mod iteration;
 mod prefill;
 
+use super::affine::{Line, at};
 use super::{PassResult, Predictor, Summary, activation_dtype, format_for};
 use crate::dtype::Format;
 use crate::model::ModelConfig;
@@ -33,14 +34,6 @@ use crate::roofline::slowest;
 pub use decode::DecodeLines;
 pub use iteration::{DecodeSums, IterationCost};
 use prefill::PrefillCache;
-
-/// `(intercept, slope)` of an affine function of the context.
-pub(super) type Line = (f64, f64);
-
-#[inline]
-pub(super) fn at(l: Line, x: f64) -> f64 {
-    l.0 + l.1 * x
-}
 
 /// Adds one op, given as lines, at `x` to a pass: what [`crate::roofline::place`]
 /// would give for it there.

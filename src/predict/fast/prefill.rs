@@ -2,8 +2,9 @@
 //! affine in the batch between known kinks ([`PrefillSegments`]), so a prompt met again
 //! with another batch costs a few multiply-adds ([`PrefillCache`]).
 
-use super::{Line, add_op_at, at};
+use super::add_op_at;
 use crate::model::graph::{MAX_OPS, OpInstance, Step};
+use crate::predict::affine::{self, Line, at};
 use crate::predict::{PassResult, Predictor};
 
 /// Batch span of the probes of an unbounded [`PrefillLines`] segment.
@@ -83,11 +84,7 @@ impl PrefillLines {
             return None;
         }
         let span = (hi - lo) as f64;
-        let lo = lo as f64;
-        let line = |ya: f64, yb: f64| -> Line {
-            let s = (yb - ya) / span;
-            (ya - s * lo, s)
-        };
+        let line = |ya: f64, yb: f64| affine::through(lo as f64, span, ya, yb);
         let mut pl = PrefillLines {
             ops: [OpLines::default(); MAX_OPS],
             n,

@@ -3,39 +3,60 @@
 use super::decode::Envelope;
 use super::prefill::PrefillSegments;
 use super::*;
-use crate::engine::EngineDb;
-use crate::hardware::HardwareDb;
+use crate::engine::{Engine, EngineDb};
+use crate::hardware::{Hardware, HardwareDb};
 use crate::memory::Parallel;
 use crate::model::ModelDb;
 use crate::predict::Scenario;
 
-fn close(a: f64, b: f64, what: &str) {
-    let tol = 1e-12 * a.abs().max(b.abs()).max(1e-30);
-    assert!((a - b).abs() <= tol, "{what}: fast {a} vs plain {b}");
+/// `a` and `b` agree to the relative tolerance `tol`.
+pub(super) fn close_to(a: f64, b: f64, tol: f64, what: &str) {
+    let tol = tol * a.abs().max(b.abs()).max(1e-30);
+    assert!((a - b).abs() <= tol, "{what}: {a} vs {b}");
 }
 
-fn same_pass(a: &PassResult, b: &PassResult, what: &str) {
-    close(a.flops, b.flops, &format!("{what}.flops"));
-    close(a.bytes, b.bytes, &format!("{what}.bytes"));
-    close(
-        a.weight_bytes,
-        b.weight_bytes,
-        &format!("{what}.weight_bytes"),
-    );
-    close(a.kv_bytes, b.kv_bytes, &format!("{what}.kv_bytes"));
-    close(a.time_s, b.time_s, &format!("{what}.time_s"));
-    close(
-        a.roofline_time_s,
-        b.roofline_time_s,
-        &format!("{what}.roofline"),
-    );
+fn close(a: f64, b: f64, what: &str) {
+    close_to(a, b, 1e-12, what);
+}
+
+/// Every number of two passes agrees to the relative tolerance `tol`.
+pub(super) fn same_numbers(a: &PassResult, b: &PassResult, tol: f64, what: &str) {
+    let pairs = [
+        (a.flops, b.flops, "flops"),
+        (a.bytes, b.bytes, "bytes"),
+        (a.weight_bytes, b.weight_bytes, "weight_bytes"),
+        (a.kv_bytes, b.kv_bytes, "kv_bytes"),
+        (a.time_s, b.time_s, "time_s"),
+        (a.roofline_time_s, b.roofline_time_s, "roofline"),
+    ];
+    for (x, y, name) in pairs {
+        close_to(x, y, tol, &format!("{what}.{name}"));
+    }
     for i in 0..4 {
-        close(
+        close_to(
             a.by_bound[i],
             b.by_bound[i],
+            tol,
             &format!("{what}.by_bound[{i}]"),
         );
     }
+}
+
+/// The built-in model, device and engine named.
+pub(super) fn builtin(
+    model: &str,
+    gpu: &str,
+    engine: &str,
+) -> (ModelConfig, &'static Hardware, &'static Engine) {
+    (
+        ModelDb::builtin().unwrap().resolve(model).unwrap(),
+        HardwareDb::builtin().unwrap().get(gpu).unwrap(),
+        EngineDb::builtin().unwrap().get(engine).unwrap(),
+    )
+}
+
+fn same_pass(a: &PassResult, b: &PassResult, what: &str) {
+    same_numbers(a, b, 1e-12, what);
     assert_eq!(a.bound(), b.bound(), "{what}.bound");
 }
 
@@ -359,9 +380,7 @@ fn prefill_lines_match_plain_passes_and_skip_moe_below_saturation() {
 
 #[test]
 fn decode_lines_have_one_varying_op_with_flash_and_three_without() {
-    let m = ModelDb::builtin().unwrap().resolve("llama-2-7b").unwrap();
-    let h = HardwareDb::builtin().unwrap().get("h100").unwrap();
-    let e = EngineDb::builtin().unwrap().get("typical").unwrap();
+    let (m, h, e) = builtin("llama-2-7b", "h100", "typical");
     for (flash, n) in [(true, 1), (false, 3)] {
         let s = Scenario {
             flash,

@@ -1,6 +1,7 @@
 //! Iterations against the plain passes: a pure decode batch at one context is the
 //! decode step, a batch of whole prompts of one length is the prefill.
 
+use super::super::tests::{builtin, close_to, same_numbers};
 use super::*;
 use crate::engine::EngineDb;
 use crate::hardware::HardwareDb;
@@ -9,33 +10,9 @@ use crate::model::ModelDb;
 use crate::ops;
 use crate::predict::Scenario;
 
-fn close(a: f64, b: f64, what: &str) {
-    let tol = 1e-9 * a.abs().max(b.abs()).max(1e-30);
-    assert!((a - b).abs() <= tol, "{what}: iteration {a} vs plain {b}");
-}
-
+/// The iteration and the plain pass agree to 1e-9 in every number.
 fn same(a: &PassResult, b: &PassResult, what: &str) {
-    close(a.time_s, b.time_s, &format!("{what}.time_s"));
-    close(a.flops, b.flops, &format!("{what}.flops"));
-    close(a.bytes, b.bytes, &format!("{what}.bytes"));
-    close(a.kv_bytes, b.kv_bytes, &format!("{what}.kv_bytes"));
-    close(
-        a.weight_bytes,
-        b.weight_bytes,
-        &format!("{what}.weight_bytes"),
-    );
-    close(
-        a.roofline_time_s,
-        b.roofline_time_s,
-        &format!("{what}.roofline"),
-    );
-    for i in 0..4 {
-        close(
-            a.by_bound[i],
-            b.by_bound[i],
-            &format!("{what}.by_bound[{i}]"),
-        );
-    }
+    same_numbers(a, b, 1e-9, what);
 }
 
 /// Every bundled model (dense, GQA, MoE, windows, latent and linear attention), with
@@ -84,9 +61,7 @@ fn pure_batches_are_the_plain_passes() {
 /// 1000 and 3000 = 2 at 2000.
 #[test]
 fn decode_contexts_add_up() {
-    let model = ModelDb::builtin().unwrap().resolve("llama-3-8b").unwrap();
-    let hw = HardwareDb::builtin().unwrap().get("a100").unwrap();
-    let engine = EngineDb::builtin().unwrap().get("vllm").unwrap();
+    let (model, hw, engine) = builtin("llama-3-8b", "a100", "vllm");
     let p = Predictor::new(&model, hw, engine, &Scenario::default()).unwrap();
     let mut it = IterationCost::new(&p);
     assert!(it.closed_form());
@@ -104,9 +79,7 @@ fn decode_contexts_add_up() {
 /// chunk of 1,024 tokens).
 #[test]
 fn mixed_iterations_share_the_weights() {
-    let model = ModelDb::builtin().unwrap().resolve("llama-3-8b").unwrap();
-    let hw = HardwareDb::builtin().unwrap().get("h100").unwrap();
-    let engine = EngineDb::builtin().unwrap().get("typical").unwrap();
+    let (model, hw, engine) = builtin("llama-3-8b", "h100", "typical");
     let p = Predictor::new(&model, hw, engine, &Scenario::default()).unwrap();
     let mut it = IterationCost::new(&p);
     let decode = p.pass(&Step::decode(64, 2000), 0.0);
@@ -120,9 +93,10 @@ fn mixed_iterations_share_the_weights() {
     assert!(both.time_s < decode.time_s + prefill.time_s, "{both:?}");
     // weights once: the mixed pass reads the prefill's weight bytes and one more
     // embedding row (4,096 x 2 bytes) for each of the 64 decoded tokens
-    close(
+    close_to(
         both.weight_bytes,
         prefill.weight_bytes + 64.0 * 4096.0 * 2.0,
+        1e-9,
         "weights",
     );
     // a second chunk over a cached prefix attends to it: more work than a first chunk
