@@ -57,7 +57,7 @@ fn columns_are_the_accuracy_table_s_and_the_fit_s() {
 fn on_the_bundled_file_the_rows_are_the_readme_s() {
     let text = ridgeline::calibrate::BUILTIN_MEASUREMENTS_CSV;
     let m = mapped(text, "measurements.csv");
-    let r = calibration_report(&m, EngineDb::builtin().unwrap(), 3, &quiet).unwrap();
+    let r = calibration_report(&m, EngineDb::builtin().unwrap(), 4, &quiet).unwrap();
     let row = |label: &str, f: fn(&ridgeline::calibrate::KindErrors) -> f64| {
         let cells: Vec<String> = r.kinds.iter().map(|k| format!(" {:.1}% |", f(k))).collect();
         format!("| {label} |{}\n", cells.concat())
@@ -70,6 +70,21 @@ fn on_the_bundled_file_the_rows_are_the_readme_s() {
         }),
     ] {
         assert!(readme.contains(&line), "README lacks {line}");
+    }
+    // the README's paragraph on the report
+    let words = readme.split_whitespace().collect::<Vec<_>>().join(" ");
+    let [a, b, c] = [0, 1, 2].map(|i| r.kinds[i].flat.median_pct);
+    let flat = format!(
+        "the flat factor is {:.3}, with median errors of {a:.1}% (A), {b:.1}% (B) and {c:.1}% (C)",
+        r.flat_memory_efficiency
+    );
+    assert!(words.contains(&flat), "README lacks '{flat}'");
+    assert!(words.contains("the worst held-out rows are llama.cpp prefill on H100 PCIe and RTX 6000 Ada, predicted 2.7-3.4x as fast as measured"));
+    for w in &r.worst {
+        assert_eq!((w.row.kind, w.row.engine.as_str()), (Kind::C, "llama.cpp"));
+        assert!(["h100-pcie", "rtx-6000-ada"].contains(&w.row.hardware.as_str()));
+        let times = w.predicted / w.row.measured;
+        assert!((2.65..3.45).contains(&times), "{}: {times}", w.row.id);
     }
     // in sample: the engines fitted to the file here, data/engines.toml (the same
     // fit, rounded) in the README
