@@ -4,6 +4,7 @@
 //! (`--report`).
 
 use super::commands::{Ctx, named, to_json};
+use crate::calibrate::{Mapped, Measurement};
 use crate::model::ModelDb;
 use crate::{Error, Result, files, report};
 use clap::Args;
@@ -75,6 +76,13 @@ pub fn run(ctx: &Ctx, a: &CalibrateArgs, json: bool) -> Result<String> {
     }
 }
 
+/// The rows of the measurements file, and those rows mapped with the context's devices.
+fn read(ctx: &Ctx, measurements: &Path) -> Result<(Vec<Measurement>, Mapped)> {
+    let rows = crate::calibrate::read_measurements(measurements)?;
+    let mapped = crate::calibrate::cases_with(&rows, &ctx.hardware, ModelDb::builtin()?);
+    Ok((rows, mapped))
+}
+
 /// `calibrate --report`: the errors per kind under four predictors, the `worst` rows
 /// held out worst, and each engine's held-out error.
 pub fn calibrate_report(
@@ -83,8 +91,7 @@ pub fn calibrate_report(
     worst: usize,
     json: bool,
 ) -> Result<String> {
-    let rows = crate::calibrate::read_measurements(measurements)?;
-    let mapped = crate::calibrate::cases_with(&rows, &ctx.hardware, ModelDb::builtin()?);
+    let (_, mapped) = read(ctx, measurements)?;
     let line = report::calibration::ProgressLine::stderr();
     let progress = |what: &str, done, total| line.update(what, done, total);
     let r = crate::calibrate::calibration_report(&mapped, &ctx.engines, worst, &progress)?;
@@ -112,8 +119,7 @@ pub fn calibrate(
     let target = save
         .map(|p| files::AtomicFile::create(p).map_err(|e| named("--save", e)))
         .transpose()?;
-    let rows = crate::calibrate::read_measurements(measurements)?;
-    let mapped = crate::calibrate::cases_with(&rows, &ctx.hardware, ModelDb::builtin()?);
+    let (_, mapped) = read(ctx, measurements)?;
     // a \r-updated line on a terminal's stderr when the work takes long
     let line = report::calibration::ProgressLine::stderr();
     let progress = |what: &str, done, total| line.update(what, done, total);
@@ -178,8 +184,7 @@ pub fn calibrate_intervals(
 ) -> Result<String> {
     let flag = "--save-intervals";
     let mut file = files::AtomicFile::create(path).map_err(|e| named(flag, e))?;
-    let rows = crate::calibrate::read_measurements(measurements)?;
-    let mapped = crate::calibrate::cases_with(&rows, &ctx.hardware, ModelDb::builtin()?);
+    let (rows, mapped) = read(ctx, measurements)?;
     let bands = crate::calibrate::interval_bands(&rows, &mapped, &ctx.engines)?;
     let text = crate::calibrate::intervals_toml(&bands.db, &measurements.display().to_string());
     file.file()

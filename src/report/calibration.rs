@@ -38,7 +38,8 @@ pub(super) fn pct(v: f64) -> String {
     }
 }
 
-fn row(cells: &[&str]) -> Vec<String> {
+/// Owned cells of a table row.
+pub(super) fn row(cells: &[&str]) -> Vec<String> {
     cells.iter().map(|c| c.to_string()).collect()
 }
 

@@ -2,13 +2,9 @@
 //! a flat bandwidth factor, the fitted engines in sample and held out by source; the
 //! rows held out worst; each engine's held-out error.
 
-use super::calibration::{measured, pct};
+use super::calibration::{measured, pct, row as strings};
 use crate::calibrate::{CalibrationReport, REPORT_MIN_ENGINE_ROWS, Spread};
 use crate::report::table::render;
-
-fn strings(cells: &[&str]) -> Vec<String> {
-    cells.iter().map(|c| c.to_string()).collect()
-}
 
 /// `12.3%` (`-` when not finite).
 fn abs_pct(v: f64) -> String {
