@@ -181,22 +181,30 @@ pub fn calibration_report(
     };
     let cal = calibrate_with_progress(mapped, engines, None, progress)?;
     let loso = leave_one_source_out_with_progress(mapped, engines, progress)?;
-    let fitted: BTreeMap<&str, f64> = cal
-        .rows
+    // calibrate's rows are every case in order, leave one source out's the A/B/C ones
+    let fitted: Vec<f64> = mapped
+        .cases
         .iter()
-        .map(|r| (r.row.id.as_str(), r.error_after_pct))
+        .zip(&cal.rows)
+        .filter(|(c, _)| c.kind != Kind::F)
+        .map(|(_, r)| r.error_after_pct)
         .collect();
+    let aligned = cal.rows.len() == mapped.cases.len()
+        && loso.len() == cases.len()
+        && cal
+            .rows
+            .iter()
+            .zip(&mapped.cases)
+            .all(|(r, c)| r.row.id == c.id)
+        && loso.iter().zip(&cases).all(|(h, c)| h.id == c.id);
+    if !aligned {
+        return Err(Error::internal(
+            "calibration report",
+            "the fits' rows are not the file's",
+        ));
+    }
     let mut rows = Vec::with_capacity(cases.len());
-    for (i, c) in cases.iter().enumerate() {
-        let (held, fit) = match (loso.get(i), fitted.get(c.id.as_str())) {
-            (Some(h), Some(&f)) if h.id == c.id => (h, f),
-            _ => {
-                return Err(Error::internal(
-                    "calibration report",
-                    format!("row {}", c.id),
-                ));
-            }
-        };
+    for (i, (c, held)) in cases.iter().zip(&loso).enumerate() {
         rows.push(ReportRow {
             row: Compared::new(c, &c.engine),
             source: source_key(&c.source),
@@ -204,7 +212,7 @@ pub fn calibration_report(
             error_pct: held.error_pct,
             ideal_error_pct: ideal[i],
             flat_error_pct: flat_err[i],
-            fitted_error_pct: fit,
+            fitted_error_pct: fitted[i],
         });
     }
     let mut sources: Vec<&str> = rows.iter().map(|r| r.source.as_str()).collect();
