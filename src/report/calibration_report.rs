@@ -24,7 +24,7 @@ fn spread(s: &Spread) -> String {
 pub fn text(r: &CalibrationReport) -> String {
     let rows: usize = r.kinds.iter().map(|k| k.rows).sum();
     let mut out = format!(
-        "{rows} rows of kinds A, B and C from {} source{}\n",
+        "{rows} rows of kinds A, B and C from {} publication{} (a GitHub repository or a web page each)\n",
         r.sources,
         if r.sources == 1 { "" } else { "s" }
     );
