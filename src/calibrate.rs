@@ -13,7 +13,9 @@
 //!    confidence intervals; [`calibrate`] fits every engine, [`evaluate`] gives the
 //!    per-row errors.
 //! 4. [`leave_one_out`] and [`leave_one_source_out`] predict rows with fits that did not
-//!    see them; [`accuracy`] sums up all of it per kind (the README's table).
+//!    see them; [`accuracy`] sums up all of it per kind (the README's table);
+//!    [`calibration_report`] sets the fitted engines beside the pure roofline and one
+//!    flat bandwidth factor, and lists the rows held out worst.
 //! 5. [`engines_file`] writes the fitted profiles as `data/engines.toml`, with comments
 //!    on what each factor was fitted on.
 //!
@@ -37,6 +39,7 @@ mod intervals;
 mod lm;
 mod many;
 mod mapping;
+mod report;
 mod run;
 mod save;
 
@@ -47,7 +50,7 @@ pub use csv::{COLUMNS, Count, Kind, Measurement, parse_measurements, read_measur
 pub use fit::{EngineFit, FitOptions, FittedParam, OverheadKind, ParamKind, fit};
 pub use heldout::{
     Accuracy, HeldOut, KindAccuracy, accuracy, accuracy_with_progress, leave_one_out,
-    leave_one_source_out, source_key,
+    leave_one_source_out, leave_one_source_out_with_progress, source_key,
 };
 pub use intervals::{
     IntervalBands, coverage, coverage_by_source, held_out_ratios, interval_bands, interval_db,
@@ -56,6 +59,10 @@ pub use intervals::{
 pub use mapping::{
     ENGINE_IDS, GpuMatch, TYPICAL_POOL, map_framework, map_gpu, map_model, map_precision,
     name_words, partial_device,
+};
+pub use report::{
+    CalibrationReport, DEFAULT_WORST, EngineErrors, KindErrors, REPORT_MIN_ENGINE_ROWS, ReportRow,
+    Spread, calibration_report, flat_engine, flat_factor,
 };
 pub use run::{
     Calibration, KindSummary, Progress, RowReport, base_for, calibrate, calibrate_with_progress,

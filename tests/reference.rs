@@ -2,7 +2,8 @@
 //!
 //! - every key path of the `--json` documents of a fixed set of commands is listed in the
 //!   key table of its command's section, with a type that allows the value printed; every
-//!   key listed for `predict`, `predict --max` and `plan` is printed by one of them;
+//!   key listed for `predict`, `predict --max`, `plan` and `calibrate --report` is printed
+//!   by one of them;
 //! - the `sweep` CSV columns are `ridgeline::sweep::COLUMNS`, in order, and the
 //!   measurements CSV columns are `ridgeline::calibrate::COLUMNS`;
 //! - the identifier tables (devices, models, formats, engines) are the built-in ones;
@@ -615,6 +616,18 @@ fn calibrate_keys_are_documented() {
     undocumented("calibrate --json", &union(&fits), &mut problems);
     let train = json("calibrate --train --measurements data/measurements/measurements.csv --json");
     undocumented("calibrate --train --json", &paths(&train), &mut problems);
+    assert_none(&problems);
+}
+
+#[test]
+fn calibrate_report_keys_are_documented_both_ways() {
+    let mut problems = Vec::new();
+    // three publications, an engine with 3+ rows of each kind A, B, C
+    let report = json("calibrate --report --measurements tests/data/report-subset.csv --json");
+    assert!(report["engines"].as_array().is_some_and(|e| !e.is_empty()));
+    let produced = paths(&report);
+    undocumented("calibrate --report --json", &produced, &mut problems);
+    unproduced("calibrate --report --json", &produced, &mut problems);
     assert_none(&problems);
 }
 

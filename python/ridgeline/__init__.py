@@ -242,7 +242,8 @@ def simulate(model: Any = None, gpu: Any = None, **options: Any) -> Report:
 def calibrate(measurements: Any = None, **options: Any) -> Report:
     """Engine efficiency factors fitted to published measurements (a CSV path), with
     their errors: ``ridgeline calibrate --json``; ``train=True`` fits the training
-    factors."""
+    factors; ``report=True`` gives the errors against the pure roofline and a flat
+    bandwidth factor, and the rows held out worst (``worst=N``)."""
     return _report(["calibrate"], dict(measurements=measurements, **options))
 
 

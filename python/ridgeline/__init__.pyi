@@ -213,11 +213,15 @@ def calibrate(
     save: Optional[Union[str, "os.PathLike[str]"]] = None,
     save_intervals: Optional[Union[str, "os.PathLike[str]"]] = None,
     train: Optional[bool] = None,
+    report: Optional[bool] = None,
+    worst: Optional[int] = None,
     hardware_file: Optional[FilesArg] = None,
     engine_file: Optional[FilesArg] = None,
     instances_file: Optional[FilesArg] = None,
 ) -> Report:
-    """Engine efficiency factors fitted to measurements: ``ridgeline calibrate --json``."""
+    """Engine efficiency factors fitted to measurements: ``ridgeline calibrate --json``
+    (``report=True``: the errors against the pure roofline and a flat bandwidth factor,
+    and the rows held out worst)."""
 
 def sweep(
     model: Union[ModelArg, Sequence[ModelArg]],

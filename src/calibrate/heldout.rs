@@ -39,6 +39,23 @@ pub fn leave_one_source_out(mapped: &Mapped, engines: &EngineDb) -> Result<Vec<H
     held_out(mapped, engines, |c| source_key(&c.source), &Tally::quiet())
 }
 
+/// [`leave_one_source_out`], telling `progress` how many rows have been held out of
+/// how many.
+pub fn leave_one_source_out_with_progress(
+    mapped: &Mapped,
+    engines: &EngineDb,
+    progress: Progress,
+) -> Result<Vec<HeldOut>> {
+    let tally = Tally {
+        what: "leave one source out",
+        done: AtomicUsize::new(0),
+        before: 0,
+        total: fitted_rows(mapped).count(),
+        progress,
+    };
+    held_out(mapped, engines, |c| source_key(&c.source), &tally)
+}
+
 /// Rows held out so far, of how many, told to a [`Progress`] (from the fold threads).
 struct Tally<'a> {
     what: &'static str,

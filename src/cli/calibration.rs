@@ -1,12 +1,107 @@
 //! `ridgeline calibrate`: the engine fit and the training fit, each written to its
-//! `--save` file only when the fit succeeds, and the 80% interval bands
-//! (`--save-intervals`).
+//! `--save` file only when the fit succeeds, the 80% interval bands
+//! (`--save-intervals`), and the report of errors against simpler predictors
+//! (`--report`).
 
 use super::commands::{Ctx, named, to_json};
+use crate::calibrate::{Mapped, Measurement};
 use crate::model::ModelDb;
 use crate::{Error, Result, files, report};
+use clap::Args;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
+
+/// Options of `ridgeline calibrate`.
+#[derive(Args, Clone)]
+pub struct CalibrateArgs {
+    /// Measurements CSV (columns id,kind,gpu,num_gpus,model,precision,batch,
+    /// prompt_len,gen_len,framework,metric,value,unit,source_url_or_repo_path,notes).
+    #[arg(long, value_name = "FILE.csv")]
+    pub measurements: PathBuf,
+    /// Fit only this engine (default: every engine with rows, and typical).
+    #[arg(long)]
+    pub engine: Option<String>,
+    /// Write the fitted engines to an engines TOML (load it with --engine-file):
+    /// with --engine, that engine; without, the whole database as fitted to these
+    /// measurements (engines without rows take typical's factors; `##` remarks of
+    /// the file written over are kept). With --train, the fitted training factors
+    /// as a training.toml.
+    #[arg(long, value_name = "FILE.toml")]
+    pub save: Option<PathBuf>,
+    /// Print the accuracy table (median errors per kind: in sample, leave one out,
+    /// leave one source out) in Markdown instead of the fit.
+    #[arg(long, conflicts_with_all = ["json", "train"])]
+    pub markdown: bool,
+    /// Fit the training efficiency factors (kind D rows) instead of the engines.
+    #[arg(long, conflicts_with = "engine")]
+    pub train: bool,
+    /// Instead of the fit, write the 80% interval bands (percentiles of held-out
+    /// measured / predicted per kind and engine; kinds D and E from the training fit)
+    /// as an intervals TOML, the format of data/intervals.toml.
+    #[arg(long, value_name = "FILE.toml", conflicts_with_all = ["engine", "save", "markdown", "train"])]
+    pub save_intervals: Option<PathBuf>,
+    /// Instead of the fit, report the errors per kind (median and 90th percentile)
+    /// under the pure roofline, one flat bandwidth factor, the engines fitted in
+    /// sample and left out by source, the rows held out worst, and each engine's
+    /// held-out error.
+    #[arg(long, conflicts_with_all = ["engine", "save", "save_intervals", "markdown", "train"])]
+    pub report: bool,
+    /// With --report: how many of the rows held out worst to list (default 10).
+    #[arg(long, value_name = "N", requires = "report", allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..))]
+    pub worst: Option<u64>,
+}
+
+/// `ridgeline calibrate` with its options: the fit, `--train`, `--save-intervals` or
+/// `--report`.
+pub fn run(ctx: &Ctx, a: &CalibrateArgs, json: bool) -> Result<String> {
+    if let Some(path) = &a.save_intervals {
+        calibrate_intervals(ctx, &a.measurements, path, json)
+    } else if a.train {
+        calibrate_train(&a.measurements, a.save.as_deref(), json)
+    } else if a.report {
+        let worst = a.worst.map_or(crate::calibrate::DEFAULT_WORST, |n| {
+            usize::try_from(n).unwrap_or(usize::MAX)
+        });
+        calibrate_report(ctx, &a.measurements, worst, json)
+    } else {
+        let engine = a.engine.as_deref();
+        calibrate(
+            ctx,
+            &a.measurements,
+            engine,
+            a.save.as_ref(),
+            a.markdown,
+            json,
+        )
+    }
+}
+
+/// The rows of the measurements file, and those rows mapped with the context's devices.
+fn read(ctx: &Ctx, measurements: &Path) -> Result<(Vec<Measurement>, Mapped)> {
+    let rows = crate::calibrate::read_measurements(measurements)?;
+    let mapped = crate::calibrate::cases_with(&rows, &ctx.hardware, ModelDb::builtin()?);
+    Ok((rows, mapped))
+}
+
+/// `calibrate --report`: the errors per kind under four predictors, the `worst` rows
+/// held out worst, and each engine's held-out error.
+pub fn calibrate_report(
+    ctx: &Ctx,
+    measurements: &Path,
+    worst: usize,
+    json: bool,
+) -> Result<String> {
+    let (_, mapped) = read(ctx, measurements)?;
+    let line = report::calibration::ProgressLine::stderr();
+    let progress = |what: &str, done, total| line.update(what, done, total);
+    let r = crate::calibrate::calibration_report(&mapped, &ctx.engines, worst, &progress)?;
+    line.finish();
+    if json {
+        to_json(&r)
+    } else {
+        Ok(report::calibration_report::text(&r))
+    }
+}
 
 /// `ridgeline calibrate` (engines).
 pub fn calibrate(
@@ -24,8 +119,7 @@ pub fn calibrate(
     let target = save
         .map(|p| files::AtomicFile::create(p).map_err(|e| named("--save", e)))
         .transpose()?;
-    let rows = crate::calibrate::read_measurements(measurements)?;
-    let mapped = crate::calibrate::cases_with(&rows, &ctx.hardware, ModelDb::builtin()?);
+    let (_, mapped) = read(ctx, measurements)?;
     // a \r-updated line on a terminal's stderr when the work takes long
     let line = report::calibration::ProgressLine::stderr();
     let progress = |what: &str, done, total| line.update(what, done, total);
@@ -90,8 +184,7 @@ pub fn calibrate_intervals(
 ) -> Result<String> {
     let flag = "--save-intervals";
     let mut file = files::AtomicFile::create(path).map_err(|e| named(flag, e))?;
-    let rows = crate::calibrate::read_measurements(measurements)?;
-    let mapped = crate::calibrate::cases_with(&rows, &ctx.hardware, ModelDb::builtin()?);
+    let (rows, mapped) = read(ctx, measurements)?;
     let bands = crate::calibrate::interval_bands(&rows, &mapped, &ctx.engines)?;
     let text = crate::calibrate::intervals_toml(&bands.db, &measurements.display().to_string());
     file.file()

@@ -13,6 +13,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
 mod calibration;
+pub use calibration::CalibrateArgs;
 mod capture;
 pub mod charts;
 pub mod commands;
@@ -163,32 +164,9 @@ pub enum Command {
     },
     /// Fit engine efficiency factors to published measurements (CSV) and report errors.
     Calibrate {
-        /// Measurements CSV (columns id,kind,gpu,num_gpus,model,precision,batch,
-        /// prompt_len,gen_len,framework,metric,value,unit,source_url_or_repo_path,notes).
-        #[arg(long, value_name = "FILE.csv")]
-        measurements: PathBuf,
-        /// Fit only this engine (default: every engine with rows, and typical).
-        #[arg(long)]
-        engine: Option<String>,
-        /// Write the fitted engines to an engines TOML (load it with --engine-file):
-        /// with --engine, that engine; without, the whole database as fitted to these
-        /// measurements (engines without rows take typical's factors; `##` remarks of
-        /// the file written over are kept). With --train, the fitted training factors
-        /// as a training.toml.
-        #[arg(long, value_name = "FILE.toml")]
-        save: Option<PathBuf>,
-        /// Print the accuracy table (median errors per kind: in sample, leave one out,
-        /// leave one source out) in Markdown instead of the report.
-        #[arg(long, conflicts_with_all = ["json", "train"])]
-        markdown: bool,
-        /// Fit the training efficiency factors (kind D rows) instead of the engines.
-        #[arg(long, conflicts_with = "engine")]
-        train: bool,
-        /// Instead of the report, write the 80% interval bands (percentiles of held-out
-        /// measured / predicted per kind and engine; kinds D and E from the training fit)
-        /// as an intervals TOML, the format of data/intervals.toml.
-        #[arg(long, value_name = "FILE.toml", conflicts_with_all = ["engine", "save", "markdown", "train"])]
-        save_intervals: Option<PathBuf>,
+        /// The options of the command.
+        #[command(flatten)]
+        args: CalibrateArgs,
     },
     /// A local web page and JSON API over the library: pick a model and devices, see
     /// the numbers, the charts and the explanation.

@@ -229,32 +229,7 @@ fn dispatch(cli: &Cli, ctx: &Ctx) -> Result<String> {
         Command::Instances => commands::instances(ctx, json),
         Command::Train { args, svg } => commands::train(ctx, args, svg.as_deref(), json),
         Command::Simulate { args, svg } => commands::simulate(ctx, args, svg.as_deref(), json),
-        Command::Calibrate {
-            measurements,
-            save_intervals: Some(path),
-            ..
-        } => commands::calibrate_intervals(ctx, measurements, path, json),
-        Command::Calibrate {
-            measurements,
-            save,
-            train: true,
-            ..
-        } => commands::calibrate_train(measurements, save.as_deref(), json),
-        Command::Calibrate {
-            measurements,
-            engine,
-            save,
-            markdown,
-            train: false,
-            save_intervals: None,
-        } => commands::calibrate(
-            ctx,
-            measurements,
-            engine.as_deref(),
-            save.as_ref(),
-            *markdown,
-            json,
-        ),
+        Command::Calibrate { args } => super::calibration::run(ctx, args, json),
         Command::Roofline { args, out, links } => {
             commands::roofline_cmd(ctx, args, out, *links, json)
         }

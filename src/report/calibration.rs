@@ -16,7 +16,8 @@ fn value(kind: &ParamKind, v: f64) -> String {
     }
 }
 
-fn measured(t: Target, v: f64) -> String {
+/// A measured or predicted value with its unit (`-` when not finite).
+pub(super) fn measured(t: Target, v: f64) -> String {
     if !v.is_finite() {
         return "-".into();
     }
@@ -28,7 +29,8 @@ fn measured(t: Target, v: f64) -> String {
     }
 }
 
-fn pct(v: f64) -> String {
+/// A signed % error (`+12.3%`; `-` when not finite).
+pub(super) fn pct(v: f64) -> String {
     if v.is_finite() {
         format!("{v:+.1}%")
     } else {
@@ -36,7 +38,8 @@ fn pct(v: f64) -> String {
     }
 }
 
-fn row(cells: &[&str]) -> Vec<String> {
+/// Owned cells of a table row.
+pub(super) fn row(cells: &[&str]) -> Vec<String> {
     cells.iter().map(|c| c.to_string()).collect()
 }
 

@@ -3,6 +3,7 @@
 
 mod architecture;
 pub mod calibration;
+pub mod calibration_report;
 pub mod explain;
 pub mod html;
 pub mod markdown;
