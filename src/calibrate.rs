@@ -53,8 +53,8 @@ pub use heldout::{
     leave_one_source_out, leave_one_source_out_with_progress, source_key,
 };
 pub use intervals::{
-    IntervalBands, coverage, coverage_by_source, held_out_ratios, interval_bands, interval_db,
-    intervals_toml, speed_ratio,
+    HeldRatio, IntervalBands, TARGET_COVERAGE, coverage, coverage_by_source, held_out_ratios,
+    held_out_tail, interval_bands, interval_db, intervals_toml, speed_ratio,
 };
 pub use mapping::{
     ENGINE_IDS, GpuMatch, TYPICAL_POOL, map_framework, map_gpu, map_model, map_precision,

@@ -2,16 +2,19 @@
 //! ([`IntervalDb`]) and the `intervals` object of `predict --json` and `train --json`
 //! ([`Intervals`]).
 //!
-//! Each band is the 10th and 90th percentile of `measured / predicted` (as a speed:
-//! for a time, `predicted / measured`) over the rows of one measurement kind (A
-//! single-stream decode, B batched throughput, C prefill / time to first token),
-//! each predicted by an engine calibrated without its publication
-//! ([`crate::calibrate::leave_one_source_out`]); per engine where the engine has at
-//! least [`MIN_ENGINE_ROWS`] held-out rows of the kind, else over every engine's rows
-//! of the kind. Training (kind D step throughput, kind E memory) uses the in-sample
-//! residuals of `calibrate --train`. `calibrate --save-intervals FILE` writes the file
-//! ([`crate::calibrate::intervals_toml`]). A rate `r` gets `[p10 · r, p90 · r]`, a time
-//! `t` gets `[t / p90, t / p10]`. The pure roofline (`ideal`) gets no interval.
+//! Each band holds quantiles of `measured / predicted` (as a speed: for a time,
+//! `predicted / measured`) over the rows of one measurement kind (A single-stream
+//! decode, B batched throughput, C prefill / time to first token), each predicted by
+//! an engine calibrated without its publication
+//! ([`crate::calibrate::leave_one_source_out`]), over every engine's rows of the kind:
+//! the `tail` and `1 - tail` quantiles, `tail` the narrowest of 0.10 ... 0.01 at which
+//! bands computed without each publication hold 80% of its rows
+//! ([`crate::calibrate::held_out_tail`]). Training (kind D step throughput, kind E
+//! memory) uses the 10th and 90th percentiles of the in-sample residuals of
+//! `calibrate --train`. `calibrate --save-intervals FILE` writes the file
+//! ([`crate::calibrate::intervals_toml`]); a file may also carry bands per engine
+//! (`[engines.E.K]`), which take precedence. A rate `r` gets `[p10 · r, p90 · r]`, a
+//! time `t` gets `[t / p90, t / p10]`. The pure roofline (`ideal`) gets no interval.
 
 use crate::calibrate::Kind;
 use crate::error::{Error, Result};
@@ -22,38 +25,49 @@ use std::sync::OnceLock;
 /// The bundled `data/intervals.toml`.
 pub const BUILTIN_INTERVALS_TOML: &str = include_str!("../data/intervals.toml");
 
-/// Fewest held-out rows of a kind for an engine to get its own band; below it the
-/// engine takes the band of all engines' rows of that kind.
-pub const MIN_ENGINE_ROWS: usize = 8;
-
-/// One band: percentiles of `measured / predicted` (as a speed) over some rows.
+/// One band: quantiles of `measured / predicted` (as a speed) over some rows.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Band {
-    /// 10th percentile.
+    /// Low end: the `tail` quantile (the 10th percentile for `tail` 0.1).
     pub p10: f64,
-    /// 90th percentile.
+    /// High end: the `1 - tail` quantile.
     pub p90: f64,
-    /// Rows the percentiles are taken over.
+    /// Rows the quantiles are taken over.
     pub rows: usize,
     /// Median of the ratio over those rows.
     pub median: f64,
+    /// The quantile of the low end; 0.1 when absent. `calibrate --save-intervals`
+    /// widens it below 0.1 until the bands, computed without each publication, hold
+    /// 80% of its rows.
+    #[serde(default = "default_tail")]
+    pub tail: f64,
+}
+
+fn default_tail() -> f64 {
+    0.1
 }
 
 impl Band {
-    /// Percentiles of `ratios` (linear interpolation between order statistics, as
-    /// numpy's default); `None` without rows.
+    /// 10th and 90th percentiles of `ratios` ([`Band::with_tail`] at 0.1).
     pub fn of(ratios: &[f64]) -> Option<Band> {
+        Band::with_tail(ratios, 0.1)
+    }
+
+    /// The `tail` and `1 - tail` quantiles of `ratios` (linear interpolation between
+    /// order statistics, as numpy's default); `None` without rows.
+    pub fn with_tail(ratios: &[f64], tail: f64) -> Option<Band> {
         let mut v: Vec<f64> = ratios.iter().copied().filter(|r| r.is_finite()).collect();
         if v.is_empty() {
             return None;
         }
         v.sort_by(f64::total_cmp);
         Some(Band {
-            p10: percentile(&v, 0.1),
-            p90: percentile(&v, 0.9),
+            p10: percentile(&v, tail),
+            p90: percentile(&v, 1.0 - tail),
             rows: v.len(),
             median: percentile(&v, 0.5),
+            tail,
         })
     }
 
@@ -227,6 +241,7 @@ mod tests {
             p90: 1.25,
             rows: 10,
             median: 1.0,
+            tail: 0.1,
         };
         // 100 tok/s -> [80, 125]; 10 ms -> [10 / 1.25, 10 / 0.8] = [8, 12.5] ms
         assert_eq!(b.rate(100.0, f64::INFINITY), [80.0, 125.0]);

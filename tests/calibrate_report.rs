@@ -79,12 +79,22 @@ fn on_the_bundled_file_the_rows_are_the_readme_s() {
         r.flat_memory_efficiency
     );
     assert!(words.contains(&flat), "README lacks '{flat}'");
-    assert!(words.contains("the worst held-out rows are llama.cpp prefill on H100 PCIe and RTX 6000 Ada, predicted 2.7-3.4x as fast as measured"));
+    assert!(words.contains(
+        "the four worst held-out rows are a LitGPT decode row on an A100, TensorRT-LLM \
+         batched rows on GB200 and H200 and llama.cpp prefill on H100 PCIe, predicted \
+         2.1-2.6x as fast as measured"
+    ));
+    let named = [
+        ("hf", "a100-40gb-sxm"),
+        ("trt-llm", "gb200"),
+        ("trt-llm", "h200-sxm"),
+        ("llama.cpp", "h100-pcie"),
+    ];
     for w in &r.worst {
-        assert_eq!((w.row.kind, w.row.engine.as_str()), (Kind::C, "llama.cpp"));
-        assert!(["h100-pcie", "rtx-6000-ada"].contains(&w.row.hardware.as_str()));
+        let at = (w.row.engine.as_str(), w.row.hardware.as_str());
+        assert!(named.contains(&at), "{}: {at:?}", w.row.id);
         let times = w.predicted / w.row.measured;
-        assert!((2.65..3.45).contains(&times), "{}: {times}", w.row.id);
+        assert!((2.1..2.6).contains(&times), "{}: {times}", w.row.id);
     }
     // in sample: the engines fitted to the file here, data/engines.toml (the same
     // fit, rounded) in the README

@@ -390,11 +390,19 @@ fn unified_memory_machines_hold_128_gib_and_publish_little() {
     // 128 GB LPDDR5X = 128 GiB, 273 GB/s
     assert_eq!(spark.memory.capacity_bytes, 128.0 * GIB);
     assert_eq!(spark.memory.bandwidth_bytes_per_s, 273e9);
-    // NVIDIA publishes '1 PFLOP' FP4 with sparsity: 500 TF dense; no BF16/FP8 rate, so none is invented
+    // NVIDIA publishes '1 PFLOP' FP4 with sparsity: 500 TF dense; no BF16/FP8 rate, so
+    // the vendor fields stay empty and the estimates follow Blackwell's published ratio
+    // (dense FP4 = 2 x FP8 = 4 x BF16, B200 9000 / 4500 / 2250 TF): 250 and 125 TF
     assert_eq!(spark.peak_flops_per_s.fp4, Some(500e12));
     assert_eq!(spark.peak_flops_per_s.bf16, None);
     assert_eq!(spark.peak_flops_per_s.fp8, None);
-    assert!(spark.estimated_peak_flops_per_s.is_none());
+    let est = spark.estimated_peak_flops_per_s.as_ref().unwrap();
+    assert_eq!(
+        (est.fp8, est.bf16, est.fp16),
+        (Some(250e12), Some(125e12), Some(125e12))
+    );
+    // a bf16 matmul runs at the estimate, not at the 31 TF FP32 fallback
+    assert_eq!(spark.peak(ComputeDtype::Bf16), (125e12, ComputeDtype::Bf16));
     // one pool for CPU and GPU: nothing to offload over; Sparks pair over ConnectX-7 200 GbE
     assert!(spark.host_link.is_none());
     assert_eq!(

@@ -4,7 +4,7 @@
 
 use super::{Case, HeldOut, Kind, Mapped, Target};
 use crate::error::{Error, Result};
-use crate::intervals::{Band, IntervalDb, MIN_ENGINE_ROWS};
+use crate::intervals::{Band, IntervalDb};
 use crate::train::calibrate::TrainFit;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -20,42 +20,94 @@ pub fn speed_ratio(target: Target, error_pct: f64) -> f64 {
     }
 }
 
+/// One held-out row as the bands see it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HeldRatio {
+    /// Engine compared.
+    pub engine: String,
+    /// Kind A, B or C.
+    pub kind: Kind,
+    /// `measured / predicted` as a speed, predicted without the row's publication.
+    pub ratio: f64,
+    /// The publication ([`super::source_key`]).
+    pub source: String,
+}
+
 /// Speed ratios of held-out rows `held` (one per row of `mapped` with kind A, B or C,
-/// in order, as [`super::leave_one_source_out`] returns them): `(engine, kind, ratio)`.
-pub fn held_out_ratios(mapped: &Mapped, held: &[HeldOut]) -> Result<Vec<(String, Kind, f64)>> {
+/// in order, as [`super::leave_one_source_out`] returns them).
+pub fn held_out_ratios(mapped: &Mapped, held: &[HeldOut]) -> Result<Vec<HeldRatio>> {
     let by_id: BTreeMap<&str, &Case> = mapped.cases.iter().map(|c| (c.id.as_str(), c)).collect();
     held.iter()
         .map(|h| {
             let c = by_id.get(h.id.as_str()).ok_or_else(|| {
                 Error::invalid("held-out rows", format!("row {} is not in the cases", h.id))
             })?;
-            Ok((h.engine.clone(), h.kind, speed_ratio(c.target, h.error_pct)))
+            Ok(HeldRatio {
+                engine: h.engine.clone(),
+                kind: h.kind,
+                ratio: speed_ratio(c.target, h.error_pct),
+                source: super::source_key(&c.source),
+            })
         })
         .collect()
 }
 
-/// The bands: per kind A/B/C over all rows and per engine with at least
-/// [`MIN_ENGINE_ROWS`] rows of the kind; D and E (pooled) from `train` when given.
-pub fn interval_db(ratios: &[(String, Kind, f64)], train: Option<&TrainFit>) -> IntervalDb {
+/// The share of rows a band is meant to hold.
+pub const TARGET_COVERAGE: f64 = 0.8;
+
+/// Tails tried for the low end, narrowest band first: 0.10, 0.09, ..., 0.01.
+const TAILS: [f64; 10] = [0.10, 0.09, 0.08, 0.07, 0.06, 0.05, 0.04, 0.03, 0.02, 0.01];
+
+/// Fraction of `rows` inside the band at `tail` computed without their publication.
+fn held_out_coverage(rows: &[&HeldRatio], tail: f64) -> f64 {
+    let mut sources: Vec<&str> = rows.iter().map(|r| r.source.as_str()).collect();
+    sources.sort_unstable();
+    sources.dedup();
+    let mut inside = 0;
+    for s in &sources {
+        let rest: Vec<f64> = rows
+            .iter()
+            .filter(|r| r.source != *s)
+            .map(|r| r.ratio)
+            .collect();
+        if let Some(b) = Band::with_tail(&rest, tail) {
+            inside += rows
+                .iter()
+                .filter(|r| r.source == *s && b.holds(r.ratio))
+                .count();
+        }
+    }
+    inside as f64 / rows.len().max(1) as f64
+}
+
+/// The narrowest tail of [`TAILS`] whose bands, computed without each publication,
+/// hold [`TARGET_COVERAGE`] of its rows (the widest when none does): rows of one
+/// publication share a setup and miss together, so quantiles of all rows at 0.1 hold
+/// fewer than 80% of a new publication's rows.
+pub fn held_out_tail(rows: &[&HeldRatio]) -> f64 {
+    TAILS
+        .into_iter()
+        .find(|&t| held_out_coverage(rows, t) >= TARGET_COVERAGE)
+        .unwrap_or(TAILS[TAILS.len() - 1])
+}
+
+/// The band of kind `kind` over `rows`, at the tail [`held_out_tail`] picks.
+fn kind_band(rows: &[HeldRatio], kind: Kind) -> Option<Band> {
+    let of: Vec<&HeldRatio> = rows.iter().filter(|r| r.kind == kind).collect();
+    let ratios: Vec<f64> = of.iter().map(|r| r.ratio).collect();
+    Band::with_tail(&ratios, held_out_tail(&of))
+}
+
+/// The bands: per kind A/B/C over all engines' held-out rows, at the tail that holds
+/// 80% of a publication left out ([`held_out_tail`]); D and E from `train` when given
+/// (10th and 90th percentiles of its in-sample residuals). No engine gets a band of its
+/// own: one engine's rows mostly come from one or two publications, and such bands
+/// held fewer rows of a new publication than the pooled one.
+pub fn interval_db(ratios: &[HeldRatio], train: Option<&TrainFit>) -> IntervalDb {
     let mut db = IntervalDb::default();
     for kind in [Kind::A, Kind::B, Kind::C] {
-        let of: Vec<&(String, Kind, f64)> = ratios.iter().filter(|r| r.1 == kind).collect();
-        let all: Vec<f64> = of.iter().map(|r| r.2).collect();
-        if let Some(b) = Band::of(&all) {
+        if let Some(b) = kind_band(ratios, kind) {
             db.pooled.insert(kind.letter().into(), b);
-        }
-        let mut engines: Vec<&str> = of.iter().map(|r| r.0.as_str()).collect();
-        engines.sort();
-        engines.dedup();
-        for e in engines {
-            let own: Vec<f64> = of.iter().filter(|r| r.0 == e).map(|r| r.2).collect();
-            if own.len() < MIN_ENGINE_ROWS {
-                continue;
-            }
-            if let Some(b) = Band::of(&own) {
-                let m = db.engines.entry(e.to_string()).or_default();
-                m.insert(kind.letter().into(), b);
-            }
         }
     }
     if let Some(t) = train {
@@ -93,6 +145,7 @@ fn band_toml(out: &mut String, table: &str, what: &str, b: &Band) {
     let _ = writeln!(out, "[{table}]");
     let _ = writeln!(out, "p10 = {:.3}", b.p10);
     let _ = writeln!(out, "p90 = {:.3}", b.p90);
+    let _ = writeln!(out, "tail = {:.2}", b.tail);
     let _ = writeln!(out, "rows = {}", b.rows);
     let _ = writeln!(out, "median = {:.3}\n", b.median);
 }
@@ -103,13 +156,15 @@ pub fn intervals_toml(db: &IntervalDb, measurements: &str) -> String {
     let mut out = String::new();
     let _ = write!(
         out,
-        "# 80% prediction intervals: the 10th and 90th percentiles (p10, p90) of measured /\n\
-         # predicted, as a speed (for a time, predicted / measured), over held-out rows of\n\
-         # {measurements}.\n\
+        "# 80% prediction intervals: the low and high quantiles (p10 = the `tail` quantile,\n\
+         # p90 = the 1 - `tail` quantile) of measured / predicted, as a speed (for a time,\n\
+         # predicted / measured), over held-out rows of {measurements}.\n\
          # Kinds A, B and C: each row predicted by engines calibrated without its\n\
-         # publication (leave one source out). [pooled.K] takes every engine's rows of kind K;\n\
-         # [engines.E.K] an engine's own, written where it has at least {MIN_ENGINE_ROWS} rows.\n\
-         # Percentiles interpolate linearly between order statistics.\n\
+         # publication (leave one source out); [pooled.K] takes every engine's rows of kind K,\n\
+         # its tail the narrowest of 0.10, 0.09, ..., 0.01 at which bands computed without\n\
+         # each publication hold 80% of that publication's rows. Kinds D and E: the 10th and\n\
+         # 90th percentiles of the in-sample residuals of `calibrate --train`.\n\
+         # Quantiles interpolate linearly between order statistics.\n\
          # Written by `ridgeline calibrate --measurements {measurements} --save-intervals FILE`;\n\
          # do not edit by hand (tests/intervals.rs checks it is that command's output).\n\n"
     );
@@ -136,16 +191,16 @@ pub fn intervals_toml(db: &IntervalDb, measurements: &str) -> String {
     out
 }
 
-/// Fraction of `ratios` inside their own band of `db` (the in-sample coverage, ~80%
-/// by construction), per kind A/B/C: `(kind, inside, rows)`.
-pub fn coverage(db: &IntervalDb, ratios: &[(String, Kind, f64)]) -> Vec<(Kind, usize, usize)> {
+/// Fraction of `ratios` inside their own band of `db` (the in-sample coverage), per
+/// kind A/B/C: `(kind, inside, rows)`.
+pub fn coverage(db: &IntervalDb, ratios: &[HeldRatio]) -> Vec<(Kind, usize, usize)> {
     [Kind::A, Kind::B, Kind::C]
         .into_iter()
         .map(|kind| {
-            let of = ratios.iter().filter(|r| r.1 == kind);
+            let of = ratios.iter().filter(|r| r.kind == kind);
             let inside = of
                 .clone()
-                .filter(|r| db.band(&r.0, kind).is_some_and(|b| b.holds(r.2)))
+                .filter(|r| db.band(&r.engine, kind).is_some_and(|b| b.holds(r.ratio)))
                 .count();
             (kind, inside, of.count())
         })
@@ -153,37 +208,25 @@ pub fn coverage(db: &IntervalDb, ratios: &[(String, Kind, f64)]) -> Vec<(Kind, u
 }
 
 /// Like [`coverage`], but each publication's rows checked against bands computed
-/// without them ([`super::source_key`]): the coverage to expect on a new
-/// publication's measurements, which the in-sample figure overstates.
-pub fn coverage_by_source(mapped: &Mapped, held: &[HeldOut]) -> Result<Vec<(Kind, usize, usize)>> {
-    let ratios = held_out_ratios(mapped, held)?;
-    let by_id: BTreeMap<&str, &Case> = mapped.cases.iter().map(|c| (c.id.as_str(), c)).collect();
-    let sources: Vec<String> = held
-        .iter()
-        .map(|h| {
-            by_id
-                .get(h.id.as_str())
-                .map_or(String::new(), |c| super::source_key(&c.source))
-        })
-        .collect();
-    let mut distinct = sources.clone();
-    distinct.sort();
-    distinct.dedup();
+/// without them, their tail chosen without them too: the coverage to expect on a new
+/// publication's measurements.
+pub fn coverage_by_source(ratios: &[HeldRatio]) -> Vec<(Kind, usize, usize)> {
+    let mut sources: Vec<&str> = ratios.iter().map(|r| r.source.as_str()).collect();
+    sources.sort_unstable();
+    sources.dedup();
     let mut tally: BTreeMap<Kind, (usize, usize)> = BTreeMap::new();
-    for s in &distinct {
-        let (mine, rest): (Vec<_>, Vec<_>) =
-            ratios.iter().zip(&sources).partition(|(_, src)| *src == s);
-        let rest: Vec<(String, Kind, f64)> = rest.into_iter().map(|(r, _)| r.clone()).collect();
+    for s in &sources {
+        let rest: Vec<HeldRatio> = ratios.iter().filter(|r| r.source != *s).cloned().collect();
         let db = interval_db(&rest, None);
-        for ((engine, kind, ratio), _) in mine {
-            let t = tally.entry(*kind).or_default();
+        for r in ratios.iter().filter(|r| r.source == *s) {
+            let t = tally.entry(r.kind).or_default();
             t.1 += 1;
-            if db.band(engine, *kind).is_some_and(|b| b.holds(*ratio)) {
+            if db.band(&r.engine, r.kind).is_some_and(|b| b.holds(r.ratio)) {
                 t.0 += 1;
             }
         }
     }
-    Ok(tally.into_iter().map(|(k, (i, n))| (k, i, n)).collect())
+    tally.into_iter().map(|(k, (i, n))| (k, i, n)).collect()
 }
 
 /// What `calibrate --save-intervals` computes: the bands and their coverage.
@@ -210,7 +253,7 @@ pub fn interval_bands(
     let db = interval_db(&ratios, Some(&train));
     Ok(IntervalBands {
         in_sample: coverage(&db, &ratios),
-        by_source: coverage_by_source(mapped, &held)?,
+        by_source: coverage_by_source(&ratios),
         db,
     })
 }

@@ -129,7 +129,7 @@ impl Predictor<'_> {
         if prompt <= budget {
             let per = budget / prompt;
             each(&Step::prefill(per, prompt), (batch / per) as f64);
-            if batch % per > 0 {
+            if !batch.is_multiple_of(per) {
                 each(&Step::prefill(batch % per, prompt), 1.0);
             }
             return;

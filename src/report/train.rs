@@ -215,12 +215,34 @@ fn step(r: &TrainReport) -> String {
             fmt_seconds(st.offload_time_s)
         ));
     }
+    if let Some(line) = interval_line(r) {
+        lines.push(line);
+    }
     let e = &r.efficiency;
     lines.push(format!(
         "  efficiency ({}): matmuls {:.2} of peak (fp8 {:.2}), attention {:.2}, memory {:.2}, links {:.2}; overlap DP {:.2}, TP {:.2}",
         e.label, e.compute, e.compute_fp8, e.attention, e.memory, e.link, e.overlap_dp, e.overlap_tp
     ));
     lines.into_iter().map(|l| l + "\n").collect()
+}
+
+/// The `80% interval` line of the step throughput and the memory (`None` without
+/// intervals).
+fn interval_line(r: &TrainReport) -> Option<String> {
+    let i = &r.intervals;
+    let mut parts = Vec::new();
+    if let Some([lo, hi]) = i.get("step.tokens_per_s_per_gpu") {
+        parts.push(format!("{} to {} tokens/s per GPU", count(*lo), count(*hi)));
+    }
+    if let Some([lo, hi]) = i.get("memory.total_bytes") {
+        parts.push(format!("memory {} to {}", fmt_gb(*lo), fmt_gb(*hi)));
+    }
+    (!parts.is_empty()).then(|| {
+        format!(
+            "  80% interval: {} (errors of the training runs, in sample)",
+            parts.join("; ")
+        )
+    })
 }
 
 /// The default `ridgeline train` output.

@@ -386,12 +386,15 @@ impl Pass<'_> {
     }
 
     /// Final norm and the lm_head (split over the vocabulary) on the rows that need
-    /// logits.
+    /// logits; none without such rows (a prefill chunk before the last).
     fn head(&self, g: &mut Graph) {
         let (step, p, h) = (self.step, self.p, self.cfg.hidden);
         let rows = step
             .batch
             .saturating_mul(step.logits_per_sequence.min(step.new_tokens));
+        if rows == 0 {
+            return;
+        }
         self.norm(g, OpKind::FinalNorm, 1.0, rows, h);
         let vocab = ceil_div(self.cfg.vocab, self.tp);
         let cost = linear(

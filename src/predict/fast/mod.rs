@@ -179,10 +179,10 @@ impl<'p, 'a> Evaluator<'p, 'a> {
     /// The per-op part of the single-pass prefill at (batch, prompt): the last one
     /// again, else from the prefill lines.
     fn prefill_ops(&mut self, batch: u64, prompt: u64) -> Option<PassResult> {
-        if let Some((key, r)) = self.prefill {
-            if key == (batch, prompt) {
-                return r;
-            }
+        if let Some((key, r)) = self.prefill
+            && key == (batch, prompt)
+        {
+            return r;
         }
         let p = self.predictor;
         // expert parallelism splits the batch into groups (a step function of the
