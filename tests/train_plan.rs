@@ -340,6 +340,29 @@ fn bad_input_exits_2_naming_the_flag() {
     let out = run(&["plan", "--tokens", "1B", "--model", "llama-2-7b"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--train"));
+    // with --prompt and --gen (a serving plan), a training option is refused too, not
+    // ignored
+    let serving = [
+        "plan",
+        "--model",
+        "llama-2-7b",
+        "--gpu",
+        "h100",
+        "--prompt",
+        "8",
+    ];
+    for extra in [
+        &["--gen", "8", "--tokens", "5"][..],
+        &["--gen", "8", "--max-hours", "2"],
+        &["--gen", "8", "--budget-usd", "9"],
+        &["--gen", "8", "--instances"],
+    ] {
+        let out = run(&[&serving[..], extra].concat());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}: {err}");
+        assert!(err.contains(extra[2]) && err.contains("--train"), "{err}");
+        assert!(out.stdout.is_empty());
+    }
     for (args, needle) in [
         (
             &[

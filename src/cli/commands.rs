@@ -408,6 +408,22 @@ pub fn plan(ctx: &Ctx, a: &PlanArgs, t: &PlanTrainArgs, json: bool) -> Result<St
     if t.train {
         return plan_train(ctx, a, t, json);
     }
+    // clap's `requires = "train"` is not enforced with --prompt and --gen given: the
+    // options of a training plan must not pass silently into a serving plan
+    let given = [
+        ("--tokens", t.tokens.is_some()),
+        ("--max-hours", t.max_hours.is_some()),
+        ("--budget-usd", t.budget_usd.is_some()),
+        ("--instances", t.instances),
+        ("--markdown", t.markdown),
+        ("--svg", t.svg.is_some()),
+    ];
+    if let Some((flag, _)) = given.iter().find(|g| g.1) {
+        return Err(Error::conflict(
+            &[flag, "--train"],
+            format!("{flag} needs --train"),
+        ));
+    }
     let devices = plan_devices(ctx, a.gpu.as_deref())?;
     let req = PlanRequest {
         model: ctx.model(&a.model)?,
