@@ -80,8 +80,8 @@ fn held_out_coverage(rows: &[&HeldRatio], tail: f64) -> f64 {
     inside as f64 / rows.len().max(1) as f64
 }
 
-/// The narrowest tail of [`TAILS`] whose bands, computed without each publication,
-/// hold [`TARGET_COVERAGE`] of its rows (the widest when none does): rows of one
+/// The narrowest tail of 0.10, 0.09, ..., 0.01 whose bands, computed without each
+/// publication, hold [`TARGET_COVERAGE`] of its rows (the widest when none does): rows of one
 /// publication share a setup and miss together, so quantiles of all rows at 0.1 hold
 /// fewer than 80% of a new publication's rows.
 pub fn held_out_tail(rows: &[&HeldRatio]) -> f64 {
