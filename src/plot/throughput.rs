@@ -98,6 +98,13 @@ fn ranges(series: &[ThroughputSeries]) -> Result<Ranges> {
         x_max = x_max.max(p.batch as f64);
         tps_lo = tps_lo.min(p.tokens_per_s).min(p.roofline_tokens_per_s);
         tps_hi = tps_hi.max(p.tokens_per_s).max(p.roofline_tokens_per_s);
+        // the 80% band's low end stays on the panel (its high end is at most the roofline)
+        if let Some([low, _]) = p.tokens_per_s_interval
+            && low.is_finite()
+            && low > 0.0
+        {
+            tps_lo = tps_lo.min(low);
+        }
         let (a, b) = (p.token_latency_s * 1e3, p.roofline_token_latency_s * 1e3);
         lat_lo = lat_lo.min(a).min(b);
         lat_hi = lat_hi.max(a).max(b);
