@@ -38,6 +38,22 @@ pub(super) fn pct(v: f64) -> String {
     }
 }
 
+/// The first columns of a table of compared rows.
+pub(super) const ROW_HEADER: [&str; 6] = ["id", "kind", "engine", "hardware", "model", "measured"];
+
+/// The cells under [`ROW_HEADER`] of `r`, its id written as `id` (`-` for no model).
+pub(super) fn row_cells(r: &crate::calibrate::Compared, id: String) -> Vec<String> {
+    let model = if r.model.is_empty() { "-" } else { &r.model };
+    vec![
+        id,
+        r.kind.to_string(),
+        r.engine.clone(),
+        r.hardware.clone(),
+        model.to_string(),
+        measured(r.target, r.measured),
+    ]
+}
+
 /// Owned cells of a table row.
 pub(super) fn row(cells: &[&str]) -> Vec<String> {
     cells.iter().map(|c| c.to_string()).collect()
@@ -88,36 +104,23 @@ pub fn text(c: &Calibration) -> String {
     for f in &c.engines {
         engine_fit(&mut out, f);
     }
-    let mut rows = vec![row(&[
-        "id",
-        "kind",
-        "engine",
-        "hardware",
-        "model",
-        "measured",
-        "before",
-        "after",
-        "err before",
-        "err after",
-    ])];
+    let rest = ["before", "after", "err before", "err after"];
+    let mut rows = vec![row(&[&ROW_HEADER[..], &rest].concat())];
     for r in &c.rows {
         let t = r.row.target;
-        rows.push(vec![
-            format!("{}{}", r.row.id, if r.fitted { "" } else { "*" }),
-            r.row.kind.to_string(),
-            r.row.engine.clone(),
-            r.row.hardware.clone(),
-            if r.row.model.is_empty() {
-                "-".into()
-            } else {
-                r.row.model.clone()
-            },
-            measured(t, r.row.measured),
-            measured(t, r.predicted_before),
-            measured(t, r.predicted_after),
-            pct(r.error_before_pct),
-            pct(r.error_after_pct),
-        ]);
+        let id = format!("{}{}", r.row.id, if r.fitted { "" } else { "*" });
+        rows.push(
+            [
+                row_cells(&r.row, id),
+                vec![
+                    measured(t, r.predicted_before),
+                    measured(t, r.predicted_after),
+                    pct(r.error_before_pct),
+                    pct(r.error_after_pct),
+                ],
+            ]
+            .concat(),
+        );
     }
     out.push_str(&render(&rows));
     out.push_str("(* = not used in the fit: a device ceiling, or an engine not fitted)\n\n");

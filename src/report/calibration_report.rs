@@ -2,7 +2,7 @@
 //! a flat bandwidth factor, the fitted engines in sample and held out by source; the
 //! rows held out worst; each engine's held-out error.
 
-use super::calibration::{measured, pct, row as strings};
+use super::calibration::{ROW_HEADER, measured, pct, row as strings, row_cells};
 use crate::calibrate::{CalibrationReport, REPORT_MIN_ENGINE_ROWS, Spread};
 use crate::report::table::render;
 
@@ -63,36 +63,23 @@ pub fn text(r: &CalibrationReport) -> String {
         "\n{} rows held out worst (error: leave one source out)\n",
         r.worst.len()
     );
-    let mut table = vec![strings(&[
-        "id",
-        "kind",
-        "engine",
-        "hardware",
-        "model",
-        "measured",
-        "predicted",
-        "error",
-        "ideal",
-        "flat",
-        "fitted",
-        "source",
-    ])];
+    let rest = ["predicted", "error", "ideal", "flat", "fitted", "source"];
+    let mut table = vec![strings(&[&ROW_HEADER[..], &rest].concat())];
     for w in &r.worst {
-        let t = w.row.target;
-        table.push(vec![
-            w.row.id.clone(),
-            w.row.kind.to_string(),
-            w.row.engine.clone(),
-            w.row.hardware.clone(),
-            w.row.model.clone(),
-            measured(t, w.row.measured),
-            measured(t, w.predicted),
-            pct(w.error_pct),
-            pct(w.ideal_error_pct),
-            pct(w.flat_error_pct),
-            pct(w.fitted_error_pct),
-            w.source.clone(),
-        ]);
+        table.push(
+            [
+                row_cells(&w.row, w.row.id.clone()),
+                vec![
+                    measured(w.row.target, w.predicted),
+                    pct(w.error_pct),
+                    pct(w.ideal_error_pct),
+                    pct(w.flat_error_pct),
+                    pct(w.fitted_error_pct),
+                    w.source.clone(),
+                ],
+            ]
+            .concat(),
+        );
     }
     out += &render(&table);
     out += &format!(
