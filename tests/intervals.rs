@@ -179,8 +179,14 @@ fn predictions_carry_their_engine_and_kind_bands() {
         p.intervals["generation.decode_tokens_per_s"],
         rate(a, d, p.generation.roofline_decode_tokens_per_s)
     );
+    // the text, Markdown and explanation say the same line
+    let line = ridgeline::report::text::interval_line(&p).unwrap();
+    assert!(line.starts_with("80% interval: decode "), "{line}");
+    assert!(ridgeline::report::text::prediction(&p).contains(&line));
+    assert!(ridgeline::report::markdown::prediction(&p).contains(&format!("\n{line}.\n")));
     // the pure roofline has no interval, and writes no key
     let p = prediction("ideal", 8);
+    assert!(ridgeline::report::text::interval_line(&p).is_none());
     assert!(p.intervals.is_empty());
     let json = serde_json::to_value(&p).unwrap();
     assert!(json.get("intervals").is_none());

@@ -60,8 +60,9 @@ pub fn prediction(p: &Prediction) -> String {
         s.push_str(&format!("\n{}.\n", super::text::speculation(sp, c.batch)));
     }
     let g = &p.generation;
+    let interval = super::text::interval_line(p).map_or(String::new(), |l| format!("\n{l}.\n"));
     s.push_str(&format!(
-        "\nTTFT {}, TPOT {}, total {}; decode {:.1} tok/s, output {:.1} tok/s.\n\nGB = 1e9 bytes.\n",
+        "\nTTFT {}, TPOT {}, total {}; decode {:.1} tok/s, output {:.1} tok/s.\n{interval}\nGB = 1e9 bytes.\n",
         fmt_seconds(g.ttft_s),
         fmt_seconds(g.tpot_s),
         fmt_seconds(g.total_s),
