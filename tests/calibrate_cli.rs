@@ -2,11 +2,9 @@
 //! `--engine-file` accepts (one engine, or the whole database with its remarks kept),
 //! the Markdown accuracy table, and bad input that exits 2 naming the line and column.
 
-use std::process::Command;
-
-fn ridgeline() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_ridgeline"))
-}
+#[path = "support/cli.rs"]
+mod cli;
+use cli::{json, ridgeline, stdout_of};
 
 fn tmp(name: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("ridgeline-calibrate-{}", std::process::id()));
@@ -14,38 +12,18 @@ fn tmp(name: &str) -> std::path::PathBuf {
     dir.join(name)
 }
 
-/// Runs `cmd`, checks it succeeded, and returns its stdout.
-fn stdout_of(cmd: &mut Command) -> String {
-    let out = cmd.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 const HEADER: &str = "id,kind,gpu,num_gpus,model,precision,batch,prompt_len,gen_len,framework,metric,value,unit,source_url_or_repo_path,notes";
 
 #[test]
 fn json_is_one_document_with_fits_rows_and_skips() {
-    let out = ridgeline()
-        .args([
-            "calibrate",
-            "--measurements",
-            "data/measurements/measurements.csv",
-            "--engine",
-            "llama.cpp",
-            "--json",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = json(&[
+        "calibrate",
+        "--measurements",
+        "data/measurements/measurements.csv",
+        "--engine",
+        "llama.cpp",
+        "--json",
+    ]);
     let engines = v["engines"].as_array().unwrap();
     assert_eq!(engines.len(), 1);
     assert_eq!(engines[0]["engine"]["id"], "llama.cpp");

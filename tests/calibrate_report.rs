@@ -11,7 +11,9 @@ use ridgeline::calibrate::{
     leave_one_source_out, parse_measurements, predict_case,
 };
 use ridgeline::engine::{Engine, EngineDb};
-use std::process::Command;
+#[path = "support/cli.rs"]
+mod cli;
+use cli::{json, ok, ridgeline};
 
 const SUBSET: &str = "tests/data/report-subset.csv";
 
@@ -162,30 +164,17 @@ fn the_flat_factor_is_the_median_measured_over_roofline_of_kind_a() {
     assert!((a.flat.median_pct - 25.0).abs() < 0.5, "{:?}", a.flat);
 }
 
-fn ridgeline() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_ridgeline"))
-}
-
 #[test]
 fn worst_rows_are_the_largest_held_out_errors_largest_first() {
-    let out = ridgeline()
-        .args([
-            "calibrate",
-            "--report",
-            "--json",
-            "--worst",
-            "4",
-            "--measurements",
-            SUBSET,
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = json(&[
+        "calibrate",
+        "--report",
+        "--json",
+        "--worst",
+        "4",
+        "--measurements",
+        SUBSET,
+    ]);
     let worst = v["worst"].as_array().unwrap();
     assert_eq!(worst.len(), 4);
     let held = leave_one_source_out(&subset(), EngineDb::builtin().unwrap()).unwrap();
@@ -231,16 +220,7 @@ fn worst_rows_are_the_largest_held_out_errors_largest_first() {
 
 #[test]
 fn text_names_the_flat_factor_and_lists_ten_rows_by_default() {
-    let out = ridgeline()
-        .args(["calibrate", "--report", "--measurements", SUBSET])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8(out.stdout).unwrap();
+    let text = ok(&["calibrate", "--report", "--measurements", SUBSET]);
     let m = subset();
     let rows: Vec<&Case> = m.cases.iter().collect();
     let (f, _) = flat_factor(&rows).unwrap().unwrap();

@@ -3,13 +3,10 @@
 //! elsewhere, text escaped, written atomically; the command's own output unchanged.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
-const BIN: &str = env!("CARGO_BIN_EXE_ridgeline");
-
-fn run(args: &[&str]) -> Output {
-    Command::new(BIN).args(args).output().unwrap()
-}
+#[path = "support/cli.rs"]
+mod cli;
+use cli::run;
 
 fn scratch(tag: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("ridgeline-html-{tag}-{}", std::process::id()));
@@ -182,19 +179,24 @@ fn names_from_a_config_are_escaped() {
     assert_eq!(svgs(&html), 3);
 }
 
+/// `CMD --model llama-3-8b --gpu GPU --html PATH`.
+fn html_run(cmd: &str, gpu: &str, path: &Path) -> std::process::Output {
+    run(&[
+        cmd,
+        "--model",
+        "llama-3-8b",
+        "--gpu",
+        gpu,
+        "--html",
+        path.to_str().unwrap(),
+    ])
+}
+
 #[test]
 fn a_bad_name_or_a_failed_run_leaves_files_alone() {
     let dir = scratch("atomic");
     let txt = dir.join("report.txt");
-    let out = run(&[
-        "predict",
-        "--model",
-        "llama-3-8b",
-        "--gpu",
-        "h100",
-        "--html",
-        txt.to_str().unwrap(),
-    ]);
+    let out = html_run("predict", "h100", &txt);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.starts_with("error: invalid --html: "), "{err}");
@@ -202,28 +204,12 @@ fn a_bad_name_or_a_failed_run_leaves_files_alone() {
     // an existing report stays as it was when the run fails
     let file = dir.join("old.html");
     std::fs::write(&file, "old").unwrap();
-    let out = run(&[
-        "explain",
-        "--model",
-        "llama-3-8b",
-        "--gpu",
-        "h10",
-        "--html",
-        file.to_str().unwrap(),
-    ]);
+    let out = html_run("explain", "h10", &file);
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "old");
     // a folder that does not exist: the error names --html, nothing is left behind
     let missing = dir.join("no/such/dir/r.html");
-    let out = run(&[
-        "predict",
-        "--model",
-        "llama-3-8b",
-        "--gpu",
-        "h100",
-        "--html",
-        missing.to_str().unwrap(),
-    ]);
+    let out = html_run("predict", "h100", &missing);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--html"));
     let left: Vec<_> = std::fs::read_dir(&dir)

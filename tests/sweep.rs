@@ -7,14 +7,10 @@ use ridgeline::predict::Evaluator;
 use ridgeline::prelude::*;
 use ridgeline::sweep::{COLUMNS, Sweep, SweepLists};
 use serde_json::Value;
-use std::process::{Command, Output};
 
-fn run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ridgeline"))
-        .args(args)
-        .output()
-        .expect("binary runs")
-}
+#[path = "support/cli.rs"]
+mod cli;
+use cli::{ok, run};
 
 fn sweep_csv(args: &[&str]) -> (Vec<String>, Vec<Vec<String>>) {
     let mut all = vec!["sweep"];
@@ -642,26 +638,17 @@ fn rate_sweep_rows_are_the_simulations_of_their_deployments() {
 #[test]
 fn rate_sweep_rows_that_cannot_serve_say_why() {
     // Llama-2-70B in bf16 (138 GB) on one 24 GiB card: an error row, not an abort
-    let out = Command::new(env!("CARGO_BIN_EXE_ridgeline"))
-        .args([
-            "sweep",
-            "--model",
-            "llama-2-70b",
-            "--gpu",
-            "rtx-4090,h200",
-            "--rate",
-            "1",
-            "--requests",
-            "20",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8(out.stdout).unwrap();
+    let text = ok(&[
+        "sweep",
+        "--model",
+        "llama-2-70b",
+        "--gpu",
+        "rtx-4090,h200",
+        "--rate",
+        "1",
+        "--requests",
+        "20",
+    ]);
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 3, "{text}");
     assert!(lines[0].ends_with(",error"));

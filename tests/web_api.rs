@@ -652,23 +652,21 @@ fn idle_connections_hold_up_no_one_and_are_bounded() {
     let max = ridgeline::web::MAX_CONNECTIONS;
     idle.extend((8..max).map(|_| TcpStream::connect(addr).unwrap()));
     // the server counts a connection once it accepts it: wait until all are
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    let busy = loop {
-        let r = answer(Duration::from_secs(20));
-        if r.starts_with("HTTP/1.1 503 ") || std::time::Instant::now() > deadline {
-            break r;
+    // asks until the answer starts with `status` or 20 s have passed; the last answer
+    let answer_until = |status: &str| {
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let r = answer(Duration::from_secs(20));
+            if r.starts_with(status) || std::time::Instant::now() > deadline {
+                break r;
+            }
         }
     };
+    let busy = answer_until("HTTP/1.1 503 ");
     assert!(busy.starts_with("HTTP/1.1 503 "), "{busy}");
     assert!(busy.contains("busy"), "{busy}");
     // one closes: a place is free again
     idle.truncate(max - 1);
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    let again = loop {
-        let r = answer(Duration::from_secs(20));
-        if r.starts_with("HTTP/1.1 200 ") || std::time::Instant::now() > deadline {
-            break r;
-        }
-    };
+    let again = answer_until("HTTP/1.1 200 ");
     assert!(again.starts_with("HTTP/1.1 200 "), "{again}");
 }

@@ -1,0 +1,36 @@
+//! Running the `ridgeline` binary from integration tests (each test file includes what it
+//! needs of this module, hence the allowance for the helpers one file does not use).
+#![allow(dead_code)]
+
+use std::process::{Command, Output};
+
+/// The binary cargo built for these tests.
+pub fn ridgeline() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_ridgeline"))
+}
+
+/// Runs the binary with `args`.
+pub fn run(args: &[&str]) -> Output {
+    ridgeline().args(args).output().expect("binary runs")
+}
+
+/// Runs `cmd`, checks it succeeded (else fails with its stderr), and returns its stdout.
+pub fn stdout_of(cmd: &mut Command) -> String {
+    let out = cmd.output().expect("binary runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The stdout of a successful run with `args`.
+pub fn ok(args: &[&str]) -> String {
+    stdout_of(ridgeline().args(args))
+}
+
+/// The JSON document a successful run with `args` prints.
+pub fn json(args: &[&str]) -> serde_json::Value {
+    serde_json::from_str(&ok(args)).expect("stdout is JSON")
+}
