@@ -301,35 +301,50 @@ fn memory(s: &mut String, p: &Prediction) {
     pairs(s, &rows);
 }
 
+/// One row of the phases table: phase, FLOPs, bytes, FLOP/byte, bound, time, roofline
+/// time, tokens/s (the bound as text, the numbers right-aligned).
+fn phase_row(s: &mut String, cells: [String; 8]) {
+    let _ = write!(s, "<tr><td>{}</td>", cells[0]);
+    for (i, c) in cells[1..].iter().enumerate() {
+        let class = if i == 3 { "" } else { " class=\"n\"" };
+        let _ = write!(s, "<td{class}>{c}</td>");
+    }
+    s.push_str("</tr>\n");
+}
+
 /// Prefill and one decode step: work, intensity, bound, times.
 fn phases(s: &mut String, p: &Prediction) {
     s.push_str("<table>\n<tr><th>phase</th><th class=\"n\">FLOPs</th><th class=\"n\">bytes</th><th class=\"n\">FLOP/byte</th><th>bound</th><th class=\"n\">time</th><th class=\"n\">roofline time</th><th class=\"n\">tokens/s</th></tr>\n");
     let (pf, d) = (&p.prefill, &p.decode);
     if p.config.prompt > 0 {
-        let _ = writeln!(
+        phase_row(
             s,
-            "<tr><td>prefill</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{:.1}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
-            fmt_flops(pf.flops),
-            fmt_gb(pf.bytes),
-            pf.arithmetic_intensity,
-            pf.bound,
-            escape(&fmt_seconds(pf.time_s)),
-            escape(&fmt_seconds(pf.roofline_time_s)),
-            rate(pf.tokens_per_s)
+            [
+                "prefill".to_string(),
+                fmt_flops(pf.flops),
+                fmt_gb(pf.bytes),
+                format!("{:.1}", pf.arithmetic_intensity),
+                pf.bound.to_string(),
+                escape(&fmt_seconds(pf.time_s)),
+                escape(&fmt_seconds(pf.roofline_time_s)),
+                rate(pf.tokens_per_s),
+            ],
         );
     }
-    let _ = writeln!(
+    phase_row(
         s,
-        "<tr><td>decode step (context {})</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{:.2}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>\n</table>",
-        d.context,
-        fmt_flops(d.flops_per_step),
-        fmt_gb(d.bytes_per_step),
-        d.arithmetic_intensity,
-        d.bound,
-        escape(&fmt_seconds(d.time_per_step_s)),
-        escape(&fmt_seconds(d.roofline_time_per_step_s)),
-        rate(d.tokens_per_s)
+        [
+            format!("decode step (context {})", d.context),
+            fmt_flops(d.flops_per_step),
+            fmt_gb(d.bytes_per_step),
+            format!("{:.2}", d.arithmetic_intensity),
+            d.bound.to_string(),
+            escape(&fmt_seconds(d.time_per_step_s)),
+            escape(&fmt_seconds(d.roofline_time_per_step_s)),
+            rate(d.tokens_per_s),
+        ],
     );
+    s.push_str("</table>\n");
     let g = &p.generation;
     let _ = writeln!(
         s,
