@@ -147,7 +147,9 @@ fn event_loop<'p, 'a>(
             }
         }
         while on_link.front().is_some_and(|x| x.0 <= t) {
-            let (at, mut r) = on_link.pop_front().expect("checked");
+            let Some((at, mut r)) = on_link.pop_front() else {
+                break;
+            };
             r.first_token_s = at;
             r.computed = r.prompt;
             r.kv_bytes = 0.0;
