@@ -58,13 +58,18 @@ pub const TARGET_COVERAGE: f64 = 0.8;
 /// Tails tried for the low end, narrowest band first: 0.10, 0.09, ..., 0.01.
 const TAILS: [f64; 10] = [0.10, 0.09, 0.08, 0.07, 0.06, 0.05, 0.04, 0.03, 0.02, 0.01];
 
+/// The distinct publications of `rows`, sorted.
+fn sources<'a>(rows: impl Iterator<Item = &'a HeldRatio>) -> Vec<&'a str> {
+    let mut s: Vec<&str> = rows.map(|r| r.source.as_str()).collect();
+    s.sort_unstable();
+    s.dedup();
+    s
+}
+
 /// Fraction of `rows` inside the band at `tail` computed without their publication.
 fn held_out_coverage(rows: &[&HeldRatio], tail: f64) -> f64 {
-    let mut sources: Vec<&str> = rows.iter().map(|r| r.source.as_str()).collect();
-    sources.sort_unstable();
-    sources.dedup();
     let mut inside = 0;
-    for s in &sources {
+    for s in &sources(rows.iter().copied()) {
         let rest: Vec<f64> = rows
             .iter()
             .filter(|r| r.source != *s)
@@ -211,11 +216,8 @@ pub fn coverage(db: &IntervalDb, ratios: &[HeldRatio]) -> Vec<(Kind, usize, usiz
 /// without them, their tail chosen without them too: the coverage to expect on a new
 /// publication's measurements.
 pub fn coverage_by_source(ratios: &[HeldRatio]) -> Vec<(Kind, usize, usize)> {
-    let mut sources: Vec<&str> = ratios.iter().map(|r| r.source.as_str()).collect();
-    sources.sort_unstable();
-    sources.dedup();
     let mut tally: BTreeMap<Kind, (usize, usize)> = BTreeMap::new();
-    for s in &sources {
+    for s in &sources(ratios.iter()) {
         let rest: Vec<HeldRatio> = ratios.iter().filter(|r| r.source != *s).cloned().collect();
         let db = interval_db(&rest, None);
         for r in ratios.iter().filter(|r| r.source == *s) {
