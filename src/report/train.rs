@@ -257,18 +257,22 @@ pub fn render(r: &TrainReport) -> String {
 /// One table of fitted rows: measured, predicted, error, micro-batch, source.
 fn fit_rows(rows: &[RowFit]) -> String {
     let mut s = format!(
-        "  {:<5} {:<22} {:<29} {:>11} {:>11} {:>8} {:>3}  run\n",
-        "id", "device", "metric", "measured", "predicted", "error", "mb"
+        "  {:<5} {:<22} {:<29} {:>11} {:>11} {:>8} {:>8} {:>3}  run\n",
+        "id", "device", "metric", "measured", "predicted", "error", "held out", "mb"
     );
     for r in rows {
+        let held = r
+            .held_out_error
+            .map_or_else(|| "-".to_string(), |e| format!("{:+.1}%", 100.0 * e));
         s.push_str(&format!(
-            "  {:<5} {:<22} {:<29} {:>11.4e} {:>11.4e} {:>+7.1}% {:>3}  {}\n",
+            "  {:<5} {:<22} {:<29} {:>11.4e} {:>11.4e} {:>+7.1}% {:>8} {:>3}  {}\n",
             r.id,
             r.device,
             r.metric.name(),
             r.measured,
             r.predicted,
             100.0 * r.error,
+            held,
             r.micro_batch,
             r.label
         ));
@@ -313,9 +317,11 @@ pub fn calibration(fit: &TrainFit) -> String {
         profile.join(", ")
     ));
     s.push_str(&format!(
-        "  median |error| over all {} rows: {}\n\n",
+        "  median |error| over all {} rows: {} in sample, {} leave one source out (each of {} publications held out in turn, its rows predicted by a fit without them)\n\n",
         fit.rows.len(),
-        pct(fit.median_abs_error)
+        pct(fit.median_abs_error),
+        pct(fit.leave_one_source_out_median_abs_error),
+        fit.sources
     ));
     s.push_str(&fit_rows(&fit.rows));
     s.push_str(&format!(

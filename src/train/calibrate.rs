@@ -134,6 +134,12 @@ pub struct RowFit {
     pub predicted: f64,
     /// `predicted / measured - 1`.
     pub error: f64,
+    /// The error with the factors fitted without the row's publication (leave one
+    /// source out, [`leave_one_source_out`]); `None` for memory rows (nothing fitted)
+    /// and for rows whose architecture has no rows left to fit on.
+    pub held_out_error: Option<f64>,
+    /// The publication ([`crate::calibrate::source_key`]).
+    pub source: String,
 }
 
 /// The fit of one architecture.
@@ -175,6 +181,11 @@ pub struct TrainFit {
     pub rows: Vec<RowFit>,
     /// Median `|error|` over them.
     pub median_abs_error: f64,
+    /// Median `|error|` over the rows held out by publication
+    /// ([`RowFit::held_out_error`]).
+    pub leave_one_source_out_median_abs_error: f64,
+    /// Publications the throughput rows come from.
+    pub sources: usize,
     /// The memory rows (kind E), which the factors do not change.
     pub memory_rows: Vec<RowFit>,
     /// Median `|error|` over them.
@@ -285,6 +296,8 @@ fn row_fit(r: &PublishedRun, eff: Option<&TrainEfficiency>) -> Result<RowFit> {
         measured: r.measured,
         predicted,
         error: predicted / r.measured - 1.0,
+        held_out_error: None,
+        source: r.source.clone(),
     })
 }
 
@@ -354,6 +367,51 @@ fn fit_architecture(arch: &str, runs: &[&PublishedRun]) -> Result<(ArchitectureF
     Ok((fit, rows))
 }
 
+/// Leave one source out: each throughput row's error with the factors of its
+/// architecture fitted (as [`fit`] does, at the prior overlaps) on the rows of the other
+/// publications. Where no row of the architecture is left, the architecture the bundled
+/// table's fallback uses (`hopper`) stands in, as it does for unmeasured devices; rows
+/// with neither are left out. By row id.
+pub fn leave_one_source_out(
+    by_arch: &BTreeMap<String, Vec<&PublishedRun>>,
+) -> Result<BTreeMap<String, f64>> {
+    let overlap = (OVERLAP_DP_PRIOR, OVERLAP_TP_PRIOR);
+    let stand_in = EfficiencyTable::builtin()?.fallback.uses.clone();
+    let mut sources: Vec<&str> = by_arch.values().flatten().map(|r| &*r.source).collect();
+    sources.sort_unstable();
+    sources.dedup();
+    let per_source = sources
+        .par_iter()
+        .map(|&source| {
+            let mut out = Vec::new();
+            for (arch, runs) in by_arch {
+                let (held, kept): (Vec<&PublishedRun>, Vec<&PublishedRun>) =
+                    runs.iter().partition(|r| r.source == source);
+                if held.is_empty() {
+                    continue;
+                }
+                let basis = if kept.is_empty() {
+                    let Some(other) = stand_in.as_ref().and_then(|u| by_arch.get(u)) else {
+                        continue;
+                    };
+                    other.iter().copied().filter(|r| r.source != source).collect()
+                } else {
+                    kept
+                };
+                if basis.is_empty() {
+                    continue;
+                }
+                let eff = efficiency(arch, fit_fractions(arch, &basis, overlap)?, overlap);
+                for r in held {
+                    out.push((r.id.clone(), r.error(Some(&eff))?));
+                }
+            }
+            Ok(out)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(per_source.into_iter().flatten().collect())
+}
+
 /// Fits the factors to the throughput rows of `published` (rows whose device has no
 /// architecture are skipped); memory rows are evaluated with the bundled table.
 pub fn fit(published: &PublishedRuns) -> Result<TrainFit> {
@@ -367,12 +425,22 @@ pub fn fit(published: &PublishedRuns) -> Result<TrainFit> {
         rows.extend(r);
     }
     rows.sort_by(|a, b| a.id.cmp(&b.id));
+    let held = leave_one_source_out(&by_arch)?;
+    for r in &mut rows {
+        r.held_out_error = held.get(&r.id).copied();
+    }
+    let held_errors: Vec<f64> = held.values().copied().collect();
+    let mut sources: Vec<&str> = by_arch.values().flatten().map(|r| &*r.source).collect();
+    sources.sort_unstable();
+    sources.dedup();
     let memory_rows = published
         .memory()
         .map(|r| row_fit(r, None))
         .collect::<Result<Vec<_>>>()?;
     Ok(TrainFit {
         median_abs_error: median_error(&rows),
+        leave_one_source_out_median_abs_error: score(&held_errors).0,
+        sources: sources.len(),
         memory_median_abs_error: median_error(&memory_rows),
         architectures,
         overlap_dp: OVERLAP_DP_PRIOR,

@@ -87,8 +87,12 @@ fn formats(
         (Method::Lora, None) => cfg.precision.weight_format(),
         (Method::Qlora, None) => Format::Nf4,
     };
+    // LoRA on 16-bit frozen weights under an fp8 recipe casts them to fp8 per matmul as
+    // full training does (TransformerEngine's fp8 linear layers, NeMo's fp8 LoRA); frozen
+    // weights stored below 16 bits (QLoRA's NF4) are dequantized to 16 bits instead.
     let weights = match cfg.method {
         Method::Full => matmul_format,
+        _ if frozen.bits() >= 16.0 => matmul_format,
         _ => {
             if cfg.precision == TrainPrecision::Fp8 {
                 notes.push(TrainNote::AdapterMatmuls16Bit);

@@ -54,7 +54,8 @@ pub enum TrainNote {
         /// The device id.
         device: String,
     },
-    /// fp8 with LoRA/QLoRA: the matmuls on the frozen weights run at 16 bits.
+    /// fp8 with adapters on frozen weights stored below 16 bits (QLoRA): their matmuls run
+    /// at 16 bits after dequantization.
     AdapterMatmuls16Bit,
     /// The sequence is longer than the model's trained context.
     SeqBeyondContext {

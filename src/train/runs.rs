@@ -287,6 +287,9 @@ pub struct PublishedRun {
     pub metric: Metric,
     /// The measured number in the metric's units (tokens/s, FLOP/s, fraction, bytes).
     pub measured: f64,
+    /// The publication the row comes from ([`crate::calibrate::source_key`] of its
+    /// source), the unit that leave one source out holds out.
+    pub source: String,
 }
 
 impl PublishedRun {
@@ -487,6 +490,7 @@ fn run_of(
         config,
         metric,
         measured: row.value * scale,
+        source: crate::calibrate::source_key(&row.source),
     })
 }
 
