@@ -166,6 +166,13 @@ pub(super) fn case(r: &Measurement, names: &mut Names) -> std::result::Result<Ca
         c.target = ceiling_target(r, dim, weights)?;
         return Ok(c);
     }
+    let domains = c.hardware.scaleup_domains(r.num_gpus);
+    if domains > 1 {
+        return Err(format!(
+            "{} devices span {domains} scale-up domains: collectives across the network between them (and their overlap with compute) are not modelled for inference",
+            r.num_gpus
+        ));
+    }
     c.engine = map_framework(&r.framework)
         .ok_or_else(|| {
             format!(
@@ -196,7 +203,7 @@ pub(super) fn case(r: &Measurement, names: &mut Names) -> std::result::Result<Ca
         kv,
         gpus: r.num_gpus,
         parallel,
-        ep: 1,
+        ep: expert_parallel(r, parallel, &mut c.assumptions),
         flash: flash_attention(r, &mut c.assumptions),
         offload: false,
         spec: None,
@@ -289,6 +296,36 @@ fn layout(r: &Measurement, engine: &str, assumptions: &mut Vec<String>) -> Paral
         Parallel::Pp
     } else {
         Parallel::Tp
+    }
+}
+
+/// The expert-parallel groups a row states (`EP32` in SGLang's framework cell, `--ep 8`
+/// in a trtllm-bench command line): the routed experts spread over that many groups,
+/// attention data-parallel across them (SGLang's and TensorRT-LLM's DP attention);
+/// 1 (experts split like everything else, tensor parallel) when none is stated, or
+/// when it does not divide the devices of a tensor-parallel layout.
+fn expert_parallel(r: &Measurement, parallel: Parallel, assumptions: &mut Vec<String>) -> u64 {
+    let text = format!("{} {}", r.framework, r.notes);
+    let words: Vec<&str> = text
+        .split(|c: char| !c.is_ascii_alphanumeric() && c != '-')
+        .filter(|w| !w.is_empty())
+        .collect();
+    let stated = words.iter().enumerate().find_map(|(i, w)| {
+        let n = match w.strip_prefix("EP") {
+            Some(digits) if !digits.is_empty() => digits.parse::<u64>().ok(),
+            _ if *w == "--ep" => words.get(i + 1).and_then(|n| n.parse::<u64>().ok()),
+            _ => None,
+        }?;
+        (n > 1).then_some(n)
+    });
+    match stated {
+        Some(n) if parallel == Parallel::Tp && r.num_gpus.is_multiple_of(n) => {
+            assumptions.push(format!(
+                "expert parallel over {n} groups with data-parallel attention, as the source states"
+            ));
+            n
+        }
+        _ => 1,
     }
 }
 

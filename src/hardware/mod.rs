@@ -144,6 +144,11 @@ pub struct Link {
     pub name: String,
     /// Bandwidth per direction in bytes/s.
     pub bytes_per_s_per_direction: f64,
+    /// Devices one scale-up domain joins at this bandwidth (8 on an HGX board, 72 in a
+    /// GB200 NVL72 rack); more devices reach each other over the slower network. `None`:
+    /// not stated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub domain_devices: Option<u64>,
     /// Where the number comes from.
     pub source: String,
 }
@@ -411,6 +416,9 @@ impl Hardware {
                     1e6,
                     1e14,
                 )?;
+                if let Some(n) = l.domain_devices {
+                    require_in(&format!("{key}.domain_devices"), n as f64, 1.0, 1e6)?;
+                }
             }
         }
         if let Some(p) = &self.price {
@@ -470,6 +478,16 @@ impl Hardware {
     /// (peer traffic through PCIe), else none.
     pub fn device_link(&self) -> Option<&Link> {
         self.scaleup_link.as_ref().or(self.host_link.as_ref())
+    }
+
+    /// How many scale-up domains `gpus` devices span (1 when the link states no domain
+    /// size or they fit in one): beyond one, collectives cross the network, which the
+    /// inference predictor does not cost ([`crate::predict::Note::BeyondScaleUp`]).
+    pub fn scaleup_domains(&self, gpus: u64) -> u64 {
+        match self.scaleup_link.as_ref().and_then(|l| l.domain_devices) {
+            Some(d) if d > 0 => gpus.div_ceil(d).max(1),
+            _ => 1,
+        }
     }
 
     /// Ceilings for an op computing in `dtype` (link = [`Hardware::device_link`]).

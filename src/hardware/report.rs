@@ -42,6 +42,7 @@ impl Hardware {
                 .as_ref()
                 .map(|l| l.bytes_per_s_per_direction),
             scaleup_link: self.scaleup_link.as_ref().map(|l| l.name.clone()),
+            scaleup_domain_devices: self.scaleup_link.as_ref().and_then(|l| l.domain_devices),
             tdp_w: self.tdp_w,
             release_year: self.release_year,
             price_usd_per_hour: self.price.as_ref().map(|p| p.usd_per_hour),
@@ -118,6 +119,9 @@ pub struct HardwareReport {
     pub scaleup_link_bytes_per_s: Option<f64>,
     /// Scale-up link name.
     pub scaleup_link: Option<String>,
+    /// Devices one scale-up domain joins (8 on an HGX board, 72 in an NVL72 rack);
+    /// null: not stated.
+    pub scaleup_domain_devices: Option<u64>,
     /// Watts.
     pub tdp_w: Option<f64>,
     /// Year.

@@ -121,38 +121,50 @@ impl Predictor<'_> {
     /// pass as the budget holds; a longer prompt goes in chunks attending to the context
     /// before them (logits on the last only), one sequence at a time. Without a budget,
     /// or within it, one pass ([`Step::prefill`]).
+    ///
+    /// With expert parallelism (`ep` groups, attention data-parallel) each group is a
+    /// scheduler of its own (SGLang's and TensorRT-LLM's DP attention ranks): the budget
+    /// holds per group, a pass carries up to `ep` groups' share, and the sequences of
+    /// the batch are spread over the groups (`batch / ep` each, rounded up).
     pub fn prefill_chunks(&self, batch: u64, prompt: u64, mut each: impl FnMut(&Step, f64)) {
-        let budget = self.engine.max_batched_tokens.unwrap_or(u64::MAX).max(1);
-        if prompt == 0 || batch.saturating_mul(prompt) <= budget {
+        let budget = self.prefill_budget();
+        let lanes = self.ep.max(1);
+        if prompt == 0 || batch.div_ceil(lanes).saturating_mul(prompt) <= budget {
             return each(&Step::prefill(batch, prompt), 1.0);
         }
         if prompt <= budget {
-            let per = budget / prompt;
+            let per = (budget / prompt).saturating_mul(lanes);
             each(&Step::prefill(per, prompt), (batch / per) as f64);
             if !batch.is_multiple_of(per) {
                 each(&Step::prefill(batch % per, prompt), 1.0);
             }
             return;
         }
+        let together = lanes.min(batch);
         let mut done = 0;
         while done < prompt {
             let n = budget.min(prompt - done);
             done += n;
             let step = Step {
-                batch: 1,
+                batch: together,
                 new_tokens: n,
                 context: done,
                 logits_per_sequence: u64::from(done == prompt),
             };
-            each(&step, batch as f64);
+            each(&step, batch as f64 / together as f64);
         }
+    }
+
+    /// The engine's token budget of one prefill pass per scheduler (`max_batched_tokens`,
+    /// at least 1; none: unbounded).
+    fn prefill_budget(&self) -> u64 {
+        self.engine.max_batched_tokens.unwrap_or(u64::MAX).max(1)
     }
 
     /// Whether the prefill of `batch` x `prompt` runs in more than one pass (see
     /// [`Self::prefill_chunks`]).
     pub fn prefill_is_chunked(&self, batch: u64, prompt: u64) -> bool {
-        let budget = self.engine.max_batched_tokens.unwrap_or(u64::MAX).max(1);
-        prompt > 0 && batch.saturating_mul(prompt) > budget
+        prompt > 0 && batch.div_ceil(self.ep.max(1)).saturating_mul(prompt) > self.prefill_budget()
     }
 
     /// The prefill of `batch` sequences of `prompt` tokens: its passes

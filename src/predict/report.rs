@@ -44,6 +44,15 @@ impl Predictor<'_> {
         if !s.memory.fits {
             notes.push(Note::DoesNotFit);
         }
+        if self.hardware.scaleup_domains(self.gpus) > 1 {
+            let domain = (self.hardware.scaleup_link.as_ref())
+                .and_then(|l| l.domain_devices)
+                .unwrap_or(1);
+            notes.push(Note::BeyondScaleUp {
+                gpus: self.gpus,
+                domain,
+            });
+        }
         let ridge = self.matmul.ridge_point();
         let generation = GenerationReport::from_summary(&s, batch, gen_tokens);
         let prefill_tokens_per_s = ratio(b * prompt as f64, s.prefill.time_s);
@@ -514,6 +523,15 @@ pub enum Note {
     /// The configuration does not fit in device memory; times are what it would take
     /// if it did.
     DoesNotFit,
+    /// The devices span more than one scale-up domain: collectives are costed at the
+    /// scale-up link's bandwidth, which only devices inside one domain reach, so the
+    /// times are an optimistic bound.
+    BeyondScaleUp {
+        /// Devices.
+        gpus: u64,
+        /// Devices per domain.
+        domain: u64,
+    },
 }
 
 /// The planning limits of `predict --max`.

@@ -26,6 +26,11 @@ impl fmt::Display for Note {
             Note::DoesNotFit => {
                 f.write_str("does not fit in device memory: times are what it would take if it did")
             }
+            Note::BeyondScaleUp { gpus, domain } => write!(
+                f,
+                "{gpus} devices span {} scale-up domains of {domain}: collectives are costed at the scale-up link's bandwidth, but across domains they cross the slower network (times are an optimistic bound)",
+                gpus.div_ceil(*domain)
+            ),
         }
     }
 }

@@ -147,9 +147,12 @@ pub fn hardware_show(d: &Hardware) -> String {
     }
     if let Some(l) = &d.scaleup_link {
         s.push_str(&format!(
-            "scale-up link: {} ({} per direction)\n",
+            "scale-up link: {} ({} per direction{})\n",
             l.name,
-            fmt_bytes_per_s(l.bytes_per_s_per_direction)
+            fmt_bytes_per_s(l.bytes_per_s_per_direction),
+            l.domain_devices
+                .map(|n| format!(", {n} devices per domain"))
+                .unwrap_or_default()
         ));
     }
     if let Some(t) = d.tdp_w {
