@@ -129,3 +129,61 @@ fn fast_path_ops_table_and_report_agree_with_the_chunked_prefill() {
         );
     }
 }
+
+#[test]
+fn with_expert_parallelism_each_attention_group_has_its_own_budget() {
+    let model = ModelDb::builtin()
+        .unwrap()
+        .resolve("qwen3-30b-a3b")
+        .unwrap();
+    let gpu = HardwareDb::builtin().unwrap().get("h100-sxm").unwrap();
+    let typical = EngineDb::builtin().unwrap().get("typical").unwrap();
+    assert_eq!(typical.max_batched_tokens, Some(8192));
+    let on_two = |ep: u64| Scenario {
+        gpus: 2,
+        ep,
+        ..scenario(4, 4096)
+    };
+    let tp = Predictor::new(&model, gpu, typical, &on_two(1)).unwrap();
+    let ep = Predictor::new(&model, gpu, typical, &on_two(2)).unwrap();
+    // 4 x 4096 = 16,384 tokens: over one scheduler's 8,192, but 2 x 4096 = 8,192 per
+    // group with two data-parallel attention groups
+    assert!(tp.prefill_is_chunked(4, 4096));
+    assert!(!ep.prefill_is_chunked(4, 4096));
+    let steps = |p: &Predictor, batch, prompt| {
+        let mut v = Vec::new();
+        p.prefill_chunks(batch, prompt, |s, w| {
+            v.push((s.batch, s.new_tokens, s.context, w))
+        });
+        v
+    };
+    assert_eq!(steps(&ep, 4, 4096), vec![(4, 4096, 4096, 1.0)]);
+    assert_eq!(steps(&tp, 4, 4096), vec![(2, 4096, 4096, 2.0)]);
+    // 8 prompts: 8192 / 4096 = 2 per group per pass, 4 per pass over both groups
+    assert_eq!(steps(&ep, 8, 4096), vec![(4, 4096, 4096, 2.0)]);
+    // a 16,384-token prompt per group: two chunks of 8,192, both groups at once
+    assert_eq!(
+        steps(&ep, 2, 16384),
+        vec![(2, 8192, 8192, 1.0), (2, 8192, 16384, 1.0)]
+    );
+    // 3 such prompts: chunks run for two sequences at a time, 1.5 times
+    assert_eq!(
+        steps(&ep, 3, 16384),
+        vec![(2, 8192, 8192, 1.5), (2, 8192, 16384, 1.5)]
+    );
+    // the fast path agrees
+    for (batch, prompt) in [(4, 4096), (8, 4096), (2, 16384), (5, 3000)] {
+        let s = Scenario {
+            batch,
+            prompt,
+            ..on_two(2)
+        };
+        let p = Predictor::new(&model, gpu, typical, &s).unwrap();
+        let plain = p.summary(batch, prompt, 16);
+        let fast = Evaluator::new(&p).summary(batch, prompt, 16);
+        assert!(
+            close(fast.prefill.time_s, plain.prefill.time_s),
+            "{batch} x {prompt}"
+        );
+    }
+}

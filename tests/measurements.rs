@@ -140,9 +140,25 @@ fn every_row_is_mapped_or_skipped_with_a_reason() {
     assert!(reason("m118").contains("kind E"));
     // AutoAWQ's own benchmark (transformers with fused modules) has no engine profile
     assert!(reason("m358").contains("AutoAWQ"), "{}", reason("m358"));
-    // DeepSeek-V3 over 48 or 72 devices of attention data parallelism is not a tensor
-    // parallel layout the model allows
-    assert!(reason("m276").contains("divide"), "{}", reason("m276"));
+    // SGLang's DeepSeek-V3 over 4 and 9 HGX H100 nodes (EP32, EP72): the all-to-all
+    // crosses the network, which inference predictions do not cost
+    for id in ["m273", "m276"] {
+        assert!(reason(id).contains("scale-up domains"), "{}", reason(id));
+    }
+    // TensorRT-LLM's `--tp 8 --ep 8` with attention DP is 8 expert-parallel groups of one
+    // device each (DP attention); a row without EP stays tensor parallel
+    let case = |id: &str| m.cases.iter().find(|c| c.id == id).expect(id);
+    assert_eq!(
+        (case("m185").scenario.gpus, case("m185").scenario.ep),
+        (8, 8)
+    );
+    assert!(
+        case("m185")
+            .assumptions
+            .iter()
+            .any(|a| a.contains("expert parallel over 8"))
+    );
+    assert_eq!(case("m042").scenario.ep, 1);
     // every single-stream row is mapped but the P40's and AutoAWQ's (m358, m360, m364,
     // m366, m370)
     let mapped_a = m.cases.iter().filter(|c| c.kind == Kind::A).count();
@@ -205,11 +221,13 @@ fn engines_toml_is_the_fit_of_the_bundled_measurements() {
 
 #[test]
 fn sglang_is_fitted_on_its_own_rows() {
-    // SGLang's published rows (its large-scale EP blog, gpt-oss on H100, DGX Spark) fit
-    // its own factors; the profile keeps its own memory footprint and chunk size
+    // SGLang's published rows (its large-scale EP blog's GB200 NVL72 rows, gpt-oss on
+    // H100, DGX Spark) fit its own factors; the blog's H100 rows over 4 and 9 nodes are
+    // skipped (the network between scale-up domains is not costed); the profile keeps
+    // its own memory footprint and chunk size
     let db = EngineDb::builtin().unwrap();
     let s = db.get("sglang").unwrap();
-    assert!(s.fitted_on.len() >= 10, "{:?}", s.fitted_on);
+    assert!(s.fitted_on.len() >= 9, "{:?}", s.fitted_on);
     assert_eq!(s.max_batched_tokens, Some(8192));
 }
 
@@ -271,16 +289,16 @@ fn bundled_accuracy() -> &'static Accuracy {
 
 #[test]
 fn held_out_errors_per_kind() {
-    // measured (this file, these engines; 219 A/B/C rows): leave one row out A 9.3%,
-    // B 15.6%, C 24.8%; leave one source out A 15.5%, B 15.5%, C 30.8%.
+    // measured (this file, these engines; 216 A/B/C rows): leave one row out A 8.9%,
+    // B 14.3%, C 19.9%; leave one source out A 14.5%, B 15.2%, C 30.2%.
     // Limits: measured + ~1 point, so that a change that makes the held-out error worse
     // fails here. (Issue 13's targets, A 10%, B 15%, C 15%, are not met: the largest
-    // misses are llama.cpp prefill across device classes, MoE at max load, attention
-    // data parallel and vLLM on ROCm; see README "Accuracy".)
+    // misses are llama.cpp prefill across device classes, MoE at max load and vLLM on
+    // ROCm; see README "Accuracy".)
     let limits = [
-        (Kind::A, 10.2, 16.5),
-        (Kind::B, 16.6, 16.5),
-        (Kind::C, 25.8, 31.8),
+        (Kind::A, 9.9, 15.5),
+        (Kind::B, 15.3, 16.2),
+        (Kind::C, 20.9, 31.2),
     ];
     let a = bundled_accuracy();
     for (kind, loo_max, loso_max) in limits {

@@ -11,8 +11,8 @@ use ridgeline::model::{ModelConfig, ModelDb};
 use ridgeline::train::runs::{Metric, PublishedRuns, RunSetups, published_runs};
 use ridgeline::train::{
     ActivationShape, EfficiencyTable, LoraTargets, Method, Offload, Optimizer, Recompute,
-    TrainConfig, TrainEfficiency, TrainPrecision, Trainer, activation_bytes_per_layer, train,
-    zero_stages,
+    TrainConfig, TrainEfficiency, TrainNote, TrainPrecision, Trainer, activation_bytes_per_layer,
+    train, zero_stages,
 };
 
 fn model(id: &str) -> ModelConfig {
@@ -217,8 +217,8 @@ fn published_training_memory() {
 
 /// The fit `ridgeline calibrate --train` runs, on the bundled CSV, gives back the factors
 /// of data/training.toml (within one grid step) and the residuals written there, with
-/// the median errors measured when the file was written: 10.5 % over all 42 throughput
-/// rows, 4.5 % over the 10 A100 rows, 12.2 % over the 28 Hopper rows, 3.3 % over the 4
+/// the median errors measured when the file was written: 6.9 % over all 42 throughput
+/// rows, 4.5 % over the 10 A100 rows, 9.1 % over the 28 Hopper rows, 3.3 % over the 4
 /// Blackwell rows.
 #[test]
 fn calibration_reproduces_data_training_toml() {
@@ -229,7 +229,7 @@ fn calibration_reproduces_data_training_toml() {
     assert_eq!(COMPUTE_STEP, 0.02);
     for (arch, rows, bound) in [
         ("ampere", 10, 0.046),
-        ("hopper", 28, 0.123),
+        ("hopper", 28, 0.092),
         ("blackwell", 4, 0.034),
     ] {
         let a = fit.architecture(arch).unwrap();
@@ -257,7 +257,7 @@ fn calibration_reproduces_data_training_toml() {
     assert!(!fit.architecture("ampere").unwrap().fp8_fitted);
     assert!(fit.architecture("hopper").unwrap().fp8_fitted);
     println!("median |error| over all rows: {:.4}", fit.median_abs_error);
-    assert!(fit.median_abs_error < 0.106, "{}", fit.median_abs_error);
+    assert!(fit.median_abs_error < 0.07, "{}", fit.median_abs_error);
     // the overlap scan covers 0..1 and the prior is among the best
     assert_eq!(fit.overlap_profile.len(), 11);
     // what --save writes reads back as the same factors, with blackwell and the
@@ -1352,8 +1352,11 @@ fn utilization_ceiling(r: &ridgeline::train::TrainReport, hw: &Hardware) -> f64 
     use ridgeline::dtype::ComputeDtype;
     let e = &r.efficiency;
     let p16 = hw.peak(r.config.precision.activations()).0;
+    // full training, or LoRA on 16-bit frozen weights (cast to fp8 per matmul); QLoRA's
+    // NF4 weights are dequantized to 16 bits
     let fp8_matmuls = r.config.precision == TrainPrecision::Fp8
-        && r.config.method == Method::Full
+        && r.config.method != Method::Qlora
+        && r.config.frozen_format.is_none_or(|f| f.bits() >= 16.0)
         && hw.peak_flops_per_s.fp8.is_some();
     if fp8_matmuls {
         assert_eq!(r.step.peak_flops_per_s, hw.peak(ComputeDtype::Fp8).0);
@@ -1819,4 +1822,67 @@ fn hostile_sizes_give_an_error_or_sane_numbers() {
         assert!(err.contains(args[args.len() - 2]), "{a:?}: {err}");
         assert!(out.stdout.is_empty());
     }
+}
+
+#[test]
+fn fp8_lora_on_16_bit_weights_runs_its_matmuls_at_the_fp8_rate_and_qlora_does_not() {
+    // NeMo's fp8 LoRA (m307: Llama-2-7B, 8x H100, TP1, 4096 tokens) runs the frozen
+    // bf16 projections through TransformerEngine's fp8 GEMMs, like full fp8 training;
+    // QLoRA's NF4 weights are dequantized to 16 bits first
+    let (m, hw) = (model("llama-2-7b"), gpu("h100-sxm"));
+    let cfg = |method| TrainConfig {
+        method,
+        precision: TrainPrecision::Fp8,
+        seq: 4096,
+        ..TrainConfig::default()
+    };
+    let lora = train(&m, &hw, &cfg(Method::Lora)).unwrap();
+    let full = train(&m, &hw, &cfg(Method::Full)).unwrap();
+    let qlora = train(&m, &hw, &cfg(Method::Qlora)).unwrap();
+    let fp8_peak = hw.peak_flops_per_s.fp8.unwrap();
+    assert_eq!(lora.step.peak_flops_per_s, fp8_peak);
+    assert_eq!(full.step.peak_flops_per_s, fp8_peak);
+    assert!(qlora.step.peak_flops_per_s < fp8_peak);
+    assert!(!lora.notes.contains(&TrainNote::AdapterMatmuls16Bit));
+    assert!(qlora.notes.contains(&TrainNote::AdapterMatmuls16Bit));
+    // the frozen weights stay 16-bit in memory: 2 bytes per base parameter plus the
+    // bf16 adapters
+    let p = m.params().total as f64;
+    let adapters = lora.model.trainable_params;
+    assert!((lora.memory.inner.params_bytes - 2.0 * (p + adapters)).abs() < 1.0);
+    // LoRA executes 4·N per token on the frozen weights (no weight gradient) where full
+    // training executes 6·N: at the same rate the step is at most 4/6 of full's plus the
+    // adapters' and the optimizer's small share
+    assert!(lora.step.step_time_s < full.step.step_time_s * 0.75);
+    assert_utilizations(&lora, &hw);
+}
+
+#[test]
+fn training_leave_one_source_out_holds_each_publication_out() {
+    // measured (bundled CSV, 42 throughput rows from 11 publications): in sample 6.9%,
+    // leave one source out 17.0%. Limit: measured + ~1 point. (Issue 13's target is
+    // 12%: torchtitan's eager FSDP rows reach 0.55-0.65 of the rate NeMo/Megatron-Core's
+    // reach on the same H100s, and holding either out leaves the other to fit hopper.)
+    use ridgeline::train::calibrate::fit_rows;
+    let fit = fit_rows(&measurements()).unwrap();
+    assert_eq!(fit.sources, 11);
+    let held: Vec<_> = fit.rows.iter().filter_map(|r| r.held_out_error).collect();
+    assert_eq!(held.len(), fit.rows.len());
+    println!(
+        "in sample {:.1}%, leave one source out {:.1}%",
+        100.0 * fit.median_abs_error,
+        100.0 * fit.leave_one_source_out_median_abs_error
+    );
+    assert!(fit.leave_one_source_out_median_abs_error < 0.18);
+    assert!(fit.median_abs_error <= fit.leave_one_source_out_median_abs_error);
+    // Blackwell's four rows all come from Megatron-Bridge's repository: held out, they
+    // are predicted by the fallback's architecture (hopper) fitted without them
+    let blackwell: Vec<_> = fit
+        .rows
+        .iter()
+        .filter(|r| r.architecture == "blackwell")
+        .collect();
+    assert_eq!(blackwell.len(), 4);
+    assert!(blackwell.iter().all(|r| r.source == blackwell[0].source));
+    assert!(blackwell.iter().all(|r| r.held_out_error.is_some()));
 }

@@ -394,7 +394,11 @@ pub fn leave_one_source_out(
                     let Some(other) = stand_in.as_ref().and_then(|u| by_arch.get(u)) else {
                         continue;
                     };
-                    other.iter().copied().filter(|r| r.source != source).collect()
+                    other
+                        .iter()
+                        .copied()
+                        .filter(|r| r.source != source)
+                        .collect()
                 } else {
                     kept
                 };
@@ -496,9 +500,13 @@ const HEADER: &str = "\
 # decision: their tensor cores are the same generation, the factors are fractions of each
 # device's own dense peak, and the hardware files list GeForce peaks at the
 # fp32-accumulate rate that training uses. Unmeasured: power-limited boards (the 150 W
-# A10) may reach less. `blackwell` has no runs and reuses the Hopper fit; devices whose
+# A10) may reach less. `blackwell` is fitted on B200 and GB200 runs; devices whose
 # architecture has no entry (Ada, Turing, Volta, CDNA, Gaudi, TPU, Apple) get `fallback`,
-# the Hopper fit labelled uncalibrated: the lower of the two calibrated generations.
+# the Hopper fit labelled uncalibrated.
+#
+# `calibrate --train` also prints leave one source out: each row's error with its
+# architecture fitted without the row's publication (the fallback's architecture stands
+# in where none of its rows is left).
 ";
 
 fn factor_lines(out: &mut String, e: &TrainEfficiency) {
