@@ -1853,7 +1853,7 @@ fn fp8_lora_on_16_bit_weights_runs_its_matmuls_at_the_fp8_rate_and_qlora_does_no
     // LoRA executes 4·N per token on the frozen weights (no weight gradient) where full
     // training executes 6·N: at the same rate the step is at most 4/6 of full's plus the
     // adapters' and the optimizer's small share
-    assert!(lora.step.step_time_s < full.step.step_time_s * 0.75);
+    assert!(lora.step.time_s < full.step.time_s * 0.75);
     assert_utilizations(&lora, &hw);
 }
 
