@@ -49,7 +49,7 @@ impl TrainEfficiency {
     /// use ridgeline::train::TrainEfficiency;
     /// let db = HardwareDb::builtin()?;
     /// assert_eq!(TrainEfficiency::for_hardware(db.get("a100")?)?.label, "ampere");
-    /// assert_eq!(TrainEfficiency::for_hardware(db.get("h100")?)?.compute, 0.38);
+    /// assert_eq!(TrainEfficiency::for_hardware(db.get("h100")?)?.compute, 0.58);
     /// assert_eq!(TrainEfficiency::for_hardware(db.get("mi300x")?)?.label, "uncalibrated");
     /// # Ok::<(), ridgeline::Error>(())
     /// ```
