@@ -498,3 +498,57 @@ fn fp4_peaks_only_on_blackwell_and_cdna4() {
         }
     }
 }
+
+#[test]
+fn scale_up_domains_and_the_note_when_devices_span_several() {
+    let db = HardwareDb::builtin().unwrap();
+    let domain = |id: &str| {
+        db.get(id)
+            .unwrap()
+            .scaleup_link
+            .as_ref()
+            .and_then(|l| l.domain_devices)
+    };
+    // HGX boards join 8 GPUs over NVSwitch; GB200 NVL72 one domain of 72
+    assert_eq!(domain("h100-sxm"), Some(8));
+    assert_eq!(domain("b200"), Some(8));
+    assert_eq!(domain("gb200"), Some(72));
+    assert_eq!(domain("mi300x"), Some(8));
+    let h100 = db.get("h100-sxm").unwrap();
+    // 16 / 8 = 2 domains, 17 devices need 3; 72 GB200s are one
+    assert_eq!(h100.scaleup_domains(8), 1);
+    assert_eq!(h100.scaleup_domains(16), 2);
+    assert_eq!(h100.scaleup_domains(17), 3);
+    assert_eq!(db.get("gb200").unwrap().scaleup_domains(72), 1);
+    // no stated domain (PCIe cards): never more than one
+    assert_eq!(db.get("rtx-4090").unwrap().scaleup_domains(64), 1);
+    let model = ridgeline::model::ModelDb::builtin()
+        .unwrap()
+        .resolve("llama-3-70b")
+        .unwrap();
+    let engine = ridgeline::engine::EngineDb::builtin()
+        .unwrap()
+        .get("typical")
+        .unwrap();
+    let note = |gpus| {
+        let s = ridgeline::predict::Scenario {
+            gpus,
+            ..Default::default()
+        };
+        ridgeline::predict::predict(&model, h100, engine, &s)
+            .unwrap()
+            .notes
+            .iter()
+            .any(|n| {
+                matches!(
+                    n,
+                    ridgeline::predict::Note::BeyondScaleUp {
+                        gpus: 16,
+                        domain: 8
+                    }
+                )
+            })
+    };
+    assert!(note(16));
+    assert!(!note(8));
+}
