@@ -484,10 +484,13 @@ impl Hardware {
     /// size or they fit in one): beyond one, collectives cross the network, which the
     /// inference predictor does not cost ([`crate::predict::Note::BeyondScaleUp`]).
     pub fn scaleup_domains(&self, gpus: u64) -> u64 {
-        match self.scaleup_link.as_ref().and_then(|l| l.domain_devices) {
-            Some(d) if d > 0 => gpus.div_ceil(d).max(1),
-            _ => 1,
-        }
+        self.scaleup_domain_devices()
+            .map_or(1, |d| gpus.div_ceil(d.max(1)).max(1))
+    }
+
+    /// Devices one scale-up domain joins, where the link states it.
+    pub fn scaleup_domain_devices(&self) -> Option<u64> {
+        self.scaleup_link.as_ref().and_then(|l| l.domain_devices)
     }
 
     /// Ceilings for an op computing in `dtype` (link = [`Hardware::device_link`]).

@@ -42,7 +42,7 @@ impl Hardware {
                 .as_ref()
                 .map(|l| l.bytes_per_s_per_direction),
             scaleup_link: self.scaleup_link.as_ref().map(|l| l.name.clone()),
-            scaleup_domain_devices: self.scaleup_link.as_ref().and_then(|l| l.domain_devices),
+            scaleup_domain_devices: self.scaleup_domain_devices(),
             tdp_w: self.tdp_w,
             release_year: self.release_year,
             price_usd_per_hour: self.price.as_ref().map(|p| p.usd_per_hour),

@@ -44,10 +44,9 @@ impl Predictor<'_> {
         if !s.memory.fits {
             notes.push(Note::DoesNotFit);
         }
-        if self.hardware.scaleup_domains(self.gpus) > 1 {
-            let domain = (self.hardware.scaleup_link.as_ref())
-                .and_then(|l| l.domain_devices)
-                .unwrap_or(1);
+        if let Some(domain) = self.hardware.scaleup_domain_devices()
+            && self.hardware.scaleup_domains(self.gpus) > 1
+        {
             notes.push(Note::BeyondScaleUp {
                 gpus: self.gpus,
                 domain,

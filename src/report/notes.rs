@@ -29,7 +29,7 @@ impl fmt::Display for Note {
             Note::BeyondScaleUp { gpus, domain } => write!(
                 f,
                 "{gpus} devices span {} scale-up domains of {domain}: collectives are costed at the scale-up link's bandwidth, but across domains they cross the slower network (times are an optimistic bound)",
-                gpus.div_ceil(*domain)
+                gpus.div_ceil((*domain).max(1))
             ),
         }
     }

@@ -367,6 +367,14 @@ fn fit_architecture(arch: &str, runs: &[&PublishedRun]) -> Result<(ArchitectureF
     Ok((fit, rows))
 }
 
+/// The distinct publications of the rows, sorted.
+fn publications<'a>(by_arch: &BTreeMap<String, Vec<&'a PublishedRun>>) -> Vec<&'a str> {
+    let mut sources: Vec<&str> = by_arch.values().flatten().map(|r| &*r.source).collect();
+    sources.sort_unstable();
+    sources.dedup();
+    sources
+}
+
 /// Leave one source out: each throughput row's error with the factors of its
 /// architecture fitted (as [`fit`] does, at the prior overlaps) on the rows of the other
 /// publications. Where no row of the architecture is left, the architecture the bundled
@@ -377,10 +385,7 @@ pub fn leave_one_source_out(
 ) -> Result<BTreeMap<String, f64>> {
     let overlap = (OVERLAP_DP_PRIOR, OVERLAP_TP_PRIOR);
     let stand_in = EfficiencyTable::builtin()?.fallback.uses.clone();
-    let mut sources: Vec<&str> = by_arch.values().flatten().map(|r| &*r.source).collect();
-    sources.sort_unstable();
-    sources.dedup();
-    let per_source = sources
+    let per_source = publications(by_arch)
         .par_iter()
         .map(|&source| {
             let mut out = Vec::new();
@@ -434,9 +439,6 @@ pub fn fit(published: &PublishedRuns) -> Result<TrainFit> {
         r.held_out_error = held.get(&r.id).copied();
     }
     let held_errors: Vec<f64> = held.values().copied().collect();
-    let mut sources: Vec<&str> = by_arch.values().flatten().map(|r| &*r.source).collect();
-    sources.sort_unstable();
-    sources.dedup();
     let memory_rows = published
         .memory()
         .map(|r| row_fit(r, None))
@@ -444,7 +446,7 @@ pub fn fit(published: &PublishedRuns) -> Result<TrainFit> {
     Ok(TrainFit {
         median_abs_error: median_error(&rows),
         leave_one_source_out_median_abs_error: score(&held_errors).0,
-        sources: sources.len(),
+        sources: publications(&by_arch).len(),
         memory_median_abs_error: median_error(&memory_rows),
         architectures,
         overlap_dp: OVERLAP_DP_PRIOR,

@@ -191,10 +191,11 @@ impl<'p, 'a> Evaluator<'p, 'a> {
         }
         let p = self.predictor;
         let mut sum = PassResult::default();
-        let budget = p.engine.max_batched_tokens.unwrap_or(u64::MAX);
         p.prefill_chunks(batch, prompt, |step, w| {
             let whole = *step == Step::prefill(step.batch, step.new_tokens);
-            let full = whole && w > 1.0 && budget.saturating_sub(step.batch * prompt) < prompt;
+            // a pass of whole prompts that repeats is one filled to the budget (per
+            // attention group); the remainder pass runs once
+            let full = whole && w > 1.0;
             // Fibonacci hashing: prompts on a grid (multiples of 64) spread over the slots
             let slot = (prompt.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 58) as usize % FULL_SLOTS;
             let id = (step.batch, prompt, offloaded.to_bits());
