@@ -105,6 +105,12 @@ pub enum Target {
     PrefillTokensPerS,
     /// `generation.ttft_s`, seconds.
     TtftS,
+    /// `generation.tpot_s`, seconds: a single stream's time per output token
+    /// ("per-token latency", "inter-token latency").
+    TpotS,
+    /// `generation.total_s`, seconds: a request's end-to-end latency (prefill and every
+    /// decode step).
+    E2eS,
     /// Achieved matmul rate: `compute_efficiency × peak(dtype)`, FLOP/s.
     MatmulFlopsPerS(ComputeDtype),
     /// Achieved bandwidth: `memory_efficiency × bandwidth`, bytes/s.
@@ -114,7 +120,7 @@ pub enum Target {
 impl Target {
     /// Whether a larger value means faster (false for times).
     pub fn higher_is_faster(self) -> bool {
-        !matches!(self, Target::TtftS)
+        !matches!(self, Target::TtftS | Target::TpotS | Target::E2eS)
     }
 
     /// Short name for reports.
@@ -126,6 +132,8 @@ impl Target {
             Target::DecodeTokensPerSPerGpu => "decode_tokens_per_s_per_gpu",
             Target::PrefillTokensPerS => "prefill_tokens_per_s",
             Target::TtftS => "ttft_s",
+            Target::TpotS => "tpot_s",
+            Target::E2eS => "e2e_s",
             Target::MatmulFlopsPerS(_) => "matmul_flops_per_s",
             Target::MemoryBytesPerS => "memory_bytes_per_s",
         }

@@ -51,6 +51,11 @@ pub struct Engine {
     /// cards: twice the fp32-accumulate rate), default false.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub fp16_accumulate: bool,
+    /// The matmul and attention kernels issue the device's warpgroup MMA (Hopper's
+    /// `wgmma`), default true; false: warp-level `mma.sync` kernels, which reach only
+    /// the device's [`crate::hardware::Peaks::warp_mma_fraction`] of its tensor peaks.
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub warpgroup_mma: bool,
     /// Fixed time per forward pass, s.
     #[serde(default)]
     pub step_overhead_s: f64,
@@ -199,6 +204,7 @@ impl Engine {
             fp4_tensor_cores: true,
             int8_mma: false,
             fp16_accumulate: false,
+            warpgroup_mma: true,
             step_overhead_s: 0.0,
             sequence_overhead_s: 0.0,
             layer_overhead_s: 0.0,
@@ -224,6 +230,7 @@ impl Engine {
             && self.fp4_tensor_cores == other.fp4_tensor_cores
             && self.int8_mma == other.int8_mma
             && self.fp16_accumulate == other.fp16_accumulate
+            && self.warpgroup_mma == other.warpgroup_mma
             && self.step_overhead_s == other.step_overhead_s
             && self.sequence_overhead_s == other.sequence_overhead_s
             && self.layer_overhead_s == other.layer_overhead_s

@@ -95,8 +95,12 @@ fn calibrated_engines_beat_the_roofline_on_decode() {
     let db = EngineDb::builtin().unwrap();
     let a: Vec<&Case> = m.cases.iter().filter(|c| c.kind == Kind::A).collect();
     let ideal = errors(&a, |_| db.get("ideal").unwrap().clone());
+    // too fast: a rate above the measured one, a time (per token, per request) below
     assert!(
-        ideal.iter().all(|(id, e)| *e > 0.0 || id.is_empty()),
+        ideal
+            .iter()
+            .zip(&a)
+            .all(|((_, e), c)| (*e > 0.0) == c.target.higher_is_faster()),
         "{ideal:?}"
     );
     let fitted = errors(&a, |c| db.get(&c.engine).unwrap().clone());
@@ -159,11 +163,29 @@ fn every_row_is_mapped_or_skipped_with_a_reason() {
             .any(|a| a.contains("expert parallel over 8"))
     );
     assert_eq!(case("m042").scenario.ep, 1);
-    // every single-stream row is mapped but the P40's and AutoAWQ's (m358, m360, m364,
-    // m366, m370)
-    let mapped_a = m.cases.iter().filter(|c| c.kind == Kind::A).count();
-    let rows_a = rows.iter().filter(|r| r.kind == Kind::A).count();
-    assert_eq!(mapped_a + 1 + 5, rows_a);
+    // every single-stream row is mapped but the P40's, AutoAWQ's (m358, m360, m364,
+    // m366, m370), TinyChat's (m380), the Unsloth dynamic GGUF quants (UD-Q4_K_XL, no
+    // format of ridgeline's: m411, m413, m417) and the Medusa rows whose batch is not
+    // stated (m494, m495)
+    let skipped_a: Vec<&str> = m
+        .skipped
+        .iter()
+        .filter(|s| rows.iter().any(|r| r.id == s.id && r.kind == Kind::A))
+        .map(|s| s.id.as_str())
+        .collect();
+    assert_eq!(
+        skipped_a,
+        [
+            "m029", "m358", "m360", "m364", "m366", "m370", "m380", "m411", "m413", "m417", "m494",
+            "m495"
+        ]
+    );
+    assert!(reason("m411").contains("ud-q4_k_xl"), "{}", reason("m411"));
+    // a time per output token and an end-to-end latency are single-stream rows too
+    assert_eq!(case("m431").target.name(), "tpot_s");
+    assert_eq!(case("m447").target.name(), "e2e_s");
+    // a fine-tune names its base model's architecture
+    assert_eq!(case("m496").model.as_ref().unwrap().id, "llama-3.3-70b");
 }
 
 #[test]

@@ -357,6 +357,10 @@ fn model_target(r: &Measurement, dim: Dim) -> std::result::Result<Target, String
             Target::OutputTokensPerS
         }
         (Kind::A, Dim::Rate) => Target::DecodeTokensPerS,
+        // a single stream's whole request ("end-to-end latency")
+        (Kind::A, Dim::Time) if metric.contains("end-to-end") => Target::E2eS,
+        // "per-token latency", "inter-token latency": a single stream's decode step
+        (Kind::A, Dim::Time) => Target::TpotS,
         // "decode tokens/s ... prefill excluded" (llama-batched-bench S_TG, a
         // disaggregated decode instance): decode steps only
         (Kind::B, Dim::Rate | Dim::RatePerGpu) if decode_only(&metric) => {
@@ -410,8 +414,12 @@ pub fn predict_case(c: &Case, engine: &Engine) -> Result<f64> {
                 ));
             }
             // the engine's scheduler cap (TensorRT-LLM's max_batch_size, vLLM's
-            // max_num_seqs) where it sets one, else MAX_LOAD_BATCH
-            max.min(engine.max_num_seqs.unwrap_or(MAX_LOAD_BATCH))
+            // max_num_seqs) where it sets one, else MAX_LOAD_BATCH; with expert
+            // parallelism each data-parallel attention group is a scheduler of its own
+            let cap = engine
+                .max_num_seqs
+                .map_or(MAX_LOAD_BATCH, |n| n.saturating_mul(s.ep.max(1)));
+            max.min(cap)
         }
     };
     let sum = p.summary(batch, s.prompt, s.gen_tokens);
@@ -423,6 +431,8 @@ pub fn predict_case(c: &Case, engine: &Engine) -> Result<f64> {
         Target::DecodeTokensPerSPerGpu => g.decode_tokens_per_s / s.gpus as f64,
         Target::PrefillTokensPerS => batch as f64 * s.prompt as f64 / g.ttft_s,
         Target::TtftS => g.ttft_s,
+        Target::TpotS => g.tpot_s,
+        Target::E2eS => g.total_s,
         Target::MatmulFlopsPerS(_) | Target::MemoryBytesPerS => {
             return Err(Error::invalid(
                 "target",

@@ -71,7 +71,7 @@ pub(super) fn num(v: f64) -> String {
 /// The unit a target's measured value is shown in, and its SI scale.
 fn shown(t: Target) -> (&'static str, f64) {
     match t {
-        Target::TtftS => ("s", 1.0),
+        Target::TtftS | Target::TpotS | Target::E2eS => ("s", 1.0),
         Target::MatmulFlopsPerS(_) => ("TFLOP/s", 1e12),
         Target::MemoryBytesPerS => ("GB/s", 1e9),
         _ => ("tok/s", 1.0),

@@ -154,6 +154,7 @@ fn same_rest(a: &Engine, b: &Engine) -> bool {
         fp4_tensor_cores,
         int8_mma,
         fp16_accumulate,
+        warpgroup_mma,
         sequence_overhead_s,
         max_num_seqs,
         kv_block_tokens,
@@ -168,8 +169,17 @@ fn same_rest(a: &Engine, b: &Engine) -> bool {
         && *max_batched_tokens == b.max_batched_tokens
         && *override_builtin == b.override_builtin
         && same(sequence_overhead_s, &b.sequence_overhead_s)
-        && (*fp4_tensor_cores, *int8_mma, *fp16_accumulate)
-            == (b.fp4_tensor_cores, b.int8_mma, b.fp16_accumulate)
+        && (
+            *fp4_tensor_cores,
+            *int8_mma,
+            *fp16_accumulate,
+            *warpgroup_mma,
+        ) == (
+            b.fp4_tensor_cores,
+            b.int8_mma,
+            b.fp16_accumulate,
+            b.warpgroup_mma,
+        )
         && (*max_num_seqs, *kv_block_tokens) == (b.max_num_seqs, b.kv_block_tokens)
 }
 

@@ -176,6 +176,7 @@ pub fn partial_device(hw: &Hardware, share: f64) -> Hardware {
 /// let db = ModelDb::builtin().unwrap();
 /// assert_eq!(map_model("LLaMA-7B (arch)", db).unwrap(), "llama-7b");
 /// assert_eq!(map_model("Qwen2.5-Coder-3B", db).unwrap(), "qwen2.5-coder-3b");
+/// assert_eq!(map_model("Llama-3.3-70B-Instruct", db).unwrap(), "llama-3.3-70b");
 /// assert!(map_model("LLaMA-65B", db).is_err());
 /// ```
 pub fn map_model(name: &str, db: &ModelDb) -> std::result::Result<String, String> {
@@ -188,6 +189,12 @@ pub fn map_model(name: &str, db: &ModelDb) -> std::result::Result<String, String
     let mut candidates = vec![base.clone()];
     candidates.push(base.replace("gpt-3", "gpt3"));
     candidates.push(base.replace("-style", ""));
+    // a fine-tune of a bundled model has its architecture (`Llama-3.3-70B-Instruct`)
+    for suffix in ["-instruct", "-chat", "-it", "-hf"] {
+        if let Some(stem) = base.strip_suffix(suffix) {
+            candidates.push(stem.to_string());
+        }
+    }
     for c in &candidates {
         if let Some(id) = ids.iter().find(|id| *id == c) {
             return Ok(id.to_string());

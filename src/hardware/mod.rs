@@ -110,6 +110,12 @@ pub struct Peaks {
     /// FP16 tensor with fp16 accumulation (GeForce cards: 2x the fp32-accumulate rate).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fp16_acc16: Option<f64>,
+    /// Fraction of the tensor peaks that kernels built on warp-level `mma.sync`
+    /// instructions reach, where the peaks need a newer instruction (Hopper: 0.5, its
+    /// full rate needs the asynchronous warpgroup `wgmma`); `None`: the whole peak.
+    /// Applies to engines with `warpgroup_mma = false`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warp_mma_fraction: Option<f64>,
     /// The datasheet printed sparse figures and they were halved.
     #[serde(default)]
     pub sparse_halved: bool,
@@ -392,6 +398,9 @@ impl Hardware {
                     any = true;
                 }
             }
+        }
+        if let Some(f) = self.peak_flops_per_s.warp_mma_fraction {
+            require_in("peak_flops_per_s.warp_mma_fraction", f, 0.01, 1.0)?;
         }
         if !any {
             return Err(Error::invalid(

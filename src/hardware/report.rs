@@ -32,6 +32,7 @@ impl Hardware {
                 int4: p.int4,
                 fp4: p.fp4,
                 fp16_acc16: p.fp16_acc16,
+                warp_mma_fraction: p.warp_mma_fraction,
             },
             estimated_peak_flops_per_s: self.estimated_peak_flops_per_s.clone(),
             ridge_point_bf16_flop_per_byte: self.ridge_point(ComputeDtype::Bf16),
@@ -84,6 +85,10 @@ pub struct PeakReport {
     /// fp16 with fp16 accumulation, where it differs (GeForce).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fp16_acc16: Option<f64>,
+    /// Fraction of the tensor peaks warp-level `mma.sync` kernels reach, where the
+    /// device needs a newer instruction for the rest (Hopper: 0.5).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warp_mma_fraction: Option<f64>,
 }
 
 /// The JSON document of `ridgeline hardware show ID --json` (keys in docs/reference.md,

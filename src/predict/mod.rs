@@ -363,14 +363,19 @@ impl<'a> Predictor<'a> {
         };
         let matmul_dtype = precision.compute_dtype(weights);
         let used = hardware.peak(matmul_dtype).1;
+        // kernels on warp-level mma.sync reach only part of a Hopper tensor peak
+        let tensor_share = match hardware.peak_flops_per_s.warp_mma_fraction {
+            Some(f) if !engine.warpgroup_mma => f,
+            _ => 1.0,
+        };
         let matmul_ceilings = |d: ComputeDtype| {
             let mut c = hardware.ceilings(d);
-            c.peak_flops_per_s = hardware.peak(d).0;
+            c.peak_flops_per_s = hardware.peak(d).0 * tensor_share;
             if d == ComputeDtype::Fp16
                 && engine.fp16_accumulate
                 && let Some(acc16) = hardware.peak_flops_per_s.fp16_acc16
             {
-                c.peak_flops_per_s = c.peak_flops_per_s.max(acc16);
+                c.peak_flops_per_s = c.peak_flops_per_s.max(acc16 * tensor_share);
             }
             (d, c)
         };
@@ -381,7 +386,8 @@ impl<'a> Predictor<'a> {
                 matmuls.push(matmul_ceilings(d));
             }
         }
-        let attention = hardware.ceilings(activations);
+        let mut attention = hardware.ceilings(activations);
+        attention.peak_flops_per_s *= tensor_share;
         let vector = hardware.ceilings(ComputeDtype::Fp32);
         let eff = engine.efficiency(hardware);
         let comm_eff = Efficiency {

@@ -22,7 +22,7 @@ pub(super) fn measured(t: Target, v: f64) -> String {
         return "-".into();
     }
     match t {
-        Target::TtftS => format!("{:.1} ms", v * 1e3),
+        Target::TtftS | Target::TpotS | Target::E2eS => format!("{:.1} ms", v * 1e3),
         Target::MatmulFlopsPerS(_) => format!("{:.0} TFLOP/s", v / 1e12),
         Target::MemoryBytesPerS => format!("{:.0} GB/s", v / 1e9),
         _ => format!("{v:.1} tok/s"),

@@ -131,6 +131,12 @@ pub fn hardware_show(d: &Hardware) -> String {
         ));
     }
     s.push('\n');
+    if let Some(f) = d.peak_flops_per_s.warp_mma_fraction {
+        s.push_str(&format!(
+            "  (kernels on warp-level mma.sync reach {}% of the tensor peaks; the rest needs warpgroup MMA)\n",
+            crate::units::sig3(f * 100.0)
+        ));
+    }
     if d.peak_flops_per_s.sparse_halved {
         s.push_str("  (the datasheet prints sparse figures; they were halved to dense)\n");
     }

@@ -134,11 +134,16 @@ impl Default for Kernels {
 impl Precision {
     /// The dtype a matmul on weights stored as `f` runs in: fp8 and int8 weights W8A8,
     /// fp4 formats on fp4 tensor cores and GGUF formats on int8 MMA where
-    /// [`Precision::kernels`] says so, everything else at the activation dtype.
+    /// [`Precision::kernels`] says so, everything else at the activation dtype, except
+    /// GGUF formats under 16-bit activations, which dequantize to fp16: their block
+    /// scales are fp16 (`ggml_half`) and llama.cpp's dequantize-then-GEMM path widens
+    /// them to fp16 whatever the model's dtype, so an engine that accumulates in fp16
+    /// reaches the fp16-accumulate rate on them too.
     pub fn compute_dtype(&self, f: Format) -> ComputeDtype {
         match f {
             Format::Mxfp4 | Format::Nvfp4 if !self.kernels.fp4 => self.activations,
             _ if f.is_gguf() && self.kernels.int8_mma => ComputeDtype::Int8,
+            _ if f.is_gguf() && self.activations == ComputeDtype::Bf16 => ComputeDtype::Fp16,
             _ => f.compute_dtype(self.activations),
         }
     }
