@@ -163,10 +163,6 @@ fn predictions_carry_their_engine_and_kind_bands() {
     // a time is the inverse of a speed: the fast end divides by p90
     close(i["generation.tpot_s"], time(b, g.tpot_s, g.roofline_tpot_s));
     close(i["generation.ttft_s"], time(c, g.ttft_s, g.roofline_ttft_s));
-    // here the band's fast end of TTFT (ttft / p90 = ttft / 2.5) is below the
-    // roofline's TTFT, so the interval starts at the roofline
-    assert!(g.ttft_s / c.p90 < g.roofline_ttft_s);
-    assert_eq!(i["generation.ttft_s"][0], g.roofline_ttft_s);
     let pre = p.prefill.tokens_per_s;
     let ideal_pre = batch * prompt / p.prefill.roofline_time_s;
     close(i["prefill.tokens_per_s"], rate(c, pre, ideal_pre));
@@ -179,6 +175,16 @@ fn predictions_carry_their_engine_and_kind_bands() {
         p.intervals["generation.decode_tokens_per_s"],
         rate(a, d, p.generation.roofline_decode_tokens_per_s)
     );
+    // on an RTX 4090 llama.cpp reaches 0.95 of the GDDR bandwidth: the band's fast end
+    // (p90 = 2.02 times the prediction) is beyond the roofline, so the interval ends
+    // there
+    let model = ModelDb::builtin().unwrap().resolve("llama-3-8b").unwrap();
+    let gpu = HardwareDb::builtin().unwrap().get("rtx-4090").unwrap();
+    let e = EngineDb::builtin().unwrap().get("llama.cpp").unwrap();
+    let q = predict(&model, gpu, e, &Scenario::default()).unwrap();
+    let ideal = q.generation.roofline_decode_tokens_per_s;
+    assert!(a.p90 * q.generation.decode_tokens_per_s > ideal);
+    assert_eq!(q.intervals["generation.decode_tokens_per_s"][1], ideal);
     // the text, Markdown and explanation say the same line
     let line = ridgeline::report::text::interval_line(&p).unwrap();
     assert!(line.starts_with("80% interval: decode "), "{line}");

@@ -11,8 +11,8 @@ use ridgeline::model::{ModelConfig, ModelDb};
 use ridgeline::train::runs::{Metric, PublishedRuns, RunSetups, published_runs};
 use ridgeline::train::{
     ActivationShape, EfficiencyTable, LoraTargets, Method, Offload, Optimizer, Recompute,
-    TrainConfig, TrainEfficiency, TrainNote, TrainPrecision, Trainer, activation_bytes_per_layer,
-    train, zero_stages,
+    TrainConfig, TrainEfficiency, TrainNote, TrainPrecision, TrainStack, Trainer,
+    activation_bytes_per_layer, train, zero_stages,
 };
 
 fn model(id: &str) -> ModelConfig {
@@ -87,13 +87,17 @@ fn every_training_row_is_configured_or_skipped_with_a_reason() {
             "m093", "m095", "m096", "m098", "m099", "m100", "m101", "m102", "m103", "m107", "m109",
             "m110", "m112", "m113", "m114", "m115", "m287", "m288", "m289", "m290", "m293", "m294",
             "m295", "m296", "m298", "m299", "m300", "m301", "m302", "m305", "m306", "m307", "m308",
-            "m309", "m314", "m315", "m325", "m330", "m331", "m332", "m352", "m355"
+            "m309", "m314", "m315", "m325", "m330", "m331", "m332", "m352", "m355", "m526", "m530",
+            "m534", "m536", "m560", "m561", "m562", "m563", "m564", "m565", "m566", "m567", "m568",
+            "m569", "m570", "m571", "m572", "m573", "m574", "m589", "m590", "m591", "m592", "m593",
+            "m594", "m595", "m612", "m613", "m614", "m615"
         ]
     );
     assert_eq!(
         ids(Kind::E),
         [
-            "m118", "m119", "m120", "m125", "m127", "m128", "m130", "m297"
+            "m118", "m119", "m120", "m125", "m127", "m128", "m130", "m297", "m527", "m529", "m531",
+            "m535", "m537", "m539", "m541", "m543", "m547", "m575", "m576", "m599", "m607", "m611"
         ]
     );
     let skipped: Vec<&str> = p.skipped.iter().map(|s| s.id.as_str()).collect();
@@ -102,7 +106,11 @@ fn every_training_row_is_configured_or_skipped_with_a_reason() {
         [
             "m094", "m122", "m124", "m291", "m292", "m303", "m304", "m310", "m311", "m312", "m313",
             "m316", "m317", "m318", "m319", "m320", "m321", "m322", "m323", "m324", "m326", "m327",
-            "m328", "m329", "m353", "m354", "m356"
+            "m328", "m329", "m353", "m354", "m356", "m522", "m523", "m524", "m525", "m528", "m532",
+            "m533", "m538", "m540", "m542", "m544", "m545", "m546", "m548", "m549", "m550", "m551",
+            "m552", "m553", "m554", "m555", "m556", "m557", "m558", "m559", "m577", "m578", "m579",
+            "m580", "m581", "m582", "m583", "m584", "m585", "m586", "m587", "m588", "m596", "m597",
+            "m598", "m600", "m601", "m602", "m603", "m604", "m605", "m606", "m608", "m609", "m610"
         ]
     );
     assert!(p.skipped[0].reason.contains("context parallelism"));
@@ -151,27 +159,25 @@ fn published_training_throughput() {
             rep.step.dp_comm_time_s,
             rep.step.optimizer_time_s
         );
-        // tolerance per row: ±30 % (the spread of achieved efficiency between software
-        // stacks on one GPU generation; see data/training.toml), but for the misses
-        // the model cannot yet express, reported and not asserted: MPT-3B on H100
-        // (m107, llm-foundry's small-model stack) and torchtitan's Llama-3.1-8B FSDP
-        // runs on H100/H200 (m113, m287-m290, m295, m296: +41..+77%). The Hopper fit
-        // follows the NeMo/Megatron-Core rows (the median of the 28), which reach
-        // 1.5-1.8x torchtitan's rate on the same devices; one factor per chip cannot
-        // hold both frameworks. NeMo's fp8 LoRA runs (m307-m309, m355) are asserted
-        // since LoRA's fp8 matmuls are costed at the fp8 rate.
-        let known = [
-            "m107", "m113", "m287", "m288", "m289", "m290", "m295", "m296",
-        ];
+        // tolerance per row: ±30 % (the spread of achieved efficiency within one
+        // software stack on one GPU generation; data/training.toml fits the generic and
+        // the Megatron stacks apart: on Hopper NeMo/Megatron-Core reaches 0.70 of the
+        // bf16 peak, torchtitan, FSDP and MaxText 0.40), but for the misses the model
+        // cannot yet express, reported and not asserted: Meta's own 4D-parallel stack
+        // for Llama 3.1 405B on 16,384 H100s (m093), costed as a generic stack but
+        // tuned like Megatron's; torchao's float8 runs on 8 H100s (m570, m571), whose
+        // measured gain over bf16 (+25% tensorwise, +10% rowwise) is far below the fp8
+        // fraction the generic Hopper fit takes from torchtitan's fp8 runs (m113, m289).
+        let known = ["m093", "m570", "m571"];
         if !known.contains(&r.id.as_str()) {
             assert!(err.abs() < 0.30, "{}: {:+.1}% off", r.id, 100.0 * err);
         }
         errs.push(err.abs());
     }
-    assert_eq!(errs.len(), 42);
+    assert_eq!(errs.len(), 72);
     let med = median(errs);
     println!("median |error| over kind D: {:.1}%", 100.0 * med);
-    // measured 6.9 % over the 42 rows (issue 13's target for training: 12 %)
+    // measured 7.0 % over the 72 rows (issue 13's target for training: 12 %)
     assert!(med < 0.075, "median error {med}");
 }
 
@@ -200,40 +206,46 @@ fn published_training_memory() {
             d.logits_bytes / 1e9,
             m.overhead_bytes / 1e9
         );
-        // m130 (405B FSDP8xTP8xPP8) is a known miss: with pipelining, FSDP keeps the
-        // stage's weights and gradients unsharded across micro-batches and float8 keeps
-        // casts, none of which ZeRO-3 accounting has; it is reported, not asserted.
-        // m297 (torchtitan 8B FSDP on 32 H200, reserved memory) is predicted +92%:
-        // torchtitan's reserved figure on H200 is below what the same recipe reserves
-        // on H100 (m128), which the caching allocator, not the states, decides
-        if r.id != "m130" && r.id != "m297" {
+        // known misses, reported and not asserted: m130 (405B FSDP8xTP8xPP8): with
+        // pipelining, FSDP keeps the stage's weights and gradients unsharded across
+        // micro-batches and float8 keeps casts, none of which ZeRO-3 accounting has;
+        // m531 (torchtune QLoRA of Llama-3.1-8B on an RTX 4090, 7.9 GB) and m539
+        // (Answer.AI's FSDP QLoRA of Llama-2-7B over two RTX 3090s, 5.6 GB), the
+        // smallest footprints of the file, where the fixed terms (context, workspace,
+        // the caching allocator's rounding) decide: +42% and -35%.
+        if !["m130", "m531", "m539"].contains(&r.id.as_str()) {
             assert!(err.abs() < 0.35, "{}: {:+.1}% off", r.id, 100.0 * err);
         }
         errs.push(err.abs());
     }
-    assert_eq!(errs.len(), 8);
+    assert_eq!(errs.len(), 22);
     let med = median(errs);
     println!("median |error| over kind E: {:.1}%", 100.0 * med);
-    assert!(med < 0.20, "median error {med}");
+    // measured 15.4 % over the 22 rows (issue 13's target for memory: 10 %)
+    assert!(med < 0.165, "median error {med}");
 }
 
 /// The fit `ridgeline calibrate --train` runs, on the bundled CSV, gives back the factors
 /// of data/training.toml (within one grid step) and the residuals written there, with
-/// the median errors measured when the file was written: 6.9 % over all 42 throughput
-/// rows, 4.5 % over the 10 A100 rows, 9.1 % over the 28 Hopper rows, 3.3 % over the 4
-/// Blackwell rows.
+/// the median errors measured when the file was written: 7.0 % over all 72 throughput
+/// rows; per entry 4.8 % over the 16 generic A100 rows, 6.4 % over the 2 Megatron A100
+/// rows, 8.2 % over the 23 generic Hopper rows, 3.0 % over the 22 Megatron Hopper rows,
+/// 3.3 % over the 4 Megatron Blackwell rows.
 #[test]
 fn calibration_reproduces_data_training_toml() {
     use ridgeline::train::calibrate::{COMPUTE_STEP, fit_rows, matches_table, training_toml};
     let fit = fit_rows(&measurements()).unwrap();
     let table = EfficiencyTable::builtin().unwrap();
-    assert_eq!(fit.rows.len(), 42);
+    assert_eq!(fit.rows.len(), 72);
     assert_eq!(COMPUTE_STEP, 0.02);
-    for (arch, rows, bound) in [
-        ("ampere", 10, 0.046),
-        ("hopper", 28, 0.092),
-        ("blackwell", 4, 0.034),
-    ] {
+    let entries = [
+        ("ampere", 16, 0.049),
+        ("ampere+megatron", 2, 0.065),
+        ("hopper", 23, 0.083),
+        ("hopper+megatron", 22, 0.031),
+        ("blackwell+megatron", 4, 0.034),
+    ];
+    for (arch, rows, bound) in entries {
         let a = fit.architecture(arch).unwrap();
         let entry = table.get(arch).unwrap();
         println!("{arch}: fitted {:?}", a.efficiency);
@@ -246,7 +258,7 @@ fn calibration_reproduces_data_training_toml() {
         assert_eq!(a.rows.len(), rows);
         assert_eq!(a.rows, entry.fitted_on);
         assert!(a.median_abs_error < bound, "{arch}: {}", a.median_abs_error);
-        for r in fit.rows.iter().filter(|r| r.architecture == arch) {
+        for r in fit.rows.iter().filter(|r| a.rows.contains(&r.id)) {
             let written = entry.residuals[&r.id];
             assert!(
                 (r.error - written).abs() < 0.005,
@@ -258,15 +270,24 @@ fn calibration_reproduces_data_training_toml() {
     }
     assert!(!fit.architecture("ampere").unwrap().fp8_fitted);
     assert!(fit.architecture("hopper").unwrap().fp8_fitted);
+    assert!(fit.architecture("hopper+megatron").unwrap().fp8_fitted);
     println!("median |error| over all rows: {:.4}", fit.median_abs_error);
-    assert!(fit.median_abs_error < 0.07, "{}", fit.median_abs_error);
+    assert!(fit.median_abs_error < 0.071, "{}", fit.median_abs_error);
+    // the same chips reach more under Megatron-Core than under the generic stacks on
+    // Hopper (fused kernels, cuDNN attention, overlapped collectives)
+    let compute = |k: &str| fit.architecture(k).unwrap().efficiency.compute;
+    assert!(compute("hopper+megatron") > 1.5 * compute("hopper"));
     // the overlap scan covers 0..1 and the prior is among the best
     assert_eq!(fit.overlap_profile.len(), 11);
-    // what --save writes reads back as the same factors, with blackwell and the
-    // fallback carried over
+    // what --save writes reads back as the same factors (keys with a stack quoted),
+    // with the fallback carried over
     let text = training_toml(&fit, table, "data/measurements/measurements.csv");
+    assert!(
+        text.contains("[architecture.\"hopper+megatron\"]"),
+        "{text}"
+    );
     let again = EfficiencyTable::from_toml(&text, "saved").unwrap();
-    for arch in ["ampere", "hopper", "blackwell"] {
+    for (arch, _, _) in entries {
         assert_eq!(
             again.get(arch).unwrap().efficiency,
             table.get(arch).unwrap().efficiency
@@ -291,16 +312,56 @@ fn efficiency_by_architecture() {
         assert_eq!(eff(id).compute, 0.64, "{id}");
     }
     assert_eq!(eff("h200-sxm").label, "hopper");
-    // Blackwell has its own fit now (NeMo / Megatron-Bridge rows on B200 and GB200)
-    assert_eq!(eff("b200").label, "blackwell");
-    assert_eq!(eff("gb200").label, "blackwell");
-    for id in ["rtx-4090", "mi300x", "v100-sxm2-32gb", "tpu-v5p"] {
+    // every Blackwell run is Megatron's: the generic stack takes that entry
+    assert_eq!(eff("b200").label, "blackwell+megatron");
+    assert_eq!(eff("gb200").label, "blackwell+megatron");
+    // Ada from torchtune's RTX 4090 runs, CDNA3 from torchtitan's MI300X runs
+    assert_eq!(eff("rtx-4090").label, "ada");
+    assert_eq!(eff("mi300x").label, "cdna3");
+    for id in ["v100-sxm2-32gb", "tpu-v5p"] {
         assert_eq!(eff(id).label, "uncalibrated", "{id}");
-        // the fallback uses the Hopper fit (0.58 since NeMo's fp8 LoRA rows are costed
-        // at the fp8 rate)
+        // the fallback uses the Hopper fit of the stack asked for
         assert_eq!(eff(id).compute, eff("h100-sxm").compute, "{id}");
-        assert_eq!(eff(id).compute, 0.58, "{id}");
+        assert_eq!(eff(id).compute, 0.40, "{id}");
     }
+    // the stack picks the entry: Megatron-Core on Hopper at 0.70, the generic stacks at
+    // 0.40; Ampere has both; a stack without an entry takes the architecture's other
+    let table = EfficiencyTable::builtin().unwrap();
+    let of = |id: &str, stack| table.for_stack(&gpu(id), stack);
+    assert_eq!(
+        of("h100-sxm", TrainStack::Megatron).label,
+        "hopper+megatron"
+    );
+    assert_eq!(of("h100-sxm", TrainStack::Megatron).compute, 0.70);
+    assert_eq!(
+        of("a100-80gb-sxm", TrainStack::Megatron).label,
+        "ampere+megatron"
+    );
+    assert_eq!(of("rtx-4090", TrainStack::Megatron).label, "ada");
+    let v100 = of("v100-sxm2-32gb", TrainStack::Megatron);
+    assert_eq!((v100.label.as_str(), v100.compute), ("uncalibrated", 0.70));
+    // and `train` reports the stack it used
+    let m = model("llama-3-8b");
+    let cfg = TrainConfig {
+        gpus: 8,
+        zero: 3,
+        stack: TrainStack::Megatron,
+        ..TrainConfig::default()
+    };
+    let rep = train(&m, &gpu("h100-sxm"), &cfg).unwrap();
+    assert_eq!(rep.efficiency.label, "hopper+megatron");
+    let generic = train(
+        &m,
+        &gpu("h100-sxm"),
+        &TrainConfig {
+            stack: TrainStack::Generic,
+            ..cfg
+        },
+    )
+    .unwrap();
+    // 0.70 / 0.40 of the matmul rate: the step is compute-bound, so it is 1.4-1.75x
+    let speedup = rep.step.tokens_per_s / generic.step.tokens_per_s;
+    assert!((1.4..1.75).contains(&speedup), "{speedup}");
     let mut unknown = gpu("h100-sxm");
     unknown.architecture = String::new();
     assert_eq!(eff_of(&unknown).label, "uncalibrated");
@@ -712,6 +773,66 @@ fn recomputation_trades_memory_for_time_and_mfu_ignores_it() {
             + r.memory.inner.overhead_bytes;
         assert!((parts - r.memory.inner.total_bytes).abs() < 1.0);
     }
+}
+
+#[test]
+fn op_level_checkpointing_keeps_every_second_matmul_output() {
+    // Llama-3-8B layer (h = q = 4096, kv width 1024, SwiGLU 14336, 32 heads), s = 8192,
+    // b = 1, bf16, flash, no TP. torchtitan's op policy keeps the layer input (4096),
+    // the outputs of the 1st, 3rd, 5th and 7th matmuls (q 4096, v 1024, gate 14336,
+    // down 4096 = 23,552) and the attention output (4096) with its fp32 log-sum-exp
+    // (4 · 32 bytes): 2 · (4096 + 23,552 + 4096) + 128 = 63,616 bytes per token,
+    // 63,616 · 8192 = 521,142,272 bytes. Without recomputation: 2 · (4·4096 + 2·4096 +
+    // 2·1024 + 3·14336) + 128 = 139,392 bytes per token, 1,141,899,264 bytes.
+    let m = model("llama-3-8b");
+    let shape = |recompute| ActivationShape {
+        seq: 8192,
+        micro_batch: 1,
+        tp: 1,
+        sequence_parallel: true,
+        flash: true,
+        dropout: false,
+        recompute,
+        act_bytes: 2.0,
+    };
+    assert_eq!(
+        activation_bytes_per_layer(&m, &shape(Recompute::Op)),
+        521_142_272.0
+    );
+    assert_eq!(
+        activation_bytes_per_layer(&m, &shape(Recompute::None)),
+        1_141_899_264.0
+    );
+    // its step sits between none and full: it recomputes k (1024 of the fused
+    // 6144-wide projection), o, the up half of gate/up and the elementwise ops, about a
+    // third of the layer's matmul FLOPs where full recomputes all of them
+    let hw = gpu("h100-sxm");
+    let at = |recompute| {
+        let cfg = TrainConfig {
+            gpus: 8,
+            zero: 3,
+            micro_batch: 1,
+            global_batch: Some(8),
+            seq: 8192,
+            recompute,
+            ..TrainConfig::default()
+        };
+        train(&m, &hw, &cfg).unwrap()
+    };
+    let (none, op, full) = (
+        at(Recompute::None),
+        at(Recompute::Op),
+        at(Recompute::Full),
+    );
+    assert!(none.step.time_s < op.step.time_s && op.step.time_s < full.step.time_s);
+    let extra = |r: &ridgeline::train::TrainReport| r.step.hfu / r.step.mfu - 1.0;
+    assert!(extra(&op) > 0.25 * extra(&full) && extra(&op) < 0.5 * extra(&full));
+    // memory: the kept tensors of the 32 layers, one layer rebuilt in full (what it did
+    // not keep) and the logits of the last stage, 8192 · 128,256 · (2 + 4) bytes:
+    // 32 · 521,142,272 + 620,756,992 + 6,304,038,912 = 23,601,348,608 bytes
+    assert_eq!(m.layers, 32);
+    let act = op.memory.inner.activations_bytes;
+    assert!((act - 23_601_348_608.0).abs() < 1.0, "{act}");
 }
 
 #[test]
@@ -1148,14 +1269,19 @@ fn cli_calibrate_train_fits_and_saves() {
             .clone()
     };
     assert_eq!(arch("ampere")["efficiency"]["compute"], 0.64);
-    assert_eq!(arch("hopper")["efficiency"]["compute_fp8"], 0.58);
-    assert_eq!(v["rows"].as_array().unwrap().len(), 42);
+    assert_eq!(arch("hopper")["efficiency"]["compute"], 0.40);
+    assert_eq!(arch("hopper+megatron")["efficiency"]["compute_fp8"], 0.60);
+    assert_eq!(v["rows"].as_array().unwrap().len(), 72);
     assert!(v["rows"][0]["error"].is_number());
     let saved_table =
         EfficiencyTable::from_toml(&std::fs::read_to_string(&saved).unwrap(), "saved").unwrap();
     let bundled = EfficiencyTable::builtin().unwrap();
     assert_eq!(saved_table.get("ampere"), bundled.get("ampere"));
     assert_eq!(saved_table.get("hopper"), bundled.get("hopper"));
+    assert_eq!(
+        saved_table.get("hopper+megatron"),
+        bundled.get("hopper+megatron")
+    );
     std::fs::remove_dir_all(&dir).unwrap();
     // text: the factors, the median and one line per row
     let out = cli(&["calibrate", "--train", "--measurements", csv]);
@@ -1163,7 +1289,7 @@ fn cli_calibrate_train_fits_and_saves() {
     assert!(text.contains("ampere   compute 0.64"), "{text}");
     assert!(
         text.contains(
-            "median |error| over all 42 rows: 6.9 % in sample, 17.0 % leave one source out"
+            "median |error| over all 72 rows: 7.0 % in sample, 11.9 % leave one source out"
         ),
         "{text}"
     );
@@ -1865,13 +1991,15 @@ fn fp8_lora_on_16_bit_weights_runs_its_matmuls_at_the_fp8_rate_and_qlora_does_no
 
 #[test]
 fn training_leave_one_source_out_holds_each_publication_out() {
-    // measured (bundled CSV, 42 throughput rows from 11 publications): in sample 6.9%,
-    // leave one source out 17.0%. Limit: measured + ~1 point. (Issue 13's target is
-    // 12%: torchtitan's eager FSDP rows reach 0.55-0.65 of the rate NeMo/Megatron-Core's
-    // reach on the same H100s, and holding either out leaves the other to fit hopper.)
+    // measured (bundled CSV, 72 throughput rows from 17 publications): in sample 7.0%,
+    // leave one source out 11.9% (issue 13's target: 12%). Limit: measured + ~0.5
+    // point. Before the stacks were fitted apart it was 17.0% over 42 rows (24.8% over
+    // these 72): torchtitan's, FSDP's and MaxText's Hopper runs reach 0.55-0.6 of the
+    // rate NeMo/Megatron-Core's reach on the same H100s, and holding either out left the
+    // other to fit hopper.
     use ridgeline::train::calibrate::fit_rows;
     let fit = fit_rows(&measurements()).unwrap();
-    assert_eq!(fit.sources, 11);
+    assert_eq!(fit.sources, 17);
     let held: Vec<_> = fit.rows.iter().filter_map(|r| r.held_out_error).collect();
     assert_eq!(held.len(), fit.rows.len());
     println!(
@@ -1879,10 +2007,11 @@ fn training_leave_one_source_out_holds_each_publication_out() {
         100.0 * fit.median_abs_error,
         100.0 * fit.leave_one_source_out_median_abs_error
     );
-    assert!(fit.leave_one_source_out_median_abs_error < 0.18);
+    assert!(fit.leave_one_source_out_median_abs_error < 0.125);
     assert!(fit.median_abs_error <= fit.leave_one_source_out_median_abs_error);
     // Blackwell's four rows all come from Megatron-Bridge's repository: held out, they
-    // are predicted by the fallback's architecture (hopper) fitted without them
+    // are predicted by the fallback's architecture for their stack (hopper+megatron)
+    // fitted without them
     let blackwell: Vec<_> = fit
         .rows
         .iter()

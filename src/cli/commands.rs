@@ -521,6 +521,7 @@ pub(super) fn train_plan(
         budget_usd: t.budget_usd,
     };
     req.base.seq = t.seq;
+    req.base.stack = t.stack;
     req.base.flash = !a.no_flash;
     if let Some(g) = a.gpus.as_deref() {
         req.gpu_counts =

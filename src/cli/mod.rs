@@ -7,7 +7,7 @@ use crate::dtype::Format;
 use crate::memory::Parallel;
 use crate::predict::{MAX_COUNT, Scenario};
 use crate::train::{
-    LoraTargets, Method, Offload, Optimizer, Recompute, TrainConfig, TrainPrecision,
+    LoraTargets, Method, Offload, Optimizer, Recompute, TrainConfig, TrainPrecision, TrainStack,
 };
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
@@ -354,6 +354,11 @@ pub struct TrainArgs {
     /// and RoPE into their neighbours).
     #[arg(long)]
     pub compile: bool,
+    /// Training stack whose calibrated efficiencies apply: generic (PyTorch FSDP/DDP,
+    /// torchtune, Hugging Face, JAX MaxText) or megatron (Megatron-Core / NeMo with
+    /// TransformerEngine).
+    #[arg(long, default_value = "generic", value_parser = TrainStack::parse)]
+    pub stack: TrainStack,
     /// Optimizer states in host memory: none, cpu.
     #[arg(long, default_value = "none", value_parser = Offload::parse)]
     pub offload: Offload,
@@ -391,6 +396,7 @@ impl TrainArgs {
             offload: self.offload,
             optimizer_in_backward: self.optimizer_in_backward,
             compile: self.compile,
+            stack: self.stack,
             sequence_parallel: !self.no_sequence_parallel,
             flash: !self.no_flash,
             virtual_stages: self.virtual_stages,
@@ -588,6 +594,9 @@ pub struct PlanTrainArgs {
     /// full, lora, qlora (comma-separated) or any.
     #[arg(long, default_value = "any", value_parser = methods, requires = "train")]
     pub method: Methods,
+    /// Training stack whose calibrated efficiencies apply: generic or megatron.
+    #[arg(long, default_value = "generic", value_parser = TrainStack::parse, requires = "train")]
+    pub stack: TrainStack,
     /// Sequences per optimizer step (each configuration rounds it up to a multiple of
     /// micro-batch x dp).
     #[arg(long = "global-batch", default_value_t = crate::plan::train::DEFAULT_GLOBAL_BATCH, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=1_048_576), requires = "train")]

@@ -26,7 +26,8 @@
 //! Kind E (memory) rows do not depend on the factors; their errors are reported alongside.
 
 use super::config::TrainPrecision;
-use super::efficiency::{EfficiencyTable, TrainEfficiency};
+use super::config::TrainStack;
+use super::efficiency::{EfficiencyTable, TrainEfficiency, table_key};
 use super::runs::{Metric, PublishedRun, PublishedRuns, RunSetups, Skipped, published_runs};
 use crate::calibrate::{Measurement, read_measurements};
 use crate::error::Result;
@@ -306,7 +307,8 @@ fn median_error(rows: &[RowFit]) -> f64 {
     score(&rows.iter().map(|r| r.error).collect::<Vec<_>>()).0
 }
 
-/// The throughput rows by architecture; rows whose device has none are skipped.
+/// The throughput rows by table entry (architecture and training stack,
+/// [`table_key`]); rows whose device has no architecture are skipped.
 fn by_architecture<'a>(
     published: &'a PublishedRuns,
     skipped: &mut Vec<Skipped>,
@@ -320,7 +322,10 @@ fn by_architecture<'a>(
                 reason: format!("device {} has no architecture", r.hardware.id),
             });
         } else {
-            by_arch.entry(arch).or_default().push(r);
+            by_arch
+                .entry(table_key(&arch, r.config.stack))
+                .or_default()
+                .push(r);
         }
     }
     by_arch
@@ -384,7 +389,7 @@ pub fn leave_one_source_out(
     by_arch: &BTreeMap<String, Vec<&PublishedRun>>,
 ) -> Result<BTreeMap<String, f64>> {
     let overlap = (OVERLAP_DP_PRIOR, OVERLAP_TP_PRIOR);
-    let stand_in = EfficiencyTable::builtin()?.fallback.uses.clone();
+    let fallback = EfficiencyTable::builtin()?.fallback.uses.clone();
     let per_source = publications(by_arch)
         .par_iter()
         .map(|&source| {
@@ -396,14 +401,20 @@ pub fn leave_one_source_out(
                     continue;
                 }
                 let basis = if kept.is_empty() {
-                    let Some(other) = stand_in.as_ref().and_then(|u| by_arch.get(u)) else {
-                        continue;
-                    };
-                    other
+                    // the entry a device of this architecture and stack would get
+                    // without it: the other stack's, then the fallback's architecture
+                    let others: Vec<&PublishedRun> = stand_ins(arch, fallback.as_deref())
                         .iter()
-                        .copied()
-                        .filter(|r| r.source != source)
-                        .collect()
+                        .filter_map(|k| by_arch.get(k))
+                        .map(|runs| {
+                            runs.iter()
+                                .copied()
+                                .filter(|r| r.source != source)
+                                .collect::<Vec<_>>()
+                        })
+                        .find(|runs| !runs.is_empty())
+                        .unwrap_or_default();
+                    others
                 } else {
                     kept
                 };
@@ -419,6 +430,39 @@ pub fn leave_one_source_out(
         })
         .collect::<Result<Vec<_>>>()?;
     Ok(per_source.into_iter().flatten().collect())
+}
+
+/// The entries that stand in for `key` (`architecture` or `architecture+stack`) in
+/// the order [`EfficiencyTable::for_stack`] tries them: the architecture's other
+/// stacks, then the fallback architecture's entry of the same stack and of the others.
+fn stand_ins(key: &str, fallback: Option<&str>) -> Vec<String> {
+    let (arch, stack) = match key.split_once('+') {
+        Some((a, s)) => (a, TrainStack::parse(s).unwrap_or(TrainStack::Generic)),
+        None => (key, TrainStack::Generic),
+    };
+    let of = |a: &str, first: TrainStack| -> Vec<String> {
+        std::iter::once(first)
+            .chain(TrainStack::ALL.iter().copied().filter(|&s| s != first))
+            .map(|s| table_key(a, s))
+            .collect()
+    };
+    let mut keys: Vec<String> = of(arch, stack).split_off(1);
+    if let Some(f) = fallback.filter(|f| *f != arch) {
+        keys.extend(of(f, stack));
+    }
+    keys
+}
+
+/// A TOML key: bare where it can be (`hopper`), quoted otherwise (`"hopper+megatron"`).
+fn toml_key(k: &str) -> String {
+    if !k.is_empty()
+        && k.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        k.to_string()
+    } else {
+        format!("{k:?}")
+    }
 }
 
 /// Fits the factors to the throughput rows of `published` (rows whose device has no
@@ -497,18 +541,28 @@ const HEADER: &str = "\
 # identify (calibrate --train prints the median error at every overlap_dp). residuals
 # are predicted / measured - 1 per row.
 #
+# Entries are keyed by architecture and training stack: `hopper` holds the generic
+# stack's factors (PyTorch FSDP/DDP, torchtune, Hugging Face, JAX MaxText: library kernels,
+# framework collectives), `hopper+megatron` Megatron-Core's (Megatron-LM, NeMo,
+# Megatron-Bridge with TransformerEngine: fused kernels, cuDNN attention, overlapped
+# communication); each run is fitted with its stack's rows (`stack` in
+# training_runs.toml), and a stack an architecture has no entry for takes the other
+# stack's entry of that architecture (`train --stack`).
+#
 # An entry applies to every device of its architecture. `ampere` is fitted on A100 runs
 # only; A10, A10G, A40, RTX A6000 and RTX 3060/3090/3090 Ti (GA102/GA106) get it too, as a
 # decision: their tensor cores are the same generation, the factors are fractions of each
 # device's own dense peak, and the hardware files list GeForce peaks at the
 # fp32-accumulate rate that training uses. Unmeasured: power-limited boards (the 150 W
-# A10) may reach less. `blackwell` is fitted on B200 and GB200 runs; devices whose
-# architecture has no entry (Ada, Turing, Volta, CDNA, Gaudi, TPU, Apple) get `fallback`,
-# the Hopper fit labelled uncalibrated.
+# A10) may reach less. `blackwell` is fitted on B200 and GB200 runs (all Megatron), `ada`
+# on RTX 4090 runs (torchtune), `cdna3` on MI300X runs (torchtitan); devices whose
+# architecture has no entry (Turing, Volta, CDNA2, Gaudi, TPU, Apple) get `fallback`, the
+# Hopper fit labelled uncalibrated.
 #
 # `calibrate --train` also prints leave one source out: each row's error with its
-# architecture fitted without the row's publication (the fallback's architecture stands
-# in where none of its rows is left).
+# architecture and stack fitted without the row's publication (where none of their rows
+# is left, the entry `train` would use instead stands in: the other stack's, then the
+# fallback's architecture).
 ";
 
 fn factor_lines(out: &mut String, e: &TrainEfficiency) {
@@ -532,7 +586,7 @@ fn fitted_entry(out: &mut String, a: &ArchitectureFit, rows: &[RowFit], source: 
     if !a.fp8_fitted {
         let _ = writeln!(out, "# No fp8 rows: compute_fp8 = compute (unused).");
     }
-    let _ = writeln!(out, "[architecture.{}]", a.architecture);
+    let _ = writeln!(out, "[architecture.{}]", toml_key(&a.architecture));
     factor_lines(out, &a.efficiency);
     let _ = writeln!(out, "fitted_on = {}", quoted(&a.rows));
     let _ = writeln!(out, "devices = {}", quoted(&a.devices));
@@ -545,8 +599,9 @@ fn fitted_entry(out: &mut String, a: &ArchitectureFit, rows: &[RowFit], source: 
     let _ = writeln!(out, "residuals = {{ {} }}", res.join(", "));
 }
 
-/// A `training.toml` with the fitted architectures; entries of `current` the fit has no
-/// rows for (`uses` entries, unmeasured architectures) and its fallback are carried over.
+/// A `training.toml` with the fitted architectures; entries of `current` for
+/// architectures the fit has no rows for under any stack (`uses` entries, unmeasured
+/// architectures) and its fallback are carried over.
 /// `source` names the measurements file in the comments.
 pub fn training_toml(fit: &TrainFit, current: &EfficiencyTable, source: &str) -> String {
     let mut out = String::from(HEADER);
@@ -564,8 +619,13 @@ pub fn training_toml(fit: &TrainFit, current: &EfficiencyTable, source: &str) ->
     let carried = current
         .architectures
         .iter()
-        .filter(|(k, _)| fit.architecture(k).is_none())
-        .map(|(k, e)| (format!("architecture.{k}"), k.as_str(), e))
+        .filter(|(k, _)| {
+            let arch = |key: &str| key.split('+').next().unwrap_or(key).to_string();
+            fit.architectures
+                .iter()
+                .all(|a| arch(&a.architecture) != arch(k))
+        })
+        .map(|(k, e)| (format!("architecture.{}", toml_key(k)), k.as_str(), e))
         .chain([("fallback".to_string(), "fallback", &current.fallback)]);
     for (table, key, e) in carried {
         let _ = writeln!(out, "\n[{table}]");

@@ -40,6 +40,12 @@ crate::named_enum! {
         Selective = "selective",
         /// Store only each layer's input; recompute the layer in backward.
         Full = "full",
+        /// Op-level selective checkpointing (torchtitan's `selective_ac_option = "op"`):
+        /// keep the layer input, the attention output (with its log-sum-exp) and the
+        /// output of every second matmul in execution order (q, v, the gate and the
+        /// down projection of a gated MLP; q, v and the first MLP matmul otherwise);
+        /// recompute the other matmuls and every norm, activation and residual.
+        Op = "op",
     }
 }
 
@@ -132,6 +138,22 @@ crate::named_enum! {
     }
 }
 
+crate::named_enum! {
+    /// The software stack a run trains with: its kernels, fusions and overlap schedule
+    /// set how close to the peak it runs (`data/training.toml` fits each separately).
+    pub enum TrainStack: "training stack" {
+        /// Framework-native training: PyTorch FSDP/DDP (torchtitan, torchtune, Hugging
+        /// Face Trainer and PEFT, llm-foundry, fms-fsdp) or JAX (MaxText), with library
+        /// kernels (cuBLAS, FlashAttention) and framework collectives. What most
+        /// fine-tunes and FSDP pre-training runs use.
+        Generic = "generic",
+        /// Megatron-Core (Megatron-LM, NeMo, Megatron-Bridge) with TransformerEngine:
+        /// fused norms and activations, cuDNN fused attention, communication overlapped
+        /// with compute.
+        Megatron = "megatron",
+    }
+}
+
 /// Default inter-node network bandwidth per GPU: one 400 Gb/s InfiniBand / RoCE NIC per
 /// GPU (DGX A100 and H100 layouts) = 50e9 bytes/s per direction.
 pub const DEFAULT_INTER_NODE_BYTES_PER_S: f64 = 50e9;
@@ -200,6 +222,8 @@ pub struct TrainConfig {
     /// the next norm, the gated activation into the up projection's epilogue, RoPE
     /// into attention, so those elementwise ops move no bytes of their own.
     pub compile: bool,
+    /// The training stack whose calibrated efficiencies apply (default generic).
+    pub stack: TrainStack,
     /// Megatron sequence parallelism alongside tensor parallelism (default on); it
     /// splits each sequence over the `tp` ranks, so `seq` must be a multiple of `tp`.
     pub sequence_parallel: bool,
@@ -243,6 +267,7 @@ impl Default for TrainConfig {
             offload: Offload::None,
             optimizer_in_backward: false,
             compile: false,
+            stack: TrainStack::Generic,
             sequence_parallel: true,
             flash: true,
             dropout: false,

@@ -8,6 +8,7 @@
 //! `fallback`, labelled `uncalibrated`. The factors are fitted to published runs by
 //! [`super::calibrate::fit`] (`ridgeline calibrate --train`), which also writes the file.
 
+use super::config::TrainStack;
 use crate::dtype::ComputeDtype;
 use crate::error::{Error, Result};
 use crate::hardware::Hardware;
@@ -41,16 +42,17 @@ pub struct TrainEfficiency {
 }
 
 impl TrainEfficiency {
-    /// The factors for `hw`'s architecture from the bundled table (the fallback,
-    /// labelled `uncalibrated`, when the architecture has no entry or is unknown).
+    /// The factors for `hw`'s architecture under the generic stack from the bundled
+    /// table (the fallback, labelled `uncalibrated`, when the architecture has no entry
+    /// or is unknown); see [`EfficiencyTable::for_stack`].
     ///
     /// ```
     /// use ridgeline::hardware::HardwareDb;
     /// use ridgeline::train::TrainEfficiency;
     /// let db = HardwareDb::builtin()?;
     /// assert_eq!(TrainEfficiency::for_hardware(db.get("a100")?)?.label, "ampere");
-    /// assert_eq!(TrainEfficiency::for_hardware(db.get("h100")?)?.compute, 0.58);
-    /// assert_eq!(TrainEfficiency::for_hardware(db.get("mi300x")?)?.label, "uncalibrated");
+    /// assert_eq!(TrainEfficiency::for_hardware(db.get("h100")?)?.compute, 0.40);
+    /// assert_eq!(TrainEfficiency::for_hardware(db.get("v100")?)?.label, "uncalibrated");
     /// # Ok::<(), ridgeline::Error>(())
     /// ```
     pub fn for_hardware(hw: &Hardware) -> Result<TrainEfficiency> {
@@ -272,11 +274,62 @@ impl EfficiencyTable {
             .get(&architecture.trim().to_ascii_lowercase())
     }
 
-    /// The factors for `hw`: its architecture's entry, else the fallback.
+    /// The factors for `hw` under the generic stack: [`EfficiencyTable::for_stack`].
     pub fn for_hardware(&self, hw: &Hardware) -> TrainEfficiency {
-        self.get(&hw.architecture)
-            .unwrap_or(&self.fallback)
-            .efficiency
-            .clone()
+        self.for_stack(hw, TrainStack::Generic)
+    }
+
+    /// The factors for `hw` trained with `stack`: the entry of its architecture and the
+    /// stack ([`table_key`]), else its architecture's entry of the other stack (a
+    /// chip's generation matters more than the stack), else the fallback (for a
+    /// fallback that `uses` an architecture, that architecture's entry of the stack,
+    /// under the fallback's label).
+    ///
+    /// ```
+    /// use ridgeline::hardware::HardwareDb;
+    /// use ridgeline::train::{EfficiencyTable, TrainStack};
+    /// let t = EfficiencyTable::builtin()?;
+    /// let h100 = HardwareDb::builtin()?.get("h100")?;
+    /// let (generic, megatron) = (t.for_stack(h100, TrainStack::Generic), t.for_stack(h100, TrainStack::Megatron));
+    /// assert_eq!((generic.label.as_str(), megatron.label.as_str()), ("hopper", "hopper+megatron"));
+    /// assert!(megatron.compute > generic.compute);
+    /// # Ok::<(), ridgeline::Error>(())
+    /// ```
+    pub fn for_stack(&self, hw: &Hardware, stack: TrainStack) -> TrainEfficiency {
+        let arch = hw.architecture.trim().to_ascii_lowercase();
+        if let Some(e) = self.of_architecture(&arch, stack) {
+            return e.efficiency.clone();
+        }
+        match self.fallback.uses.as_deref() {
+            Some(u) => match self.of_architecture(u, stack) {
+                Some(e) => TrainEfficiency {
+                    label: self.fallback.efficiency.label.clone(),
+                    ..e.efficiency.clone()
+                },
+                None => self.fallback.efficiency.clone(),
+            },
+            None => self.fallback.efficiency.clone(),
+        }
+    }
+
+    /// `arch`'s entry for `stack`, else for the other stack.
+    fn of_architecture(&self, arch: &str, stack: TrainStack) -> Option<&TableEntry> {
+        if arch.is_empty() {
+            return None;
+        }
+        self.get(&table_key(arch, stack)).or_else(|| {
+            TrainStack::ALL
+                .iter()
+                .find_map(|&s| self.get(&table_key(arch, s)))
+        })
+    }
+}
+
+/// The key of an architecture's entry for a training stack: the architecture for the
+/// generic stack (`hopper`), `architecture+stack` for the others (`hopper+megatron`).
+pub fn table_key(architecture: &str, stack: TrainStack) -> String {
+    match stack {
+        TrainStack::Generic => architecture.to_string(),
+        _ => format!("{architecture}+{}", stack.name()),
     }
 }

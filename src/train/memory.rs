@@ -151,7 +151,9 @@ pub struct ActivationShape {
 /// by the formula in the [module docs](self):
 /// `s·b·[e·(4h + 2q + 2k + m·i) + 2dh] + scores`, divided by `t` under tensor +
 /// sequence parallelism; `selective` drops the scores; `full` keeps `e·s·b·h` (the layer
-/// input) only.
+/// input) only; `op` keeps the layer input, every second matmul output (q, v, gate,
+/// down of a gated MLP: `e·s·b·(q + k + i + h)`) and the attention output with its fp32
+/// log-sum-exp (`s·b·(e·q + 4a)`).
 ///
 /// ```
 /// use ridgeline::model::ModelDb;
@@ -178,6 +180,27 @@ pub fn activation_bytes_per_layer(cfg: &ModelConfig, a: &ActivationShape) -> f64
     let seq_split = if a.sequence_parallel { t } else { 1.0 };
     if a.recompute == Recompute::Full {
         return e * s * b * h / seq_split;
+    }
+    if a.recompute == Recompute::Op {
+        // every second matmul output from the first (q, k, v, o, then the MLP's), split
+        // by tensor parallelism where the matmul is column-parallel
+        let mlp: &[(f64, bool)] = if cfg.gated_mlp {
+            &[(i, true), (i, true), (h, false)]
+        } else {
+            &[(i, true), (h, false)]
+        };
+        let mut saved = 0.0;
+        for (n, &(width, column)) in [(q, true), (k, true), (k, true), (h, false)]
+            .iter()
+            .chain(mlp)
+            .enumerate()
+        {
+            if n % 2 == 0 {
+                saved += width / if column { t } else { seq_split };
+            }
+        }
+        let attention_out = (e * q + 4.0 * heads) / t;
+        return s * b * (e * h / seq_split + e * saved + attention_out);
     }
     // replicated across TP ranks unless sequence parallel: norm inputs, qkv and up inputs,
     // dropout masks after attention and MLP.
@@ -420,11 +443,21 @@ impl Trainer<'_> {
             &self.act_shape(micro_batch, self.cfg.recompute),
         );
         let mut total = per_layer * l.layers_per_stage as f64 * in_flight as f64;
-        if self.cfg.recompute == Recompute::Full {
-            total += activation_bytes_per_layer(
-                self.model,
-                &self.act_shape(micro_batch, Recompute::None),
-            );
+        // rebuilding one layer in backward holds what it did not keep
+        match self.cfg.recompute {
+            Recompute::Full => {
+                total += activation_bytes_per_layer(
+                    self.model,
+                    &self.act_shape(micro_batch, Recompute::None),
+                );
+            }
+            Recompute::Op => {
+                total += activation_bytes_per_layer(
+                    self.model,
+                    &self.act_shape(micro_batch, Recompute::None),
+                ) - per_layer;
+            }
+            _ => {}
         }
         let e = self.precision.activations.bytes();
         let tokens = self.cfg.seq as f64 * micro_batch as f64;

@@ -30,7 +30,7 @@ pub mod step;
 pub use config::{
     DEFAULT_DEVICES_PER_NODE, DEFAULT_INTER_NODE_BYTES_PER_S, DEFAULT_LORA_RANK, Layout,
     LoraTargets, MAX_ZERO_STAGE, MIN_INTER_NODE_BYTES_PER_S, Method, Offload, Optimizer, Recompute,
-    TrainConfig, TrainPrecision,
+    TrainConfig, TrainPrecision, TrainStack,
 };
 pub use efficiency::{BUILTIN_TRAINING_TOML, EfficiencyTable, TableEntry, TrainEfficiency};
 pub use memory::{
@@ -135,7 +135,7 @@ impl<'a> Trainer<'a> {
         let layout = config::layout(model, hardware, cfg)?;
         let eff = match &cfg.efficiency {
             Some(e) => e.clone(),
-            None => TrainEfficiency::for_hardware(hardware)?,
+            None => EfficiencyTable::builtin()?.for_stack(hardware, cfg.stack),
         };
         eff.validate()?;
         let overhead = cfg.overhead.unwrap_or(DEFAULT_OVERHEAD);

@@ -130,7 +130,7 @@ pub struct TrainReport {
 
 /// The `config` object of `train --json`.
 fn echo<S: Serializer>(c: &TrainConfig, s: S) -> Result<S::Ok, S::Error> {
-    let mut m = s.serialize_struct("config", 15)?;
+    let mut m = s.serialize_struct("config", 16)?;
     m.serialize_field("seq", &c.seq)?;
     m.serialize_field("zero", &c.zero)?;
     m.serialize_field("method", &c.method)?;
@@ -142,6 +142,7 @@ fn echo<S: Serializer>(c: &TrainConfig, s: S) -> Result<S::Ok, S::Error> {
     m.serialize_field("offload", &c.offload)?;
     m.serialize_field("optimizer_in_backward", &c.optimizer_in_backward)?;
     m.serialize_field("compile", &c.compile)?;
+    m.serialize_field("stack", &c.stack)?;
     m.serialize_field("sequence_parallel", &c.sequence_parallel)?;
     m.serialize_field("flash", &c.flash)?;
     m.serialize_field("virtual_stages", &c.virtual_stages)?;

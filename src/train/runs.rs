@@ -9,7 +9,9 @@
 //! [`Skipped`] entry with the reason, never silently dropped.
 
 use super::Trainer;
-use super::config::{LoraTargets, Method, Optimizer, Recompute, TrainConfig, TrainPrecision};
+use super::config::{
+    LoraTargets, Method, Optimizer, Recompute, TrainConfig, TrainPrecision, TrainStack,
+};
 use super::efficiency::TrainEfficiency;
 use crate::calibrate::{Count, Kind, Measurement};
 use crate::dtype::Format;
@@ -128,6 +130,8 @@ pub struct RunSetup {
     pub optimizer: Option<Optimizer>,
     /// A compiled step (torch.compile).
     pub compile: Option<bool>,
+    /// The training stack (default generic).
+    pub stack: Option<TrainStack>,
     /// Inter-node bandwidth per GPU, bytes/s.
     pub inter_node_bytes_per_s: Option<f64>,
     /// The metric, where the CSV unit does not say (memory rows, FLOP/s counting
@@ -425,6 +429,7 @@ fn config_of(row: &Measurement, s: &RunSetup) -> std::result::Result<TrainConfig
         lora_targets: s.lora_targets.unwrap_or(d.lora_targets),
         optimizer: s.optimizer.unwrap_or(d.optimizer),
         compile: s.compile.unwrap_or(d.compile),
+        stack: s.stack.unwrap_or(d.stack),
         inter_node_bytes_per_s: s.inter_node_bytes_per_s.unwrap_or(d.inter_node_bytes_per_s),
         ..d
     })

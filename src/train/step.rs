@@ -236,6 +236,25 @@ impl Trainer<'_> {
         if scaleup > 0.0 { scaleup.min(net) } else { net }
     }
 
+    /// The share of an op's forward that op-level selective checkpointing
+    /// ([`Recompute::Op`]) runs again in backward: the matmuls whose outputs it does not
+    /// keep (k of the fused q/k/v projection, o, the up half of a gated MLP's fused gate
+    /// and up projection, the second matmul of a plain MLP) and every elementwise op;
+    /// the attention core and the kept matmuls run once.
+    fn op_recomputed(&self, kind: OpKind) -> f64 {
+        let (q, k) = (self.model.q_width() as f64, self.model.kv_width() as f64);
+        match kind {
+            OpKind::QkvProj => k / (q + 2.0 * k),
+            OpKind::OProj => 1.0,
+            OpKind::GateUpProj => 0.5,
+            OpKind::UpProj => 0.0,
+            OpKind::DownProj if self.model.gated_mlp => 0.0,
+            OpKind::DownProj => 1.0,
+            k if k.is_attention_core() => 0.0,
+            _ => 1.0,
+        }
+    }
+
     /// Forward, backward and (when recomputed) again forward of one graph op.
     fn op_kernels(&self, op: &OpInstance, out: &mut Vec<Kernel>) {
         let l = &self.layout;
@@ -282,13 +301,19 @@ impl Trainer<'_> {
         out.push(kernel(fwd, false));
         out.push(kernel(bwd, false));
         let per_layer = op.count > 1.0 || l.layers_per_stage == 1;
-        let recompute = match self.cfg.recompute {
-            Recompute::None => false,
-            Recompute::Selective => op.kind.is_attention_core(),
-            Recompute::Full => per_layer && !op.kind.is_outside_layers(),
+        let again = match self.cfg.recompute {
+            Recompute::None => 0.0,
+            Recompute::Selective if op.kind.is_attention_core() => 1.0,
+            Recompute::Selective => 0.0,
+            Recompute::Full if per_layer && !op.kind.is_outside_layers() => 1.0,
+            Recompute::Full => 0.0,
+            Recompute::Op if per_layer && !op.kind.is_outside_layers() && !is_comm => {
+                self.op_recomputed(op.kind)
+            }
+            Recompute::Op => 0.0,
         };
-        if recompute {
-            out.push(kernel(fwd, true));
+        if again > 0.0 {
+            out.push(kernel(fwd.times(again), true));
         }
     }
 
