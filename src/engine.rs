@@ -56,6 +56,11 @@ pub struct Engine {
     /// the device's [`crate::hardware::Peaks::warp_mma_fraction`] of its tensor peaks.
     #[serde(default = "yes", skip_serializing_if = "is_true")]
     pub warpgroup_mma: bool,
+    /// The KV cache grows by concatenation each decode step (Hugging Face's dynamic
+    /// cache): every step also reads and writes each layer's whole cache once, default
+    /// false (a preallocated or paged cache written in place).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub kv_concat: bool,
     /// Fixed time per forward pass, s.
     #[serde(default)]
     pub step_overhead_s: f64,
@@ -205,6 +210,7 @@ impl Engine {
             int8_mma: false,
             fp16_accumulate: false,
             warpgroup_mma: true,
+            kv_concat: false,
             step_overhead_s: 0.0,
             sequence_overhead_s: 0.0,
             layer_overhead_s: 0.0,
@@ -231,6 +237,7 @@ impl Engine {
             && self.int8_mma == other.int8_mma
             && self.fp16_accumulate == other.fp16_accumulate
             && self.warpgroup_mma == other.warpgroup_mma
+            && self.kv_concat == other.kv_concat
             && self.step_overhead_s == other.step_overhead_s
             && self.sequence_overhead_s == other.sequence_overhead_s
             && self.layer_overhead_s == other.layer_overhead_s
@@ -264,6 +271,7 @@ impl Engine {
         crate::model::graph::Kernels {
             fp4: self.fp4_tensor_cores,
             int8_mma: self.int8_mma,
+            kv_concat: self.kv_concat,
         }
     }
 

@@ -70,14 +70,16 @@ fn kind_a_single_stream_decode() {
 
 #[test]
 fn kind_b_batched_throughput() {
-    check_kind(Kind::B, 15.0, 10);
+    // in sample 15.7% (130 rows; MoE at TensorRT-LLM's max load, DeepSeek-R1 over 8 GPUs
+    // tensor parallel and vLLM on ROCm at large batch are the largest misses)
+    check_kind(Kind::B, 17.0, 10);
 }
 
 #[test]
 fn kind_c_prefill_and_ttft() {
-    // in sample 28.5% (llama.cpp's prefill rows on DGX Spark, datacenter and GeForce
-    // cards pull one compute efficiency three ways)
-    check_kind(Kind::C, 29.0, 10);
+    // in sample 19.3% (73 rows; llama.cpp's prefill on Apple, Strix Halo and the
+    // power-limited workstation cards, RTX 6000 Ada and L40S, are the largest misses)
+    check_kind(Kind::C, 21.0, 10);
 }
 
 #[test]
@@ -311,16 +313,16 @@ fn bundled_accuracy() -> &'static Accuracy {
 
 #[test]
 fn held_out_errors_per_kind() {
-    // measured (this file, these engines; 216 A/B/C rows): leave one row out A 8.9%,
-    // B 14.3%, C 19.9%; leave one source out A 14.5%, B 15.2%, C 30.2%.
-    // Limits: measured + ~1 point, so that a change that makes the held-out error worse
-    // fails here. (Issue 13's targets, A 10%, B 15%, C 15%, are not met: the largest
-    // misses are llama.cpp prefill across device classes, MoE at max load and vLLM on
-    // ROCm; see README "Accuracy".)
+    // measured (this file, these engines; 298 A/B/C rows from 28 publications): leave
+    // one row out A 8.4%, B 17.1%, C 20.4%; leave one source out A 12.5%, B 16.1%, C
+    // 23.3%. Limits: measured + ~1 point, so that a change that makes the held-out error
+    // worse fails here. (Issue 13's targets, A 10%, B 15%, C 15%, are not met: the
+    // largest misses are llama.cpp prefill on Apple, Strix Halo and power-limited
+    // workstation cards, MoE at max load and vLLM on ROCm; see README "Calibration".)
     let limits = [
-        (Kind::A, 9.9, 15.5),
-        (Kind::B, 15.3, 16.2),
-        (Kind::C, 20.9, 31.2),
+        (Kind::A, 9.4, 13.5),
+        (Kind::B, 18.1, 17.1),
+        (Kind::C, 21.4, 24.3),
     ];
     let a = bundled_accuracy();
     for (kind, loo_max, loso_max) in limits {
@@ -348,7 +350,7 @@ fn held_out_errors_per_kind() {
         (n(&a.leave_one_out), n(&a.leave_one_source_out)),
         (fitted, fitted)
     );
-    assert!(a.sources >= 8, "{} sources", a.sources);
+    assert!(a.sources >= 28, "{} sources", a.sources);
 }
 
 #[test]

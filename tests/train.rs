@@ -819,11 +819,7 @@ fn op_level_checkpointing_keeps_every_second_matmul_output() {
         };
         train(&m, &hw, &cfg).unwrap()
     };
-    let (none, op, full) = (
-        at(Recompute::None),
-        at(Recompute::Op),
-        at(Recompute::Full),
-    );
+    let (none, op, full) = (at(Recompute::None), at(Recompute::Op), at(Recompute::Full));
     assert!(none.step.time_s < op.step.time_s && op.step.time_s < full.step.time_s);
     let extra = |r: &ridgeline::train::TrainReport| r.step.hfu / r.step.mfu - 1.0;
     assert!(extra(&op) > 0.25 * extra(&full) && extra(&op) < 0.5 * extra(&full));

@@ -63,6 +63,14 @@ def test_train_equals_the_cli_json(cli):
     assert t == cli.json("train", *words)
     lora = ridgeline.train(model="llama-3-8b", gpu="rtx-4090", method="qlora")
     assert lora == cli.json("train", "--model", "llama-3-8b", "--gpu", "rtx-4090", "--method", "qlora")
+    # the training stack picks the calibrated entry: Megatron-Core's on Hopper is faster
+    meg = ridgeline.train(model="llama-3-8b", gpu="h100", gpus=8, zero=3, stack="megatron")
+    assert meg == cli.json("train", "--model", "llama-3-8b", "--gpu", "h100", "--gpus", "8",
+                           "--zero", "3", "--stack", "megatron")
+    gen = ridgeline.train(model="llama-3-8b", gpu="h100", gpus=8, zero=3)
+    assert (meg["config"]["stack"], gen["config"]["stack"]) == ("megatron", "generic")
+    assert meg["efficiency"]["label"] == "hopper+megatron"
+    assert meg["step"]["tokens_per_s"] > 1.4 * gen["step"]["tokens_per_s"]
 
 
 def test_plan_equals_the_cli_json(cli):

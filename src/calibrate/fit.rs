@@ -46,9 +46,12 @@ pub struct FitOptions {
     /// Engine whose efficiencies the fit is pulled toward (partial pooling), if any.
     pub prior: Option<Engine>,
     /// How many rows the prior counts as: each fitted efficiency adds the residual
-    /// `sqrt(prior_rows) · ln(value / prior value)`. With many rows it hardly matters;
-    /// with one or two it keeps a framework's few (possibly unrepresentative) rows from
-    /// setting its factors alone.
+    /// `sqrt(prior_rows) · ln(value / prior value)`, a fitted overhead
+    /// `sqrt(prior_rows) · (value / prior value - 1)` (when the prior's is positive).
+    /// With many rows it hardly matters; with one or two it keeps a framework's few
+    /// (possibly unrepresentative) rows from setting its factors alone, and it keeps the
+    /// per-layer overhead from absorbing what a few slow rows share (an online server's
+    /// request handling, a poorly parallelized MoE) when nothing in them isolates it.
     pub prior_rows: f64,
     /// Fit the efficiencies (false: only the overhead moves; for engines that run the
     /// same kernels as `typical` and differ by their overheads).
@@ -239,7 +242,10 @@ struct Problem<'a> {
     params: &'a [ParamKind],
     cases: &'a [&'a Case],
     memo: &'a Memo<'a>,
-    prior: Vec<Option<f64>>,
+    /// Per parameter, the prior value in internal coordinates and the scale its
+    /// deviation is measured in (1 for the logarithm of an efficiency; the prior value
+    /// for an overhead, so that the pull is on its relative change).
+    prior: Vec<Option<(f64, f64)>>,
     prior_weight: f64,
     huber: Option<f64>,
 }
@@ -252,8 +258,8 @@ impl Problem<'_> {
             .map(|v| huber_residual(v, self.huber))
             .collect();
         for (xi, p) in x.iter().zip(&self.prior) {
-            if let Some(p) = p {
-                r.push(self.prior_weight * (xi - p));
+            if let Some((p, scale)) = p {
+                r.push(self.prior_weight * (xi - p) / scale);
             }
         }
         Ok(r)
@@ -472,12 +478,17 @@ pub fn fit(base: &Engine, cases: &[&Case], opts: &FitOptions) -> Result<EngineFi
         .collect();
     let prior = params
         .iter()
-        .map(|p| match (&opts.prior, p.is_overhead()) {
-            (Some(e), false) => {
-                let (l, h) = limits(p, b);
-                Some(p.to_internal(p.get(e).clamp(l, h)))
+        .map(|p| {
+            let e = opts.prior.as_ref()?;
+            let (l, h) = limits(p, b);
+            let v = p.to_internal(p.get(e).clamp(l, h));
+            if !p.is_overhead() {
+                Some((v, 1.0))
+            } else if v > 0.0 {
+                Some((v, v))
+            } else {
+                None
             }
-            _ => None,
         })
         .collect();
     let problem = Problem {

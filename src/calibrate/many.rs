@@ -155,6 +155,7 @@ fn same_rest(a: &Engine, b: &Engine) -> bool {
         int8_mma,
         fp16_accumulate,
         warpgroup_mma,
+        kv_concat,
         sequence_overhead_s,
         max_num_seqs,
         kv_block_tokens,
@@ -174,11 +175,13 @@ fn same_rest(a: &Engine, b: &Engine) -> bool {
             *int8_mma,
             *fp16_accumulate,
             *warpgroup_mma,
+            *kv_concat,
         ) == (
             b.fp4_tensor_cores,
             b.int8_mma,
             b.fp16_accumulate,
             b.warpgroup_mma,
+            b.kv_concat,
         )
         && (*max_num_seqs, *kv_block_tokens) == (b.max_num_seqs, b.kv_block_tokens)
 }

@@ -338,8 +338,10 @@ const FRAMEWORK_WORDS: [(&str, &[&str]); 9] = [
     ("gpt-fast", &["gpt-fast", "gpt fast"]),
     ("lmdeploy", &["lmdeploy", "turbomind"]),
     ("mlc", &["mlc"]),
-    ("exllamav2", &["exllama"]),
+    // before exllama: a kernel library called from transformers (`transformers +
+    // AutoGPTQ (exllama kernel)`) runs inside its eager loop
     ("hf", &["eager", "transformers", "hugging"]),
+    ("exllamav2", &["exllama"]),
 ];
 
 /// Maps a framework column (`TensorRT-LLM v0.6.1`, `LMDeploy (TurboMind)`, `LitGPT
@@ -351,6 +353,8 @@ const FRAMEWORK_WORDS: [(&str, &[&str]); 9] = [
 /// assert_eq!(map_framework("TensorRT-LLM ~1.0"), Some("trt-llm"));
 /// assert_eq!(map_framework("Megatron-LM (PTD-P)"), None);
 /// assert_eq!(map_framework("vLLM v0.10.0 (ROCm 6.4.1, AITER)"), Some("vllm-rocm"));
+/// assert_eq!(map_framework("transformers + AutoGPTQ (exllama kernel)"), Some("hf"));
+/// assert_eq!(map_framework("ExLlamaV2 0.0.11"), Some("exllamav2"));
 /// ```
 pub fn map_framework(s: &str) -> Option<&'static str> {
     let l = s.to_ascii_lowercase();

@@ -68,7 +68,10 @@ pub struct Calibration {
 /// bundled rows it predicts held-out rows better than a per-step overhead: leave-one-out
 /// median error 9.7% against 11.0%). Eager PyTorch (`hf`) runs the same cuBLAS/ATen
 /// kernels as the tuned engines, so its efficiencies stay those of `typical`, and what
-/// sets it apart, Python's per-module overhead, is fitted even from a single row.
+/// sets it apart, Python's per-module overhead, is fitted even from a single row (pulled
+/// toward `typical`'s like every engine's overhead, [`FitOptions::prior_rows`]: its
+/// publications range from eager loops far from the roofline to static-cache runs near
+/// it, and held out by source the pull predicts them better).
 pub fn options_for(engine: &str, bounds: &Bounds, prior: Option<&Engine>) -> FitOptions {
     let mut o = FitOptions {
         bounds: bounds.clone(),

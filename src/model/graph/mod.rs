@@ -119,14 +119,19 @@ pub struct Kernels {
     /// activations quantized to 8 bits, the int8 tensor rate) instead of being
     /// dequantized to the activation dtype.
     pub int8_mma: bool,
+    /// The KV cache grows by concatenation (Hugging Face's dynamic cache,
+    /// `torch.cat` per layer and step): each decode step copies every layer's cache,
+    /// reading and writing it once more besides the attention's read.
+    pub kv_concat: bool,
 }
 
 impl Default for Kernels {
-    /// fp4 tensor cores, GGUF dequantized to 16 bits.
+    /// fp4 tensor cores, GGUF dequantized to 16 bits, a preallocated KV cache.
     fn default() -> Self {
         Kernels {
             fp4: true,
             int8_mma: false,
+            kv_concat: false,
         }
     }
 }

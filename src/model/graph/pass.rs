@@ -140,15 +140,24 @@ impl Pass<'_> {
         } else {
             OpKind::Attention
         };
+        // a cache grown by concatenation is copied into a new tensor each decode step:
+        // read and written once more (with the first attention op)
+        let concat = |mut cost: ops::Cost| {
+            if self.p.kernels.kv_concat && self.step.context > self.step.new_tokens {
+                cost.read.kv += shape.kv_bytes();
+                cost.written.kv += shape.kv_bytes();
+            }
+            cost
+        };
         if self.flash {
-            g.push(core, l, attention_fused(&shape), self.attn_unit);
+            g.push(core, l, concat(attention_fused(&shape)), self.attn_unit);
         } else {
             let (rows, cols) = shape.score_matrix();
             let soft = softmax(rows, cols, self.act_bits);
             g.push(
                 OpKind::AttnScores,
                 l,
-                attention_scores(&shape),
+                concat(attention_scores(&shape)),
                 self.attn_unit,
             );
             g.push(OpKind::AttnSoftmax, l, soft, Unit::Vector);
