@@ -738,22 +738,32 @@ fn pipeline_bubble_and_micro_batches() {
     assert!(r.memory.detail.micro_batches_in_flight == 4 || r.memory.detail.stage == "last");
 }
 
+/// `model` trained ZeRO-3 over 8 `hw` devices, one micro-batch of `micro_batch`
+/// sequences of `seq` tokens per step, with `recompute`.
+fn zero3_on_8(
+    m: &ModelConfig,
+    hw: &Hardware,
+    micro_batch: u64,
+    seq: u64,
+    recompute: Recompute,
+) -> ridgeline::train::TrainReport {
+    let cfg = TrainConfig {
+        gpus: 8,
+        zero: 3,
+        micro_batch,
+        global_batch: Some(8 * micro_batch),
+        seq,
+        recompute,
+        ..TrainConfig::default()
+    };
+    train(m, hw, &cfg).unwrap()
+}
+
 #[test]
 fn recomputation_trades_memory_for_time_and_mfu_ignores_it() {
     let m = model("llama-2-7b");
     let hw = gpu("a100-80gb-sxm");
-    let at = |rc| {
-        let cfg = TrainConfig {
-            gpus: 8,
-            zero: 3,
-            micro_batch: 2,
-            global_batch: Some(16),
-            seq: 4096,
-            recompute: rc,
-            ..TrainConfig::default()
-        };
-        train(&m, &hw, &cfg).unwrap()
-    };
+    let at = |rc| zero3_on_8(&m, &hw, 2, 4096, rc);
     let none = at(Recompute::None);
     let full = at(Recompute::Full);
     assert!(full.memory.inner.activations_bytes < 0.2 * none.memory.inner.activations_bytes);
@@ -807,18 +817,7 @@ fn op_level_checkpointing_keeps_every_second_matmul_output() {
     // 6144-wide projection), o, the up half of gate/up and the elementwise ops, about a
     // third of the layer's matmul FLOPs where full recomputes all of them
     let hw = gpu("h100-sxm");
-    let at = |recompute| {
-        let cfg = TrainConfig {
-            gpus: 8,
-            zero: 3,
-            micro_batch: 1,
-            global_batch: Some(8),
-            seq: 8192,
-            recompute,
-            ..TrainConfig::default()
-        };
-        train(&m, &hw, &cfg).unwrap()
-    };
+    let at = |recompute| zero3_on_8(&m, &hw, 1, 8192, recompute);
     let (none, op, full) = (at(Recompute::None), at(Recompute::Op), at(Recompute::Full));
     assert!(none.step.time_s < op.step.time_s && op.step.time_s < full.step.time_s);
     let extra = |r: &ridgeline::train::TrainReport| r.step.hfu / r.step.mfu - 1.0;
