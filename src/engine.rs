@@ -27,6 +27,12 @@ pub struct Engine {
     pub memory_efficiency: BTreeMap<String, f64>,
     /// Fraction of dense peak FLOP/s reached.
     pub compute_efficiency: f64,
+    /// Fraction of an Apple GPU's peak its matmul kernels reach, where it differs from
+    /// `compute_efficiency` (Apple GPUs have no tensor cores: their peak is the ALUs'
+    /// FMA rate, which simdgroup-matrix kernels come closer to than kernels come to a
+    /// tensor-core peak); `None`: `compute_efficiency`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub apple_compute_efficiency: Option<f64>,
     /// Fraction of link bandwidth collectives reach (default 1).
     #[serde(default = "one")]
     pub link_efficiency: f64,
@@ -203,6 +209,7 @@ impl Engine {
             description: "Pure roofline: datasheet peaks and bandwidth, no overheads.".into(),
             memory_efficiency: BTreeMap::from([("default".to_string(), 1.0)]),
             compute_efficiency: 1.0,
+            apple_compute_efficiency: None,
             link_efficiency: 1.0,
             dequant_efficiency: 1.0,
             attention_efficiency: 1.0,
@@ -230,6 +237,7 @@ impl Engine {
     pub fn same_factors(&self, other: &Engine) -> bool {
         self.memory_efficiency == other.memory_efficiency
             && self.compute_efficiency == other.compute_efficiency
+            && self.apple_compute_efficiency == other.apple_compute_efficiency
             && self.link_efficiency == other.link_efficiency
             && self.dequant_efficiency == other.dequant_efficiency
             && self.attention_efficiency == other.attention_efficiency
@@ -278,10 +286,19 @@ impl Engine {
     /// Per-op efficiency on `hw` (no per-op overhead; overheads are added per pass).
     pub fn efficiency(&self, hw: &Hardware) -> Efficiency {
         Efficiency {
-            compute: self.compute_efficiency,
+            compute: self.compute_efficiency_on(hw),
             memory: self.memory_efficiency(hw),
             link: self.link_efficiency,
             overhead_s: 0.0,
+        }
+    }
+
+    /// Fraction of `hw`'s dense peak reached: [`Engine::apple_compute_efficiency`] on an
+    /// Apple GPU where set, else [`Engine::compute_efficiency`].
+    pub fn compute_efficiency_on(&self, hw: &Hardware) -> f64 {
+        match (hw.class, self.apple_compute_efficiency) {
+            (DeviceClass::Apple, Some(e)) => e,
+            _ => self.compute_efficiency,
         }
     }
 
@@ -302,6 +319,9 @@ impl Engine {
             }
         };
         frac("compute_efficiency", self.compute_efficiency)?;
+        if let Some(e) = self.apple_compute_efficiency {
+            frac("apple_compute_efficiency", e)?;
+        }
         frac("link_efficiency", self.link_efficiency)?;
         frac("dequant_efficiency", self.dequant_efficiency)?;
         frac("attention_efficiency", self.attention_efficiency)?;

@@ -388,7 +388,9 @@ fn model_target(r: &Measurement, dim: Dim) -> std::result::Result<Target, String
 pub fn predict_case(c: &Case, engine: &Engine) -> Result<f64> {
     let Some(model) = &c.model else {
         return match c.target {
-            Target::MatmulFlopsPerS(d) => Ok(engine.compute_efficiency * c.hardware.peak(d).0),
+            Target::MatmulFlopsPerS(d) => {
+                Ok(engine.compute_efficiency_on(&c.hardware) * c.hardware.peak(d).0)
+            }
             Target::MemoryBytesPerS => {
                 Ok(engine.memory_efficiency(&c.hardware) * c.hardware.memory.bandwidth_bytes_per_s)
             }

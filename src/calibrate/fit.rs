@@ -85,6 +85,8 @@ pub enum ParamKind {
     Memory(String),
     /// `compute_efficiency`.
     Compute,
+    /// `apple_compute_efficiency`: Apple GPUs' matmuls.
+    AppleCompute,
     /// `dequant_efficiency`: compute-bound matmuls on weight-only quantized weights.
     Dequant,
     /// `attention_efficiency`: the attention kernels.
@@ -101,6 +103,7 @@ impl ParamKind {
         match self {
             ParamKind::Memory(g) => format!("memory_efficiency.{g}"),
             ParamKind::Compute => "compute_efficiency".into(),
+            ParamKind::AppleCompute => "apple_compute_efficiency".into(),
             ParamKind::Dequant => "dequant_efficiency".into(),
             ParamKind::Attention => "attention_efficiency".into(),
             ParamKind::StepOverhead => "step_overhead_s".into(),
@@ -121,6 +124,7 @@ impl ParamKind {
                 .copied()
                 .unwrap_or(1.0),
             ParamKind::Compute => e.compute_efficiency,
+            ParamKind::AppleCompute => e.apple_compute_efficiency.unwrap_or(e.compute_efficiency),
             ParamKind::Dequant => e.dequant_efficiency,
             ParamKind::Attention => e.attention_efficiency,
             ParamKind::StepOverhead => e.step_overhead_s,
@@ -134,6 +138,7 @@ impl ParamKind {
                 e.memory_efficiency.insert(g.clone(), v);
             }
             ParamKind::Compute => e.compute_efficiency = v,
+            ParamKind::AppleCompute => e.apple_compute_efficiency = Some(v),
             ParamKind::Dequant => e.dequant_efficiency = v,
             ParamKind::Attention => e.attention_efficiency = v,
             ParamKind::StepOverhead => e.step_overhead_s = v,
@@ -284,6 +289,9 @@ fn start_in_bounds(base: &Engine, cases: &[&Case], b: &Bounds) -> (Engine, Vec<S
     let mut start = base.clone();
     // the bounds are checked (Bounds::check): low <= high
     start.compute_efficiency = start.compute_efficiency.clamp(b.min_efficiency, b.compute);
+    start.apple_compute_efficiency = start
+        .apple_compute_efficiency
+        .map(|e| e.clamp(b.min_efficiency, b.compute));
     let mut groups: Vec<String> = cases
         .iter()
         .map(|c| memory_group(&c.hardware).to_string())
@@ -312,6 +320,9 @@ fn choose_params(
     if opts.fit_efficiencies {
         cand.extend(groups.iter().cloned().map(ParamKind::Memory));
         cand.push(ParamKind::Compute);
+        if groups.iter().any(|g| g == "apple") {
+            cand.push(ParamKind::AppleCompute);
+        }
         cand.push(ParamKind::Dequant);
         cand.push(ParamKind::Attention);
     } else {
@@ -372,7 +383,7 @@ fn choose_params(
 fn limits(p: &ParamKind, b: &Bounds) -> (f64, f64) {
     match p {
         ParamKind::Memory(g) => (b.min_efficiency, b.memory_for(g)),
-        ParamKind::Compute => (b.min_efficiency, b.compute),
+        ParamKind::Compute | ParamKind::AppleCompute => (b.min_efficiency, b.compute),
         ParamKind::Dequant | ParamKind::Attention => (b.min_efficiency, 1.0),
         _ => (0.0, b.max_overhead_s),
     }

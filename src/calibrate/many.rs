@@ -122,7 +122,7 @@ type Factors = [u64; 6];
 fn factors(engine: &Engine, c: &Case) -> Factors {
     [
         engine.memory_efficiency(&c.hardware).to_bits(),
-        engine.compute_efficiency.to_bits(),
+        engine.compute_efficiency_on(&c.hardware).to_bits(),
         engine.dequant_efficiency.to_bits(),
         engine.attention_efficiency.to_bits(),
         engine.step_overhead_s.to_bits(),
@@ -140,6 +140,7 @@ fn same_rest(a: &Engine, b: &Engine) -> bool {
         description,
         memory_efficiency: _,
         compute_efficiency: _,
+        apple_compute_efficiency: _,
         link_efficiency,
         step_overhead_s: _,
         layer_overhead_s: _,

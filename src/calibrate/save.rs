@@ -38,6 +38,7 @@ fn num(v: f64) -> String {
 fn rounded(engine: &Engine) -> Engine {
     let mut e = engine.clone();
     e.compute_efficiency = round_sig(e.compute_efficiency, 3);
+    e.apple_compute_efficiency = e.apple_compute_efficiency.map(|v| round_sig(v, 3));
     e.step_overhead_s = round_sig(e.step_overhead_s, 3);
     e.dequant_efficiency = round_sig(e.dequant_efficiency, 3);
     e.attention_efficiency = round_sig(e.attention_efficiency, 3);
