@@ -41,6 +41,11 @@ pub struct Engine {
     /// multiplying: AWQ, GPTQ/Marlin, NF4, GGUF), default 1.
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub dequant_efficiency: f64,
+    /// Fraction of the compute efficiency that matmuls on fp4 tensor cores reach
+    /// (block-scaled MXFP4 / NVFP4 GEMMs: a scale per 16 or 32 elements to load and
+    /// apply), default 1.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub fp4_efficiency: f64,
     /// Fraction of the compute and memory efficiencies the attention kernels reach
     /// (paged KV reads in decode, flash attention in prefill), default 1.
     #[serde(default = "one", skip_serializing_if = "is_one")]
@@ -212,6 +217,7 @@ impl Engine {
             apple_compute_efficiency: None,
             link_efficiency: 1.0,
             dequant_efficiency: 1.0,
+            fp4_efficiency: 1.0,
             attention_efficiency: 1.0,
             fp4_tensor_cores: true,
             int8_mma: false,
@@ -240,6 +246,7 @@ impl Engine {
             && self.apple_compute_efficiency == other.apple_compute_efficiency
             && self.link_efficiency == other.link_efficiency
             && self.dequant_efficiency == other.dequant_efficiency
+            && self.fp4_efficiency == other.fp4_efficiency
             && self.attention_efficiency == other.attention_efficiency
             && self.fp4_tensor_cores == other.fp4_tensor_cores
             && self.int8_mma == other.int8_mma
@@ -324,6 +331,7 @@ impl Engine {
         }
         frac("link_efficiency", self.link_efficiency)?;
         frac("dequant_efficiency", self.dequant_efficiency)?;
+        frac("fp4_efficiency", self.fp4_efficiency)?;
         frac("attention_efficiency", self.attention_efficiency)?;
         if self.memory_efficiency.is_empty() {
             return Err(bad(

@@ -89,6 +89,8 @@ pub enum ParamKind {
     AppleCompute,
     /// `dequant_efficiency`: compute-bound matmuls on weight-only quantized weights.
     Dequant,
+    /// `fp4_efficiency`: matmuls on fp4 tensor cores.
+    Fp4,
     /// `attention_efficiency`: the attention kernels.
     Attention,
     /// `step_overhead_s`.
@@ -105,6 +107,7 @@ impl ParamKind {
             ParamKind::Compute => "compute_efficiency".into(),
             ParamKind::AppleCompute => "apple_compute_efficiency".into(),
             ParamKind::Dequant => "dequant_efficiency".into(),
+            ParamKind::Fp4 => "fp4_efficiency".into(),
             ParamKind::Attention => "attention_efficiency".into(),
             ParamKind::StepOverhead => "step_overhead_s".into(),
             ParamKind::LayerOverhead => "layer_overhead_s".into(),
@@ -126,6 +129,7 @@ impl ParamKind {
             ParamKind::Compute => e.compute_efficiency,
             ParamKind::AppleCompute => e.apple_compute_efficiency.unwrap_or(e.compute_efficiency),
             ParamKind::Dequant => e.dequant_efficiency,
+            ParamKind::Fp4 => e.fp4_efficiency,
             ParamKind::Attention => e.attention_efficiency,
             ParamKind::StepOverhead => e.step_overhead_s,
             ParamKind::LayerOverhead => e.layer_overhead_s,
@@ -140,6 +144,7 @@ impl ParamKind {
             ParamKind::Compute => e.compute_efficiency = v,
             ParamKind::AppleCompute => e.apple_compute_efficiency = Some(v),
             ParamKind::Dequant => e.dequant_efficiency = v,
+            ParamKind::Fp4 => e.fp4_efficiency = v,
             ParamKind::Attention => e.attention_efficiency = v,
             ParamKind::StepOverhead => e.step_overhead_s = v,
             ParamKind::LayerOverhead => e.layer_overhead_s = v,
@@ -324,6 +329,7 @@ fn choose_params(
             cand.push(ParamKind::AppleCompute);
         }
         cand.push(ParamKind::Dequant);
+        cand.push(ParamKind::Fp4);
         cand.push(ParamKind::Attention);
     } else {
         notes.push("efficiencies kept as given: only the overhead is fitted".into());
@@ -384,7 +390,7 @@ fn limits(p: &ParamKind, b: &Bounds) -> (f64, f64) {
     match p {
         ParamKind::Memory(g) => (b.min_efficiency, b.memory_for(g)),
         ParamKind::Compute | ParamKind::AppleCompute => (b.min_efficiency, b.compute),
-        ParamKind::Dequant | ParamKind::Attention => (b.min_efficiency, 1.0),
+        ParamKind::Dequant | ParamKind::Fp4 | ParamKind::Attention => (b.min_efficiency, 1.0),
         _ => (0.0, b.max_overhead_s),
     }
 }

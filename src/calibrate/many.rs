@@ -115,15 +115,16 @@ impl<'c> Distinct<'c> {
 }
 
 /// The speed factors one case's prediction depends on, as bits: its device's memory
-/// efficiency, the compute, dequantizing-matmul and attention efficiencies, the step
-/// and the layer overhead.
-type Factors = [u64; 6];
+/// efficiency, the compute, dequantizing-matmul, fp4-matmul and attention efficiencies,
+/// the step and the layer overhead.
+type Factors = [u64; 7];
 
 fn factors(engine: &Engine, c: &Case) -> Factors {
     [
         engine.memory_efficiency(&c.hardware).to_bits(),
         engine.compute_efficiency_on(&c.hardware).to_bits(),
         engine.dequant_efficiency.to_bits(),
+        engine.fp4_efficiency.to_bits(),
         engine.attention_efficiency.to_bits(),
         engine.step_overhead_s.to_bits(),
         engine.layer_overhead_s.to_bits(),
@@ -151,6 +152,7 @@ fn same_rest(a: &Engine, b: &Engine) -> bool {
         fitted_on: _,
         override_builtin,
         dequant_efficiency: _,
+        fp4_efficiency: _,
         attention_efficiency: _,
         fp4_tensor_cores,
         int8_mma,

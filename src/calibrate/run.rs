@@ -104,15 +104,17 @@ pub fn base_for(engines: &EngineDb, id: &str) -> Result<Engine> {
     }
 }
 
-/// `engine` with its speed factors replaced by `typical`'s (efficiencies and
-/// overheads); its memory-footprint fields (overhead bytes, reserve) and link factors
-/// stay. A fit starts here, so a factor the engine's rows do not inform is `typical`'s,
+/// `engine` with its speed factors replaced by `typical`'s (the memory, compute and fp4
+/// efficiencies and the overheads: fp4 GEMMs are the same CUTLASS/cuBLASLt block-scaled
+/// kernels in every engine that has them); its memory-footprint fields (overhead bytes,
+/// reserve), link factors and other kernel factors stay. A fit starts here, so a factor the engine's rows do not inform is `typical`'s,
 /// whatever the engine had before: calibrating twice gives the same profile.
 pub fn start_from_typical(engine: &Engine, typical: &Engine) -> Engine {
     Engine {
         memory_efficiency: typical.memory_efficiency.clone(),
         compute_efficiency: typical.compute_efficiency,
         apple_compute_efficiency: typical.apple_compute_efficiency,
+        fp4_efficiency: typical.fp4_efficiency,
         step_overhead_s: typical.step_overhead_s,
         layer_overhead_s: typical.layer_overhead_s,
         fitted_on: Vec::new(),

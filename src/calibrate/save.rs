@@ -41,6 +41,7 @@ fn rounded(engine: &Engine) -> Engine {
     e.apple_compute_efficiency = e.apple_compute_efficiency.map(|v| round_sig(v, 3));
     e.step_overhead_s = round_sig(e.step_overhead_s, 3);
     e.dequant_efficiency = round_sig(e.dequant_efficiency, 3);
+    e.fp4_efficiency = round_sig(e.fp4_efficiency, 3);
     e.attention_efficiency = round_sig(e.attention_efficiency, 3);
     e.layer_overhead_s = round_sig(e.layer_overhead_s, 3);
     e.sequence_overhead_s = round_sig(e.sequence_overhead_s, 3);

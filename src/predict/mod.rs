@@ -490,7 +490,8 @@ impl<'a> Predictor<'a> {
 
     /// The efficiencies an op reaches: collectives the link's (with the per-collective
     /// latency), attention kernels the engine's `attention_efficiency` of the rest,
-    /// weight-only quantized matmuls its `dequant_efficiency` of the compute rate.
+    /// weight-only quantized matmuls its `dequant_efficiency` of the compute rate, fp4
+    /// tensor-core matmuls its `fp4_efficiency`.
     fn op_efficiency(&self, op: &OpInstance) -> Efficiency {
         let mut e = if op.cost.link_bytes > 0.0 {
             self.comm_eff
@@ -499,6 +500,9 @@ impl<'a> Predictor<'a> {
         };
         if matches!(op.unit, Unit::Dequant(_)) {
             e.compute *= self.engine.dequant_efficiency;
+        }
+        if op.unit == Unit::Matrix(ComputeDtype::Fp4) {
+            e.compute *= self.engine.fp4_efficiency;
         }
         if op.kind.is_attention_core() {
             e.compute *= self.engine.attention_efficiency;
