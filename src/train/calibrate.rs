@@ -26,8 +26,7 @@
 //! Kind E (memory) rows do not depend on the factors; their errors are reported alongside.
 
 use super::config::TrainPrecision;
-use super::config::TrainStack;
-use super::efficiency::{EfficiencyTable, TrainEfficiency, table_key};
+use super::efficiency::{EfficiencyTable, TrainEfficiency, lookup_keys, split_key, table_key};
 use super::runs::{Metric, PublishedRun, PublishedRuns, RunSetups, Skipped, published_runs};
 use crate::calibrate::{Measurement, read_measurements};
 use crate::error::Result;
@@ -432,25 +431,11 @@ pub fn leave_one_source_out(
     Ok(per_source.into_iter().flatten().collect())
 }
 
-/// The entries that stand in for `key` (`architecture` or `architecture+stack`) in
-/// the order [`EfficiencyTable::for_stack`] tries them: the architecture's other
-/// stacks, then the fallback architecture's entry of the same stack and of the others.
+/// The entries that stand in for `key` (`architecture` or `architecture+stack`) when
+/// none of its rows is left: the keys [`EfficiencyTable::for_stack`] tries after it.
 fn stand_ins(key: &str, fallback: Option<&str>) -> Vec<String> {
-    let (arch, stack) = match key.split_once('+') {
-        Some((a, s)) => (a, TrainStack::parse(s).unwrap_or(TrainStack::Generic)),
-        None => (key, TrainStack::Generic),
-    };
-    let of = |a: &str, first: TrainStack| -> Vec<String> {
-        std::iter::once(first)
-            .chain(TrainStack::ALL.iter().copied().filter(|&s| s != first))
-            .map(|s| table_key(a, s))
-            .collect()
-    };
-    let mut keys: Vec<String> = of(arch, stack).split_off(1);
-    if let Some(f) = fallback.filter(|f| *f != arch) {
-        keys.extend(of(f, stack));
-    }
-    keys
+    let (arch, stack) = split_key(key);
+    lookup_keys(arch, stack, fallback).split_off(1)
 }
 
 /// A TOML key: bare where it can be (`hopper`), quoted otherwise (`"hopper+megatron"`).
@@ -620,10 +605,9 @@ pub fn training_toml(fit: &TrainFit, current: &EfficiencyTable, source: &str) ->
         .architectures
         .iter()
         .filter(|(k, _)| {
-            let arch = |key: &str| key.split('+').next().unwrap_or(key).to_string();
             fit.architectures
                 .iter()
-                .all(|a| arch(&a.architecture) != arch(k))
+                .all(|a| split_key(&a.architecture).0 != split_key(k).0)
         })
         .map(|(k, e)| (format!("architecture.{}", toml_key(k)), k.as_str(), e))
         .chain([("fallback".to_string(), "fallback", &current.fallback)]);

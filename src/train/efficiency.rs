@@ -297,31 +297,64 @@ impl EfficiencyTable {
     /// ```
     pub fn for_stack(&self, hw: &Hardware, stack: TrainStack) -> TrainEfficiency {
         let arch = hw.architecture.trim().to_ascii_lowercase();
-        if let Some(e) = self.of_architecture(&arch, stack) {
-            return e.efficiency.clone();
-        }
-        match self.fallback.uses.as_deref() {
-            Some(u) => match self.of_architecture(u, stack) {
-                Some(e) => TrainEfficiency {
-                    label: self.fallback.efficiency.label.clone(),
-                    ..e.efficiency.clone()
-                },
-                None => self.fallback.efficiency.clone(),
+        let own = if arch.is_empty() {
+            0
+        } else {
+            TrainStack::ALL.len()
+        };
+        let keys = lookup_keys(&arch, stack, self.fallback.uses.as_deref());
+        match keys
+            .iter()
+            .enumerate()
+            .find_map(|(i, k)| Some((i, self.get(k)?)))
+        {
+            Some((i, e)) if i < own => e.efficiency.clone(),
+            Some((_, e)) => TrainEfficiency {
+                label: self.fallback.efficiency.label.clone(),
+                ..e.efficiency.clone()
             },
             None => self.fallback.efficiency.clone(),
         }
     }
+}
 
-    /// `arch`'s entry for `stack`, else for the other stack.
-    fn of_architecture(&self, arch: &str, stack: TrainStack) -> Option<&TableEntry> {
-        if arch.is_empty() {
-            return None;
-        }
-        self.get(&table_key(arch, stack)).or_else(|| {
-            TrainStack::ALL
-                .iter()
-                .find_map(|&s| self.get(&table_key(arch, s)))
-        })
+/// The table keys [`EfficiencyTable::for_stack`] tries for `architecture` and `stack`,
+/// in order: the architecture's entry of the stack, of its other stacks (a chip's
+/// generation matters more than the stack), then the same for the architecture the
+/// fallback `uses` (none for an empty architecture, and the fallback's once).
+///
+/// ```
+/// use ridgeline::train::{TrainStack, efficiency::lookup_keys};
+/// assert_eq!(
+///     lookup_keys("ada", TrainStack::Megatron, Some("hopper")),
+///     ["ada+megatron", "ada", "hopper+megatron", "hopper"]
+/// );
+/// assert_eq!(lookup_keys("", TrainStack::Generic, Some("hopper")), ["hopper", "hopper+megatron"]);
+/// ```
+pub fn lookup_keys(architecture: &str, stack: TrainStack, fallback: Option<&str>) -> Vec<String> {
+    let of = |a: &str| {
+        std::iter::once(stack)
+            .chain(TrainStack::ALL.iter().copied().filter(move |&s| s != stack))
+            .map(move |s| table_key(a, s))
+            .collect::<Vec<_>>()
+    };
+    let mut keys = if architecture.is_empty() {
+        Vec::new()
+    } else {
+        of(architecture)
+    };
+    if let Some(f) = fallback.filter(|f| *f != architecture) {
+        keys.extend(of(f));
+    }
+    keys
+}
+
+/// The architecture and training stack of a table key (`hopper+megatron`: hopper,
+/// megatron; an unknown suffix reads as the generic stack).
+pub fn split_key(key: &str) -> (&str, TrainStack) {
+    match key.split_once('+') {
+        Some((a, s)) => (a, TrainStack::parse(s).unwrap_or(TrainStack::Generic)),
+        None => (key, TrainStack::Generic),
     }
 }
 
