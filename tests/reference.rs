@@ -488,7 +488,7 @@ fn plan_train_keys_are_documented_both_ways() {
     let base = "plan --train --model llama-2-7b --tokens 200M --gpus 1,2,4 --json";
     let plans = [
         // a deadline the cheapest misses: next cheaper configurations lacking time and memory
-        json(&format!("{base} --gpu a100,rtx-4090 --max-hours 10")),
+        json(&format!("{base} --gpu a100,rtx-4090 --max-hours 6")),
         // instance shapes
         json(&format!("{base} --instances --gpu a10g")),
         // nothing meets the deadline

@@ -10,7 +10,7 @@ use ridgeline::hardware::{Hardware, HardwareDb};
 use ridgeline::model::{ModelConfig, ModelDb};
 use ridgeline::train::runs::{Metric, PublishedRuns, RunSetups, published_runs};
 use ridgeline::train::{
-    ActivationShape, EfficiencyTable, LoraTargets, Method, Offload, Optimizer, Recompute,
+    ActivationShape, EfficiencyTable, LoraTargets, Loss, Method, Offload, Optimizer, Recompute,
     TrainConfig, TrainEfficiency, TrainNote, TrainPrecision, TrainStack, Trainer,
     activation_bytes_per_layer, train, zero_stages,
 };
@@ -177,8 +177,8 @@ fn published_training_throughput() {
     assert_eq!(errs.len(), 72);
     let med = median(errs);
     println!("median |error| over kind D: {:.1}%", 100.0 * med);
-    // measured 7.0 % over the 72 rows (issue 13's target for training: 12 %)
-    assert!(med < 0.075, "median error {med}");
+    // measured 6.6 % over the 72 rows (issue 13's target for training: 12 %)
+    assert!(med < 0.071, "median error {med}");
 }
 
 #[test]
@@ -209,11 +209,12 @@ fn published_training_memory() {
         // known misses, reported and not asserted: m130 (405B FSDP8xTP8xPP8): with
         // pipelining, FSDP keeps the stage's weights and gradients unsharded across
         // micro-batches and float8 keeps casts, none of which ZeRO-3 accounting has;
-        // m531 (torchtune QLoRA of Llama-3.1-8B on an RTX 4090, 7.9 GB) and m539
-        // (Answer.AI's FSDP QLoRA of Llama-2-7B over two RTX 3090s, 5.6 GB), the
-        // smallest footprints of the file, where the fixed terms (context, workspace,
-        // the caching allocator's rounding) decide: +42% and -35%.
-        if !["m130", "m531", "m539"].contains(&r.id.as_str()) {
+        // m531 (torchtune QLoRA of Llama-3.1-8B on an RTX 4090, 7.9 GB), the smallest
+        // footprint of the file, where the fixed terms (context, workspace, the caching
+        // allocator's rounding) decide: +42%. m539 (Answer.AI's FSDP QLoRA over two RTX
+        // 3090s, 5.6 GB) was -35% until its pure-bf16 rank-64 adapters and
+        // transformers' fp32 logits were counted: now -12%.
+        if !["m130", "m531"].contains(&r.id.as_str()) {
             assert!(err.abs() < 0.35, "{}: {:+.1}% off", r.id, 100.0 * err);
         }
         errs.push(err.abs());
@@ -221,13 +222,13 @@ fn published_training_memory() {
     assert_eq!(errs.len(), 22);
     let med = median(errs);
     println!("median |error| over kind E: {:.1}%", 100.0 * med);
-    // measured 15.4 % over the 22 rows (issue 13's target for memory: 10 %)
-    assert!(med < 0.165, "median error {med}");
+    // measured 9.9 % over the 22 rows (issue 13's target for memory: 10 %)
+    assert!(med < 0.105, "median error {med}");
 }
 
 /// The fit `ridgeline calibrate --train` runs, on the bundled CSV, gives back the factors
 /// of data/training.toml (within one grid step) and the residuals written there, with
-/// the median errors measured when the file was written: 7.0 % over all 72 throughput
+/// the median errors measured when the file was written: 6.6 % over all 72 throughput
 /// rows; per entry 4.8 % over the 16 generic A100 rows, 6.4 % over the 2 Megatron A100
 /// rows, 8.2 % over the 23 generic Hopper rows, 3.0 % over the 22 Megatron Hopper rows,
 /// 3.3 % over the 4 Megatron Blackwell rows.
@@ -433,6 +434,7 @@ fn shape(
         dropout,
         recompute: rc,
         act_bytes: 2.0,
+        eager: false,
     }
 }
 
@@ -564,10 +566,105 @@ fn optimizer_state_counts() {
 }
 
 #[test]
+fn pure_bf16_keeps_no_master_copy() {
+    // pure bf16 (torchtune's dtype bf16): weights 2 + gradients 2 + AdamW m and v in
+    // bf16 (2 + 2) = 8 B per parameter, against mixed precision's 2 + 2 + 12 = 16
+    let m = model("llama-2-7b");
+    let hw = gpu("h100-sxm");
+    let p = 6_738_415_616.0;
+    let mem = |precision| {
+        let cfg = TrainConfig {
+            precision,
+            seq: 256,
+            ..TrainConfig::default()
+        };
+        train(&m, &hw, &cfg).unwrap().memory.inner
+    };
+    let (pure, mixed) = (mem(TrainPrecision::Bf16Pure), mem(TrainPrecision::Bf16));
+    assert_eq!(pure.optimizer_bytes, 4.0 * p);
+    assert_eq!(mixed.optimizer_bytes, 12.0 * p);
+    assert_eq!(pure.params_bytes + pure.grads_bytes, 4.0 * p);
+    assert_eq!(pure.activations_bytes, mixed.activations_bytes);
+    // SGD: momentum only, 2 B; 8-bit AdamW: 1 + 1 + 2 · 4/2048 = 2.00390625 B
+    for (o, bpp) in [(Optimizer::Sgd, 2.0), (Optimizer::Adamw8bit, 2.003_906_25)] {
+        assert_eq!(
+            o.state_bytes_per_param(0.0, TrainPrecision::Bf16Pure),
+            bpp,
+            "{o:?}"
+        );
+    }
+    // the update reads weight, m, v and gradient (2 · 4) and writes weight, m, v (2 · 3)
+    assert_eq!(
+        Optimizer::Adamw.update_bytes_per_param(TrainPrecision::Bf16Pure),
+        14.0
+    );
+}
+
+#[test]
+fn upcast_loss_holds_sixteen_bytes_per_logit() {
+    // Llama-2-7B, seq 2048, micro-batch 1, vocabulary 32,000: 65,536,000 logits; the
+    // fused loss keeps 2 + 4 = 6 B each (393,216,000 B), the fp32 upcast 16
+    // (1,048,576,000 B): 655,360,000 B more in the activations
+    let m = model("llama-2-7b");
+    let hw = gpu("h100-sxm");
+    let mem = |loss| {
+        let cfg = TrainConfig {
+            loss,
+            ..TrainConfig::default()
+        };
+        train(&m, &hw, &cfg).unwrap().memory
+    };
+    let (fused, upcast) = (mem(Loss::Fused), mem(Loss::Upcast));
+    assert_eq!(fused.detail.logits_bytes, 393_216_000.0);
+    assert_eq!(upcast.detail.logits_bytes, 1_048_576_000.0);
+    assert_eq!(
+        upcast.inner.activations_bytes - fused.inner.activations_bytes,
+        655_360_000.0
+    );
+}
+
+#[test]
+fn eager_gated_mlp_keeps_the_activation_output() {
+    // Llama-3-8B, s = 8192, b = 1, flash, no dropout, no recomputation: compiled,
+    // 2 · (4·4096 + 2·4096 + 2·1024 + 3·14336) + 4·32 = 139,392 B per token; eager
+    // also keeps silu(gate), 2 · 14336 = 28,672 B more: 168,064 B per token,
+    // 1,376,780,288 B per layer
+    let m = model("llama-3-8b");
+    let shape = |eager| ActivationShape {
+        seq: 8192,
+        micro_batch: 1,
+        tp: 1,
+        sequence_parallel: true,
+        flash: true,
+        dropout: false,
+        recompute: Recompute::None,
+        act_bytes: 2.0,
+        eager,
+    };
+    assert_eq!(
+        activation_bytes_per_layer(&m, &shape(false)),
+        1_141_899_264.0
+    );
+    assert_eq!(
+        activation_bytes_per_layer(&m, &shape(true)),
+        1_376_780_288.0
+    );
+    // a plain (GELU) MLP keeps the activation's input and output either way
+    let gpt = model("gpt3-175b");
+    assert_eq!(
+        activation_bytes_per_layer(&gpt, &shape(true)),
+        activation_bytes_per_layer(&gpt, &shape(false))
+    );
+}
+
+#[test]
 fn eight_bit_adam_moves_fewer_bytes_per_update() {
     // the update reads and writes master + m + v (4 + 1 + 1) and reads the bf16
     // gradient, writes the bf16 weight: 16 B per parameter against AdamW's 28
-    assert_eq!(Optimizer::Adamw8bit.update_bytes_per_param(), 16.0);
+    assert_eq!(
+        Optimizer::Adamw8bit.update_bytes_per_param(TrainPrecision::Bf16),
+        16.0
+    );
     let m = model("llama-2-7b");
     let hw = gpu("h100-sxm");
     let step = |o| {
@@ -804,6 +901,7 @@ fn op_level_checkpointing_keeps_every_second_matmul_output() {
         dropout: false,
         recompute,
         act_bytes: 2.0,
+        eager: false,
     };
     assert_eq!(
         activation_bytes_per_layer(&m, &shape(Recompute::Op)),
@@ -823,11 +921,13 @@ fn op_level_checkpointing_keeps_every_second_matmul_output() {
     let extra = |r: &ridgeline::train::TrainReport| r.step.hfu / r.step.mfu - 1.0;
     assert!(extra(&op) > 0.25 * extra(&full) && extra(&op) < 0.5 * extra(&full));
     // memory: the kept tensors of the 32 layers, one layer rebuilt in full (what it did
-    // not keep) and the logits of the last stage, 8192 · 128,256 · (2 + 4) bytes:
-    // 32 · 521,142,272 + 620,756,992 + 6,304,038,912 = 23,601,348,608 bytes
+    // not keep; the step is eager, so the rebuilt layer also holds silu(gate),
+    // 2 · 14336 B per token more: 168,064 · 8192 = 1,376,780,288 bytes in all, less the
+    // 521,142,272 kept) and the logits of the last stage, 8192 · 128,256 · (2 + 4)
+    // bytes: 32 · 521,142,272 + 855,638,016 + 6,304,038,912 = 23,836,229,632 bytes
     assert_eq!(m.layers, 32);
     let act = op.memory.inner.activations_bytes;
-    assert!((act - 23_601_348_608.0).abs() < 1.0, "{act}");
+    assert!((act - 23_836_229_632.0).abs() < 1.0, "{act}");
 }
 
 #[test]
@@ -1284,7 +1384,7 @@ fn cli_calibrate_train_fits_and_saves() {
     assert!(text.contains("ampere   compute 0.64"), "{text}");
     assert!(
         text.contains(
-            "median |error| over all 72 rows: 7.0 % in sample, 11.9 % leave one source out"
+            "median |error| over all 72 rows: 6.6 % in sample, 11.1 % leave one source out"
         ),
         "{text}"
     );
@@ -1986,9 +2086,9 @@ fn fp8_lora_on_16_bit_weights_runs_its_matmuls_at_the_fp8_rate_and_qlora_does_no
 
 #[test]
 fn training_leave_one_source_out_holds_each_publication_out() {
-    // measured (bundled CSV, 72 throughput rows from 17 publications): in sample 7.0%,
-    // leave one source out 11.9% (issue 13's target: 12%). Limit: measured + ~0.5
-    // point. Before the stacks were fitted apart it was 17.0% over 42 rows (24.8% over
+    // measured (bundled CSV, 72 throughput rows from 17 publications): in sample 6.6%,
+    // leave one source out 11.1% (issue 13's target: 12%; 11.9% before MaxText's JAX
+    // runs were read as compiled). Limit: measured + ~0.5 point. Before the stacks were fitted apart it was 17.0% over 42 rows (24.8% over
     // these 72): torchtitan's, FSDP's and MaxText's Hopper runs reach 0.55-0.6 of the
     // rate NeMo/Megatron-Core's reach on the same H100s, and holding either out left the
     // other to fit hopper.
@@ -2002,7 +2102,7 @@ fn training_leave_one_source_out_holds_each_publication_out() {
         100.0 * fit.median_abs_error,
         100.0 * fit.leave_one_source_out_median_abs_error
     );
-    assert!(fit.leave_one_source_out_median_abs_error < 0.125);
+    assert!(fit.leave_one_source_out_median_abs_error < 0.116);
     assert!(fit.median_abs_error <= fit.leave_one_source_out_median_abs_error);
     // Blackwell's four rows all come from Megatron-Bridge's repository: held out, they
     // are predicted by the fallback's architecture for their stack (hopper+megatron)

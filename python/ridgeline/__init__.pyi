@@ -134,6 +134,7 @@ def train(
     no_sequence_parallel: Optional[bool] = None,
     compile: Optional[bool] = None,
     stack: Optional[str] = None,
+    loss: Optional[str] = None,
     optimizer_in_backward: Optional[bool] = None,
     hardware_file: Optional[FilesArg] = None,
     engine_file: Optional[FilesArg] = None,

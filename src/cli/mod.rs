@@ -7,7 +7,8 @@ use crate::dtype::Format;
 use crate::memory::Parallel;
 use crate::predict::{MAX_COUNT, Scenario};
 use crate::train::{
-    LoraTargets, Method, Offload, Optimizer, Recompute, TrainConfig, TrainPrecision, TrainStack,
+    LoraTargets, Loss, Method, Offload, Optimizer, Recompute, TrainConfig, TrainPrecision,
+    TrainStack,
 };
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
@@ -336,7 +337,8 @@ pub struct TrainArgs {
     /// Activation recomputation: none, selective, full.
     #[arg(long, default_value = "none", value_parser = Recompute::parse)]
     pub recompute: Recompute,
-    /// Mixed precision: bf16, fp16, fp8.
+    /// Precision: bf16, fp16, fp8 (mixed, fp32 master weights) or bf16-pure (weights,
+    /// gradients and optimizer states in bf16).
     #[arg(long, default_value = "bf16", value_parser = TrainPrecision::parse)]
     pub precision: TrainPrecision,
     /// Matrices LoRA adapts: all_linear (every projection of attention and MLP, PEFT's
@@ -359,6 +361,11 @@ pub struct TrainArgs {
     /// TransformerEngine).
     #[arg(long, default_value = "generic", value_parser = TrainStack::parse)]
     pub stack: TrainStack,
+    /// How the loss holds the logits: fused (a fused or chunked cross-entropy: 16-bit
+    /// logits + fp32 log-probabilities) or upcast (logits upcast to fp32 first, as
+    /// Hugging Face transformers before v4.45).
+    #[arg(long, default_value = "fused", value_parser = Loss::parse)]
+    pub loss: Loss,
     /// Optimizer states in host memory: none, cpu.
     #[arg(long, default_value = "none", value_parser = Offload::parse)]
     pub offload: Offload,
@@ -397,6 +404,7 @@ impl TrainArgs {
             optimizer_in_backward: self.optimizer_in_backward,
             compile: self.compile,
             stack: self.stack,
+            loss: self.loss,
             sequence_parallel: !self.no_sequence_parallel,
             flash: !self.no_flash,
             virtual_stages: self.virtual_stages,

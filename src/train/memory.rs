@@ -30,7 +30,9 @@
 //!
 //! with `e` bytes per activation element, `q = heads·head_dim`, `k = kv_heads·head_dim`,
 //! `i` the MLP width (× experts per token for MoE), `m = 3` for a gated MLP (gate and up
-//! outputs and their product) or `2` for a plain one (activation input and output),
+//! outputs and their product; `4` in eager mode, which keeps the activation's output
+//! too, see [`ActivationShape::eager`]) or `2` for a plain one (activation input and
+//! output),
 //! `d = 1` with dropout (masks after attention and MLP) else 0. The `4h` are the two norm
 //! inputs and the inputs of the qkv and up projections; `2q` the query and the attention
 //! output; `2k` keys and values. `scores = a·s²·b·(e + d·(1 + e))` when the score matrix
@@ -43,7 +45,8 @@
 //! parallelism divides everything by `tp`; without it, the `e·4h + 2dh` part is replicated.
 //! The first of `pp` stages holds `min(pp, micro-batches)` micro-batches in flight
 //! (1F1B); the last stage also holds the logits, `s·b·V/tp · (e + 4)` bytes (16-bit logits
-//! and fp32 log-probabilities of a fused cross-entropy).
+//! and fp32 log-probabilities of a fused cross-entropy), or `s·b·V/tp · 16` where the loss
+//! upcasts the logits to fp32 first ([`Loss::Upcast`](super::Loss::Upcast)).
 //!
 //! **Overhead** ([`FrameworkOverhead`]): a fixed CUDA context / workspace term, an
 //! allocator fragmentation fraction of the activations, and with ZeRO-3 the unsharded
@@ -145,6 +148,11 @@ pub struct ActivationShape {
     pub recompute: Recompute,
     /// Bytes per activation element `e`.
     pub act_bytes: f64,
+    /// Unfused elementwise kernels (eager PyTorch): in `act(gate) · up` autograd keeps
+    /// the activation's output for the product's backward besides its input, so a
+    /// gated MLP stores `m = 4` i-wide tensors, not 3. Compiled steps (torch.compile,
+    /// XLA) and fused-kernel stacks (Megatron-Core's fused SwiGLU) recompute it.
+    pub eager: bool,
 }
 
 /// Stored activation bytes of one transformer layer for one micro-batch on one device,
@@ -162,7 +170,7 @@ pub struct ActivationShape {
 /// // = 2048·12288·(34 + 5·96·2048/12288) = 25,165,824 · 114 = 2,868,903,936 bytes.
 /// let m = ModelDb::builtin().unwrap().resolve("gpt3-175b").unwrap();
 /// let shape = ActivationShape { seq: 2048, micro_batch: 1, tp: 1, sequence_parallel: true,
-///     flash: false, dropout: true, recompute: Recompute::None, act_bytes: 2.0 };
+///     flash: false, dropout: true, recompute: Recompute::None, act_bytes: 2.0, eager: false };
 /// assert_eq!(activation_bytes_per_layer(&m, &shape), 2_868_903_936.0);
 /// ```
 pub fn activation_bytes_per_layer(cfg: &ModelConfig, a: &ActivationShape) -> f64 {
@@ -174,7 +182,11 @@ pub fn activation_bytes_per_layer(cfg: &ModelConfig, a: &ActivationShape) -> f64
     let q = cfg.q_width() as f64;
     let k = cfg.kv_width() as f64;
     let i = cfg.intermediate as f64 * cfg.experts_per_token.max(1) as f64;
-    let m = if cfg.gated_mlp { 3.0 } else { 2.0 };
+    let m = match (cfg.gated_mlp, a.eager) {
+        (true, true) => 4.0,
+        (true, false) => 3.0,
+        (false, _) => 2.0,
+    };
     let d = if a.dropout { 1.0 } else { 0.0 };
     let heads = cfg.heads as f64;
     let seq_split = if a.sequence_parallel { t } else { 1.0 };
@@ -204,7 +216,8 @@ pub fn activation_bytes_per_layer(cfg: &ModelConfig, a: &ActivationShape) -> f64
     }
     // replicated across TP ranks unless sequence parallel: norm inputs, qkv and up inputs,
     // dropout masks after attention and MLP.
-    let replicated = s * b * (e * 4.0 * h + 2.0 * d * h);
+    let norm_inputs = 2.0 * h * e;
+    let replicated = s * b * (norm_inputs + e * 2.0 * h + 2.0 * d * h);
     let split = s * b * e * (2.0 * q + 2.0 * k + m * i);
     let scores = match (a.flash, a.recompute) {
         (_, Recompute::Selective) if !a.flash => 0.0,
@@ -392,7 +405,9 @@ impl Trainer<'_> {
             }
             _ => 0.0,
         };
-        self.cfg.optimizer.state_bytes_per_param(factored)
+        self.cfg
+            .optimizer
+            .state_bytes_per_param(factored, self.cfg.precision)
     }
 
     fn model_states(&self, sp: &StageParams) -> ModelStates {
@@ -462,7 +477,7 @@ impl Trainer<'_> {
         let e = self.precision.activations.bytes();
         let tokens = self.cfg.seq as f64 * micro_batch as f64;
         let logits = if last {
-            tokens * self.model.vocab.div_ceil(l.tp) as f64 * (e + 4.0)
+            tokens * self.model.vocab.div_ceil(l.tp) as f64 * self.cfg.loss.bytes_per_logit(e)
         } else {
             0.0
         };

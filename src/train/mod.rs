@@ -29,8 +29,8 @@ pub mod step;
 
 pub use config::{
     DEFAULT_DEVICES_PER_NODE, DEFAULT_INTER_NODE_BYTES_PER_S, DEFAULT_LORA_RANK, Layout,
-    LoraTargets, MAX_ZERO_STAGE, MIN_INTER_NODE_BYTES_PER_S, Method, Offload, Optimizer, Recompute,
-    TrainConfig, TrainPrecision, TrainStack,
+    LoraTargets, Loss, MAX_ZERO_STAGE, MIN_INTER_NODE_BYTES_PER_S, Method, Offload, Optimizer,
+    Recompute, TrainConfig, TrainPrecision, TrainStack,
 };
 pub use efficiency::{BUILTIN_TRAINING_TOML, EfficiencyTable, TableEntry, TrainEfficiency};
 pub use memory::{
@@ -190,7 +190,14 @@ impl<'a> Trainer<'a> {
             dropout: self.cfg.dropout,
             recompute,
             act_bytes: self.precision.activations.bytes(),
+            eager: self.eager(),
         }
+    }
+
+    /// Whether the step runs unfused elementwise kernels (eager PyTorch): neither
+    /// compiled nor on a fused-kernel stack (Megatron-Core with TransformerEngine).
+    pub fn eager(&self) -> bool {
+        !self.cfg.compile && self.cfg.stack == TrainStack::Generic
     }
 }
 

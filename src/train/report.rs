@@ -107,7 +107,7 @@ pub struct TrainReport {
     /// The options as understood: the validated configuration (sequence parallelism
     /// only with tensor parallelism). Its JSON echoes `seq`, `zero`, `method`,
     /// `lora_rank` (0 for full training), `lora_targets`, `recompute`, `precision`, `optimizer`,
-    /// `optimizer_in_backward`, `compile`,
+    /// `optimizer_in_backward`, `compile`, `stack`, `loss`,
     /// `offload`, `sequence_parallel`, `flash`, `virtual_stages` and
     /// `inter_node_bytes_per_s`.
     #[serde(serialize_with = "echo")]
@@ -130,7 +130,7 @@ pub struct TrainReport {
 
 /// The `config` object of `train --json`.
 fn echo<S: Serializer>(c: &TrainConfig, s: S) -> Result<S::Ok, S::Error> {
-    let mut m = s.serialize_struct("config", 16)?;
+    let mut m = s.serialize_struct("config", 17)?;
     m.serialize_field("seq", &c.seq)?;
     m.serialize_field("zero", &c.zero)?;
     m.serialize_field("method", &c.method)?;
@@ -143,6 +143,7 @@ fn echo<S: Serializer>(c: &TrainConfig, s: S) -> Result<S::Ok, S::Error> {
     m.serialize_field("optimizer_in_backward", &c.optimizer_in_backward)?;
     m.serialize_field("compile", &c.compile)?;
     m.serialize_field("stack", &c.stack)?;
+    m.serialize_field("loss", &c.loss)?;
     m.serialize_field("sequence_parallel", &c.sequence_parallel)?;
     m.serialize_field("flash", &c.flash)?;
     m.serialize_field("virtual_stages", &c.virtual_stages)?;

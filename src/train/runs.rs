@@ -10,7 +10,7 @@
 
 use super::Trainer;
 use super::config::{
-    LoraTargets, Method, Optimizer, Recompute, TrainConfig, TrainPrecision, TrainStack,
+    LoraTargets, Loss, Method, Optimizer, Recompute, TrainConfig, TrainPrecision, TrainStack,
 };
 use super::efficiency::TrainEfficiency;
 use crate::calibrate::{Count, Kind, Measurement};
@@ -126,12 +126,16 @@ pub struct RunSetup {
     pub frozen_format: Option<Format>,
     /// Matrices the LoRA adapters adapt.
     pub lora_targets: Option<LoraTargets>,
+    /// LoRA rank (default [`super::DEFAULT_LORA_RANK`]).
+    pub lora_rank: Option<u64>,
     /// Optimizer.
     pub optimizer: Option<Optimizer>,
     /// A compiled step (torch.compile).
     pub compile: Option<bool>,
     /// The training stack (default generic).
     pub stack: Option<TrainStack>,
+    /// How the loss holds the logits (default fused).
+    pub loss: Option<Loss>,
     /// Inter-node bandwidth per GPU, bytes/s.
     pub inter_node_bytes_per_s: Option<f64>,
     /// The metric, where the CSV unit does not say (memory rows, FLOP/s counting
@@ -421,15 +425,26 @@ fn config_of(row: &Measurement, s: &RunSetup) -> std::result::Result<TrainConfig
         )?),
         seq: agree("seq", row.prompt_len.exact(), s.seq)?,
         method: s.method.unwrap_or(d.method),
-        precision: agree("precision", precision_of(&row.precision), s.precision)?,
+        precision: agree(
+            "precision",
+            precision_of(&row.precision),
+            // pure bf16 is a bf16 recipe: a CSV cell saying bf16 agrees with it
+            s.precision.map(|p| match p {
+                TrainPrecision::Bf16Pure => TrainPrecision::Bf16,
+                p => p,
+            }),
+        )
+        .map(|p| s.precision.unwrap_or(p))?,
         recompute: s.recompute.unwrap_or(d.recompute),
         flash: s.flash.unwrap_or(d.flash),
         dropout: s.dropout.unwrap_or(d.dropout),
         frozen_format: s.frozen_format,
         lora_targets: s.lora_targets.unwrap_or(d.lora_targets),
+        lora_rank: s.lora_rank,
         optimizer: s.optimizer.unwrap_or(d.optimizer),
         compile: s.compile.unwrap_or(d.compile),
         stack: s.stack.unwrap_or(d.stack),
+        loss: s.loss.unwrap_or(d.loss),
         inter_node_bytes_per_s: s.inter_node_bytes_per_s.unwrap_or(d.inter_node_bytes_per_s),
         ..d
     })

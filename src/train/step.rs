@@ -520,7 +520,11 @@ impl Trainer<'_> {
         let bw = self.hardware.memory.bandwidth_bytes_per_s;
         let (optimizer_s, offload_s) = match self.cfg.offload {
             Offload::None => (
-                upd * self.cfg.optimizer.update_bytes_per_param() / (bw * self.eff.memory),
+                upd * self
+                    .cfg
+                    .optimizer
+                    .update_bytes_per_param(self.cfg.precision)
+                    / (bw * self.eff.memory),
                 0.0,
             ),
             Offload::Cpu => {
