@@ -317,15 +317,17 @@ fn bundled_accuracy() -> &'static Accuracy {
 #[test]
 fn held_out_errors_per_kind() {
     // measured (this file, these engines; 298 A/B/C rows from 28 publications): leave
-    // one row out A 8.4%, B 15.1%, C 15.7%; leave one source out A 11.8%, B 14.6%, C
-    // 23.2%. Limits: measured + ~1 point, so that a change that makes the held-out error
-    // worse fails here. (Issue 13's targets, A 10%, B 15%, C 15%, are met for B only: the
-    // largest misses are llama.cpp prefill on Apple, Strix Halo and power-limited
-    // workstation cards, MoE at max load and vLLM on ROCm; see README "Calibration".)
+    // one row out A 8.4%, B 15.1%, C 15.2%; leave one source out A 11.8%, B 14.6%, C
+    // 19.6% (23.2% before typical's Apple GPU compute fraction was measured rather than
+    // left to the engine's tensor-core one). Limits: measured + ~1 point, so that a
+    // change that makes the held-out error worse fails here. (Issue 13's targets, A 10%,
+    // B 15%, C 15%, are met for B only: the largest misses are llama.cpp prefill on
+    // Strix Halo and power-limited workstation cards, MoE at max load and vLLM on ROCm;
+    // see README "Calibration".)
     let limits = [
         (Kind::A, 9.4, 12.8),
         (Kind::B, 16.1, 15.6),
-        (Kind::C, 16.7, 24.2),
+        (Kind::C, 16.2, 20.6),
     ];
     let a = bundled_accuracy();
     for (kind, loo_max, loso_max) in limits {
