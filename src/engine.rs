@@ -33,6 +33,13 @@ pub struct Engine {
     /// tensor-core peak); `None`: `compute_efficiency`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub apple_compute_efficiency: Option<f64>,
+    /// Fraction of an AMD RDNA GPU's peak its matmul kernels reach, where it differs
+    /// from `compute_efficiency` (RDNA 3's WMMA issues on the SIMD ALUs: its peak needs
+    /// dual-issued VOPD packets, a rate kernels come much less close to than to a CDNA or
+    /// NVIDIA tensor-core peak); `None`: `compute_efficiency`. Keyed by the hardware
+    /// file's `architecture` (`rdna3`, `rdna3.5`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rdna_compute_efficiency: Option<f64>,
     /// Fraction of link bandwidth collectives reach (default 1).
     #[serde(default = "one")]
     pub link_efficiency: f64,
@@ -206,6 +213,12 @@ pub const MEMORY_KEYS: [&str; 10] = [
     "gaudi",
 ];
 
+/// Whether `hw` is an AMD RDNA GPU (its `architecture` is `rdna...`), whose matmul
+/// fraction is [`Engine::rdna_compute_efficiency`].
+pub fn is_rdna(hw: &Hardware) -> bool {
+    hw.architecture.starts_with("rdna")
+}
+
 impl Engine {
     /// The pure roofline: every efficiency 1, no overheads.
     pub fn ideal() -> Engine {
@@ -215,6 +228,7 @@ impl Engine {
             memory_efficiency: BTreeMap::from([("default".to_string(), 1.0)]),
             compute_efficiency: 1.0,
             apple_compute_efficiency: None,
+            rdna_compute_efficiency: None,
             link_efficiency: 1.0,
             dequant_efficiency: 1.0,
             fp4_efficiency: 1.0,
@@ -244,6 +258,7 @@ impl Engine {
         self.memory_efficiency == other.memory_efficiency
             && self.compute_efficiency == other.compute_efficiency
             && self.apple_compute_efficiency == other.apple_compute_efficiency
+            && self.rdna_compute_efficiency == other.rdna_compute_efficiency
             && self.link_efficiency == other.link_efficiency
             && self.dequant_efficiency == other.dequant_efficiency
             && self.fp4_efficiency == other.fp4_efficiency
@@ -301,11 +316,15 @@ impl Engine {
     }
 
     /// Fraction of `hw`'s dense peak reached: [`Engine::apple_compute_efficiency`] on an
-    /// Apple GPU where set, else [`Engine::compute_efficiency`].
+    /// Apple GPU and [`Engine::rdna_compute_efficiency`] on an RDNA GPU where set, else
+    /// [`Engine::compute_efficiency`].
     pub fn compute_efficiency_on(&self, hw: &Hardware) -> f64 {
         match (hw.class, self.apple_compute_efficiency) {
             (DeviceClass::Apple, Some(e)) => e,
-            _ => self.compute_efficiency,
+            _ => match self.rdna_compute_efficiency {
+                Some(e) if is_rdna(hw) => e,
+                _ => self.compute_efficiency,
+            },
         }
     }
 
@@ -328,6 +347,9 @@ impl Engine {
         frac("compute_efficiency", self.compute_efficiency)?;
         if let Some(e) = self.apple_compute_efficiency {
             frac("apple_compute_efficiency", e)?;
+        }
+        if let Some(e) = self.rdna_compute_efficiency {
+            frac("rdna_compute_efficiency", e)?;
         }
         frac("link_efficiency", self.link_efficiency)?;
         frac("dequant_efficiency", self.dequant_efficiency)?;

@@ -65,7 +65,8 @@ fn check_kind(kind: Kind, tolerance_pct: f64, min_rows: usize) {
 
 #[test]
 fn kind_a_single_stream_decode() {
-    check_kind(Kind::A, 10.0, 25);
+    // in sample 7.6% (114 rows)
+    check_kind(Kind::A, 8.5, 25);
 }
 
 #[test]
@@ -77,10 +78,11 @@ fn kind_b_batched_throughput() {
 
 #[test]
 fn kind_c_prefill_and_ttft() {
-    // in sample 14.3% (73 rows; llama.cpp's prefill on Strix Halo and on the
+    // in sample 19.2% (98 rows; 14.3% over the 73 before 25 llama.cpp prompt rows of
+    // four new publications, 22 of them on Strix Halo: MoE prompts there, prefill on the
     // power-limited workstation cards, RTX 6000 Ada and L40S, and SGLang's online TTFT
     // are the largest misses)
-    check_kind(Kind::C, 15.5, 10);
+    check_kind(Kind::C, 20.0, 10);
 }
 
 #[test]
@@ -275,6 +277,7 @@ fn the_written_database_holds_the_fit_as_rounded() {
                 Memory(g) => e.memory_efficiency[g],
                 Compute => e.compute_efficiency,
                 AppleCompute => e.apple_compute_efficiency.unwrap(),
+                RdnaCompute => e.rdna_compute_efficiency.unwrap(),
                 Dequant => e.dequant_efficiency,
                 Fp4 => e.fp4_efficiency,
                 Attention => e.attention_efficiency,
@@ -316,18 +319,19 @@ fn bundled_accuracy() -> &'static Accuracy {
 
 #[test]
 fn held_out_errors_per_kind() {
-    // measured (this file, these engines; 298 A/B/C rows from 28 publications): leave
-    // one row out A 8.4%, B 15.1%, C 15.2%; leave one source out A 11.8%, B 14.6%, C
-    // 19.6% (23.2% before typical's Apple GPU compute fraction was measured rather than
-    // left to the engine's tensor-core one). Limits: measured + ~1 point, so that a
-    // change that makes the held-out error worse fails here. (Issue 13's targets, A 10%,
-    // B 15%, C 15%, are met for B only: the largest misses are llama.cpp prefill on
-    // Strix Halo and power-limited workstation cards, MoE at max load and vLLM on ROCm;
-    // see README "Calibration".)
+    // measured (this file, these engines; 342 A/B/C rows from 32 publications): leave
+    // one row out A 8.2%, B 15.1%, C 20.0%; leave one source out A 10.6%, B 15.0%, C
+    // 23.3% (C was 19.6% on the 298 rows before 44 llama.cpp rows of four new
+    // publications, 33 of them on Strix Halo, whose MoE prompts stay 1.8-2.8x fast).
+    // Limits: measured + ~1 point, so that a change that makes the held-out error worse
+    // fails here. (Issue 13's targets, A 10%, B 15%, C 15%, are met for B only: the
+    // largest misses are llama.cpp MoE prefill on Strix Halo and prefill on
+    // power-limited workstation cards, MoE at max load and vLLM on ROCm; see README
+    // "Calibration".)
     let limits = [
-        (Kind::A, 9.4, 12.8),
-        (Kind::B, 16.1, 15.6),
-        (Kind::C, 16.2, 20.6),
+        (Kind::A, 9.2, 11.6),
+        (Kind::B, 16.1, 16.0),
+        (Kind::C, 21.0, 24.3),
     ];
     let a = bundled_accuracy();
     for (kind, loo_max, loso_max) in limits {
@@ -355,7 +359,7 @@ fn held_out_errors_per_kind() {
         (n(&a.leave_one_out), n(&a.leave_one_source_out)),
         (fitted, fitted)
     );
-    assert!(a.sources >= 28, "{} sources", a.sources);
+    assert!(a.sources >= 32, "{} sources", a.sources);
 }
 
 #[test]
@@ -431,8 +435,9 @@ fn kernel_features_are_stated_physics() {
             .prefill
             .time_s;
     assert!((1.6..2.0).contains(&gguf), "{gguf}");
-    // Apple GPUs: the engine's own fraction of the ALU peak (0.68 for llama.cpp's
-    // Metal kernels, 0.47 elsewhere)
+    // Apple GPUs: the engine's own fraction of the ALU peak (0.77 for llama.cpp's
+    // Metal kernels, 0.48 elsewhere); RDNA GPUs: its own fraction of the WMMA peak
+    // (0.32 for its HIP and Vulkan kernels on Strix Halo)
     let hw = ridgeline::hardware::HardwareDb::builtin().unwrap();
     let apple = llama.apple_compute_efficiency.unwrap();
     assert_eq!(llama.efficiency(hw.get("m2-ultra").unwrap()).compute, apple);
@@ -441,6 +446,17 @@ fn kernel_features_are_stated_physics() {
         llama.compute_efficiency
     );
     assert!(apple > llama.compute_efficiency);
+    let rdna = llama.rdna_compute_efficiency.unwrap();
+    let strix = hw.get("ryzen-ai-max-395").unwrap();
+    assert!(ridgeline::engine::is_rdna(strix));
+    assert_eq!(llama.efficiency(strix).compute, rdna);
+    assert!(rdna < llama.compute_efficiency);
+    // an engine without rows there keeps its tensor-core fraction on an RDNA GPU (and
+    // typical's measured Apple fraction, Apple's MPS GEMM at 0.747, on an Apple GPU)
+    let typ = db.get("typical").unwrap();
+    assert_eq!(typ.rdna_compute_efficiency, None);
+    assert_eq!(typ.efficiency(strix).compute, typ.compute_efficiency);
+    assert_eq!(typ.efficiency(hw.get("m1-max").unwrap()).compute, 0.747);
     // Hugging Face's dynamic cache: each decode step copies the cache (read and written
     // once more), so the step moves three times typical's KV bytes
     let hf = db.get("hf").unwrap();

@@ -87,6 +87,8 @@ pub enum ParamKind {
     Compute,
     /// `apple_compute_efficiency`: Apple GPUs' matmuls.
     AppleCompute,
+    /// `rdna_compute_efficiency`: AMD RDNA GPUs' matmuls.
+    RdnaCompute,
     /// `dequant_efficiency`: compute-bound matmuls on weight-only quantized weights.
     Dequant,
     /// `fp4_efficiency`: matmuls on fp4 tensor cores.
@@ -106,6 +108,7 @@ impl ParamKind {
             ParamKind::Memory(g) => format!("memory_efficiency.{g}"),
             ParamKind::Compute => "compute_efficiency".into(),
             ParamKind::AppleCompute => "apple_compute_efficiency".into(),
+            ParamKind::RdnaCompute => "rdna_compute_efficiency".into(),
             ParamKind::Dequant => "dequant_efficiency".into(),
             ParamKind::Fp4 => "fp4_efficiency".into(),
             ParamKind::Attention => "attention_efficiency".into(),
@@ -128,6 +131,7 @@ impl ParamKind {
                 .unwrap_or(1.0),
             ParamKind::Compute => e.compute_efficiency,
             ParamKind::AppleCompute => e.apple_compute_efficiency.unwrap_or(e.compute_efficiency),
+            ParamKind::RdnaCompute => e.rdna_compute_efficiency.unwrap_or(e.compute_efficiency),
             ParamKind::Dequant => e.dequant_efficiency,
             ParamKind::Fp4 => e.fp4_efficiency,
             ParamKind::Attention => e.attention_efficiency,
@@ -143,6 +147,7 @@ impl ParamKind {
             }
             ParamKind::Compute => e.compute_efficiency = v,
             ParamKind::AppleCompute => e.apple_compute_efficiency = Some(v),
+            ParamKind::RdnaCompute => e.rdna_compute_efficiency = Some(v),
             ParamKind::Dequant => e.dequant_efficiency = v,
             ParamKind::Fp4 => e.fp4_efficiency = v,
             ParamKind::Attention => e.attention_efficiency = v,
@@ -297,6 +302,9 @@ fn start_in_bounds(base: &Engine, cases: &[&Case], b: &Bounds) -> (Engine, Vec<S
     start.apple_compute_efficiency = start
         .apple_compute_efficiency
         .map(|e| e.clamp(b.min_efficiency, b.compute));
+    start.rdna_compute_efficiency = start
+        .rdna_compute_efficiency
+        .map(|e| e.clamp(b.min_efficiency, b.compute));
     let mut groups: Vec<String> = cases
         .iter()
         .map(|c| memory_group(&c.hardware).to_string())
@@ -327,6 +335,9 @@ fn choose_params(
         cand.push(ParamKind::Compute);
         if groups.iter().any(|g| g == "apple") {
             cand.push(ParamKind::AppleCompute);
+        }
+        if cases.iter().any(|c| crate::engine::is_rdna(&c.hardware)) {
+            cand.push(ParamKind::RdnaCompute);
         }
         cand.push(ParamKind::Dequant);
         cand.push(ParamKind::Fp4);
@@ -389,7 +400,9 @@ fn choose_params(
 fn limits(p: &ParamKind, b: &Bounds) -> (f64, f64) {
     match p {
         ParamKind::Memory(g) => (b.min_efficiency, b.memory_for(g)),
-        ParamKind::Compute | ParamKind::AppleCompute => (b.min_efficiency, b.compute),
+        ParamKind::Compute | ParamKind::AppleCompute | ParamKind::RdnaCompute => {
+            (b.min_efficiency, b.compute)
+        }
         ParamKind::Dequant | ParamKind::Fp4 | ParamKind::Attention => (b.min_efficiency, 1.0),
         _ => (0.0, b.max_overhead_s),
     }

@@ -142,6 +142,7 @@ fn same_rest(a: &Engine, b: &Engine) -> bool {
         memory_efficiency: _,
         compute_efficiency: _,
         apple_compute_efficiency: _,
+        rdna_compute_efficiency: _,
         link_efficiency,
         step_overhead_s: _,
         layer_overhead_s: _,

@@ -114,6 +114,7 @@ pub fn start_from_typical(engine: &Engine, typical: &Engine) -> Engine {
         memory_efficiency: typical.memory_efficiency.clone(),
         compute_efficiency: typical.compute_efficiency,
         apple_compute_efficiency: typical.apple_compute_efficiency,
+        rdna_compute_efficiency: typical.rdna_compute_efficiency,
         fp4_efficiency: typical.fp4_efficiency,
         step_overhead_s: typical.step_overhead_s,
         layer_overhead_s: typical.layer_overhead_s,

@@ -39,6 +39,7 @@ fn rounded(engine: &Engine) -> Engine {
     let mut e = engine.clone();
     e.compute_efficiency = round_sig(e.compute_efficiency, 3);
     e.apple_compute_efficiency = e.apple_compute_efficiency.map(|v| round_sig(v, 3));
+    e.rdna_compute_efficiency = e.rdna_compute_efficiency.map(|v| round_sig(v, 3));
     e.step_overhead_s = round_sig(e.step_overhead_s, 3);
     e.dequant_efficiency = round_sig(e.dequant_efficiency, 3);
     e.fp4_efficiency = round_sig(e.fp4_efficiency, 3);
