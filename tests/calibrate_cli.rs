@@ -97,9 +97,11 @@ fn saved_profiles_load_with_engine_file_and_change_predictions() {
         "--engine-file",
         toml.to_str().unwrap(),
     ]);
-    // the prior (typical, worth 3 rows) keeps one row from pulling all the way to half
+    // the prior (typical, worth 3 rows) and the Huber loss (a row more than 22% off
+    // counts linearly) keep one row from pulling all the way to half: it moves the
+    // profile toward the row, a few percent
     assert!(
-        refit < typical * 0.95 && refit > typical * 0.5,
+        refit < typical * 0.97 && refit > typical * 0.5,
         "{refit} vs {typical}"
     );
 }

@@ -65,20 +65,20 @@ fn check_kind(kind: Kind, tolerance_pct: f64, min_rows: usize) {
 
 #[test]
 fn kind_a_single_stream_decode() {
-    // in sample 7.6% (114 rows)
-    check_kind(Kind::A, 8.5, 25);
+    // in sample 7.3% (114 rows)
+    check_kind(Kind::A, 8.3, 25);
 }
 
 #[test]
 fn kind_b_batched_throughput() {
-    // in sample 14.2% (130 rows; MoE at TensorRT-LLM's max load, DeepSeek-R1 over 8 GPUs
+    // in sample 14.1% (130 rows; MoE at TensorRT-LLM's max load, DeepSeek-R1 over 8 GPUs
     // tensor parallel and vLLM on ROCm at large batch are the largest misses)
     check_kind(Kind::B, 15.5, 10);
 }
 
 #[test]
 fn kind_c_prefill_and_ttft() {
-    // in sample 19.2% (98 rows; 14.3% over the 73 before 25 llama.cpp prompt rows of
+    // in sample 18.6% (98 rows; 14.3% over the 73 before 25 llama.cpp prompt rows of
     // four new publications, 22 of them on Strix Halo: MoE prompts there, prefill on the
     // power-limited workstation cards, RTX 6000 Ada and L40S, and SGLang's online TTFT
     // are the largest misses)
@@ -320,18 +320,18 @@ fn bundled_accuracy() -> &'static Accuracy {
 #[test]
 fn held_out_errors_per_kind() {
     // measured (this file, these engines; 342 A/B/C rows from 32 publications): leave
-    // one row out A 8.2%, B 15.1%, C 20.0%; leave one source out A 10.6%, B 15.0%, C
-    // 23.3% (C was 19.6% on the 298 rows before 44 llama.cpp rows of four new
-    // publications, 33 of them on Strix Halo, whose MoE prompts stay 1.8-2.8x fast).
-    // Limits: measured + ~1 point, so that a change that makes the held-out error worse
-    // fails here. (Issue 13's targets, A 10%, B 15%, C 15%, are met for B only: the
-    // largest misses are llama.cpp MoE prefill on Strix Halo and prefill on
-    // power-limited workstation cards, MoE at max load and vLLM on ROCm; see README
-    // "Calibration".)
+    // one row out A 7.9%, B 14.9%, C 19.4%; leave one source out A 9.0%, B 14.9%, C
+    // 24.6% (with the Huber threshold at 0.3 instead of 0.2: A 10.6%, B 15.0%, C 23.3%;
+    // C was 19.6% on the 298 rows before 44 llama.cpp rows of four new publications, 33
+    // of them on Strix Halo, whose MoE prompts stay 1.8-3x fast). Limits: measured + ~1
+    // point, so that a change that makes the held-out error worse fails here. (Issue
+    // 13's targets, A 10%, B 15%, C 15%, are met for A and B: the largest misses are
+    // llama.cpp MoE prefill on Strix Halo and prefill on power-limited workstation
+    // cards, MoE at max load and vLLM on ROCm; see README "Calibration".)
     let limits = [
-        (Kind::A, 9.2, 11.6),
-        (Kind::B, 16.1, 16.0),
-        (Kind::C, 21.0, 24.3),
+        (Kind::A, 8.9, 10.0),
+        (Kind::B, 15.9, 15.0),
+        (Kind::C, 20.4, 25.6),
     ];
     let a = bundled_accuracy();
     for (kind, loo_max, loso_max) in limits {
