@@ -631,15 +631,8 @@ fn eager_gated_mlp_keeps_the_activation_output() {
     // 1,376,780,288 B per layer
     let m = model("llama-3-8b");
     let shape = |eager| ActivationShape {
-        seq: 8192,
-        micro_batch: 1,
-        tp: 1,
-        sequence_parallel: true,
-        flash: true,
-        dropout: false,
-        recompute: Recompute::None,
-        act_bytes: 2.0,
         eager,
+        ..shape(8192, 1, true, true, false, Recompute::None)
     };
     assert_eq!(
         activation_bytes_per_layer(&m, &shape(false)),
@@ -892,17 +885,7 @@ fn op_level_checkpointing_keeps_every_second_matmul_output() {
     // 63,616 · 8192 = 521,142,272 bytes. Without recomputation: 2 · (4·4096 + 2·4096 +
     // 2·1024 + 3·14336) + 128 = 139,392 bytes per token, 1,141,899,264 bytes.
     let m = model("llama-3-8b");
-    let shape = |recompute| ActivationShape {
-        seq: 8192,
-        micro_batch: 1,
-        tp: 1,
-        sequence_parallel: true,
-        flash: true,
-        dropout: false,
-        recompute,
-        act_bytes: 2.0,
-        eager: false,
-    };
+    let shape = |recompute| shape(8192, 1, true, true, false, recompute);
     assert_eq!(
         activation_bytes_per_layer(&m, &shape(Recompute::Op)),
         521_142_272.0
