@@ -88,6 +88,22 @@ pub struct Engine {
     /// Fixed time per layer per forward pass, s.
     #[serde(default)]
     pub layer_overhead_s: f64,
+    /// Host and dispatch time per routed expert's weight matrix a pass visits on the
+    /// matmul (GEMM) path, s: engines whose batched expert matmul runs one expert at a
+    /// time (gather its tokens, widen its weights, multiply, scatter back) pay it for
+    /// every expert that has tokens, on top of the arithmetic. Passes of at most
+    /// [`GEMV_MAX_TOKENS`] tokens run the matrix-vector kernels, which take every
+    /// expert in one launch, and do not pay it. Default 0 (one grouped GEMM launch for
+    /// all experts).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub expert_overhead_s: f64,
+    /// [`Engine::expert_overhead_s`] on an AMD RDNA GPU, where it differs: above a few
+    /// dozen tokens llama.cpp's HIP build leaves its MMQ kernels for dequantize +
+    /// hipBLAS on RDNA, a path that takes a MoE matmul one expert at a time (its source
+    /// keeps MMQ for MoE on older AMD parts because that path "is much slower" there),
+    /// and its Vulkan expert matmuls measure as slow; `None`: `expert_overhead_s`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rdna_expert_overhead_s: Option<f64>,
     /// Latency of one collective or point-to-point send, s.
     #[serde(default)]
     pub collective_latency_s: f64,
@@ -124,6 +140,11 @@ pub struct Engine {
     )]
     pub override_builtin: bool,
 }
+
+/// Most tokens a pass may have and still run the matrix-vector kernels (llama.cpp's
+/// `MMVQ_MAX_BATCH_SIZE` and Vulkan `mul_mat_vec` column limit, 8): such passes pay no
+/// [`Engine::expert_overhead_s`].
+pub const GEMV_MAX_TOKENS: u64 = 8;
 
 /// Largest `max_num_seqs` and `kv_block_tokens` an engine profile may set (2^24).
 pub const MAX_SCHEDULER_COUNT: u64 = 1 << 24;
@@ -241,6 +262,8 @@ impl Engine {
             step_overhead_s: 0.0,
             sequence_overhead_s: 0.0,
             layer_overhead_s: 0.0,
+            expert_overhead_s: 0.0,
+            rdna_expert_overhead_s: None,
             collective_latency_s: 0.0,
             overhead_bytes: 0.0,
             reserve_fraction: 0.0,
@@ -271,6 +294,8 @@ impl Engine {
             && self.step_overhead_s == other.step_overhead_s
             && self.sequence_overhead_s == other.sequence_overhead_s
             && self.layer_overhead_s == other.layer_overhead_s
+            && self.expert_overhead_s == other.expert_overhead_s
+            && self.rdna_expert_overhead_s == other.rdna_expert_overhead_s
             && self.collective_latency_s == other.collective_latency_s
             && self.overhead_bytes == other.overhead_bytes
             && self.reserve_fraction == other.reserve_fraction
@@ -328,6 +353,16 @@ impl Engine {
         }
     }
 
+    /// Time per routed expert matrix a GEMM-path pass visits on `hw`:
+    /// [`Engine::rdna_expert_overhead_s`] on an RDNA GPU where set, else
+    /// [`Engine::expert_overhead_s`].
+    pub fn expert_overhead_on(&self, hw: &Hardware) -> f64 {
+        match self.rdna_expert_overhead_s {
+            Some(s) if is_rdna(hw) => s,
+            _ => self.expert_overhead_s,
+        }
+    }
+
     fn validate(&self, src: &str) -> Result<()> {
         let bad = |field: String, msg: String| Error::Parse {
             source_name: src.to_string(),
@@ -377,6 +412,12 @@ impl Engine {
             ("step_overhead_s", self.step_overhead_s, 1.0),
             ("sequence_overhead_s", self.sequence_overhead_s, 0.1),
             ("layer_overhead_s", self.layer_overhead_s, 0.1),
+            ("expert_overhead_s", self.expert_overhead_s, 0.01),
+            (
+                "rdna_expert_overhead_s",
+                self.rdna_expert_overhead_s.unwrap_or(0.0),
+                0.01,
+            ),
             ("collective_latency_s", self.collective_latency_s, 1.0),
             ("overhead_bytes", self.overhead_bytes, 1e13),
         ] {

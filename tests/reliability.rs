@@ -571,6 +571,22 @@ fn absurd_but_finite_quantities_are_refused() {
         engines.to_str().unwrap(),
     ]);
     one_line_error(&out, &["memory_efficiency.default", "[0.001, 1]"]);
+    // a per-expert cost of a second is a typo for microseconds
+    std::fs::write(
+        &engines,
+        "[slow]\nmemory_efficiency = { default = 0.5 }\ncompute_efficiency = 0.5\nrdna_expert_overhead_s = 1.0\n",
+    )
+    .unwrap();
+    let out = run(&[
+        "predict",
+        "--model",
+        "qwen3-30b-a3b",
+        "--gpu",
+        "ryzen-ai-max-395",
+        "--engine-file",
+        engines.to_str().unwrap(),
+    ]);
+    one_line_error(&out, &["rdna_expert_overhead_s", "[0, 1e-2]"]);
     let out = run(&[
         "predict",
         "--model",

@@ -116,8 +116,8 @@ impl<'c> Distinct<'c> {
 
 /// The speed factors one case's prediction depends on, as bits: its device's memory
 /// efficiency, the compute, dequantizing-matmul, fp4-matmul and attention efficiencies,
-/// the step and the layer overhead.
-type Factors = [u64; 7];
+/// the step, layer and expert overheads.
+type Factors = [u64; 8];
 
 fn factors(engine: &Engine, c: &Case) -> Factors {
     [
@@ -128,6 +128,7 @@ fn factors(engine: &Engine, c: &Case) -> Factors {
         engine.attention_efficiency.to_bits(),
         engine.step_overhead_s.to_bits(),
         engine.layer_overhead_s.to_bits(),
+        engine.expert_overhead_on(&c.hardware).to_bits(),
     ]
 }
 
@@ -146,6 +147,8 @@ fn same_rest(a: &Engine, b: &Engine) -> bool {
         link_efficiency,
         step_overhead_s: _,
         layer_overhead_s: _,
+        expert_overhead_s: _,
+        rdna_expert_overhead_s: _,
         collective_latency_s,
         overhead_bytes,
         reserve_fraction,

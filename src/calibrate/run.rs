@@ -118,6 +118,8 @@ pub fn start_from_typical(engine: &Engine, typical: &Engine) -> Engine {
         fp4_efficiency: typical.fp4_efficiency,
         step_overhead_s: typical.step_overhead_s,
         layer_overhead_s: typical.layer_overhead_s,
+        expert_overhead_s: typical.expert_overhead_s,
+        rdna_expert_overhead_s: typical.rdna_expert_overhead_s,
         fitted_on: Vec::new(),
         ..engine.clone()
     }

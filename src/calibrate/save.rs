@@ -45,6 +45,8 @@ fn rounded(engine: &Engine) -> Engine {
     e.fp4_efficiency = round_sig(e.fp4_efficiency, 3);
     e.attention_efficiency = round_sig(e.attention_efficiency, 3);
     e.layer_overhead_s = round_sig(e.layer_overhead_s, 3);
+    e.expert_overhead_s = round_sig(e.expert_overhead_s, 3);
+    e.rdna_expert_overhead_s = e.rdna_expert_overhead_s.map(|v| round_sig(v, 3));
     e.sequence_overhead_s = round_sig(e.sequence_overhead_s, 3);
     for v in e.memory_efficiency.values_mut() {
         *v = round_sig(*v, 3);

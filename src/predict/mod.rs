@@ -231,6 +231,10 @@ pub struct Predictor<'a> {
     windows: Vec<u64>,
     spec: Option<Speculation>,
     draft: Draft<'a>,
+    /// The engine's time per routed expert matrix on this device times the matrices of
+    /// one expert over the MoE layers (0 for a dense model or an engine without the
+    /// cost), s: a GEMM-path pass pays it for each expert with tokens.
+    expert_matrix_s: f64,
 }
 
 /// Most devices one layout may have.
@@ -331,6 +335,21 @@ fn format_for(d: ComputeDtype) -> Format {
         ComputeDtype::Fp16 => Format::Fp16,
         _ => Format::Bf16,
     }
+}
+
+/// Routed-expert weight matrices per expert over the model's MoE layers: 3 (gate, up,
+/// down) per layer for a gated MLP, 2 (up, down) for a plain one; 0 for a dense model.
+pub fn expert_matrices(model: &ModelConfig) -> u64 {
+    if !model.is_moe() {
+        return 0;
+    }
+    let per = if model.gated_mlp { 3 } else { 2 };
+    model
+        .kind_counts()
+        .iter()
+        .filter(|(k, _)| k.is_moe())
+        .map(|(_, n)| n * per)
+        .sum()
 }
 
 impl<'a> Predictor<'a> {
@@ -441,6 +460,7 @@ impl<'a> Predictor<'a> {
             },
             spec: s.spec,
             draft: Draft::Head,
+            expert_matrix_s: engine.expert_overhead_on(hardware) * expert_matrices(model) as f64,
         })
     }
 

@@ -82,7 +82,8 @@ impl Predictor<'_> {
     pub(super) fn pass_overhead(&self, sequences: u64, tokens: u64) -> (f64, f64) {
         let overhead = self.engine.step_overhead_s
             + self.engine.layer_overhead_s * self.layers as f64
-            + self.engine.sequence_overhead_s * sequences as f64;
+            + self.engine.sequence_overhead_s * sequences as f64
+            + self.expert_loop_s(tokens);
         let mut comm = 0.0;
         if self.parallel == Parallel::Pp && self.gpus > 1 {
             let bytes =
@@ -91,6 +92,22 @@ impl Predictor<'_> {
                 * (bytes / (self.link_bw * self.eff.link) + self.engine.collective_latency_s);
         }
         (overhead, comm)
+    }
+
+    /// The engine's per-expert cost of a pass of `tokens` tokens
+    /// ([`crate::engine::Engine::expert_overhead_s`]): every expert matrix of this
+    /// device's experts that some token is routed to, on the GEMM path (more than
+    /// [`crate::engine::GEMV_MAX_TOKENS`] tokens). With `k` of `E` experts per token,
+    /// routed uniformly, an expert has a token with probability `1 - (1 - k/E)^tokens`;
+    /// a device holds `E / ep` of them.
+    pub(super) fn expert_loop_s(&self, tokens: u64) -> f64 {
+        if self.expert_matrix_s == 0.0 || tokens <= crate::engine::GEMV_MAX_TOKENS {
+            return 0.0;
+        }
+        let e = self.model.experts as f64;
+        let k = (self.model.experts_per_token as f64).min(e);
+        let hit = 1.0 - (1.0 - k / e).powf(tokens as f64);
+        self.expert_matrix_s * e * hit / self.ep.max(1) as f64
     }
 
     pub(super) fn offload_time(&self, offloaded: f64) -> f64 {
@@ -408,5 +425,58 @@ impl Predictor<'_> {
             0.0
         };
         (pred, ideal)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::engine::EngineDb;
+    use crate::hardware::HardwareDb;
+    use crate::model::ModelDb;
+    use crate::predict::{Predictor, Scenario};
+
+    /// The per-expert cost of a GEMM-path pass, by hand: Qwen3-30B-A3B has 48 MoE
+    /// layers of 128 gated experts (3 matrices each), 8 per token.
+    #[test]
+    fn expert_loop_visits_every_expert_with_tokens() {
+        let model = ModelDb::builtin()
+            .unwrap()
+            .resolve("qwen3-30b-a3b")
+            .unwrap();
+        let hw = HardwareDb::builtin().unwrap();
+        let mut engine = EngineDb::builtin().unwrap().get("typical").unwrap().clone();
+        engine.expert_overhead_s = 0.0;
+        engine.rdna_expert_overhead_s = Some(20e-6);
+        let s = Scenario::default();
+        let strix = hw.get("ryzen-ai-max-395").unwrap();
+        let p = Predictor::new(&model, strix, &engine, &s).unwrap();
+        assert_eq!(crate::predict::expert_matrices(&model), 48 * 3);
+        // 512 tokens: each expert is missed with probability (120/128)^512 ~ 4e-15, so
+        // all 48 * 3 * 128 = 18432 matrices: 0.36864 s
+        assert!((p.expert_loop_s(512) / 0.36864 - 1.0).abs() < 1e-9);
+        // 16 tokens: 1 - (120/128)^16 = 1 - 0.356074 = 0.643926 of the experts,
+        // 0.36864 * 0.643926 = 0.237377 s
+        assert!((p.expert_loop_s(16) / 0.237377 - 1.0).abs() < 1e-5);
+        // up to 8 tokens the matrix-vector kernels take all experts in one launch
+        assert_eq!(p.expert_loop_s(8), 0.0);
+        assert_eq!(p.expert_loop_s(1), 0.0);
+        // the whole prefill pays it once per 512-token pass
+        let mut off = engine.clone();
+        off.rdna_expert_overhead_s = None;
+        let q = Predictor::new(&model, strix, &off, &s).unwrap();
+        let d = p.prefill_pass(1, 512, 0.0).time_s - q.prefill_pass(1, 512, 0.0).time_s;
+        assert!((d / 0.36864 - 1.0).abs() < 1e-9, "{d}");
+        // a decode step of one sequence does not
+        let d1 = p.decode_step(1, 512, 0.0).time_s - q.decode_step(1, 512, 0.0).time_s;
+        assert_eq!(d1, 0.0);
+        // a CUDA device takes expert_overhead_s (0 here)
+        let spark = hw.get("dgx-spark").unwrap();
+        let c = Predictor::new(&model, spark, &engine, &s).unwrap();
+        assert_eq!(c.expert_loop_s(512), 0.0);
+        // a dense model has no experts to visit
+        let dense = ModelDb::builtin().unwrap().resolve("llama-3-8b").unwrap();
+        assert_eq!(crate::predict::expert_matrices(&dense), 0);
+        let pd = Predictor::new(&dense, strix, &engine, &s).unwrap();
+        assert_eq!(pd.expert_loop_s(512), 0.0);
     }
 }
