@@ -79,6 +79,12 @@ pub struct Engine {
     /// false (a preallocated or paged cache written in place).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub kv_concat: bool,
+    /// Unfused attention (flash attention off) materializes its scores and
+    /// probabilities, and reads its queries and writes its outputs, in fp32: ggml's
+    /// matmul results and softmax are fp32 tensors (llama.cpp with `-fa 0`), twice the
+    /// bytes of a 16-bit score matrix. Default false (the activation dtype).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fp32_scores: bool,
     /// Fixed time per forward pass, s.
     #[serde(default)]
     pub step_overhead_s: f64,
@@ -259,6 +265,7 @@ impl Engine {
             fp16_accumulate: false,
             warpgroup_mma: true,
             kv_concat: false,
+            fp32_scores: false,
             step_overhead_s: 0.0,
             sequence_overhead_s: 0.0,
             layer_overhead_s: 0.0,
@@ -291,6 +298,7 @@ impl Engine {
             && self.fp16_accumulate == other.fp16_accumulate
             && self.warpgroup_mma == other.warpgroup_mma
             && self.kv_concat == other.kv_concat
+            && self.fp32_scores == other.fp32_scores
             && self.step_overhead_s == other.step_overhead_s
             && self.sequence_overhead_s == other.sequence_overhead_s
             && self.layer_overhead_s == other.layer_overhead_s
@@ -327,6 +335,7 @@ impl Engine {
             fp4: self.fp4_tensor_cores,
             int8_mma: self.int8_mma,
             kv_concat: self.kv_concat,
+            fp32_scores: self.fp32_scores,
         }
     }
 

@@ -60,8 +60,10 @@ pub struct FitOptions {
     /// linearly, not quadratically, so one odd row cannot drag a factor (None: plain
     /// least squares). Default 0.25 (rows more than e^0.25 - 1 = 28% off), chosen from
     /// 0.15, 0.2, 0.25, 0.3, 0.35, 0.4 and 0.5 by the leave-one-source-out error on the
-    /// bundled rows (decode / batched / prefill: 0.2 gives 8.4 / 14.9 / 21.7%, 0.25
-    /// 8.4 / 14.8 / 19.6%, 0.3 8.8 / 14.6 / 19.4%): rows of a class the model does not
+    /// bundled rows (decode / batched / prefill, when chosen: 0.2 gave 8.4 / 14.9 /
+    /// 21.7%, 0.25 8.4 / 14.8 / 19.6%, 0.3 8.8 / 14.6 / 19.4%; with fp32 scores for
+    /// llama.cpp 0.2 gives 8.2 / 14.9 / 19.7%, 0.25 7.9 / 14.8 / 18.5%, 0.3 8.0 / 14.6 /
+    /// 18.2%, within the selection's noise): rows of a class the model does not
     /// express (2-3x off) must not pull the factors of the rows it does, and the
     /// narrower the threshold the more rows it discounts.
     pub huber: Option<f64>,

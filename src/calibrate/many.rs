@@ -163,6 +163,7 @@ fn same_rest(a: &Engine, b: &Engine) -> bool {
         fp16_accumulate,
         warpgroup_mma,
         kv_concat,
+        fp32_scores,
         sequence_overhead_s,
         max_num_seqs,
         kv_block_tokens,
@@ -183,12 +184,14 @@ fn same_rest(a: &Engine, b: &Engine) -> bool {
             *fp16_accumulate,
             *warpgroup_mma,
             *kv_concat,
+            *fp32_scores,
         ) == (
             b.fp4_tensor_cores,
             b.int8_mma,
             b.fp16_accumulate,
             b.warpgroup_mma,
             b.kv_concat,
+            b.fp32_scores,
         )
         && (*max_num_seqs, *kv_block_tokens) == (b.max_num_seqs, b.kv_block_tokens)
 }

@@ -104,10 +104,13 @@ impl Predictor<'_> {
         if self.expert_matrix_s == 0.0 || tokens <= crate::engine::GEMV_MAX_TOKENS {
             return 0.0;
         }
-        let e = self.model.experts as f64;
-        let k = (self.model.experts_per_token as f64).min(e);
-        let hit = 1.0 - (1.0 - k / e).powf(tokens as f64);
-        self.expert_matrix_s * e * hit / self.ep.max(1) as f64
+        let m = self.model;
+        let visited = crate::model::graph::expected_experts(
+            m.experts,
+            m.experts_per_token.min(m.experts),
+            tokens,
+        );
+        self.expert_matrix_s * visited / self.ep.max(1) as f64
     }
 
     pub(super) fn offload_time(&self, offloaded: f64) -> f64 {

@@ -123,6 +123,10 @@ pub struct Kernels {
     /// `torch.cat` per layer and step): each decode step copies every layer's cache,
     /// reading and writing it once more besides the attention's read.
     pub kv_concat: bool,
+    /// Unfused attention keeps its queries, scores, probabilities and outputs in fp32
+    /// (ggml: every matmul result and the softmax are fp32 tensors), whatever the
+    /// activation dtype; fused attention is unaffected.
+    pub fp32_scores: bool,
 }
 
 impl Default for Kernels {
@@ -132,6 +136,7 @@ impl Default for Kernels {
             fp4: true,
             int8_mma: false,
             kv_concat: false,
+            fp32_scores: false,
         }
     }
 }
@@ -373,6 +378,43 @@ mod tests {
         assert!((one.read.weights / four.read.weights - 4.0).abs() < 0.05);
         // two all-reduces of 8192 fp16 per layer, ring factor 2·3/4: 80·2·1.5·16384 bytes
         assert_eq!(four.link_bytes, 80.0 * 2.0 * 1.5 * 16384.0);
+    }
+
+    #[test]
+    fn fp32_scores_double_the_unfused_score_bytes() {
+        // Llama-2-7B, one 512-token prompt, unfused: 32 heads x 512 x 512 = 8,388,608
+        // scores per layer, written by QK^T and read and written by the softmax: fp16
+        // 16,777,216 bytes written by the scores, 33,554,432 read + written by the
+        // softmax; fp32 twice that. Fused attention never stores them.
+        let m = ModelDb::builtin().unwrap().resolve("llama-2-7b").unwrap();
+        let mut f32s = bf16();
+        f32s.kernels.fp32_scores = true;
+        let step = Step::prefill(1, 512);
+        let shard = Shard::tp(1, m.layers);
+        let of = |p: &Precision, flash: bool, kind: OpKind| -> Cost {
+            forward(&m, &step, p, &shard, flash)
+                .ops()
+                .iter()
+                .find(|o| o.kind == kind)
+                .map(|o| o.cost)
+                .unwrap()
+        };
+        let (s16, s32) = (
+            of(&bf16(), false, OpKind::AttnScores),
+            of(&f32s, false, OpKind::AttnScores),
+        );
+        assert_eq!(s16.written.activations, 16_777_216.0);
+        assert_eq!(s32.written.activations, 33_554_432.0);
+        assert_eq!(s32.flops, s16.flops);
+        assert_eq!(s32.read.kv, s16.read.kv);
+        let (m16, m32) = (
+            of(&bf16(), false, OpKind::AttnSoftmax),
+            of(&f32s, false, OpKind::AttnSoftmax),
+        );
+        assert_eq!(m16.bytes(), 33_554_432.0);
+        assert_eq!(m32.bytes(), 67_108_864.0);
+        let fused = |p: &Precision| forward(&m, &step, p, &shard, true).total();
+        assert_eq!(fused(&bf16()), fused(&f32s));
     }
 
     #[test]

@@ -152,8 +152,16 @@ impl Pass<'_> {
         if self.flash {
             g.push(core, l, concat(attention_fused(&shape)), self.attn_unit);
         } else {
+            let shape = if self.p.kernels.fp32_scores {
+                AttentionShape {
+                    act_bits: 32.0,
+                    ..shape
+                }
+            } else {
+                shape
+            };
             let (rows, cols) = shape.score_matrix();
-            let soft = softmax(rows, cols, self.act_bits);
+            let soft = softmax(rows, cols, shape.act_bits);
             g.push(
                 OpKind::AttnScores,
                 l,
