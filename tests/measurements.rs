@@ -282,7 +282,6 @@ fn the_written_database_holds_the_fit_as_rounded() {
                 Attention => e.attention_efficiency,
                 StepOverhead => e.step_overhead_s,
                 LayerOverhead => e.layer_overhead_s,
-                ExpertOverhead => e.expert_overhead_s,
                 RdnaExpertOverhead => e.rdna_expert_overhead_s.unwrap(),
             };
             assert!(

@@ -12,9 +12,7 @@ use std::time::{Duration, Instant};
 fn value(kind: &ParamKind, v: f64) -> String {
     match kind {
         ParamKind::StepOverhead | ParamKind::LayerOverhead => format!("{:.3} ms", v * 1e3),
-        ParamKind::ExpertOverhead | ParamKind::RdnaExpertOverhead => {
-            format!("{:.1} µs", v * 1e6)
-        }
+        ParamKind::RdnaExpertOverhead => format!("{:.1} µs", v * 1e6),
         _ => format!("{v:.3}"),
     }
 }
