@@ -6,9 +6,12 @@
 //!
 //! The file has the columns of `measurements.csv` with ridgeline ids for `gpu` and
 //! `model` and `framework` an engine id, plus `kv` (KV format), `concurrency` (users
-//! of a closed loop), `requests` (requests simulated) and `trace` (a trace CSV, path
-//! from the repository root, replayed instead of a closed loop). Metrics: `ttft_s_mean`,
-//! `tpot_s_mean`, `tpot_s_p50`, `output_tokens_per_s`.
+//! of a closed loop), `requests` (requests simulated), `trace` (a trace CSV, path from
+//! the repository root, replayed instead of a closed loop), `rate` (Poisson arrivals,
+//! requests/s, instead of a closed loop) and `lengths` (`fixed`, or `uniform`: lengths
+//! drawn uniformly over `1..=2·mean - 1` around the row's prompt and generation means,
+//! as a random dataset with range ratio 0 draws them). Metrics: `ttft_s_mean`,
+//! `ttft_s_p50`, `tpot_s_mean`, `tpot_s_p50`, `output_tokens_per_s`.
 
 use super::{Arrivals, Dist, Run, Serving, Workload, parse_trace, simulate};
 use crate::dtype::Format;
@@ -26,7 +29,8 @@ pub const BUILTIN_SERVING_CSV: &str = include_str!("../../data/measurements/serv
 
 /// Columns the serving CSV has after those of the measurements CSV
 /// ([`crate::calibrate::COLUMNS`]).
-pub const SERVING_EXTRA_COLUMNS: [&str; 4] = ["kv", "concurrency", "requests", "trace"];
+pub const SERVING_EXTRA_COLUMNS: [&str; 6] =
+    ["kv", "concurrency", "requests", "trace", "rate", "lengths"];
 
 /// One published serving figure.
 #[derive(Debug, Clone, PartialEq)]
@@ -49,8 +53,13 @@ pub struct ServingRow {
     pub prompt: u64,
     /// Output tokens (closed loop).
     pub gen_tokens: u64,
-    /// Users of the closed loop (`None`: a trace).
+    /// Users of the closed loop (`None`: a trace or a rate).
     pub concurrency: Option<u64>,
+    /// Poisson arrivals, requests/s (`None`: a closed loop or a trace).
+    pub rate: Option<f64>,
+    /// Prompt and generation lengths drawn uniformly over `1..=2·mean - 1` (the
+    /// row's `prompt` and `gen_tokens` are their means); false: fixed.
+    pub uniform_lengths: bool,
     /// Requests simulated.
     pub requests: u64,
     /// Trace path (`None`: a closed loop).
@@ -68,7 +77,7 @@ impl ServingRow {
     /// The scenario rows share a simulation by.
     fn key(&self) -> String {
         format!(
-            "{} {} {} {} {} {} {} {} {:?} {} {:?}",
+            "{} {} {} {} {} {} {} {} {:?} {} {:?} {:?} {}",
             self.gpu,
             self.gpus,
             self.model,
@@ -79,7 +88,9 @@ impl ServingRow {
             self.gen_tokens,
             self.concurrency,
             self.requests,
-            self.trace
+            self.trace,
+            self.rate,
+            self.uniform_lengths
         )
     }
 
@@ -87,6 +98,7 @@ impl ServingRow {
     pub fn of(&self, r: &Run) -> Result<f64> {
         Ok(match self.metric.as_str() {
             "ttft_s_mean" => r.ttft_s.mean,
+            "ttft_s_p50" => r.ttft_s.p50,
             "tpot_s_mean" => r.tpot_s.mean,
             "tpot_s_p50" => r.tpot_s.p50,
             "output_tokens_per_s" => r.throughput.output_tokens_per_s,
@@ -143,6 +155,23 @@ pub fn parse_serving(text: &str, src: &str) -> Result<Vec<ServingRow>> {
             concurrency: (!get(16).is_empty()).then(|| num(16)).transpose()?,
             requests: num(17)?,
             trace: Some(get(18)).filter(|t| !t.is_empty()),
+            rate: match get(19).as_str() {
+                "" => None,
+                t => match t.parse::<f64>() {
+                    Ok(v) if v.is_finite() && v > 0.0 => Some(v),
+                    _ => return Err(err(line, format!("rate: '{t}' is not a positive number"))),
+                },
+            },
+            uniform_lengths: match get(20).as_str() {
+                "" | "fixed" => false,
+                "uniform" => true,
+                t => {
+                    return Err(err(
+                        line,
+                        format!("lengths: '{t}' is not one of fixed, uniform"),
+                    ));
+                }
+            },
             metric: get(10),
             value,
             source: get(13),
@@ -162,17 +191,28 @@ pub fn simulate_row(row: &ServingRow, root: &Path) -> Result<Run> {
         gpus: row.gpus,
         ..Scenario::default()
     };
-    let arrivals = match (&row.trace, row.concurrency) {
-        (Some(t), _) => {
+    let arrivals = match (&row.trace, row.concurrency, row.rate) {
+        (Some(t), _, _) => {
             let path = root.join(t);
             Arrivals::Trace(parse_trace(&crate::files::read_text(&path)?, t)?)
         }
-        (None, Some(concurrency)) => Arrivals::Closed { concurrency },
-        (None, None) => {
+        (None, Some(concurrency), _) => Arrivals::Closed { concurrency },
+        (None, None, Some(rate)) => Arrivals::Poisson { rate },
+        (None, None, None) => {
             return Err(Error::invalid(
                 "concurrency",
-                format!("{}: neither a trace nor a concurrency", row.id),
+                format!("{}: neither a trace, a concurrency nor a rate", row.id),
             ));
+        }
+    };
+    let length = |mean: u64| {
+        if row.uniform_lengths && mean > 1 {
+            Dist::Uniform {
+                lo: 1,
+                hi: 2 * mean - 1,
+            }
+        } else {
+            Dist::Fixed { tokens: mean }
         }
     };
     let requests = match &arrivals {
@@ -182,10 +222,8 @@ pub fn simulate_row(row: &ServingRow, root: &Path) -> Result<Run> {
     let w = Workload {
         arrivals,
         requests,
-        prompt: Dist::Fixed { tokens: row.prompt },
-        gen_tokens: Dist::Fixed {
-            tokens: row.gen_tokens,
-        },
+        prompt: length(row.prompt),
+        gen_tokens: length(row.gen_tokens),
         seed: 0,
     };
     simulate(&model, hw, engine, &s, &Serving::default(), &w)
@@ -234,9 +272,18 @@ pub fn error_table(results: &[(ServingRow, f64)]) -> String {
     };
     for x in results {
         let r = &x.0;
-        let load = match r.concurrency {
-            Some(c) => format!("{c} users, {}+{} tokens", r.prompt, r.gen_tokens),
-            None => "trace".to_string(),
+        let lengths = if r.uniform_lengths {
+            "uniform, means "
+        } else {
+            ""
+        };
+        let load = match (r.concurrency, r.rate) {
+            (Some(c), _) => format!("{c} users, {lengths}{}+{} tokens", r.prompt, r.gen_tokens),
+            (None, Some(rate)) => format!(
+                "{rate} req/s, {lengths}{}+{} tokens",
+                r.prompt, r.gen_tokens
+            ),
+            (None, None) => "trace".to_string(),
         };
         let _ = writeln!(
             s,
