@@ -556,37 +556,34 @@ fn absurd_but_finite_quantities_are_refused() {
     ]);
     one_line_error(&out, &["memory.bandwidth_bytes_per_s", "physical range"]);
     let engines = d.join("e.toml");
-    std::fs::write(
-        &engines,
-        "[slow]\nmemory_efficiency = { default = 1e-300 }\ncompute_efficiency = 0.5\n",
-    )
-    .unwrap();
-    let out = run(&[
-        "predict",
-        "--model",
-        "llama-3-8b",
-        "--gpu",
-        "h100",
-        "--engine-file",
-        engines.to_str().unwrap(),
-    ]);
-    one_line_error(&out, &["memory_efficiency.default", "[0.001, 1]"]);
-    // a per-expert cost of a second is a typo for microseconds
-    std::fs::write(
-        &engines,
-        "[slow]\nmemory_efficiency = { default = 0.5 }\ncompute_efficiency = 0.5\nrdna_expert_overhead_s = 1.0\n",
-    )
-    .unwrap();
-    let out = run(&[
-        "predict",
-        "--model",
-        "qwen3-30b-a3b",
-        "--gpu",
-        "ryzen-ai-max-395",
-        "--engine-file",
-        engines.to_str().unwrap(),
-    ]);
-    one_line_error(&out, &["rdna_expert_overhead_s", "[0, 1e-2]"]);
+    // a bandwidth fraction of 1e-300, and a per-expert cost of a second (a typo for
+    // microseconds), each named with its range
+    for (profile, model, gpu, needles) in [
+        (
+            "memory_efficiency = { default = 1e-300 }\ncompute_efficiency = 0.5\n",
+            "llama-3-8b",
+            "h100",
+            ["memory_efficiency.default", "[0.001, 1]"],
+        ),
+        (
+            "memory_efficiency = { default = 0.5 }\ncompute_efficiency = 0.5\nrdna_expert_overhead_s = 1.0\n",
+            "qwen3-30b-a3b",
+            "ryzen-ai-max-395",
+            ["rdna_expert_overhead_s", "[0, 1e-2]"],
+        ),
+    ] {
+        std::fs::write(&engines, format!("[slow]\n{profile}")).unwrap();
+        let out = run(&[
+            "predict",
+            "--model",
+            model,
+            "--gpu",
+            gpu,
+            "--engine-file",
+            engines.to_str().unwrap(),
+        ]);
+        one_line_error(&out, &needles);
+    }
     let out = run(&[
         "predict",
         "--model",
