@@ -552,3 +552,154 @@ fn scale_up_domains_and_the_note_when_devices_span_several() {
     assert!(note(16));
     assert!(!note(8));
 }
+
+/// A device whose board power per tensor FLOP/s is below its die's reference part's
+/// cannot hold the rated clock: its tensor peaks are derated by the ratio.
+#[test]
+fn board_power_derates_the_tensor_peaks_of_same_die_siblings() {
+    let db = HardwareDb::builtin().unwrap();
+    let f = |id: &str| db.get(id).unwrap().sustained_tensor_fraction;
+    // RTX 6000 Ada: 300 W for 364.0e12 FLOP/s against the RTX 4090's 450 W for its
+    // fp16-accumulate 330.3e12: (300 / 364.0) / (450 / 330.3) = 0.824176 / 1.362398
+    // = 0.604945
+    assert!((f("rtx-6000-ada") - 0.604945).abs() < 1e-6);
+    // A100 PCIe against A100 SXM: (300 / 312) / (400 / 312) = 0.75
+    assert!((f("a100-80gb-pcie") - 0.75).abs() < 1e-12);
+    // H100 PCIe against H100 SXM: (350 / 756.5) / (700 / 989.5) = 0.5 x 989.5 / 756.5
+    // = 0.653999
+    assert!((f("h100-pcie") - 0.653999).abs() < 1e-6);
+    // the references themselves, and devices without one, run at their rated clock
+    for id in [
+        "rtx-4090",
+        "a100-80gb-sxm",
+        "h100-sxm",
+        "mi325x",
+        "b200",
+        "rtx-4080",
+    ] {
+        assert_eq!(f(id), 1.0, "{id}");
+    }
+    // the fraction reaches predictions: a compute-bound matmul's rate is peak x it
+    let hw = db.get("rtx-6000-ada").unwrap();
+    assert_eq!(
+        hw.sustained_peak(ComputeDtype::Bf16).0,
+        364.0e12 * f("rtx-6000-ada")
+    );
+    // vector units are left alone
+    assert_eq!(
+        hw.sustained_peak(ComputeDtype::Fp32).0,
+        hw.peak(ComputeDtype::Fp32).0
+    );
+}
+
+fn device_toml(id: &str, extra: &str) -> String {
+    format!(
+        "id = \"{id}\"\nname = \"X\"\nvendor = \"V\"\nclass = \"datacenter\"\nsources = [\"http://x\"]\ntdp_w = 225\n{extra}\n[memory]\ntype = \"HBM\"\ncapacity_bytes = 8e10\nbandwidth_bytes_per_s = 2e12\nsource = \"s\"\n[peak_flops_per_s]\nbf16 = 312e12\n"
+    )
+}
+
+#[test]
+fn power_references_resolve_in_user_files_or_are_refused_naming_the_field() {
+    let dir = std::env::temp_dir().join(format!("ridgeline-power-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut db = HardwareDb::builtin().unwrap().clone();
+    // 225 W for 312e12 against the A100 SXM's 400 W for 312e12: 225 / 400 = 0.5625
+    let ok = dir.join("ok.toml");
+    std::fs::write(
+        &ok,
+        device_toml("a100-capped", "power_reference = \"a100-80gb-sxm\""),
+    )
+    .unwrap();
+    let (hw, _) = db.load_file(&ok).unwrap();
+    assert_eq!(hw.sustained_tensor_fraction, 0.5625);
+    // an unknown reference: refused, naming the field and the near ids, db unchanged
+    let bad = dir.join("bad.toml");
+    std::fs::write(
+        &bad,
+        device_toml("typo", "power_reference = \"a100-80gb-sx\""),
+    )
+    .unwrap();
+    let e = db.load_file(&bad).unwrap_err().to_string();
+    assert!(
+        e.contains("power_reference") && e.contains("a100-80gb-sxm"),
+        "{e}"
+    );
+    assert!(db.get("typo").is_err());
+    // a reference without board power: refused
+    let no_tdp = dir.join("no_tdp.toml");
+    std::fs::write(
+        &no_tdp,
+        device_toml("other", "power_reference = \"m1-max\""),
+    )
+    .unwrap();
+    let e = db.load_file(&no_tdp).unwrap_err().to_string();
+    assert!(e.contains("power_reference") && e.contains("m1-max"), "{e}");
+    // overriding the reference re-derives its dependents: an A100 SXM at 450 W makes
+    // the 225 W part (225 / 312e12) / (450 / 312e12) = 0.5
+    let sxm = HardwareDb::builtin().unwrap().get("a100-80gb-sxm").unwrap();
+    let text = toml::to_string(sxm)
+        .unwrap()
+        .replace("tdp_w = 400.0", "tdp_w = 450.0");
+    let text = format!("override = true\n{text}");
+    let over = dir.join("sxm.toml");
+    std::fs::write(&over, text).unwrap();
+    db.load_file(&over).unwrap();
+    assert_eq!(
+        db.get("a100-capped").unwrap().sustained_tensor_fraction,
+        0.5
+    );
+    // 300 / 450 for the PCIe card
+    let pcie = db.get("a100-80gb-pcie").unwrap().sustained_tensor_fraction;
+    assert!((pcie - 300.0 / 450.0).abs() < 1e-12);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// On the pure roofline a compute-bound prefill's compute time scales with 1 / the
+/// sustained fraction; memory-bound time does not change. With Hopper's warp-level
+/// `mma.sync` share (0.5) below the H100 PCIe's power fraction (0.654), the lower
+/// ceiling binds: llama.cpp (no warpgroup MMA) keeps 0.5, an engine with it gets 0.654.
+#[test]
+fn predictions_run_tensor_matmuls_at_the_sustained_rate() {
+    use ridgeline::engine::EngineDb;
+    use ridgeline::model::ModelDb;
+    use ridgeline::model::graph::Step;
+    use ridgeline::predict::{Predictor, Scenario};
+    let model = ModelDb::builtin().unwrap().resolve("llama-3-8b").unwrap();
+    let engines = EngineDb::builtin().unwrap();
+    let ideal = engines.get("ideal").unwrap();
+    let db = HardwareDb::builtin().unwrap();
+    let capped = db.get("rtx-6000-ada").unwrap();
+    let mut rated = capped.clone();
+    rated.sustained_tensor_fraction = 1.0;
+    let s = Scenario {
+        batch: 1,
+        prompt: 4096,
+        gen_tokens: 1,
+        ..Scenario::default()
+    };
+    let pass = |hw| {
+        Predictor::new(&model, hw, ideal, &s)
+            .unwrap()
+            .pass(&Step::prefill(1, 4096), 0.0)
+    };
+    let (a, b) = (pass(capped), pass(&rated));
+    // by_bound: [compute, memory, communication, overhead]
+    let ratio = a.by_bound[0] / b.by_bound[0];
+    assert!((ratio - 1.0 / 0.604945).abs() < 1e-5, "{ratio}");
+    assert!(a.by_bound[0] > 0.9 * a.time_s);
+    // the H100 PCIe: min(0.5, 0.654) for llama.cpp, 0.654 for a wgmma engine
+    let h = db.get("h100-pcie").unwrap();
+    let mut full = h.clone();
+    full.sustained_tensor_fraction = 1.0;
+    let llama = engines.get("llama.cpp").unwrap();
+    let typical = engines.get("typical").unwrap();
+    let compute = |hw, e| {
+        Predictor::new(&model, hw, e, &s)
+            .unwrap()
+            .pass(&Step::prefill(1, 4096), 0.0)
+            .by_bound[0]
+    };
+    assert!((compute(h, llama) / compute(&full, llama) - 1.0).abs() < 1e-9);
+    let r = compute(h, typical) / compute(&full, typical);
+    assert!((r - 1.0 / 0.653999).abs() < 1e-5, "{r}");
+}

@@ -410,9 +410,11 @@ fn kernel_features_are_stated_physics() {
         e
     };
     // warp-level MMA on Hopper: half the tensor peak. llama.cpp's compute-bound
-    // 4096-token prefill of Llama-3-8B f16 on an H100 PCIe takes close to twice as long
+    // 4096-token prefill of Llama-3-8B f16 on an H100 SXM takes close to twice as long
     // as with warpgroup MMA (the memory-bound ops and overheads do not change); on an
-    // A100, which publishes no warp_mma_fraction, nothing changes
+    // H100 PCIe, whose board power sustains 0.654 of its tensor peaks, the lower of the
+    // two ceilings binds: 0.5 against 0.654, about 1.3x; on an A100, which publishes no
+    // warp_mma_fraction, nothing changes
     assert!(!llama.warpgroup_mma);
     let wgmma = with(&|e| e.warpgroup_mma = true);
     let ratio = |gpu: &str| {
@@ -420,7 +422,12 @@ fn kernel_features_are_stated_physics() {
         slow / passes("llama-3-8b", gpu, &wgmma, None, 4096).prefill.time_s
     };
     assert!(
-        (1.6..2.0).contains(&ratio("h100-pcie")),
+        (1.6..2.0).contains(&ratio("h100-sxm")),
+        "{}",
+        ratio("h100-sxm")
+    );
+    assert!(
+        (1.15..1.31).contains(&ratio("h100-pcie")),
         "{}",
         ratio("h100-pcie")
     );

@@ -103,7 +103,7 @@ pub fn bounds_from_ceilings(cases: &[Case]) -> Bounds {
                 }
             }
             Target::MatmulFlopsPerS(d) => {
-                let f = c.measured / c.hardware.peak(d).0;
+                let f = c.measured / c.hardware.sustained_peak(d).0;
                 if f > 0.0 && f <= 1.0 {
                     comp = comp.max(f);
                     b.from.push(c.id.clone());

@@ -389,7 +389,7 @@ pub fn predict_case(c: &Case, engine: &Engine) -> Result<f64> {
     let Some(model) = &c.model else {
         return match c.target {
             Target::MatmulFlopsPerS(d) => {
-                Ok(engine.compute_efficiency_on(&c.hardware) * c.hardware.peak(d).0)
+                Ok(engine.compute_efficiency_on(&c.hardware) * c.hardware.sustained_peak(d).0)
             }
             Target::MemoryBytesPerS => {
                 Ok(engine.memory_efficiency(&c.hardware) * c.hardware.memory.bandwidth_bytes_per_s)

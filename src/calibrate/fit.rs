@@ -63,7 +63,9 @@ pub struct FitOptions {
     /// bundled rows (decode / batched / prefill, when chosen: 0.2 gave 8.4 / 14.9 /
     /// 21.7%, 0.25 8.4 / 14.8 / 19.6%, 0.3 8.8 / 14.6 / 19.4%; with fp32 scores for
     /// llama.cpp 0.2 gives 8.2 / 14.9 / 19.7%, 0.25 7.9 / 14.8 / 18.5%, 0.3 8.0 / 14.6 /
-    /// 18.2%, within the selection's noise): rows of a class the model does not
+    /// 18.2%, within the selection's noise; with the sustained tensor rates of
+    /// `power_reference` 0.2 gives 8.0 / 14.9 / 17.5%, 0.25 7.7 / 14.4 / 16.6%, 0.3
+    /// 8.2 / 15.2 / 16.6%): rows of a class the model does not
     /// express (2-3x off) must not pull the factors of the rows it does, and the
     /// narrower the threshold the more rows it discounts.
     pub huber: Option<f64>,

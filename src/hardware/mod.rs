@@ -20,6 +20,10 @@ mod builtin {
 
 pub(crate) use builtin::MODEL_FILES;
 
+fn one() -> f64 {
+    1.0
+}
+
 /// Parses embedded data files (`(file name, text)` from `dir`) with `parse(text, stem,
 /// source name)`; each item's id (`id_of`, the key `field` of the file) must be its file
 /// name less `ext`.
@@ -295,6 +299,21 @@ pub struct Hardware {
     /// Thermal design power, watts.
     #[serde(default)]
     pub tdp_w: Option<f64>,
+    /// A device of the same die that its vendor rates at a higher board power per
+    /// tensor FLOP/s (`rtx-4090` for the RTX 6000 Ada, `h100-sxm` for the H100 PCIe):
+    /// taken to sustain its rated clock under a full tensor load. Where this device has
+    /// less board power per FLOP/s, it cannot hold the clock its peaks are rated at, and
+    /// its tensor rates are derated by the ratio
+    /// ([`Hardware::sustained_tensor_fraction`]). Needs `tdp_w` and a 16-bit tensor peak
+    /// here and on the reference.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power_reference: Option<String>,
+    /// The fraction of the rated tensor peaks this device sustains: `min(1, (tdp_w /
+    /// peak) / (reference tdp_w / reference peak))` with `peak` the largest 16-bit tensor
+    /// rate (fp16, bf16 or fp16 with fp16 accumulate); 1 without a `power_reference`.
+    /// Computed when the device enters a [`HardwareDb`] (never read from a file).
+    #[serde(skip, default = "one")]
+    pub sustained_tensor_fraction: f64,
     /// Datasheets and whitepapers the numbers come from.
     pub sources: Vec<String>,
     /// Caveats.
@@ -439,6 +458,32 @@ impl Hardware {
         Ok(())
     }
 
+    /// Board power per FLOP/s of the largest 16-bit tensor rate the vendor publishes
+    /// (fp16, bf16 or fp16 with fp16 accumulate), in W·s/FLOP; `None` without `tdp_w`
+    /// or a 16-bit peak.
+    pub fn watts_per_tensor_flop(&self) -> Option<f64> {
+        let p = &self.peak_flops_per_s;
+        let peak = [p.fp16, p.bf16, p.fp16_acc16]
+            .into_iter()
+            .flatten()
+            .fold(0.0, f64::max);
+        match self.tdp_w {
+            Some(w) if peak > 0.0 => Some(w / peak),
+            _ => None,
+        }
+    }
+
+    /// The rate a matmul of `dtype` runs against: the dense peak ([`Hardware::peak`]),
+    /// derated to the [`Hardware::sustained_tensor_fraction`] for a tensor format (every
+    /// format but fp32 and fp64, the vector units').
+    pub fn sustained_peak(&self, dtype: ComputeDtype) -> (f64, ComputeDtype) {
+        let (p, d) = self.peak(dtype);
+        match d {
+            ComputeDtype::Fp32 | ComputeDtype::Fp64 => (p, d),
+            _ => (p * self.sustained_tensor_fraction, d),
+        }
+    }
+
     /// The dense peak for `dtype`, or where the vendor publishes none, the closest
     /// published rate (bf16 <-> fp16, then fp32; low-precision formats fall back to
     /// 16-bit, since kernels then run at 16-bit). Returns the rate and the dtype used.
@@ -555,6 +600,10 @@ impl HardwareDb {
             for hw in parse_builtin(builtin::HARDWARE_FILES, files, parse, |h| &h.id)? {
                 db.insert(hw);
             }
+            db.resolve_power().map_err(|(id, e)| Error::Parse {
+                source_name: format!("data/hardware/{id}.toml"),
+                message: e.to_string(),
+            })?;
             Ok(db)
         })
         .as_ref()
@@ -617,8 +666,61 @@ impl HardwareDb {
             }
         }
         let id = hw.id.clone();
+        let before = self.devices.clone();
         self.insert(hw);
+        if let Err((_, e)) = self.resolve_power() {
+            // a reference this file breaks (its own, or another device's to it): the
+            // database stays as it was
+            self.devices = before;
+            return Err(Error::Parse {
+                source_name: src,
+                message: e.to_string(),
+            });
+        }
         Ok((self.get(&id)?, clash))
+    }
+
+    /// Computes every device's [`Hardware::sustained_tensor_fraction`] from its
+    /// `power_reference`. An unknown reference (with near matches), or a missing
+    /// `tdp_w` or 16-bit tensor peak on either side, is an error naming the device.
+    fn resolve_power(&mut self) -> std::result::Result<(), (String, Error)> {
+        let mut fractions = Vec::with_capacity(self.devices.len());
+        for d in &self.devices {
+            let Some(name) = &d.power_reference else {
+                fractions.push(1.0);
+                continue;
+            };
+            let fail = |message: String| (d.id.clone(), Error::invalid("power_reference", message));
+            let r = match self.get(name) {
+                Ok(r) => r,
+                Err(Error::UnknownName { suggestions, .. }) => {
+                    let near = if suggestions.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" (did you mean {}?)", suggestions.join(", "))
+                    };
+                    return Err(fail(format!("unknown hardware id '{name}'{near}")));
+                }
+                Err(e) => return Err((d.id.clone(), e)),
+            };
+            let own = d.watts_per_tensor_flop().ok_or_else(|| {
+                fail(format!(
+                    "'{}' needs tdp_w and a 16-bit tensor peak to compare with {name}",
+                    d.id
+                ))
+            })?;
+            let theirs = r.watts_per_tensor_flop().ok_or_else(|| {
+                fail(format!(
+                    "the reference {} has no tdp_w or no 16-bit tensor peak",
+                    r.id
+                ))
+            })?;
+            fractions.push((own / theirs).min(1.0));
+        }
+        for (d, f) in self.devices.iter_mut().zip(fractions) {
+            d.sustained_tensor_fraction = f;
+        }
+        Ok(())
     }
 
     /// All devices, sorted by id.

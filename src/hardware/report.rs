@@ -45,6 +45,8 @@ impl Hardware {
             scaleup_link: self.scaleup_link.as_ref().map(|l| l.name.clone()),
             scaleup_domain_devices: self.scaleup_domain_devices(),
             tdp_w: self.tdp_w,
+            power_reference: self.power_reference.clone(),
+            sustained_tensor_fraction: self.sustained_tensor_fraction,
             release_year: self.release_year,
             price_usd_per_hour: self.price.as_ref().map(|p| p.usd_per_hour),
             price_date: self.price.as_ref().map(|p| p.date.clone()),
@@ -129,6 +131,14 @@ pub struct HardwareReport {
     pub scaleup_domain_devices: Option<u64>,
     /// Watts.
     pub tdp_w: Option<f64>,
+    /// The same die's device whose board power per tensor FLOP/s is taken to sustain
+    /// the rated clock; absent: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power_reference: Option<String>,
+    /// Fraction of the rated tensor peaks the board power sustains (1 without a
+    /// reference); predictions run tensor matmuls against peak x this.
+    #[serde(default = "one")]
+    pub sustained_tensor_fraction: f64,
     /// Year.
     pub release_year: Option<u32>,
     /// USD per device-hour.
@@ -141,4 +151,8 @@ pub struct HardwareReport {
     pub sources: Vec<String>,
     /// Caveats.
     pub notes: String,
+}
+
+fn one() -> f64 {
+    1.0
 }

@@ -383,18 +383,24 @@ impl<'a> Predictor<'a> {
         let matmul_dtype = precision.compute_dtype(weights);
         let used = hardware.peak(matmul_dtype).1;
         // kernels on warp-level mma.sync reach only part of a Hopper tensor peak
-        let tensor_share = match hardware.peak_flops_per_s.warp_mma_fraction {
+        let warp = match hardware.peak_flops_per_s.warp_mma_fraction {
             Some(f) if !engine.warpgroup_mma => f,
             _ => 1.0,
         };
+        // two ceilings on a tensor rate, the lower binds: the instructions' (above) and
+        // the clock the board power sustains under a full tensor load
+        let share = |d: ComputeDtype| match d {
+            ComputeDtype::Fp32 | ComputeDtype::Fp64 => warp,
+            _ => warp.min(hardware.sustained_tensor_fraction),
+        };
         let matmul_ceilings = |d: ComputeDtype| {
             let mut c = hardware.ceilings(d);
-            c.peak_flops_per_s = hardware.peak(d).0 * tensor_share;
+            c.peak_flops_per_s = hardware.peak(d).0 * share(d);
             if d == ComputeDtype::Fp16
                 && engine.fp16_accumulate
                 && let Some(acc16) = hardware.peak_flops_per_s.fp16_acc16
             {
-                c.peak_flops_per_s = c.peak_flops_per_s.max(acc16 * tensor_share);
+                c.peak_flops_per_s = c.peak_flops_per_s.max(acc16 * share(d));
             }
             (d, c)
         };
@@ -406,7 +412,7 @@ impl<'a> Predictor<'a> {
             }
         }
         let mut attention = hardware.ceilings(activations);
-        attention.peak_flops_per_s *= tensor_share;
+        attention.peak_flops_per_s = hardware.peak(activations).0 * share(activations);
         let vector = hardware.ceilings(ComputeDtype::Fp32);
         let eff = engine.efficiency(hardware);
         let comm_eff = Efficiency {

@@ -164,6 +164,12 @@ pub fn hardware_show(d: &Hardware) -> String {
     if let Some(t) = d.tdp_w {
         s.push_str(&format!("TDP: {t:.0} W\n"));
     }
+    if let Some(r) = &d.power_reference {
+        s.push_str(&format!(
+            "sustained tensor rate: {:.3} of the rated peaks (board power per tensor FLOP/s against {r}, the same die at its rated clock); predictions use it\n",
+            d.sustained_tensor_fraction
+        ));
+    }
     if let Some(p) = &d.price {
         s.push_str(&format!("price: ${:.2}/h ({})\n", p.usd_per_hour, p.date));
     }

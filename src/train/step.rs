@@ -440,7 +440,7 @@ impl Trainer<'_> {
             let (ceil, eff) = match k.unit {
                 Unit::Matrix(d) | Unit::Dequant(d) => (
                     Ceilings {
-                        peak_flops_per_s: hw.peak(d).0,
+                        peak_flops_per_s: hw.sustained_peak(d).0,
                         memory_bytes_per_s: bw,
                         link_bytes_per_s: None,
                     },

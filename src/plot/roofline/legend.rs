@@ -56,6 +56,19 @@ fn roofs(p: &mut Panel, s: &Scene) -> Result<()> {
             fmt_bytes_per_s(hw.bandwidth_bytes_per_s),
         );
         p.row(&[], 28.0, &peaks, SMALL_PX, GREY)?;
+        // a roof below the datasheet's: the rate the board power sustains, or what
+        // warp-level MMA reaches of a Hopper peak (the lower binds)
+        let rated = d.hardware.peak(dtype).0;
+        let share = hw.peak_flops_per_s / rated;
+        if share < 0.999 {
+            let why = if d.hardware.sustained_tensor_fraction <= share * 1.000_001 {
+                "board power"
+            } else {
+                "warp-level MMA"
+            };
+            let note = format!("{share:.2} of the rated {} ({why})", fmt_flops_per_s(rated));
+            p.row(&[], 28.0, &note, SMALL_PX, GREY)?;
+        }
     }
     Ok(())
 }
