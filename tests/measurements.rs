@@ -65,23 +65,24 @@ fn check_kind(kind: Kind, tolerance_pct: f64, min_rows: usize) {
 
 #[test]
 fn kind_a_single_stream_decode() {
-    // in sample 7.1% (114 rows)
-    check_kind(Kind::A, 8.1, 25);
+    // in sample 8.1% (114 rows; 7.1% before 53 prefill rows shared the engines' overheads)
+    check_kind(Kind::A, 9.0, 25);
 }
 
 #[test]
 fn kind_b_batched_throughput() {
-    // in sample 13.5% (130 rows; MoE at TensorRT-LLM's max load, DeepSeek-R1 over 8 GPUs
+    // in sample 14.3% (130 rows; MoE at TensorRT-LLM's max load, DeepSeek-R1 over 8 GPUs
     // tensor parallel and vLLM on ROCm at large batch are the largest misses)
-    check_kind(Kind::B, 14.5, 10);
+    check_kind(Kind::B, 15.3, 10);
 }
 
 #[test]
 fn kind_c_prefill_and_ttft() {
-    // in sample 14.2% (98 rows; 18.6% before llama.cpp's per-expert cost on RDNA:
-    // prefill on the power-limited workstation cards, RTX 6000 Ada and L40S, long
-    // gpt-oss prompts on Strix Halo and SGLang's online TTFT are the largest misses)
-    check_kind(Kind::C, 15.2, 10);
+    // in sample 14.7% (151 rows; 18.6% on 98 before llama.cpp's per-expert cost on
+    // RDNA: SGLang's TTFT through its server, TensorRT-LLM v0.9's Mixtral prompts on
+    // Hopper, prefill on the power-limited RTX 6000 Ada and long gpt-oss prompts on
+    // Strix Halo are the largest misses)
+    check_kind(Kind::C, 15.7, 10);
 }
 
 #[test]
@@ -319,20 +320,24 @@ fn bundled_accuracy() -> &'static Accuracy {
 
 #[test]
 fn held_out_errors_per_kind() {
-    // measured (this file, these engines; 342 A/B/C rows from 32 publications): leave
-    // one row out A 7.7%, B 14.8%, C 15.2%; leave one source out A 7.9%, B 14.8%, C
-    // 18.5% (Huber threshold 0.2: A 8.2%, B 14.9%, C 19.7%; 0.3: A 8.0%, B 14.6%, C
-    // 18.2%). C was 24.6% before llama.cpp's per-expert cost on RDNA
+    // measured (this file, these engines; 395 A/B/C rows from 34 publications): leave
+    // one row out A 8.7%, B 14.8%, C 16.5%; leave one source out A 9.1%, B 15.4%, C
+    // 18.0% (Huber threshold 0.2: A 9.1%, B 15.0%, C 19.0%; 0.3: A 9.5%, B 15.1%, C
+    // 18.2%). On the 342 rows before the 53 prefill rows of TensorRT-LLM v0.9, the
+    // SGLang cookbook, LMDeploy and ExLlamaV2 (m660-m712) they were A 7.9%, B 14.5%,
+    // C 18.1% with the sustained tensor rates (power_reference) and A 7.9%, B 14.8%,
+    // C 18.5% without. C was 24.6% before llama.cpp's per-expert cost on RDNA
     // (rdna_expert_overhead_s), with the Strix Halo MoE prompts 1.8-3x fast, and 19.6%
     // before its fp32 scores in unfused attention (fp32_scores). Limits:
     // measured + ~1 point, so that a change that makes the held-out error worse fails
-    // here. (Issue 13's targets, A 10%, B 15%, C 15%, are met for A and B: the largest
-    // misses are prefill on power-limited workstation cards and long gpt-oss prompts on
-    // Strix Halo, MoE at max load and vLLM on ROCm; see README "Calibration".)
+    // here. (Issue 13's targets, A 10%, B 15%, C 15%, are met for A: the largest
+    // misses are TTFT through a server, MoE prompts of early TensorRT-LLM, prefill on
+    // power-limited workstation cards and long gpt-oss prompts on Strix Halo, MoE at max
+    // load and vLLM on ROCm; see README "Calibration".)
     let limits = [
-        (Kind::A, 8.7, 8.9),
-        (Kind::B, 15.8, 15.0),
-        (Kind::C, 16.2, 19.5),
+        (Kind::A, 9.7, 10.1),
+        (Kind::B, 15.8, 16.4),
+        (Kind::C, 17.5, 19.0),
     ];
     let a = bundled_accuracy();
     for (kind, loo_max, loso_max) in limits {
@@ -360,7 +365,7 @@ fn held_out_errors_per_kind() {
         (n(&a.leave_one_out), n(&a.leave_one_source_out)),
         (fitted, fitted)
     );
-    assert!(a.sources >= 32, "{} sources", a.sources);
+    assert!(a.sources >= 34, "{} sources", a.sources);
 }
 
 #[test]
@@ -412,8 +417,8 @@ fn kernel_features_are_stated_physics() {
     // warp-level MMA on Hopper: half the tensor peak. llama.cpp's compute-bound
     // 4096-token prefill of Llama-3-8B f16 on an H100 SXM takes close to twice as long
     // as with warpgroup MMA (the memory-bound ops and overheads do not change); on an
-    // H100 PCIe, whose board power sustains 0.654 of its tensor peaks, the lower of the
-    // two ceilings binds: 0.5 against 0.654, about 1.3x; on an A100, which publishes no
+    // H100 PCIe, whose board power sustains 0.868 of its tensor peaks, the lower of the
+    // two ceilings binds: 0.5 against 0.868, about 1.6x; on an A100, which publishes no
     // warp_mma_fraction, nothing changes
     assert!(!llama.warpgroup_mma);
     let wgmma = with(&|e| e.warpgroup_mma = true);
@@ -427,7 +432,7 @@ fn kernel_features_are_stated_physics() {
         ratio("h100-sxm")
     );
     assert!(
-        (1.15..1.31).contains(&ratio("h100-pcie")),
+        (1.4..1.75).contains(&ratio("h100-pcie")),
         "{}",
         ratio("h100-pcie")
     );

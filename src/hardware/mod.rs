@@ -303,15 +303,19 @@ pub struct Hardware {
     /// tensor FLOP/s (`rtx-4090` for the RTX 6000 Ada, `h100-sxm` for the H100 PCIe):
     /// taken to sustain its rated clock under a full tensor load. Where this device has
     /// less board power per FLOP/s, it cannot hold the clock its peaks are rated at, and
-    /// its tensor rates are derated by the ratio
-    /// ([`Hardware::sustained_tensor_fraction`]). Needs `tdp_w` and a 16-bit tensor peak
+    /// its tensor rates are derated ([`Hardware::sustained_tensor_fraction`]). Needs `tdp_w` and a 16-bit tensor peak
     /// here and on the reference.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub power_reference: Option<String>,
-    /// The fraction of the rated tensor peaks this device sustains: `min(1, (tdp_w /
-    /// peak) / (reference tdp_w / reference peak))` with `peak` the largest 16-bit tensor
-    /// rate (fp16, bf16 or fp16 with fp16 accumulate); 1 without a `power_reference`.
-    /// Computed when the device enters a [`HardwareDb`] (never read from a file).
+    /// The fraction of the rated tensor peaks this device sustains: the cube root of
+    /// `min(1, (tdp_w / peak) / (reference tdp_w / reference peak))`, `peak` the largest
+    /// 16-bit tensor rate (fp16, bf16 or fp16 with fp16 accumulate); 1 without a
+    /// `power_reference`. The cube root: dynamic power goes as `f V^2` and the voltage
+    /// with the clock `f`, so the clock a board sustains goes as the cube root of its
+    /// power. (Stas Bekman's maximum achievable matmul, kind F rows m131 and m132: the
+    /// 300 W A100 PCIe reaches 252.9 / 271.2 = 0.933 of the 400 W A100 SXM; the cube root
+    /// of 300 / 400 is 0.909, a linear law's 0.75 is below what was measured.) Computed
+    /// when the device enters a [`HardwareDb`] (never read from a file).
     #[serde(skip, default = "one")]
     pub sustained_tensor_fraction: f64,
     /// Datasheets and whitepapers the numbers come from.
@@ -715,7 +719,9 @@ impl HardwareDb {
                     r.id
                 ))
             })?;
-            fractions.push((own / theirs).min(1.0));
+            // dynamic power ~ f V^2 with V ~ f along the voltage-frequency curve: the
+            // clock goes as the cube root of the power per unit of rated throughput
+            fractions.push((own / theirs).min(1.0).cbrt());
         }
         for (d, f) in self.devices.iter_mut().zip(fractions) {
             d.sustained_tensor_fraction = f;
