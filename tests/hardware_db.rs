@@ -615,28 +615,19 @@ fn power_references_resolve_in_user_files_or_are_refused_naming_the_field() {
     .unwrap();
     let (hw, _) = db.load_file(&ok).unwrap();
     assert!((hw.sustained_tensor_fraction - 0.5625f64.cbrt()).abs() < 1e-15);
-    // an unknown reference: refused, naming the field and the near ids, db unchanged
-    let bad = dir.join("bad.toml");
-    std::fs::write(
-        &bad,
-        device_toml("typo", "power_reference = \"a100-80gb-sx\""),
-    )
-    .unwrap();
-    let e = db.load_file(&bad).unwrap_err().to_string();
-    assert!(
-        e.contains("power_reference") && e.contains("a100-80gb-sxm"),
-        "{e}"
-    );
-    assert!(db.get("typo").is_err());
-    // a reference without board power: refused
-    let no_tdp = dir.join("no_tdp.toml");
-    std::fs::write(
-        &no_tdp,
-        device_toml("other", "power_reference = \"m1-max\""),
-    )
-    .unwrap();
-    let e = db.load_file(&no_tdp).unwrap_err().to_string();
-    assert!(e.contains("power_reference") && e.contains("m1-max"), "{e}");
+    // refused, naming the field, the database unchanged: an unknown reference (with the
+    // near ids), and a reference without board power
+    for (id, reference, named) in [
+        ("typo", "a100-80gb-sx", "a100-80gb-sxm"),
+        ("other", "m1-max", "m1-max"),
+    ] {
+        let path = dir.join(format!("{id}.toml"));
+        let line = format!("power_reference = \"{reference}\"");
+        std::fs::write(&path, device_toml(id, &line)).unwrap();
+        let e = db.load_file(&path).unwrap_err().to_string();
+        assert!(e.contains("power_reference") && e.contains(named), "{e}");
+        assert!(db.get(id).is_err());
+    }
     // overriding the reference re-derives its dependents: an A100 SXM at 450 W makes
     // the 225 W part (225 / 312e12) / (450 / 312e12) = 0.5, cube root 0.793701
     let sxm = HardwareDb::builtin().unwrap().get("a100-80gb-sxm").unwrap();
