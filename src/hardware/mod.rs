@@ -303,8 +303,8 @@ pub struct Hardware {
     /// tensor FLOP/s (`rtx-4090` for the RTX 6000 Ada, `h100-sxm` for the H100 PCIe):
     /// taken to sustain its rated clock under a full tensor load. Where this device has
     /// less board power per FLOP/s, it cannot hold the clock its peaks are rated at, and
-    /// its tensor rates are derated ([`Hardware::sustained_tensor_fraction`]). Needs `tdp_w` and a 16-bit tensor peak
-    /// here and on the reference.
+    /// its tensor rates are derated ([`Hardware::sustained_tensor_fraction`]). Needs
+    /// `tdp_w` and a 16-bit tensor peak here and on the reference.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub power_reference: Option<String>,
     /// The fraction of the rated tensor peaks this device sustains: the cube root of
@@ -477,15 +477,22 @@ impl Hardware {
         }
     }
 
-    /// The rate a matmul of `dtype` runs against: the dense peak ([`Hardware::peak`]),
-    /// derated to the [`Hardware::sustained_tensor_fraction`] for a tensor format (every
-    /// format but fp32 and fp64, the vector units').
+    /// The share of `dtype`'s rated peak the board power sustains: the
+    /// [`Hardware::sustained_tensor_fraction`] for a tensor format (every format but
+    /// fp32 and fp64, the vector units'), 1 for the vector units.
+    pub fn tensor_fraction(&self, dtype: ComputeDtype) -> f64 {
+        match dtype {
+            ComputeDtype::Fp32 | ComputeDtype::Fp64 => 1.0,
+            _ => self.sustained_tensor_fraction,
+        }
+    }
+
+    /// The rate a matmul of `dtype` runs against: the dense peak ([`Hardware::peak`])
+    /// times the share the board power sustains ([`Hardware::tensor_fraction`] of the
+    /// dtype the peak is of).
     pub fn sustained_peak(&self, dtype: ComputeDtype) -> (f64, ComputeDtype) {
         let (p, d) = self.peak(dtype);
-        match d {
-            ComputeDtype::Fp32 | ComputeDtype::Fp64 => (p, d),
-            _ => (p * self.sustained_tensor_fraction, d),
-        }
+        (p * self.tensor_fraction(d), d)
     }
 
     /// The dense peak for `dtype`, or where the vendor publishes none, the closest

@@ -137,7 +137,7 @@ pub struct HardwareReport {
     pub power_reference: Option<String>,
     /// Fraction of the rated tensor peaks the board power sustains (1 without a
     /// reference); predictions run tensor matmuls against peak x this.
-    #[serde(default = "one")]
+    #[serde(default = "super::one")]
     pub sustained_tensor_fraction: f64,
     /// Year.
     pub release_year: Option<u32>,
@@ -151,8 +151,4 @@ pub struct HardwareReport {
     pub sources: Vec<String>,
     /// Caveats.
     pub notes: String,
-}
-
-fn one() -> f64 {
-    1.0
 }

@@ -389,18 +389,20 @@ impl<'a> Predictor<'a> {
         };
         // two ceilings on a tensor rate, the lower binds: the instructions' (above) and
         // the clock the board power sustains under a full tensor load
-        let share = |d: ComputeDtype| match d {
-            ComputeDtype::Fp32 | ComputeDtype::Fp64 => warp,
-            _ => warp.min(hardware.sustained_tensor_fraction),
+        // (of the dtype whose peak is used: a format without a peak runs at another's)
+        let rate = |d: ComputeDtype| {
+            let (p, used) = hardware.peak(d);
+            p * warp.min(hardware.tensor_fraction(used))
         };
         let matmul_ceilings = |d: ComputeDtype| {
             let mut c = hardware.ceilings(d);
-            c.peak_flops_per_s = hardware.peak(d).0 * share(d);
+            c.peak_flops_per_s = rate(d);
             if d == ComputeDtype::Fp16
                 && engine.fp16_accumulate
                 && let Some(acc16) = hardware.peak_flops_per_s.fp16_acc16
             {
-                c.peak_flops_per_s = c.peak_flops_per_s.max(acc16 * share(d));
+                let share = warp.min(hardware.tensor_fraction(d));
+                c.peak_flops_per_s = c.peak_flops_per_s.max(acc16 * share);
             }
             (d, c)
         };
@@ -412,7 +414,7 @@ impl<'a> Predictor<'a> {
             }
         }
         let mut attention = hardware.ceilings(activations);
-        attention.peak_flops_per_s = hardware.peak(activations).0 * share(activations);
+        attention.peak_flops_per_s = rate(activations);
         let vector = hardware.ceilings(ComputeDtype::Fp32);
         let eff = engine.efficiency(hardware);
         let comm_eff = Efficiency {
