@@ -85,6 +85,17 @@ pub struct Engine {
     /// bytes of a 16-bit score matrix. Default false (the activation dtype).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub fp32_scores: bool,
+    /// Rows (tokens) at which a weight matmul on the tensor cores reaches half its
+    /// large-batch compute rate: a matmul of `M` rows runs at `M / (M + gemm_half_rows)`
+    /// of [`Engine::compute_efficiency`]. Each weight tile a thread block loads, and the
+    /// pipeline it fills and drains, is paid once whatever the rows it serves, so the
+    /// compute time is that of `M + gemm_half_rows` rows: affine in the tokens, half of
+    /// the rate at `M = gemm_half_rows`, within 2% of it beyond 50 times that. Passes of
+    /// at most [`GEMV_MAX_TOKENS`] tokens run matrix-vector kernels (memory-bound, no
+    /// tiles) and are not derated. Default 0 (no roll-off); 32 in every bundled engine,
+    /// chosen from 8 ... 128 by the leave-one-source-out error of the bundled rows.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub gemm_half_rows: f64,
     /// Fixed time per forward pass, s.
     #[serde(default)]
     pub step_overhead_s: f64,
@@ -266,6 +277,7 @@ impl Engine {
             warpgroup_mma: true,
             kv_concat: false,
             fp32_scores: false,
+            gemm_half_rows: 0.0,
             step_overhead_s: 0.0,
             sequence_overhead_s: 0.0,
             layer_overhead_s: 0.0,
@@ -299,6 +311,7 @@ impl Engine {
             && self.warpgroup_mma == other.warpgroup_mma
             && self.kv_concat == other.kv_concat
             && self.fp32_scores == other.fp32_scores
+            && self.gemm_half_rows == other.gemm_half_rows
             && self.step_overhead_s == other.step_overhead_s
             && self.sequence_overhead_s == other.sequence_overhead_s
             && self.layer_overhead_s == other.layer_overhead_s
@@ -428,6 +441,7 @@ impl Engine {
                 0.01,
             ),
             ("collective_latency_s", self.collective_latency_s, 1.0),
+            ("gemm_half_rows", self.gemm_half_rows, 65536.0),
             ("overhead_bytes", self.overhead_bytes, 1e13),
         ] {
             if !(v.is_finite() && (0.0..=max).contains(&v)) {

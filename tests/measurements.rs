@@ -65,24 +65,26 @@ fn check_kind(kind: Kind, tolerance_pct: f64, min_rows: usize) {
 
 #[test]
 fn kind_a_single_stream_decode() {
-    // in sample 8.1% (114 rows; 7.1% before 53 prefill rows shared the engines' overheads)
-    check_kind(Kind::A, 9.0, 25);
+    // in sample 7.5% (114 rows; 8.1% before the matmuls' roll-off at few rows,
+    // gemm_half_rows; 7.1% before 53 prefill rows shared the engines' overheads)
+    check_kind(Kind::A, 8.5, 25);
 }
 
 #[test]
 fn kind_b_batched_throughput() {
-    // in sample 14.3% (130 rows; MoE at TensorRT-LLM's max load, DeepSeek-R1 over 8 GPUs
-    // tensor parallel and vLLM on ROCm at large batch are the largest misses)
-    check_kind(Kind::B, 15.3, 10);
+    // in sample 13.6% (130 rows, 14.3% before gemm_half_rows; MoE at TensorRT-LLM's max
+    // load, DeepSeek-R1 over 8 GPUs tensor parallel and vLLM on ROCm at large batch are
+    // the largest misses)
+    check_kind(Kind::B, 14.6, 10);
 }
 
 #[test]
 fn kind_c_prefill_and_ttft() {
-    // in sample 14.7% (151 rows; 18.6% on 98 before llama.cpp's per-expert cost on
-    // RDNA: SGLang's TTFT through its server, TensorRT-LLM v0.9's Mixtral prompts on
-    // Hopper, prefill on the power-limited RTX 6000 Ada and long gpt-oss prompts on
-    // Strix Halo are the largest misses)
-    check_kind(Kind::C, 15.7, 10);
+    // in sample 13.2% (151 rows, 14.7% before gemm_half_rows; 18.6% on 98 before
+    // llama.cpp's per-expert cost on RDNA: SGLang's TTFT through its server,
+    // TensorRT-LLM v0.9's Mixtral prompts on Hopper, prefill on the power-limited RTX
+    // 6000 Ada and long gpt-oss prompts on Strix Halo are the largest misses)
+    check_kind(Kind::C, 14.2, 10);
 }
 
 #[test]
@@ -321,23 +323,25 @@ fn bundled_accuracy() -> &'static Accuracy {
 #[test]
 fn held_out_errors_per_kind() {
     // measured (this file, these engines; 395 A/B/C rows from 34 publications): leave
-    // one row out A 8.7%, B 14.8%, C 16.5%; leave one source out A 9.1%, B 15.4%, C
-    // 18.0% (Huber threshold 0.2: A 9.1%, B 15.0%, C 19.0%; 0.3: A 9.5%, B 15.1%, C
-    // 18.2%). On the 342 rows before the 53 prefill rows of TensorRT-LLM v0.9, the
+    // one row out A 7.8%, B 14.1%, C 13.7%; leave one source out A 8.7%, B 14.2%, C
+    // 16.7%. Before the matmuls' roll-off at few rows (gemm_half_rows 32; 20 gave A
+    // 8.8%, B 14.4%, C 16.9%, 40 8.6 / 13.9 / 16.2%, 48 9.2 / 13.9 / 17.4%, 56 9.1 /
+    // 14.0 / 18.9%) leave one source out was A 9.1%, B 15.4%, C 18.0% (Huber threshold
+    // 0.2: A 9.1%, B 15.0%, C 19.0%; 0.3: A 9.5%, B 15.1%, C 18.2%). On the 342 rows before the 53 prefill rows of TensorRT-LLM v0.9, the
     // SGLang cookbook, LMDeploy and ExLlamaV2 (m660-m712) they were A 7.9%, B 14.5%,
     // C 18.1% with the sustained tensor rates (power_reference) and A 7.9%, B 14.8%,
     // C 18.5% without. C was 24.6% before llama.cpp's per-expert cost on RDNA
     // (rdna_expert_overhead_s), with the Strix Halo MoE prompts 1.8-3x fast, and 19.6%
     // before its fp32 scores in unfused attention (fp32_scores). Limits:
     // measured + ~1 point, so that a change that makes the held-out error worse fails
-    // here. (Issue 13's targets, A 10%, B 15%, C 15%, are met for A: the largest
+    // here. (Issue 13's targets, A 10%, B 15%, C 15%, are met for A and B: the largest
     // misses are TTFT through a server, MoE prompts of early TensorRT-LLM, prefill on
     // power-limited workstation cards and long gpt-oss prompts on Strix Halo, MoE at max
     // load and vLLM on ROCm; see README "Calibration".)
     let limits = [
-        (Kind::A, 9.7, 10.1),
-        (Kind::B, 15.8, 16.4),
-        (Kind::C, 17.5, 19.0),
+        (Kind::A, 8.8, 9.7),
+        (Kind::B, 15.1, 15.2),
+        (Kind::C, 14.7, 17.7),
     ];
     let a = bundled_accuracy();
     for (kind, loo_max, loso_max) in limits {
@@ -466,11 +470,13 @@ fn kernel_features_are_stated_physics() {
     assert!(rdna < llama.compute_efficiency);
     // an engine without rows there keeps its tensor-core fraction on an RDNA GPU (and
     // typical's measured Apple fraction, Apple's MPS GEMM at 0.747, on an Apple GPU)
-    // llama.cpp's expert matmuls on RDNA: a cost per routed expert matrix (tens of
-    // µs: the Strix Halo MoE prompts of three publications were 1.8-3x fast without
-    // it), none on a CUDA device
+    // llama.cpp's expert matmuls on RDNA: a cost per routed expert matrix (the Strix
+    // Halo MoE prompts of three publications were 1.8-3x fast without it; about 22 µs
+    // before the matmuls' roll-off at few rows, gemm_half_rows, took its part: an
+    // expert of a 512-token pass gets 512 x 8 / 128 = 32 rows, half the large-M
+    // rate), none on a CUDA device
     let per_expert = llama.rdna_expert_overhead_s.unwrap();
-    assert!((10e-6..40e-6).contains(&per_expert), "{per_expert}");
+    assert!((5e-6..40e-6).contains(&per_expert), "{per_expert}");
     assert_eq!(llama.expert_overhead_on(strix), per_expert);
     assert_eq!(llama.expert_overhead_on(hw.get("dgx-spark").unwrap()), 0.0);
     // ggml's unfused attention holds fp32 scores

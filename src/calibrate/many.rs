@@ -164,6 +164,7 @@ fn same_rest(a: &Engine, b: &Engine) -> bool {
         warpgroup_mma,
         kv_concat,
         fp32_scores,
+        gemm_half_rows,
         sequence_overhead_s,
         max_num_seqs,
         kv_block_tokens,
@@ -178,6 +179,7 @@ fn same_rest(a: &Engine, b: &Engine) -> bool {
         && *max_batched_tokens == b.max_batched_tokens
         && *override_builtin == b.override_builtin
         && same(sequence_overhead_s, &b.sequence_overhead_s)
+        && same(gemm_half_rows, &b.gemm_half_rows)
         && (
             *fp4_tensor_cores,
             *int8_mma,

@@ -532,12 +532,45 @@ impl<'a> Predictor<'a> {
         if op.unit == Unit::Matrix(ComputeDtype::Fp4) {
             e.compute *= self.engine.fp4_efficiency;
         }
+        if let Some(m) = self.matmul_rows(op)
+            && m > crate::engine::GEMV_MAX_TOKENS as f64
+        {
+            e.compute *= m / (m + self.engine.gemm_half_rows);
+        }
         if op.kind.is_attention_core() {
             e.compute *= self.engine.attention_efficiency;
             e.memory *= self.engine.attention_efficiency;
         }
         e.overhead_s *= op.count;
         e
+    }
+
+    /// The rows (tokens) of a weight matmul, `None` for any other op: its FLOPs over
+    /// twice its weights' elements (for routed experts, the tokens each expert that has
+    /// some receives on average). The elements are its weight bytes at the width the
+    /// graph stores them: the embeddings' width for the lm_head, the experts' format
+    /// for a MoE model's expert matmuls, the weights' otherwise. (A MoE model's dense
+    /// MLP layers, where its experts ship in another format than its other weights, are
+    /// counted at the experts' width.)
+    pub fn matmul_rows(&self, op: &OpInstance) -> Option<f64> {
+        use crate::model::graph::OpKind as K;
+        if !matches!(op.unit, Unit::Matrix(_) | Unit::Dequant(_))
+            || op.kind.is_attention_core()
+            || op.cost.read.weights <= 0.0
+            || op.cost.flops <= 0.0
+        {
+            return None;
+        }
+        let w = &self.precision.weights;
+        let bits = match op.kind {
+            K::LmHead if w.keeps_embeddings_16bit() => 16.0,
+            K::Router => 16.0,
+            K::GateUpProj | K::UpProj | K::DownProj if self.model.is_moe() => {
+                self.precision.experts.bits()
+            }
+            _ => w.bits(),
+        };
+        Some(op.cost.flops / (2.0 * op.cost.read.weights * 8.0 / bits))
     }
 
     /// Places one op instance (all its executions).

@@ -482,4 +482,75 @@ mod tests {
         let pd = Predictor::new(&dense, strix, &engine, &s).unwrap();
         assert_eq!(pd.expert_loop_s(512), 0.0);
     }
+
+    /// The matmuls' roll-off at few rows (`gemm_half_rows`), by hand: a matmul of `M`
+    /// rows runs at `M / (M + m0)` of the compute efficiency above 8 rows.
+    #[test]
+    fn matmul_compute_time_is_that_of_half_rows_more() {
+        use crate::model::graph::{OpKind, Step};
+        let models = ModelDb::builtin().unwrap();
+        let hw = HardwareDb::builtin().unwrap();
+        let h100 = hw.get("h100").unwrap();
+        let mut on = EngineDb::builtin().unwrap().get("typical").unwrap().clone();
+        on.gemm_half_rows = 32.0;
+        let mut off = on.clone();
+        off.gemm_half_rows = 0.0;
+        let s = Scenario::default();
+        let dense = models.resolve("llama-2-7b").unwrap();
+        let (p, q) = (
+            Predictor::new(&dense, h100, &on, &s).unwrap(),
+            Predictor::new(&dense, h100, &off, &s).unwrap(),
+        );
+        let ratio = |step: &Step, kind: OpKind| {
+            let op = *p.graph(step).ops().iter().find(|o| o.kind == kind).unwrap();
+            let rows = p.matmul_rows(&op);
+            (
+                rows,
+                p.place_op(&op).compute_time_s / q.place_op(&op).compute_time_s,
+            )
+        };
+        // a 128-token prompt: every projection has 128 rows, (128 + 32) / 128 = 1.25
+        let (rows, r) = ratio(&Step::prefill(1, 128), OpKind::QkvProj);
+        assert_eq!(rows, Some(128.0));
+        assert!((r - 1.25).abs() < 1e-12, "{r}");
+        // 2048 tokens: 2080 / 2048 = 1.015625
+        let (_, r) = ratio(&Step::prefill(1, 2048), OpKind::DownProj);
+        assert!((r - 1.015625).abs() < 1e-12, "{r}");
+        // decode at batch 64: 96 / 64 = 1.5
+        let (rows, r) = ratio(&Step::decode(64, 1000), OpKind::OProj);
+        assert_eq!(rows, Some(64.0));
+        assert!((r - 1.5).abs() < 1e-12, "{r}");
+        // at most 8 rows: the matrix-vector kernels, not derated; nor is the lm_head of
+        // a prompt's one sequence (1 row)
+        assert_eq!(ratio(&Step::decode(8, 1000), OpKind::GateUpProj).1, 1.0);
+        assert_eq!(
+            ratio(&Step::prefill(1, 128), OpKind::LmHead),
+            (Some(1.0), 1.0)
+        );
+        // the attention core is not a weight matmul
+        let att = *p
+            .graph(&Step::prefill(1, 128))
+            .ops()
+            .iter()
+            .find(|o| o.kind.is_attention_core())
+            .unwrap();
+        assert_eq!(p.matmul_rows(&att), None);
+        // routed experts: the tokens each expert with some receives. Mixtral, 2 of 8
+        // experts per token, 512 tokens: every expert is reached (1 - (6/8)^512 = 1),
+        // 512 x 2 / 8 = 128 rows each
+        let moe = models.resolve("mixtral-8x7b").unwrap();
+        let s2 = Scenario {
+            gpus: 2,
+            ..Scenario::default()
+        };
+        let pm = Predictor::new(&moe, h100, &on, &s2).unwrap();
+        let g = pm.graph(&Step::prefill(1, 512));
+        let up = g
+            .ops()
+            .iter()
+            .find(|o| o.kind == OpKind::GateUpProj)
+            .unwrap();
+        let rows = pm.matmul_rows(up).unwrap();
+        assert!((rows - 128.0).abs() < 1e-9, "{rows}");
+    }
 }

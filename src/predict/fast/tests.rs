@@ -354,7 +354,7 @@ fn prefill_lines_match_plain_passes_and_skip_moe_below_saturation() {
         };
         let p = Predictor::new(&m, h, e, &s).unwrap();
         let mut segs = PrefillSegments::new(&p, prompt);
-        let batches = [1u64, 2, 7, 62, 63, 64, 999, 100_000, 10_000_000];
+        let batches = [1u64, 2, 7, 8, 9, 62, 63, 64, 999, 100_000, 10_000_000];
         for b in batches {
             segs.lines(&p, b);
         }
