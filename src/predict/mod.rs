@@ -551,7 +551,9 @@ impl<'a> Predictor<'a> {
     /// graph stores them: the embeddings' width for the lm_head, the experts' format
     /// for a MoE model's expert matmuls, the weights' otherwise. (A MoE model's dense
     /// MLP layers, where its experts ship in another format than its other weights, are
-    /// counted at the experts' width.)
+    /// counted at the experts' width, and a draft model's matmuls at the target model's
+    /// widths: where those differ their rows are off by the ratio of the widths, which
+    /// moves only the roll-off of [`crate::engine::Engine::gemm_half_rows`].)
     pub fn matmul_rows(&self, op: &OpInstance) -> Option<f64> {
         use crate::model::graph::OpKind as K;
         if !matches!(op.unit, Unit::Matrix(_) | Unit::Dequant(_))

@@ -163,8 +163,8 @@ impl PrefillLines {
 /// The prefill at one prompt length over all batches: up to five batch ranges split
 /// where `batch x prompt` reaches the vocabulary or the trained context (an embedding
 /// table is then read whole) and where the prompt's tokens and the lm_head's rows leave
-/// the matrix-vector kernels ([`crate::engine::Engine::gemm_half_rows`]), each with its own lines, measured when first needed (or
-/// none: plain path).
+/// the matrix-vector kernels ([`crate::engine::Engine::gemm_half_rows`]), each with its
+/// own lines, measured when first needed (or none: plain path).
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct PrefillSegments {
     pub(super) prompt: u64,
