@@ -65,7 +65,9 @@ pub struct FitOptions {
     /// llama.cpp 0.2 gives 8.2 / 14.9 / 19.7%, 0.25 7.9 / 14.8 / 18.5%, 0.3 8.0 / 14.6 /
     /// 18.2%, within the selection's noise; with the sustained tensor rates of
     /// `power_reference` and 53 more prefill rows, 0.2 gives 9.1 / 15.0 / 19.0%, 0.25
-    /// 9.1 / 15.1 / 18.0%, 0.3 9.5 / 15.1 / 18.2%, 0.35 9.9 / 15.5 / 18.4%): rows of a
+    /// 9.1 / 15.1 / 18.0%, 0.3 9.5 / 15.1 / 18.2%, 0.35 9.9 / 15.5 / 18.4%; with the
+    /// matmuls' roll-off at few rows, `gemm_half_rows` 36, 0.2 gives 8.7 / 13.6 /
+    /// 16.2%, 0.25 8.6 / 13.9 / 16.1%, 0.3 8.7 / 14.2 / 16.4%): rows of a
     /// class the model does not
     /// express (2-3x off) must not pull the factors of the rows it does, and the
     /// narrower the threshold the more rows it discounts.
