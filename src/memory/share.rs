@@ -168,11 +168,7 @@ pub fn device_weight_bytes(cfg: &ModelConfig, p: &Precision, s: &Share) -> f64 {
     let params = cfg.params();
     let norm_params = params.norms as f64 / (cfg.norms_per_layer * cfg.layers + 1) as f64;
     let norms = norm_params * (cfg.norms_per_layer as f64 * count + if s.last { 1.0 } else { 0.0 });
-    let emb_bytes = if p.weights.keeps_embeddings_16bit() {
-        2.0
-    } else {
-        p.weights.bytes()
-    };
+    let emb_bytes = p.embedding_bits() / 8.0;
     let table = (cfg.vocab * cfg.hidden) as f64;
     let embedding = if s.first {
         params.embedding as f64

@@ -563,14 +563,13 @@ impl<'a> Predictor<'a> {
         {
             return None;
         }
-        let w = &self.precision.weights;
         let bits = match op.kind {
-            K::LmHead if w.keeps_embeddings_16bit() => 16.0,
+            K::LmHead => self.precision.embedding_bits(),
             K::Router => 16.0,
             K::GateUpProj | K::UpProj | K::DownProj if self.model.is_moe() => {
                 self.precision.experts.bits()
             }
-            _ => w.bits(),
+            _ => self.precision.weights.bits(),
         };
         Some(op.cost.flops / (2.0 * op.cost.read.weights * 8.0 / bits))
     }

@@ -142,6 +142,16 @@ impl Default for Kernels {
 }
 
 impl Precision {
+    /// Bits per element of the token embedding and the lm_head: 16 where the weight
+    /// format keeps them so ([`Format::keeps_embeddings_16bit`]), else the weights'.
+    pub fn embedding_bits(&self) -> f64 {
+        if self.weights.keeps_embeddings_16bit() {
+            16.0
+        } else {
+            self.weights.bits()
+        }
+    }
+
     /// The dtype a matmul on weights stored as `f` runs in: fp8 and int8 weights W8A8,
     /// fp4 formats on fp4 tensor cores and GGUF formats on int8 MMA where
     /// [`Precision::kernels`] says so, everything else at the activation dtype, except

@@ -522,11 +522,7 @@ fn build(
         act_bits,
         w_bits,
         kv_bits: p.kv.bits(),
-        emb_bits: if p.weights.keeps_embeddings_16bit() {
-            16.0
-        } else {
-            w_bits
-        },
+        emb_bits: p.embedding_bits(),
         matmul: p.unit(p.weights),
         attn_unit: Unit::Matrix(p.activations),
         heads: ceil_div(cfg.heads, tp),
