@@ -105,6 +105,17 @@ pub struct Engine {
     /// Fixed time per layer per forward pass, s.
     #[serde(default)]
     pub layer_overhead_s: f64,
+    /// Time per layer that a prompt pass (a prompt or a chunk of one: more tokens than
+    /// sequences) pays on top of [`Engine::layer_overhead_s`], s. Such a pass is
+    /// launched kernel by kernel where decode steps (speculative verification passes
+    /// included) are replayed from a captured CUDA graph, its shapes changing with
+    /// every prompt, and it runs the kernels only a prompt needs (the prompt
+    /// attention's sequence offsets and masks, the rotary embedding and the KV-cache
+    /// writes over its tokens). Default 0; 25 µs in every bundled engine but `ideal`, set
+    /// by hand from the leave-one-source-out error of the bundled rows (fitted per
+    /// engine it overfits: most engines' prompt rows come from one or two publications).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub prefill_layer_overhead_s: f64,
     /// Host and dispatch time per routed expert's weight matrix a pass visits on the
     /// matmul (GEMM) path, s: engines whose batched expert matmul runs one expert at a
     /// time (gather its tokens, widen its weights, multiply, scatter back) pay it for
@@ -281,6 +292,7 @@ impl Engine {
             step_overhead_s: 0.0,
             sequence_overhead_s: 0.0,
             layer_overhead_s: 0.0,
+            prefill_layer_overhead_s: 0.0,
             expert_overhead_s: 0.0,
             rdna_expert_overhead_s: None,
             collective_latency_s: 0.0,
@@ -315,6 +327,7 @@ impl Engine {
             && self.step_overhead_s == other.step_overhead_s
             && self.sequence_overhead_s == other.sequence_overhead_s
             && self.layer_overhead_s == other.layer_overhead_s
+            && self.prefill_layer_overhead_s == other.prefill_layer_overhead_s
             && self.expert_overhead_s == other.expert_overhead_s
             && self.rdna_expert_overhead_s == other.rdna_expert_overhead_s
             && self.collective_latency_s == other.collective_latency_s
@@ -434,6 +447,11 @@ impl Engine {
             ("step_overhead_s", self.step_overhead_s, 1.0),
             ("sequence_overhead_s", self.sequence_overhead_s, 0.1),
             ("layer_overhead_s", self.layer_overhead_s, 0.1),
+            (
+                "prefill_layer_overhead_s",
+                self.prefill_layer_overhead_s,
+                0.1,
+            ),
             ("expert_overhead_s", self.expert_overhead_s, 0.01),
             (
                 "rdna_expert_overhead_s",

@@ -84,7 +84,7 @@ fn on_the_bundled_file_the_rows_are_the_readme_s() {
     assert!(words.contains(
         "the four worst held-out rows are optimum's transformers + AutoGPTQ runs of \
          Llama-2-13B on an A100 and dstack's DeepSeek-R1 served tensor parallel over eight \
-         H200 and MI300X, predicted 2.8-3.7x as fast as measured"
+         H200 and MI300X, predicted 2.8-3.8x as fast as measured"
     ));
     let named = [
         ("hf", "a100-80gb-sxm"),

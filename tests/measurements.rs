@@ -65,26 +65,29 @@ fn check_kind(kind: Kind, tolerance_pct: f64, min_rows: usize) {
 
 #[test]
 fn kind_a_single_stream_decode() {
-    // in sample 7.5% (114 rows; 8.1% before the matmuls' roll-off at few rows,
+    // in sample 6.9% (114 rows; 7.5% before prompt passes paid their own per-layer
+    // overhead, prefill_layer_overhead_s; 8.1% before the matmuls' roll-off at few rows,
     // gemm_half_rows; 7.1% before 53 prefill rows shared the engines' overheads)
-    check_kind(Kind::A, 8.5, 25);
+    check_kind(Kind::A, 7.9, 25);
 }
 
 #[test]
 fn kind_b_batched_throughput() {
-    // in sample 13.6% (130 rows, 14.3% before gemm_half_rows; MoE at TensorRT-LLM's max
+    // in sample 13.8% (130 rows, 13.6% before prefill_layer_overhead_s, 14.3% before
+    // gemm_half_rows; MoE at TensorRT-LLM's max
     // load, DeepSeek-R1 over 8 GPUs tensor parallel and vLLM on ROCm at large batch are
     // the largest misses)
-    check_kind(Kind::B, 14.6, 10);
+    check_kind(Kind::B, 14.8, 10);
 }
 
 #[test]
 fn kind_c_prefill_and_ttft() {
-    // in sample 13.3% (151 rows, 14.7% before gemm_half_rows; 18.6% on 98 before
+    // in sample 13.1% (151 rows, 13.3% before prefill_layer_overhead_s, 14.7% before
+    // gemm_half_rows; 18.6% on 98 before
     // llama.cpp's per-expert cost on RDNA: SGLang's TTFT through its server,
     // TensorRT-LLM v0.9's Mixtral prompts on Hopper, prefill on the power-limited RTX
     // 6000 Ada and long gpt-oss prompts on Strix Halo are the largest misses)
-    check_kind(Kind::C, 14.3, 10);
+    check_kind(Kind::C, 14.1, 10);
 }
 
 #[test]
@@ -323,7 +326,11 @@ fn bundled_accuracy() -> &'static Accuracy {
 #[test]
 fn held_out_errors_per_kind() {
     // measured (this file, these engines; 395 A/B/C rows from 34 publications): leave
-    // one row out A 7.8%, B 14.1%, C 13.9%; leave one source out A 8.6%, B 13.9%, C
+    // one row out A 7.4%, B 14.4%, C 14.0%; leave one source out A 8.1%, B 14.2%, C
+    // 14.0%. Before prompt passes paid their own per-layer overhead
+    // (prefill_layer_overhead_s 25 us; 10 us gave A 8.5%, B 14.0%, C 15.3%, 20 us 8.2 /
+    // 14.4 / 14.0%, 40 us 7.6 / 14.7 / 14.0%, 60 us 7.1 / 15.5 / 14.5%) leave one row
+    // out was A 7.8%, B 14.1%, C 13.9% and leave one source out A 8.6%, B 13.9%, C
     // 16.1%. Before the matmuls' roll-off at few rows (gemm_half_rows 36; 20 gave A
     // 8.8%, B 14.4%, C 16.9%, 32 8.7 / 14.2 / 16.7%, 40 8.6 / 13.9 / 16.2%, 44 8.8 /
     // 13.8 / 16.6%, 48 9.2 / 13.9 / 17.4%, 56 9.1 / 14.0 / 18.9%) leave one source out was A 9.1%, B 15.4%, C 18.0% (Huber threshold
@@ -334,14 +341,14 @@ fn held_out_errors_per_kind() {
     // (rdna_expert_overhead_s), with the Strix Halo MoE prompts 1.8-3x fast, and 19.6%
     // before its fp32 scores in unfused attention (fp32_scores). Limits:
     // measured + ~1 point, so that a change that makes the held-out error worse fails
-    // here. (Issue 13's targets, A 10%, B 15%, C 15%, are met for A and B: the largest
+    // here, capped at issue 13's targets, A 10%, B 15%, C 15%, which are met. (The largest
     // misses are TTFT through a server, MoE prompts of early TensorRT-LLM, prefill on
     // power-limited workstation cards and long gpt-oss prompts on Strix Halo, MoE at max
     // load and vLLM on ROCm; see README "Calibration".)
     let limits = [
-        (Kind::A, 8.8, 9.6),
-        (Kind::B, 15.1, 14.9),
-        (Kind::C, 14.9, 17.1),
+        (Kind::A, 8.4, 9.1),
+        (Kind::B, 15.0, 15.0),
+        (Kind::C, 15.0, 15.0),
     ];
     let a = bundled_accuracy();
     for (kind, loo_max, loso_max) in limits {

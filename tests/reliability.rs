@@ -418,6 +418,10 @@ fn replacing_a_built_in_device_or_engine_needs_override_and_says_so() {
     for (text, needle) in [
         (format!("[ideal]\n{profile}"), "cannot be replaced"),
         (format!("[vllm]\n{profile}"), "override = true"),
+        (
+            format!("[mine]\n{profile}prefill_layer_overhead_s = 1.5\n"),
+            "prefill_layer_overhead_s",
+        ),
     ] {
         std::fs::write(&engines, text).unwrap();
         let out = run(&[

@@ -166,6 +166,7 @@ fn same_rest(a: &Engine, b: &Engine) -> bool {
         fp32_scores,
         gemm_half_rows,
         sequence_overhead_s,
+        prefill_layer_overhead_s,
         max_num_seqs,
         kv_block_tokens,
     } = a;
@@ -180,6 +181,7 @@ fn same_rest(a: &Engine, b: &Engine) -> bool {
         && *override_builtin == b.override_builtin
         && same(sequence_overhead_s, &b.sequence_overhead_s)
         && same(gemm_half_rows, &b.gemm_half_rows)
+        && same(prefill_layer_overhead_s, &b.prefill_layer_overhead_s)
         && (
             *fp4_tensor_cores,
             *int8_mma,

@@ -77,11 +77,13 @@ pub(super) fn bound_index(b: Bound) -> usize {
 }
 
 impl Predictor<'_> {
-    /// Per-pass overhead: step, per layer and per sequence (host work for each of the
-    /// pass's `sequences`), plus pipeline sends between stages of `tokens` activations.
+    /// Per-pass overhead: step, per layer (more where the pass runs more `tokens` than
+    /// `sequences`, [`crate::engine::Engine::prefill_layer_overhead_s`]) and per
+    /// sequence (host work for each of the pass's `sequences`), plus pipeline sends
+    /// between stages of `tokens` activations.
     pub(super) fn pass_overhead(&self, sequences: u64, tokens: u64) -> (f64, f64) {
         let overhead = self.engine.step_overhead_s
-            + self.engine.layer_overhead_s * self.layers as f64
+            + self.layer_overhead(sequences, tokens) * self.layers as f64
             + self.engine.sequence_overhead_s * sequences as f64
             + self.expert_loop_s(tokens);
         let mut comm = 0.0;
@@ -92,6 +94,20 @@ impl Predictor<'_> {
                 * (bytes / (self.link_bw * self.eff.link) + self.engine.collective_latency_s);
         }
         (overhead, comm)
+    }
+
+    /// The engine's time per layer of a pass of `tokens` tokens over `sequences`
+    /// sequences: [`crate::engine::Engine::layer_overhead_s`], plus
+    /// [`crate::engine::Engine::prefill_layer_overhead_s`] for a prompt pass (more
+    /// tokens than sequences; decode steps and verification passes are finished with
+    /// their sequences as their tokens).
+    pub(super) fn layer_overhead(&self, sequences: u64, tokens: u64) -> f64 {
+        let e = self.engine;
+        if tokens > sequences {
+            e.layer_overhead_s + e.prefill_layer_overhead_s
+        } else {
+            e.layer_overhead_s
+        }
     }
 
     /// The engine's per-expert cost of a pass of `tokens` tokens
@@ -227,8 +243,8 @@ impl Predictor<'_> {
     }
 
     /// [`Predictor::finish_pass`] for a pass of `part`: a draft step pays the engine's
-    /// step and per-layer overheads for its own layers, and no pipeline sends or
-    /// offload.
+    /// step and per-layer overheads for its own layers (its prefill the multi-token
+    /// passes' per-layer overhead), and no pipeline sends or offload.
     pub(super) fn finish_part(
         &self,
         part: Part,
@@ -240,14 +256,15 @@ impl Predictor<'_> {
         if part != Part::Draft {
             return self.finish_pass(r, sequences, tokens, offloaded);
         }
-        let overhead = self.draft_overhead();
+        let overhead = self.draft_overhead(sequences, tokens);
         r.time_s += overhead;
         r.by_bound[3] += overhead;
         r
     }
 
-    fn draft_overhead(&self) -> f64 {
-        self.engine.step_overhead_s + self.engine.layer_overhead_s * self.draft_layers() as f64
+    fn draft_overhead(&self, sequences: u64, tokens: u64) -> f64 {
+        self.engine.step_overhead_s
+            + self.layer_overhead(sequences, tokens) * self.draft_layers() as f64
     }
 
     /// One decode step at context `mid` and the sums of the (predicted, ideal) step
@@ -358,7 +375,7 @@ impl Predictor<'_> {
         }
         let n = (hi - lo + 1) as f64;
         let (tail, tail_ideal) = if part == Part::Draft {
-            (n * self.draft_overhead(), 0.0)
+            (n * self.draft_overhead(batch, batch), 0.0)
         } else {
             self.decode_sum_tail(batch, n, offloaded)
         };
@@ -552,5 +569,56 @@ mod tests {
             .unwrap();
         let rows = pm.matmul_rows(up).unwrap();
         assert!((rows - 128.0).abs() < 1e-9, "{rows}");
+    }
+
+    /// A prompt pass pays `prefill_layer_overhead_s` per layer on top of the per-layer
+    /// overhead; a decode step, speculative or not, does not.
+    #[test]
+    fn prompt_passes_pay_the_prefill_layer_overhead() {
+        use crate::model::graph::Step;
+        use crate::predict::spec::Speculation;
+        let models = ModelDb::builtin().unwrap();
+        let hw = HardwareDb::builtin().unwrap();
+        let h100 = hw.get("h100").unwrap();
+        let mut on = EngineDb::builtin().unwrap().get("typical").unwrap().clone();
+        on.prefill_layer_overhead_s = 40e-6;
+        let mut off = on.clone();
+        off.prefill_layer_overhead_s = 0.0;
+        let dense = models.resolve("llama-2-7b").unwrap();
+        let s = Scenario::default();
+        let (p, q) = (
+            Predictor::new(&dense, h100, &on, &s).unwrap(),
+            Predictor::new(&dense, h100, &off, &s).unwrap(),
+        );
+        // Llama 2 7B, 32 layers: 32 x 40 us = 1.28 ms more per prompt pass
+        for step in [Step::prefill(1, 128), Step::prefill(4, 2048)] {
+            let d = p.pass(&step, 0.0).time_s - q.pass(&step, 0.0).time_s;
+            assert!((d - 1.28e-3).abs() < 1e-12, "{d}");
+        }
+        // a 2048-token prompt in passes of at most 512 tokens: 4 passes, 4 x 1.28 ms
+        on.max_batched_tokens = Some(512);
+        off.max_batched_tokens = Some(512);
+        let (p, q) = (
+            Predictor::new(&dense, h100, &on, &s).unwrap(),
+            Predictor::new(&dense, h100, &off, &s).unwrap(),
+        );
+        let d = p.prefill_pass(1, 2048, 0.0).time_s - q.prefill_pass(1, 2048, 0.0).time_s;
+        assert!((d - 4.0 * 1.28e-3).abs() < 1e-12, "{d}");
+        // decode steps at batch 1 and 64 are unchanged, and so is a speculative step
+        // (its verify pass of k + 1 tokens per sequence replays a graph like any decode)
+        for step in [Step::decode(1, 1000), Step::decode(64, 1000)] {
+            assert_eq!(p.pass(&step, 0.0).time_s, q.pass(&step, 0.0).time_s);
+        }
+        let spec = Scenario {
+            spec: Some(Speculation { k: 3, accept: 0.7 }),
+            ..Scenario::default()
+        };
+        let (p, q) = (
+            Predictor::new(&dense, h100, &on, &spec).unwrap(),
+            Predictor::new(&dense, h100, &off, &spec).unwrap(),
+        );
+        let (a, b) = (p.summary(1, 128, 64), q.summary(1, 128, 64));
+        assert_eq!(a.decode_total_s, b.decode_total_s);
+        assert!(a.prefill.time_s > b.prefill.time_s);
     }
 }

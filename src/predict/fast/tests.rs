@@ -71,6 +71,7 @@ fn evaluator_equals_plain_summary() {
     let builtin = EngineDb::builtin().unwrap();
     let extra = EngineDb::from_toml(
         "[slow]\ncompute_efficiency = 0.5\nstep_overhead_s = 2e-4\nlayer_overhead_s = 6e-6\n\
+             prefill_layer_overhead_s = 3e-5\n\
              collective_latency_s = 1e-5\nlink_efficiency = 0.7\noverhead_bytes = 2e9\n\
              reserve_fraction = 0.1\n[slow.memory_efficiency]\ndefault = 0.6\nconsumer = 0.9\n",
         "test",
