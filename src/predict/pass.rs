@@ -243,8 +243,9 @@ impl Predictor<'_> {
     }
 
     /// [`Predictor::finish_pass`] for a pass of `part`: a draft step pays the engine's
-    /// step and per-layer overheads for its own layers (its prefill the multi-token
-    /// passes' per-layer overhead), and no pipeline sends or offload.
+    /// step and per-layer overheads for its own layers (the draft's pass over the
+    /// prompt the prompt passes' per-layer overhead), and no pipeline sends or
+    /// offload.
     pub(super) fn finish_part(
         &self,
         part: Part,
