@@ -451,10 +451,19 @@ impl Predictor<'_> {
 
 #[cfg(test)]
 mod tests {
-    use crate::engine::EngineDb;
+    use crate::engine::{Engine, EngineDb};
     use crate::hardware::HardwareDb;
     use crate::model::ModelDb;
     use crate::predict::{Predictor, Scenario};
+
+    /// `typical` with one field set by `set` to `value`, and the same engine with it 0.
+    fn typical_with(set: fn(&mut Engine, f64), value: f64) -> (Engine, Engine) {
+        let mut on = EngineDb::builtin().unwrap().get("typical").unwrap().clone();
+        let mut off = on.clone();
+        set(&mut on, value);
+        set(&mut off, 0.0);
+        (on, off)
+    }
 
     /// The per-expert cost of a GEMM-path pass, by hand: Qwen3-30B-A3B has 48 MoE
     /// layers of 128 gated experts (3 matrices each), 8 per token.
@@ -509,10 +518,7 @@ mod tests {
         let models = ModelDb::builtin().unwrap();
         let hw = HardwareDb::builtin().unwrap();
         let h100 = hw.get("h100").unwrap();
-        let mut on = EngineDb::builtin().unwrap().get("typical").unwrap().clone();
-        on.gemm_half_rows = 32.0;
-        let mut off = on.clone();
-        off.gemm_half_rows = 0.0;
+        let (on, off) = typical_with(|e, v| e.gemm_half_rows = v, 32.0);
         let s = Scenario::default();
         let dense = models.resolve("llama-2-7b").unwrap();
         let (p, q) = (
@@ -581,10 +587,7 @@ mod tests {
         let models = ModelDb::builtin().unwrap();
         let hw = HardwareDb::builtin().unwrap();
         let h100 = hw.get("h100").unwrap();
-        let mut on = EngineDb::builtin().unwrap().get("typical").unwrap().clone();
-        on.prefill_layer_overhead_s = 40e-6;
-        let mut off = on.clone();
-        off.prefill_layer_overhead_s = 0.0;
+        let (mut on, mut off) = typical_with(|e, v| e.prefill_layer_overhead_s = v, 40e-6);
         let dense = models.resolve("llama-2-7b").unwrap();
         let s = Scenario::default();
         let (p, q) = (
