@@ -3,7 +3,7 @@
 //! (`--save-intervals`), and the report of errors against simpler predictors
 //! (`--report`).
 
-use super::commands::{Ctx, named, to_json};
+use super::context::{Ctx, named, to_json};
 use crate::calibrate::{Mapped, Measurement};
 use crate::model::ModelDb;
 use crate::{Error, Result, files, report};

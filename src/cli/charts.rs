@@ -2,7 +2,7 @@
 //! commands that write it to a file (`--svg FILE`, `roofline --out`) and by
 //! [`super::chart_args`] (the web server's `/api/<chart>.svg`, library callers).
 
-use super::commands::{self, Ctx, build_predictor};
+use super::context::{self, Ctx, build_predictor};
 use super::{Cli, Command, PredictArgs, SimulateArgs, TrainArgs};
 use crate::plot::{memory, roofline, throughput};
 use crate::predict::{Prediction, Predictor, Scenario};
@@ -88,10 +88,10 @@ pub(super) fn of_command(ctx: &Ctx, cli: &Cli, chart: Chart) -> Result<String> {
             Throughput | Memory,
         ) => device_chart(ctx, args, chart, Links::default()),
         (Command::Simulate { args, .. }, Serving) => {
-            serving(&commands::simulate_rows(ctx, args)?, args)
+            serving(&context::simulate_rows(ctx, args)?, args)
         }
         (Command::Plan { args, train }, CostTime) if train.train => {
-            crate::plot::cost_time::cost_time(&commands::train_plan(ctx, args, train)?)
+            crate::plot::cost_time::cost_time(&context::train_plan(ctx, args, train)?)
         }
         (Command::Train { args, .. }, Zero) => zero(ctx, args),
         (_, c) => Err(Error::invalid(
@@ -212,6 +212,6 @@ pub(super) fn serving(sweep: &RateSweep, a: &SimulateArgs) -> Result<String> {
 
 /// Training memory per device at ZeRO stages 0-3.
 pub(super) fn zero(ctx: &Ctx, a: &TrainArgs) -> Result<String> {
-    let (model, hw, cfg) = commands::train_setup(ctx, a)?;
+    let (model, hw, cfg) = context::train_setup(ctx, a)?;
     memory::memory(&series::zero_comparison(&model, &hw, &cfg)?)
 }

@@ -3,139 +3,21 @@
 
 use super::charts::{self, Chart};
 use super::{
-    ChartArg, Cli, DecodingArgs, HardwareAction, PlanArgs, PlanTrainArgs, PredictArgs,
-    SimulateArgs, SweepArgs, TrainArgs,
+    ChartArg, HardwareAction, PlanArgs, PlanTrainArgs, PredictArgs, SimulateArgs, SweepArgs,
+    TrainArgs,
 };
-use crate::engine::EngineDb;
-use crate::hardware::{Hardware, HardwareDb};
-use crate::instances::InstanceDb;
+use crate::hardware::Hardware;
 use crate::model::{ModelConfig, ModelDb};
 use crate::predict::{Prediction, Predictor, Scenario};
 use crate::report;
-use crate::train::TrainConfig;
 use crate::{Error, Result, files};
 use std::path::Path;
 
 pub use super::calibration::{calibrate, calibrate_intervals, calibrate_train};
-
-/// The databases every command reads: built-ins plus the user's files, and models the
-/// caller gave as documents.
-pub struct Ctx {
-    pub(super) hardware: HardwareDb,
-    pub(super) engines: EngineDb,
-    instances: InstanceDb,
-    /// Models given as parsed documents: their ids resolve before the bundled ids and
-    /// paths.
-    models: Vec<ModelConfig>,
-    /// `Some(limit)`: streamed outputs (sweep) are returned, at most `limit` bytes,
-    /// instead of written to stdout.
-    capture: Option<usize>,
-}
-
-impl Ctx {
-    /// The built-in databases plus the files named by the global options.
-    pub fn new(cli: &Cli) -> Result<Ctx> {
-        let mut hardware = HardwareDb::builtin()?.clone();
-        for f in &cli.hardware_files {
-            if let (_, Some(id)) = hardware.load_file(f)? {
-                eprintln!("note: {} replaces the built-in device {id}", f.display());
-            }
-        }
-        let mut engines = EngineDb::builtin()?.clone();
-        for f in &cli.engine_files {
-            for id in engines.load_file(f)? {
-                eprintln!("note: {} replaces the built-in engine {id}", f.display());
-            }
-        }
-        let mut instances = InstanceDb::builtin()?.clone();
-        for f in &cli.instances_files {
-            for name in instances.load_file(f, &hardware)? {
-                eprintln!(
-                    "note: {} replaces the built-in instance {name}",
-                    f.display()
-                );
-            }
-        }
-        Ok(Ctx {
-            hardware,
-            engines,
-            instances,
-            models: Vec::new(),
-            capture: None,
-        })
-    }
-
-    /// The same databases, with `models` resolving by id before the bundled models.
-    pub fn with_models(mut self, models: &[ModelConfig]) -> Ctx {
-        self.models = models.to_vec();
-        self
-    }
-
-    /// The same databases; streamed outputs (sweep) come back as the command's output,
-    /// at most `limit` bytes, instead of going to stdout.
-    pub fn capturing(mut self, limit: usize) -> Ctx {
-        self.capture = Some(limit);
-        self
-    }
-
-    /// The model `name` names: one of the caller's documents by id, else a bundled id
-    /// or a config.json path.
-    pub fn model(&self, name: &str) -> Result<ModelConfig> {
-        let q = name.trim();
-        match self.models.iter().find(|m| m.id.eq_ignore_ascii_case(q)) {
-            Some(m) => Ok(m.clone()),
-            None => ModelDb::builtin()?.resolve(name),
-        }
-    }
-
-    /// The sweep `a` describes, over this context's devices and engines.
-    pub fn sweep<'c>(&'c self, a: &SweepArgs) -> Result<crate::sweep::Sweep<'c>> {
-        crate::sweep::Sweep::from_lists(&a.lists(), &self.hardware, &self.engines)
-    }
-
-    /// Builds the one predictor of a command and hands it to `f`.
-    fn with_predictor<T>(
-        &self,
-        a: &PredictArgs,
-        f: impl FnOnce(&Predictor) -> Result<T>,
-    ) -> Result<T> {
-        let model = self.model(&a.model)?;
-        let hw = self.hardware.get(&a.gpu)?;
-        let engine = self.engines.get(&a.run.engine)?;
-        let draft = self.draft_model(&a.decoding)?;
-        f(&build_predictor(
-            &model,
-            hw,
-            engine,
-            &a.scenario(),
-            draft.as_ref(),
-        )?)
-    }
-
-    /// The `--draft` model, if named.
-    pub(super) fn draft_model(&self, d: &DecodingArgs) -> Result<Option<ModelConfig>> {
-        d.draft.as_deref().map(|n| self.model(n)).transpose()
-    }
-}
-
-/// A predictor for `s`, with drafts from `draft` where one is given.
-pub(super) fn build_predictor<'a>(
-    model: &'a ModelConfig,
-    hw: &'a Hardware,
-    engine: &'a crate::engine::Engine,
-    s: &Scenario,
-    draft: Option<&'a ModelConfig>,
-) -> Result<Predictor<'a>> {
-    let p = Predictor::new(model, hw, engine, s)?;
-    match draft {
-        Some(d) => p.with_draft(d),
-        None => Ok(p),
-    }
-}
-
-pub(super) fn to_json<T: serde::Serialize>(v: &T) -> Result<String> {
-    serde_json::to_string_pretty(v).map_err(|e| Error::internal("JSON writer", e))
-}
+pub use super::context::Ctx;
+use super::context::{
+    build_predictor, named, plan_devices, simulate_rows, to_json, train_plan, train_setup,
+};
 
 /// Writes a chart to `path` (given by `flag`) atomically and says so on stderr; the
 /// file must be named `.svg`.
@@ -169,17 +51,6 @@ fn renamed_write(e: Error, to: &str) -> Error {
     match e {
         Error::Write { message, .. } => Error::Write {
             path: to.to_string(),
-            message,
-        },
-        other => other,
-    }
-}
-
-/// A write error, with the option that named the file in front of the path.
-pub(super) fn named(flag: &str, e: Error) -> Error {
-    match e {
-        Error::Write { path, message } => Error::Write {
-            path: format!("{flag} {path}"),
             message,
         },
         other => other,
@@ -315,27 +186,6 @@ pub fn roofline_cmd(
     }
 }
 
-/// The model, device and configuration of `train` options (`--instance` sets the
-/// device and the network between nodes).
-pub(super) fn train_setup(
-    ctx: &Ctx,
-    a: &TrainArgs,
-) -> Result<(ModelConfig, Hardware, TrainConfig)> {
-    let model = ctx.model(&a.model)?;
-    let mut cfg = a.config();
-    let hw = match (&a.instance, &a.gpu) {
-        (Some(name), _) => {
-            let inst = ctx.instances.get(name)?;
-            inst.check_gpus(cfg.gpus)?;
-            cfg.inter_node_bytes_per_s = inst.inter_node_bytes_per_s();
-            inst.hardware(&ctx.hardware)?
-        }
-        (None, Some(g)) => ctx.hardware.get(g)?.clone(),
-        (None, None) => return Err(Error::invalid("gpu", "give --gpu or --instance")),
-    };
-    Ok((model, hw, cfg))
-}
-
 /// `ridgeline train`.
 pub fn train(ctx: &Ctx, a: &TrainArgs, svg: Option<&Path>, json: bool) -> Result<String> {
     let (model, hw, cfg) = train_setup(ctx, a)?;
@@ -349,26 +199,6 @@ pub fn train(ctx: &Ctx, a: &TrainArgs, svg: Option<&Path>, json: bool) -> Result
     } else {
         Ok(report::train::render(&report))
     }
-}
-
-/// The simulation of `simulate` options: one run, or a row per rate with the knee.
-pub(super) fn simulate_rows(ctx: &Ctx, a: &SimulateArgs) -> Result<crate::simulate::RateSweep> {
-    use crate::simulate::{MAX_RATE, RateSweep, simulate, simulate_rates};
-    let model = ctx.model(&a.model)?;
-    let hw = ctx.hardware.get(&a.gpu)?;
-    let engine = ctx.engines.get(&a.run.engine)?;
-    let (s, serving) = (a.scenario(), a.serving()?);
-    let workload = a.workload()?;
-    Ok(match &a.rate {
-        Some(list) => {
-            let rates = crate::list::parse_f64_list("--rate", list, MAX_RATE, 100)?;
-            simulate_rates(&model, hw, engine, &s, &serving, &workload, &rates)?
-        }
-        None => RateSweep {
-            rows: vec![simulate(&model, hw, engine, &s, &serving, &workload)?],
-            knee: None,
-        },
-    })
 }
 
 /// `simulate`: one run, or a row per rate with the knee.
@@ -386,19 +216,6 @@ pub fn simulate(ctx: &Ctx, a: &SimulateArgs, svg: Option<&Path>, json: bool) -> 
         (true, _) => to_json(&sweep),
         (false, _) => Ok(report::simulate::sweep(&sweep)),
     }
-}
-
-/// The devices `--gpu` names: every device with a price by default, `all`, or a list.
-fn plan_devices<'d>(ctx: &'d Ctx, gpu: Option<&str>) -> Result<Vec<&'d Hardware>> {
-    use crate::plan::default_devices;
-    Ok(match gpu {
-        None => default_devices(&ctx.hardware),
-        Some(g) if g.trim().eq_ignore_ascii_case("all") => ctx.hardware.devices().iter().collect(),
-        Some(g) => crate::list::parse_names("gpu", g)?
-            .iter()
-            .map(|n| ctx.hardware.get(n))
-            .collect::<Result<_>>()?,
-    })
 }
 
 /// `ridgeline plan` (inference, `--rate`, or `--train`).
@@ -460,74 +277,6 @@ pub fn plan(ctx: &Ctx, a: &PlanArgs, t: &PlanTrainArgs, json: bool) -> Result<St
     } else {
         Ok(report::plan::render(&report))
     }
-}
-
-/// The pools of a training plan: the devices `--gpu` names, or with `--instances` the
-/// instance shapes of those devices (of every device without `--gpu`).
-fn train_pools(
-    ctx: &Ctx,
-    a: &PlanArgs,
-    t: &PlanTrainArgs,
-) -> Result<Vec<crate::plan::train::Pool>> {
-    use crate::plan::train::Pool;
-    if !t.instances {
-        return Ok(plan_devices(ctx, a.gpu.as_deref())?
-            .into_iter()
-            .map(Pool::device)
-            .collect());
-    }
-    let wanted: Option<Vec<&Hardware>> = match a.gpu.as_deref() {
-        None => None,
-        Some(g) if g.trim().eq_ignore_ascii_case("all") => None,
-        Some(g) => Some(plan_devices(ctx, Some(g))?),
-    };
-    let mut pools = Vec::new();
-    for inst in ctx.instances.instances() {
-        let hw = ctx.hardware.get(&inst.gpu)?;
-        if wanted
-            .as_ref()
-            .is_none_or(|w| w.iter().any(|d| d.id == hw.id))
-        {
-            pools.push(Pool::instance(inst, &ctx.hardware)?);
-        }
-    }
-    if pools.is_empty() {
-        return Err(Error::invalid(
-            "gpu",
-            "no instance shape holds these devices (see `ridgeline instances`)",
-        ));
-    }
-    Ok(pools)
-}
-
-/// The training plan of `plan --train` options.
-pub(super) fn train_plan(
-    ctx: &Ctx,
-    a: &PlanArgs,
-    t: &PlanTrainArgs,
-) -> Result<crate::plan::train::TrainPlan> {
-    use crate::plan::train::{TrainPlanRequest, TrainTargets, plan_training};
-    let tokens = t.tokens.ok_or_else(|| {
-        Error::invalid(
-            "tokens",
-            "plan --train needs the tokens to train on (5e8, 500M, 1.5B, 2T)",
-        )
-    })?;
-    let mut req = TrainPlanRequest::new(ctx.model(&a.model)?, train_pools(ctx, a, t)?, tokens);
-    req.methods = t.method.0.clone();
-    req.global_batch = t.global_batch;
-    req.targets = TrainTargets {
-        max_hours: t.max_hours,
-        budget_usd: t.budget_usd,
-    };
-    req.base.seq = t.seq;
-    req.base.stack = t.stack;
-    req.base.flash = !a.no_flash;
-    if let Some(g) = a.gpus.as_deref() {
-        req.gpu_counts =
-            crate::list::parse_u64_list_in("gpus", g, 1, crate::plan::train::MAX_TRAIN_PLAN_GPUS)?;
-    }
-    plan_training(&req)
 }
 
 /// `plan --train`: the training-plan search, its text, Markdown or JSON, and the chart.

@@ -2,7 +2,7 @@
 //! instead of CSV text, and the options each command takes (charts as SVG text:
 //! [`super::chart_args`]). Words are parsed exactly as [`super::run_args`] parses them.
 
-use super::commands::Ctx;
+use super::context::Ctx;
 use super::run::{Parsed, parse_words};
 use super::{Cli, Command};
 use crate::sweep::Columns;

@@ -18,6 +18,7 @@ pub use calibration::CalibrateArgs;
 mod capture;
 pub mod charts;
 pub mod commands;
+mod context;
 mod embed;
 mod groups;
 pub use embed::{OptionInfo, options, sweep_columns_args};

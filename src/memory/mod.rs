@@ -65,9 +65,9 @@ pub use share::{CacheBytes, Share, device_cache_bytes, device_weight_bytes};
 
 /// Whole-model weight bytes at `weights` format (every weight, the experts too): what
 /// one device holding the whole model holds ([`device_weight_bytes`]; norms at the
-/// activation dtype the weights run with, see [`crate::predict::activation_dtype`]).
+/// activation dtype the weights run with, see [`crate::model::graph::activation_dtype`]).
 pub fn model_weight_bytes(cfg: &ModelConfig, weights: Format) -> f64 {
-    let p = crate::predict::resolve_formats(cfg, Some(weights), None);
+    let p = crate::model::graph::resolve_formats(cfg, Some(weights), None);
     let whole = Share::stages(cfg, &Layout::new(1, Parallel::Tp))[0];
     device_weight_bytes(cfg, &p, &whole)
 }

@@ -11,7 +11,7 @@
 //! | jamba | `attn_layer_period`, `attn_layer_offset`, `expert_layer_period`, `expert_layer_offset`, `mamba_d_state`, `mamba_expand`, `mamba_dt_rank`, `mamba_d_conv`, `mamba_conv_bias`, `mamba_proj_bias` |
 //! | nemotron_h | `hybrid_override_pattern` (one block per layer), `mamba_num_heads`, `mamba_head_dim`, `ssm_state_size`, `n_groups`, `conv_kernel`, `chunk_size`, `use_bias`, `use_conv_bias`, `mamba_ssm_cache_dtype`, `moe_shared_expert_intermediate_size` |
 
-use super::hf::Fields;
+use super::fields::Fields;
 use super::{Ffn, LayerKind, LinearDims, MambaDims, Mixer, MlaDims, SsmDims};
 use crate::dtype::Format;
 use crate::error::Result;

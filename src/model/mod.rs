@@ -2,6 +2,7 @@
 //! bundled `data/models/<id>.json` or any user file), exact parameter counts, and the
 //! layer graph ([`graph`]) that turns a model and a step shape into operator costs.
 
+mod fields;
 pub mod graph;
 mod hf;
 mod kinds;

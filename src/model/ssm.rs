@@ -11,7 +11,7 @@
 //! `x, B, C`; per head a `dt_bias`, `A_log` and skip `D`; a gated RMSNorm over
 //! `d_inner`; `out_proj` maps `d_inner` back to the hidden width.
 
-use super::hf::Fields;
+use super::fields::Fields;
 use super::{Ffn, Mixer};
 use crate::dtype::Format;
 use crate::error::Result;

@@ -159,7 +159,7 @@ impl Predictor<'_> {
             touched_per_decode_step: expected_experts(m.experts, m.experts_per_token, batch),
         });
         let act = self.precision.activations.bytes();
-        let act_format = super::format_for(self.precision.activations);
+        let act_format = crate::model::graph::format_for(self.precision.activations);
         let facts =
             |version, heads, head_dim, d_state, format: Option<Format>, bytes: f64| SsmFacts {
                 version,

@@ -24,9 +24,10 @@ mod report;
 mod spec;
 mod whatif;
 
+pub use crate::model::graph::{activation_dtype, resolve_formats};
 pub use affine::sum_max_affine;
 pub use arch::{Architecture, ExpertFacts, WindowLayers};
-pub use fast::{DecodeLines, DecodeSums, Evaluator, IterationCost, resolve_formats};
+pub use fast::{DecodeLines, DecodeSums, Evaluator, IterationCost};
 pub use pass::PassResult;
 pub use report::{
     ConfigInfo, DecodeReport, GenerationReport, HardwareInfo, Limits, MemoryReport, ModelInfo,
@@ -313,28 +314,6 @@ fn check_experts(model: &ModelConfig, gpus: u64, parallel: Parallel, ep: u64) ->
         return Ok(());
     };
     Err(Error::conflict(&["ep", "gpus"], problem))
-}
-
-/// The activation dtype (and so the default KV format) for weights in `weights`: fp32,
-/// fp16 and bf16 weights run activations in their own dtype (an fp32 checkpoint cast to
-/// bf16 runs bf16); quantized weights run the model's native 16-bit dtype, or bf16 for an
-/// fp32 model.
-pub fn activation_dtype(model: &ModelConfig, weights: Format) -> ComputeDtype {
-    match weights.as_activation_dtype() {
-        Some(d) => d,
-        None => match model.native_format.as_activation_dtype() {
-            Some(d @ (ComputeDtype::Fp16 | ComputeDtype::Bf16)) => d,
-            _ => ComputeDtype::Bf16,
-        },
-    }
-}
-
-fn format_for(d: ComputeDtype) -> Format {
-    match d {
-        ComputeDtype::Fp32 | ComputeDtype::Tf32 | ComputeDtype::Fp64 => Format::Fp32,
-        ComputeDtype::Fp16 => Format::Fp16,
-        _ => Format::Bf16,
-    }
 }
 
 /// Routed-expert weight matrices per expert over the model's MoE layers: 3 (gate, up,

@@ -4,10 +4,20 @@
 
 use super::Predictor;
 use super::affine::{self, sum_max_affine};
-use super::spec::Part;
 use crate::memory::Parallel;
 use crate::model::graph::{OpInstance, Step};
 use crate::roofline::{Bound, Placement};
+
+/// A pass a decode step is made of.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) enum Part {
+    /// A plain one-token decode step.
+    Decode,
+    /// The model checking `k` draft tokens: `k + 1` new tokens per sequence.
+    Verify(u64),
+    /// One draft step.
+    Draft,
+}
 
 /// Time and work of one forward pass.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]

@@ -1,7 +1,7 @@
 //! The `predict --json` document: [`Prediction`] and its parts, built by
 //! [`Predictor::predict`] from a [`super::Summary`] and the per-op placements.
 
-use super::spec::Part;
+use super::pass::Part;
 use super::{Draft, Predictor, Scenario, Speculation, Summary, decode_context, ratio};
 use crate::dtype::{ComputeDtype, Format};
 use crate::engine::Engine;

@@ -13,7 +13,7 @@
 //! real FLOPs.
 
 use super::Predictor;
-use super::pass::PassResult;
+use super::pass::{Part, PassResult};
 use crate::error::{Error, Result};
 use crate::memory::{CacheBytes, Share, device_cache_bytes, device_weight_bytes};
 use crate::model::ModelConfig;
@@ -79,17 +79,6 @@ pub enum Draft<'a> {
     Head,
     /// A separate, smaller model with the same vocabulary.
     Model(&'a ModelConfig, Precision),
-}
-
-/// A pass a decode step is made of.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(super) enum Part {
-    /// A plain one-token decode step.
-    Decode,
-    /// The model checking `k` draft tokens: `k + 1` new tokens per sequence.
-    Verify(u64),
-    /// One draft step.
-    Draft,
 }
 
 impl<'a> Predictor<'a> {

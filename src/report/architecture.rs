@@ -4,7 +4,7 @@
 //! spread, and speculative decoding. Reads [`Prediction::architecture`] and the
 //! prediction's ops; computes nothing but the sentences.
 
-use super::explain::Finding;
+use super::finding::Finding;
 use crate::model::graph::{OpKind, Phase};
 use crate::predict::{Architecture, Prediction};
 use crate::units::{fmt_bytes as bytes, fmt_gb, fmt_params};

@@ -5,25 +5,8 @@
 use crate::memory::Parallel;
 use crate::predict::{Prediction, QUANTIZED_WHAT_IF, WhatIf, WhatIfs};
 use crate::units::{fmt_bytes, fmt_bytes_per_s, fmt_flops, fmt_gb, fmt_seconds};
-use serde::Serialize;
 
-/// One claim of the explanation.
-#[derive(Debug, Clone, Serialize)]
-pub struct Finding {
-    /// `decode`, `prefill`, `batching`, `memory`, `architecture`, `help`.
-    pub topic: &'static str,
-    /// The sentence, with its numbers.
-    pub text: String,
-}
-
-/// The explanation document (`explain --json`).
-#[derive(Debug, Clone, Serialize)]
-pub struct Explanation {
-    /// One-line answer.
-    pub headline: String,
-    /// Claims in reading order.
-    pub findings: Vec<Finding>,
-}
+pub use super::finding::{Explanation, Finding};
 
 fn tok(x: f64) -> String {
     if x >= 100.0 {

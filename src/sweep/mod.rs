@@ -40,7 +40,8 @@ use std::ops::Range;
 mod columns;
 mod grid;
 mod rate;
-pub use crate::report::sweep::WriteOptions;
+pub mod write;
+pub use write::WriteOptions;
 pub use columns::{Column, Columns};
 pub use grid::{Grid, GridAxes};
 pub use rate::{MAX_RATE_CELLS, RATE_COLUMNS, RateOptions, RateRow};
@@ -631,14 +632,14 @@ impl<'a> Sweep<'a> {
         }
     }
 
-    /// Streams the sweep as CSV (see [`crate::report::sweep::write_csv`]).
+    /// Streams the sweep as CSV (see [`write::write_csv`]).
     pub fn write_csv<W: std::io::Write>(&self, out: W, opts: &WriteOptions) -> Result<Stats> {
-        crate::report::sweep::write_csv(self, out, opts)
+        write::write_csv(self, out, opts)
     }
 
-    /// Streams the sweep as one JSON document (see [`crate::report::sweep::write_json`]).
+    /// Streams the sweep as one JSON document (see [`write::write_json`]).
     pub fn write_json<W: std::io::Write>(&self, out: W, opts: &WriteOptions) -> Result<Stats> {
-        crate::report::sweep::write_json(self, out, opts)
+        write::write_json(self, out, opts)
     }
 }
 

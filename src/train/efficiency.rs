@@ -8,7 +8,7 @@
 //! `fallback`, labelled `uncalibrated`. The factors are fitted to published runs by
 //! [`super::calibrate::fit`] (`ridgeline calibrate --train`), which also writes the file.
 
-use super::config::TrainStack;
+use super::kinds::TrainStack;
 use crate::dtype::ComputeDtype;
 use crate::error::{Error, Result};
 use crate::hardware::Hardware;

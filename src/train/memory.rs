@@ -53,7 +53,7 @@
 //! weights of two layers (the one computing and the one prefetched).
 
 use super::Trainer;
-use super::config::{LoraTargets, Method, Offload, Optimizer, Recompute};
+use super::kinds::{LoraTargets, Method, Offload, Optimizer, Recompute};
 use crate::model::ModelConfig;
 use serde::Serialize;
 

@@ -22,6 +22,7 @@
 pub mod calibrate;
 pub mod config;
 pub mod efficiency;
+mod kinds;
 pub mod memory;
 pub mod report;
 pub mod runs;

@@ -9,6 +9,7 @@
 //! millions of configurations in a sweep.
 
 use crate::dtype::{ComputeDtype, Format};
+use crate::model::ModelConfig;
 use crate::ops::{self, Cost};
 
 crate::named_enum! {
@@ -88,6 +89,48 @@ impl Shard {
     /// `tp`-way tensor parallel over `layers` layers, no expert parallelism.
     pub fn tp(tp: u64, layers: u64) -> Shard {
         Shard { tp, ep: 1, layers }
+    }
+}
+
+/// The formats a [`Predictor`] uses for `weights` and `kv` (`None`: the model's native
+/// weight format, with the routed experts in the checkpoint's expert format where it
+/// ships one; the activation dtype for the KV cache), without building one.
+pub fn resolve_formats(
+    model: &ModelConfig,
+    weights: Option<Format>,
+    kv: Option<Format>,
+) -> Precision {
+    let experts = weights.unwrap_or(model.native_expert_format.unwrap_or(model.native_format));
+    let weights = weights.unwrap_or(model.native_format);
+    let activations = activation_dtype(model, weights);
+    Precision {
+        weights,
+        kv: kv.unwrap_or(format_for(activations)),
+        activations,
+        experts,
+        kernels: Default::default(),
+    }
+}
+
+/// The activation dtype (and so the default KV format) for weights in `weights`: fp32,
+/// fp16 and bf16 weights run activations in their own dtype (an fp32 checkpoint cast to
+/// bf16 runs bf16); quantized weights run the model's native 16-bit dtype, or bf16 for an
+/// fp32 model.
+pub fn activation_dtype(model: &ModelConfig, weights: Format) -> ComputeDtype {
+    match weights.as_activation_dtype() {
+        Some(d) => d,
+        None => match model.native_format.as_activation_dtype() {
+            Some(d @ (ComputeDtype::Fp16 | ComputeDtype::Bf16)) => d,
+            _ => ComputeDtype::Bf16,
+        },
+    }
+}
+
+pub(crate) fn format_for(d: ComputeDtype) -> Format {
+    match d {
+        ComputeDtype::Fp32 | ComputeDtype::Tf32 | ComputeDtype::Fp64 => Format::Fp32,
+        ComputeDtype::Fp16 => Format::Fp16,
+        _ => Format::Bf16,
     }
 }
 

@@ -25,10 +25,8 @@ mod iteration;
 mod prefill;
 
 use super::affine::{Line, at};
-use super::{PassResult, Predictor, Summary, activation_dtype, format_for};
-use crate::dtype::Format;
-use crate::model::ModelConfig;
-use crate::model::graph::{Precision, Step};
+use super::{PassResult, Predictor, Summary};
+use crate::model::graph::Step;
 use crate::predict::pass::bound_index;
 use crate::roofline::slowest;
 pub use decode::DecodeLines;
@@ -50,26 +48,6 @@ pub(super) fn add_op_at(
     r.time_s += t;
     r.by_bound[bound_index(b)] += t;
     r.roofline_time_s += at(ideal[0], x).max(at(ideal[1], x)).max(at(ideal[2], x));
-}
-
-/// The formats a [`Predictor`] uses for `weights` and `kv` (`None`: the model's native
-/// weight format, with the routed experts in the checkpoint's expert format where it
-/// ships one; the activation dtype for the KV cache), without building one.
-pub fn resolve_formats(
-    model: &ModelConfig,
-    weights: Option<Format>,
-    kv: Option<Format>,
-) -> Precision {
-    let experts = weights.unwrap_or(model.native_expert_format.unwrap_or(model.native_format));
-    let weights = weights.unwrap_or(model.native_format);
-    let activations = activation_dtype(model, weights);
-    Precision {
-        weights,
-        kv: kv.unwrap_or(format_for(activations)),
-        activations,
-        experts,
-        kernels: Default::default(),
-    }
 }
 
 /// A [`Predictor`] with memory of the last batch and (batch, prompt) it saw:

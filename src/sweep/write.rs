@@ -3,7 +3,7 @@
 
 use crate::error::{Error, Result};
 use crate::predict::resolve_formats;
-use crate::sweep::{COLUMNS, Outcome, Stats, Sweep};
+use super::{COLUMNS, Outcome, Stats, Sweep};
 use std::io::Write;
 
 /// How to write a sweep.
