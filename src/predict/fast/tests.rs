@@ -6,7 +6,8 @@ use super::*;
 use crate::engine::{Engine, EngineDb};
 use crate::hardware::{Hardware, HardwareDb};
 use crate::memory::Parallel;
-use crate::model::ModelDb;
+use crate::dtype::Format;
+use crate::model::{ModelConfig, ModelDb};
 use crate::predict::Scenario;
 
 /// `a` and `b` agree to the relative tolerance `tol`.
