@@ -28,6 +28,25 @@
 //! # Ok::<(), ridgeline::Error>(())
 //! ```
 //!
+//! ## Crates
+//!
+//! This package is a facade over a workspace whose crate graph is the layer diagram
+//! (nothing imports upward; see `docs/architecture.md`):
+//!
+//! ```text
+//! ridgeline (this facade, the CLI and `serve`)
+//!  ├─ ridgeline-fit     calibration, training fit, serving validation   (core, sim, render)
+//!  ├─ ridgeline-render  text, Markdown, explain, HTML, SVG charts       (core, sim, plan)
+//!  ├─ ridgeline-plan    sweeps, plans, training plans, series, instances (core, sim)
+//!  ├─ ridgeline-sim     request-level serving simulation                 (core)
+//!  └─ ridgeline-core    units ... predict, train, measurements: the cost model
+//! ```
+//!
+//! Every module keeps its path here (`ridgeline::predict`, `ridgeline::simulate`, ...).
+//! With `default-features = false` only the core's modules are re-exported, and none of
+//! clap, plotters, the HTTP parser, rand or the fitter is compiled; the features `sim`,
+//! `plan`, `render`, `fit` and `cli` (the default) add the layers above.
+//!
 //! ## Module map
 //!
 //! Data flows one way: hardware and model data -> operator costs -> roofline placement
@@ -66,43 +85,62 @@
 //! byte/s); conversion happens only in [`units`] and [`report`].
 #![deny(missing_docs)]
 
-pub mod calibrate;
+pub use ridgeline_core::{Error, Result, named_enum};
+pub use ridgeline_core::{
+    dtype, engine, error, files, hardware, intervals, list, measurements, memory, model, names,
+    ops, predict, roofline, search, units,
+};
+
+#[cfg(feature = "plan")]
+pub use ridgeline_plan::{instances, plan, series, sweep};
+#[cfg(feature = "render")]
+pub use ridgeline_render::plot;
+
+#[cfg(feature = "fit")]
+pub use ridgeline_fit::calibrate;
+
+#[cfg(feature = "cli")]
 pub mod cli;
-pub mod dtype;
-pub mod engine;
-pub mod error;
-pub mod files;
-pub mod hardware;
-pub mod instances;
-pub mod intervals;
-pub mod list;
-pub mod memory;
-pub mod model;
-pub mod names;
-pub mod ops;
-pub mod plan;
-pub mod plot;
-pub mod predict;
-pub mod report;
-pub mod roofline;
-pub mod search;
-pub mod series;
-pub mod simulate;
-pub mod sweep;
-pub mod train;
-pub mod units;
+#[cfg(feature = "cli")]
 pub mod web;
 
-pub use error::{Error, Result};
+/// Training memory and step time (ZeRO, 3D parallelism, LoRA/QLoRA, offload); with the
+/// `fit` feature also the published runs ([`train::runs`]) and their fit
+/// ([`train::calibrate`]).
+pub mod train {
+    pub use ridgeline_core::train::*;
+    #[cfg(feature = "fit")]
+    pub use ridgeline_fit::train::{calibrate, runs};
+}
+
+/// Serving at a request rate: continuous batching, chunked prefill, preemption,
+/// disaggregation, latency percentiles; with the `fit` feature also the validation
+/// against published serving measurements ([`simulate::validation`]).
+#[cfg(feature = "sim")]
+pub mod simulate {
+    #[cfg(feature = "fit")]
+    pub use ridgeline_fit::simulate::validation;
+    pub use ridgeline_sim::simulate::*;
+}
+
+/// Text, Markdown, plain-language and HTML renderers of the report structs; the sweep's
+/// CSV/JSON writers ([`report::sweep`]); with the `fit` feature the calibration reports.
+#[cfg(feature = "render")]
+pub mod report {
+    #[cfg(feature = "fit")]
+    pub use ridgeline_fit::report::{calibration, calibration_report};
+    pub use ridgeline_render::report::*;
+
+    /// Text report of a training prediction and its notes; with the `fit` feature the
+    /// training fit's text ([`train::calibration`]).
+    pub mod train {
+        #[cfg(feature = "fit")]
+        pub use ridgeline_fit::report::train_fit::calibration;
+        pub use ridgeline_render::report::train::*;
+    }
+}
 
 /// The types most programs need, in one import.
 pub mod prelude {
-    pub use crate::dtype::{ComputeDtype, Format};
-    pub use crate::engine::{Engine, EngineDb};
-    pub use crate::error::{Error, Result};
-    pub use crate::hardware::{Hardware, HardwareDb};
-    pub use crate::memory::Parallel;
-    pub use crate::model::{ModelConfig, ModelDb};
-    pub use crate::predict::{Prediction, Predictor, Scenario, predict};
-    pub use crate::roofline::Bound;
+    pub use ridgeline_core::prelude::*;
 }

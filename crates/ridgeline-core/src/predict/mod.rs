@@ -1,0 +1,648 @@
+//! Inference prediction: prefill (TTFT), decode per step, and the whole generation, on
+//! one device or a tensor/pipeline-parallel group, with both the engine's prediction and
+//! the ideal roofline figure.
+//!
+//! [`Predictor`] holds everything that depends only on (model, device, engine, formats,
+//! layout) so that sweeps over batch, prompt and generation length reuse it;
+//! [`Predictor::summary`] is allocation-free, [`Predictor::predict`] adds the per-op
+//! table and planning limits.
+
+use crate::dtype::{ComputeDtype, Format};
+use crate::engine::Engine;
+use crate::error::{Error, Result};
+use crate::hardware::Hardware;
+use crate::memory::{InferenceMemory, Layout, MemoryModel, Parallel};
+use crate::model::ModelConfig;
+use crate::model::graph::{self, Graph, OpInstance, Precision, Shard, Step, Unit};
+use crate::roofline::{Ceilings, Efficiency, Placement, place};
+
+mod affine;
+mod arch;
+mod fast;
+pub mod notes;
+mod pass;
+mod report;
+mod spec;
+mod whatif;
+
+pub use crate::model::graph::{activation_dtype, resolve_formats};
+pub use affine::sum_max_affine;
+pub use arch::{Architecture, ExpertFacts, WindowLayers};
+pub use fast::{DecodeLines, DecodeSums, Evaluator, IterationCost};
+pub use pass::PassResult;
+pub use report::{
+    ConfigInfo, DecodeReport, GenerationReport, HardwareInfo, Limits, MemoryReport, ModelInfo,
+    Note, OpReport, Prediction, PrefillReport, SpeculativeReport, predict,
+};
+pub use spec::{Draft, MAX_SPEC_K, Speculation};
+pub use whatif::{QUANTIZED_WHAT_IF, WhatIf, WhatIfs};
+
+/// What to predict: shapes, formats, layout.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Scenario {
+    /// Concurrent sequences.
+    pub batch: u64,
+    /// Prompt tokens per sequence.
+    pub prompt: u64,
+    /// Generated tokens per sequence.
+    pub gen_tokens: u64,
+    /// Weight format (`None`: the model's native dtype).
+    pub weights: Option<Format>,
+    /// KV-cache format (`None`: the activation dtype).
+    pub kv: Option<Format>,
+    /// Devices.
+    pub gpus: u64,
+    /// How the devices split the model.
+    pub parallel: Parallel,
+    /// Expert-parallel groups for a mixture-of-experts model (1: none): the routed
+    /// experts spread over `ep` groups of `gpus / ep` tensor-parallel devices, attention
+    /// data-parallel across the groups (see [`crate::model::graph::Shard`]).
+    pub ep: u64,
+    /// Fused (flash) attention.
+    pub flash: bool,
+    /// Stream weights that do not fit from host memory over the host link.
+    pub offload: bool,
+    /// Speculative decoding (`None`: off); the drafts come from the model's own head
+    /// unless [`Predictor::with_draft`] names a draft model.
+    pub spec: Option<Speculation>,
+}
+
+/// Largest batch, prompt or generation length accepted (10^12): far beyond any device,
+/// small enough that every product stays exact in `f64` and no `u64` sum overflows.
+pub const MAX_COUNT: u64 = 1_000_000_000_000;
+
+/// Largest `batch x (prompt + gen)` accepted (10^15 tokens).
+pub const MAX_TOKENS: u64 = 1_000_000_000_000_000;
+
+impl Scenario {
+    /// Checks a shape alone (`batch`, `prompt`, `gen_tokens`) as [`Scenario::validate`]
+    /// does.
+    pub fn validate_shape(batch: u64, prompt: u64, gen_tokens: u64) -> Result<()> {
+        Scenario {
+            batch,
+            prompt,
+            gen_tokens,
+            ..Scenario::default()
+        }
+        .validate()
+    }
+
+    /// Checks ranges; the error names the field (`batch`, `prompt`, `gen_tokens`).
+    pub fn validate(&self) -> Result<()> {
+        if self.batch == 0 {
+            return Err(Error::invalid("batch", "must be at least 1"));
+        }
+        for (flag, v) in [
+            ("batch", self.batch),
+            ("prompt", self.prompt),
+            ("gen_tokens", self.gen_tokens),
+        ] {
+            if v > MAX_COUNT {
+                return Err(Error::invalid(
+                    flag,
+                    format!("{v} is above the supported maximum of {MAX_COUNT}"),
+                ));
+            }
+        }
+        if let Some(spec) = self.spec {
+            spec.validate()?;
+        }
+        let tokens = self.batch as f64 * (self.prompt + self.gen_tokens) as f64;
+        if tokens > MAX_TOKENS as f64 {
+            return Err(Error::invalid(
+                "batch",
+                format!(
+                    "batch x (prompt + gen) = {tokens:e} tokens is above the supported maximum of {MAX_TOKENS:e}"
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl Default for Scenario {
+    /// The CLI defaults: batch 1, prompt 512, gen 128, native formats, 1 device, flash.
+    fn default() -> Self {
+        Scenario {
+            batch: 1,
+            prompt: 512,
+            gen_tokens: 128,
+            weights: None,
+            kv: None,
+            gpus: 1,
+            parallel: Parallel::Tp,
+            ep: 1,
+            flash: true,
+            offload: false,
+            spec: None,
+        }
+    }
+}
+
+/// The context of the decode step reported as "the" decode step of a generation:
+/// mid-generation, `prompt + gen/2` (at least one token of context, at least one
+/// generated token).
+///
+/// ```
+/// assert_eq!(ridgeline_core::predict::decode_context(512, 128), 576);
+/// assert_eq!(ridgeline_core::predict::decode_context(0, 0), 1);
+/// ```
+pub fn decode_context(prompt: u64, gen_tokens: u64) -> u64 {
+    (prompt + (gen_tokens / 2).max(1)).max(1)
+}
+
+/// The contexts of the decode steps of a generation, `lo..=hi` (empty when `hi < lo`).
+///
+/// With a prompt, the prefill makes the first output token (the convention of vLLM's
+/// and NVIDIA's serving benchmarks): `gen - 1` decode steps follow, each adding one
+/// token, at contexts `prompt + 1 ..= prompt + gen - 1`. Without a prompt (llama-bench
+/// `tg`), every output token is a decode step: contexts `1 ..= gen`.
+///
+/// ```
+/// use ridgeline_core::predict::decode_steps;
+/// assert_eq!(decode_steps(512, 128), (513, 639));   // 127 steps after the prefill
+/// assert_eq!(decode_steps(512, 1), (513, 512));     // none: the prefill made the token
+/// assert_eq!(decode_steps(0, 128), (1, 128));       // 128 steps from an empty context
+/// ```
+pub fn decode_steps(prompt: u64, gen_tokens: u64) -> (u64, u64) {
+    if prompt == 0 {
+        (1, gen_tokens)
+    } else {
+        (prompt + 1, prompt + gen_tokens - gen_tokens.min(1))
+    }
+}
+
+/// `num / den`, or 0 where the denominator is 0 (no tokens, no time).
+fn ratio(num: f64, den: f64) -> f64 {
+    if den > 0.0 { num / den } else { 0.0 }
+}
+
+/// The allocation-free core numbers of a prediction.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Summary {
+    /// Prefill pass.
+    pub prefill: PassResult,
+    /// One decode step at context `prompt + gen/2`.
+    pub decode: PassResult,
+    /// Decode steps of the generation (see [`decode_steps`]).
+    pub decode_steps: u64,
+    /// Sum of the decode steps (predicted), s.
+    pub decode_total_s: f64,
+    /// Sum of the decode steps (ideal roofline), s.
+    pub decode_total_roofline_s: f64,
+    /// Memory per device.
+    pub memory: InferenceMemory,
+    /// Bytes streamed from host memory per pass (offload), per device.
+    pub offloaded_bytes: f64,
+    /// Decode speed-up from speculative decoding at the reported step's context
+    /// (plain step time over time per output token; 1 without speculation).
+    pub speedup: f64,
+}
+
+/// Everything that does not depend on batch, prompt or gen.
+#[derive(Debug, Clone)]
+pub struct Predictor<'a> {
+    /// The model.
+    pub model: &'a ModelConfig,
+    /// The device.
+    pub hardware: &'a Hardware,
+    /// The engine.
+    pub engine: &'a Engine,
+    precision: Precision,
+    gpus: u64,
+    parallel: Parallel,
+    ep: u64,
+    flash: bool,
+    offload: bool,
+    tp: u64,
+    layers: u64,
+    matmul: Ceilings,
+    /// Ceilings of weight matmuls by compute dtype (the weights', the experts', the
+    /// activations').
+    matmuls: Vec<(ComputeDtype, Ceilings)>,
+    attention: Ceilings,
+    vector: Ceilings,
+    eff: Efficiency,
+    comm_eff: Efficiency,
+    memory: MemoryModel,
+    host_bw: f64,
+    link_bw: f64,
+    /// The compute dtype the weights' matmuls wanted and the one whose peak was used.
+    matmul_dtypes: (ComputeDtype, ComputeDtype),
+    /// The model's sliding windows, ascending: where decode costs stop growing.
+    windows: Vec<u64>,
+    spec: Option<Speculation>,
+    draft: Draft<'a>,
+    /// The engine's time per routed expert matrix on this device times the matrices of
+    /// one expert over the MoE layers (0 for a dense model or an engine without the
+    /// cost), s: a GEMM-path pass pays it for each expert with tokens.
+    expert_matrix_s: f64,
+}
+
+/// Most devices one layout may have.
+pub const MAX_GPUS: u64 = 1_000_000;
+
+/// Whether `model` can be split over `gpus` devices of `hardware` by `parallel` with
+/// `ep` expert-parallel groups: tensor parallel must divide the attention heads,
+/// pipeline parallel needs a layer per stage, expert parallelism needs a
+/// mixture-of-experts model, tensor parallel, a divisor of `gpus` and no more groups
+/// than experts, and several devices need a link between them.
+pub fn check_layout(
+    model: &ModelConfig,
+    hardware: &Hardware,
+    gpus: u64,
+    parallel: Parallel,
+    ep: u64,
+) -> Result<()> {
+    if gpus == 0 {
+        return Err(Error::invalid("gpus", "must be at least 1"));
+    }
+    if gpus > MAX_GPUS {
+        return Err(Error::invalid(
+            "gpus",
+            format!("{gpus} devices is beyond any layout ridgeline models"),
+        ));
+    }
+    check_experts(model, gpus, parallel, ep)?;
+    // under expert parallelism attention is tensor-parallel inside each group
+    let tp = gpus / ep.max(1);
+    match parallel {
+        Parallel::Tp if !model.heads.is_multiple_of(tp) => Err(Error::conflict(
+            &["gpus", "parallel"],
+            format!(
+                "tensor parallel over {tp} devices does not divide {}'s {} attention heads (num_attention_heads); use a divisor of {} or pipeline parallel",
+                model.id, model.heads, model.heads
+            ),
+        )),
+        Parallel::Pp if gpus > model.layers => Err(Error::conflict(
+            &["gpus", "parallel"],
+            format!(
+                "pipeline parallel over {gpus} devices exceeds {}'s {} layers",
+                model.id, model.layers
+            ),
+        )),
+        _ if gpus > 1 && hardware.device_link().is_none() => Err(Error::conflict(
+            &["gpu", "gpus"],
+            format!(
+                "{} has no host or scale-up link in the database, so it cannot be used with {gpus} devices",
+                hardware.id
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The expert-parallel part of [`check_layout`].
+fn check_experts(model: &ModelConfig, gpus: u64, parallel: Parallel, ep: u64) -> Result<()> {
+    if ep == 0 {
+        return Err(Error::invalid("ep", "must be at least 1"));
+    }
+    if ep == 1 {
+        return Ok(());
+    }
+    let problem = if model.experts <= 1 {
+        format!("{} is not a mixture-of-experts model", model.id)
+    } else if parallel != Parallel::Tp {
+        "expert parallelism runs with tensor parallel (--parallel tp)".to_string()
+    } else if !gpus.is_multiple_of(ep) {
+        format!("{ep} expert-parallel groups do not divide {gpus} devices")
+    } else if ep > model.experts {
+        format!(
+            "{ep} expert-parallel groups exceed {}'s {} experts",
+            model.id, model.experts
+        )
+    } else {
+        return Ok(());
+    };
+    Err(Error::conflict(&["ep", "gpus"], problem))
+}
+
+/// Routed-expert weight matrices per expert over the model's MoE layers: 3 (gate, up,
+/// down) per layer for a gated MLP, 2 (up, down) for a plain one; 0 for a dense model.
+pub fn expert_matrices(model: &ModelConfig) -> u64 {
+    if !model.is_moe() {
+        return 0;
+    }
+    let per = if model.gated_mlp { 3 } else { 2 };
+    model
+        .kind_counts()
+        .iter()
+        .filter(|(k, _)| k.is_moe())
+        .map(|(_, n)| n * per)
+        .sum()
+}
+
+impl<'a> Predictor<'a> {
+    /// Validates the layout and precomputes ceilings, efficiencies and the memory model.
+    pub fn new(
+        model: &'a ModelConfig,
+        hardware: &'a Hardware,
+        engine: &'a Engine,
+        s: &Scenario,
+    ) -> Result<Self> {
+        check_layout(model, hardware, s.gpus, s.parallel, s.ep)?;
+        // low-precision kernels only where the device has the tensor rate they need
+        let has = |d: ComputeDtype| hardware.peak(d).1 == d;
+        let mut kernels = engine.kernels();
+        kernels.fp4 &= has(ComputeDtype::Fp4);
+        kernels.int8_mma &= has(ComputeDtype::Int8);
+        let precision = Precision {
+            kernels,
+            ..resolve_formats(model, s.weights, s.kv)
+        };
+        let Precision {
+            weights,
+            activations,
+            experts,
+            ..
+        } = precision;
+        let (tp, layers) = match s.parallel {
+            Parallel::Tp => (s.gpus / s.ep, model.layers),
+            Parallel::Pp => (1, model.layers),
+        };
+        let matmul_dtype = precision.compute_dtype(weights);
+        let used = hardware.peak(matmul_dtype).1;
+        // kernels on warp-level mma.sync reach only part of a Hopper tensor peak
+        let warp = match hardware.peak_flops_per_s.warp_mma_fraction {
+            Some(f) if !engine.warpgroup_mma => f,
+            _ => 1.0,
+        };
+        // two ceilings on a tensor rate, the lower binds: the instructions' (above) and
+        // the clock the board power sustains under a full tensor load
+        // (of the dtype whose peak is used: a format without a peak runs at another's)
+        let rate = |d: ComputeDtype| {
+            let (p, used) = hardware.peak(d);
+            p * warp.min(hardware.tensor_fraction(used))
+        };
+        let matmul_ceilings = |d: ComputeDtype| {
+            let mut c = hardware.ceilings(d);
+            c.peak_flops_per_s = rate(d);
+            if d == ComputeDtype::Fp16
+                && engine.fp16_accumulate
+                && let Some(acc16) = hardware.peak_flops_per_s.fp16_acc16
+            {
+                let share = warp.min(hardware.tensor_fraction(d));
+                c.peak_flops_per_s = c.peak_flops_per_s.max(acc16 * share);
+            }
+            (d, c)
+        };
+        let matmul = matmul_ceilings(matmul_dtype).1;
+        let mut matmuls = vec![matmul_ceilings(matmul_dtype)];
+        for d in [precision.compute_dtype(experts), activations] {
+            if matmuls.iter().all(|m| m.0 != d) {
+                matmuls.push(matmul_ceilings(d));
+            }
+        }
+        let mut attention = hardware.ceilings(activations);
+        attention.peak_flops_per_s = rate(activations);
+        let vector = hardware.ceilings(ComputeDtype::Fp32);
+        let eff = engine.efficiency(hardware);
+        let comm_eff = Efficiency {
+            overhead_s: engine.collective_latency_s,
+            ..eff
+        };
+        let layout = Layout {
+            gpus: s.gpus,
+            parallel: s.parallel,
+            ep: s.ep,
+        };
+        let mut memory = MemoryModel::new(model, hardware, engine, &precision, &layout, s.flash);
+        if let Some(spec) = s.spec {
+            spec.validate()?;
+            let share = crate::memory::Share::stages(model, &layout)[0];
+            let (weights, cache) = Self::head_memory(model, &precision, &share);
+            memory = memory.with_extra(weights, cache);
+        }
+        Ok(Predictor {
+            model,
+            hardware,
+            engine,
+            precision,
+            gpus: s.gpus,
+            parallel: s.parallel,
+            ep: s.ep,
+            flash: s.flash,
+            offload: s.offload,
+            tp,
+            layers,
+            matmul,
+            matmuls,
+            attention,
+            vector,
+            eff,
+            comm_eff,
+            memory,
+            host_bw: hardware
+                .host_link
+                .as_ref()
+                .map_or(0.0, |l| l.bytes_per_s_per_direction),
+            link_bw: hardware
+                .device_link()
+                .map_or(0.0, |l| l.bytes_per_s_per_direction),
+            matmul_dtypes: (matmul_dtype, used),
+            windows: {
+                let mut w: Vec<u64> = model.kinds.iter().filter_map(|k| k.window).collect();
+                w.sort_unstable();
+                w.dedup();
+                w
+            },
+            spec: s.spec,
+            draft: Draft::Head,
+            expert_matrix_s: engine.expert_overhead_on(hardware) * expert_matrices(model) as f64,
+        })
+    }
+
+    /// The formats in use.
+    pub fn precision(&self) -> Precision {
+        self.precision
+    }
+
+    /// The model's sliding windows, ascending (where decode costs stop growing).
+    pub fn windows(&self) -> &[u64] {
+        &self.windows
+    }
+
+    /// Devices of the layout.
+    pub fn gpus(&self) -> u64 {
+        self.gpus
+    }
+
+    /// The layout's parallelism.
+    pub fn parallel(&self) -> Parallel {
+        self.parallel
+    }
+
+    pub(super) fn graph(&self, step: &Step) -> Graph {
+        let shard = Shard {
+            tp: self.tp,
+            ep: self.ep,
+            layers: self.layers,
+        };
+        graph::forward(self.model, step, &self.precision, &shard, self.flash)
+    }
+
+    /// The ceilings an op runs against: vector units, the attention kernels' (the
+    /// activation dtype), or a weight matmul's dtype (with fp16 accumulation where the
+    /// engine uses it).
+    pub(super) fn ceilings(&self, op: &OpInstance) -> &Ceilings {
+        match op.unit {
+            Unit::Vector => &self.vector,
+            _ if op.kind.is_attention_core() => &self.attention,
+            Unit::Matrix(d) | Unit::Dequant(d) => self
+                .matmuls
+                .iter()
+                .find(|m| m.0 == d)
+                .map_or(&self.matmul, |m| &m.1),
+        }
+    }
+
+    /// The efficiencies an op reaches: collectives the link's (with the per-collective
+    /// latency), attention kernels the engine's `attention_efficiency` of the rest,
+    /// weight-only quantized matmuls its `dequant_efficiency` of the compute rate, fp4
+    /// tensor-core matmuls its `fp4_efficiency`.
+    fn op_efficiency(&self, op: &OpInstance) -> Efficiency {
+        let mut e = if op.cost.link_bytes > 0.0 {
+            self.comm_eff
+        } else {
+            self.eff
+        };
+        if matches!(op.unit, Unit::Dequant(_)) {
+            e.compute *= self.engine.dequant_efficiency;
+        }
+        if op.unit == Unit::Matrix(ComputeDtype::Fp4) {
+            e.compute *= self.engine.fp4_efficiency;
+        }
+        if let Some(m) = self.matmul_rows(op)
+            && m > crate::engine::GEMV_MAX_TOKENS as f64
+        {
+            e.compute *= m / (m + self.engine.gemm_half_rows);
+        }
+        if op.kind.is_attention_core() {
+            e.compute *= self.engine.attention_efficiency;
+            e.memory *= self.engine.attention_efficiency;
+        }
+        e.overhead_s *= op.count;
+        e
+    }
+
+    /// The rows (tokens) of a weight matmul, `None` for any other op: its FLOPs over
+    /// twice its weights' elements (for routed experts, the tokens each expert that has
+    /// some receives on average). The elements are its weight bytes at the width the
+    /// graph stores them: the embeddings' width for the lm_head, the experts' format
+    /// for a MoE model's expert matmuls, the weights' otherwise. (A MoE model's dense
+    /// MLP layers, where its experts ship in another format than its other weights, are
+    /// counted at the experts' width, and a draft model's matmuls at the target model's
+    /// widths: where those differ their rows are off by the ratio of the widths, which
+    /// moves only the roll-off of [`crate::engine::Engine::gemm_half_rows`].)
+    pub fn matmul_rows(&self, op: &OpInstance) -> Option<f64> {
+        use crate::model::graph::OpKind as K;
+        if !matches!(op.unit, Unit::Matrix(_) | Unit::Dequant(_))
+            || op.kind.is_attention_core()
+            || op.cost.read.weights <= 0.0
+            || op.cost.flops <= 0.0
+        {
+            return None;
+        }
+        let bits = match op.kind {
+            K::LmHead => self.precision.embedding_bits(),
+            K::Router => 16.0,
+            K::GateUpProj | K::UpProj | K::DownProj if self.model.is_moe() => {
+                self.precision.experts.bits()
+            }
+            _ => self.precision.weights.bits(),
+        };
+        Some(op.cost.flops / (2.0 * op.cost.read.weights * 8.0 / bits))
+    }
+
+    /// Places one op instance (all its executions).
+    pub fn place_op(&self, op: &OpInstance) -> Placement {
+        place(&op.total(), self.ceilings(op), &self.op_efficiency(op))
+    }
+
+    /// Memory at this batch/prompt/gen and the bytes streamed from the host per pass.
+    pub fn memory(&self, batch: u64, prompt: u64, gen_tokens: u64) -> (InferenceMemory, f64) {
+        let mut m = self.memory.at(batch, prompt, gen_tokens);
+        let mut offloaded = 0.0;
+        if self.offload && !m.fits && self.host_bw > 0.0 {
+            let excess = m.total_bytes - m.capacity_bytes;
+            if excess <= m.weights_bytes {
+                offloaded = excess;
+                m.weights_bytes -= excess;
+                m.total_bytes -= excess;
+                m.fits = true;
+            }
+        }
+        (m, offloaded)
+    }
+
+    /// Largest batch that fits in device memory at this prompt and gen, with weights
+    /// streamed from the host where the scenario offloads (0: not even one sequence).
+    pub fn max_batch(&self, prompt: u64, gen_tokens: u64) -> u64 {
+        // memory grows monotonically (piecewise linearly) with the batch
+        crate::search::largest(1, 1 << 50, |b| self.memory(b, prompt, gen_tokens).0.fits)
+            .unwrap_or(0)
+    }
+
+    /// Largest context per sequence (prompt, with generation adding to it) that fits
+    /// in memory at `batch` (0: nothing fits), whatever the model was trained for.
+    pub fn max_context_in_memory(&self, batch: u64) -> u64 {
+        crate::search::largest(1, 1 << 40, |c| self.memory(batch, c, 0).0.fits).unwrap_or(0)
+    }
+
+    /// Largest context per sequence that fits at `batch` and that the model was trained
+    /// for (0: nothing fits).
+    pub fn max_context(&self, batch: u64) -> u64 {
+        self.max_context_in_memory(batch)
+            .min(self.model.max_context)
+    }
+
+    /// KV-cache bytes per token of one sequence on the device holding the most layers.
+    pub fn kv_bytes_per_token(&self) -> f64 {
+        self.memory.kv_bytes_per_token()
+    }
+
+    /// The core numbers without per-op detail (no heap allocation).
+    pub fn summary(&self, batch: u64, prompt: u64, gen_tokens: u64) -> Summary {
+        let (memory, offloaded) = self.memory(batch, prompt, gen_tokens);
+        let mut prefill = self.prefill_pass(batch, prompt, offloaded);
+        prefill.add_scaled(&self.draft_prefill(batch, prompt), 1.0);
+        let mid = decode_context(prompt, gen_tokens);
+        let (lo, hi) = decode_steps(prompt, gen_tokens);
+        let (decode, decode_total_s, decode_total_roofline_s) =
+            self.decode_with_sum(batch, mid, lo, hi, offloaded);
+        let speedup = match self.spec {
+            None => 1.0,
+            Some(_) => ratio(
+                self.pass(&Step::decode(batch, mid), offloaded).time_s,
+                decode.time_s,
+            ),
+        };
+        Summary {
+            prefill,
+            decode,
+            decode_steps: (hi + 1).saturating_sub(lo),
+            decode_total_s,
+            decode_total_roofline_s,
+            memory,
+            offloaded_bytes: offloaded,
+            speedup,
+        }
+    }
+
+    /// Smallest batch at which a decode step at `context` is compute-bound on the ideal
+    /// roofline (`None` if not below 2^24, e.g. when KV reads keep it memory-bound).
+    pub fn compute_bound_batch(&self, context: u64) -> Option<u64> {
+        let is_compute = |b: u64| {
+            let g = self.graph(&Step::decode(b, context));
+            let (mut c, mut m) = (0.0, 0.0);
+            for op in g.ops() {
+                let t = op.total();
+                let ce = self.ceilings(op);
+                c += t.flops / ce.peak_flops_per_s;
+                m += t.bytes() / ce.memory_bytes_per_s;
+            }
+            c >= m
+        };
+        crate::search::smallest(1, 1 << 24, is_compute)
+    }
+}

@@ -1,0 +1,43 @@
+//! Caveats as sentences: the typed notes of the core ([`crate::predict::Note`])
+//! rendered to text, which is also how they serialize in JSON.
+
+use super::Note;
+use std::fmt;
+
+impl fmt::Display for Note {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Note::Approximation(text) => f.write_str(text),
+            Note::NearestPeak { .. } => f.write_str(
+                "the device publishes no peak for the weights' compute dtype; the nearest published rate was used",
+            ),
+            Note::BeyondContext {
+                tokens,
+                max_context,
+            } => write!(
+                f,
+                "prompt + gen = {tokens} exceeds the model's trained context of {max_context} tokens"
+            ),
+            Note::Offloaded { bytes } => write!(
+                f,
+                "{:.2} GB of weights per device stream from host memory over the host link every pass",
+                bytes / 1e9
+            ),
+            Note::DoesNotFit => {
+                f.write_str("does not fit in device memory: times are what it would take if it did")
+            }
+            Note::BeyondScaleUp { gpus, domain } => write!(
+                f,
+                "{gpus} devices span {} scale-up domains of {domain}: collectives are costed at the scale-up link's bandwidth, but across domains they cross the slower network (times are an optimistic bound)",
+                gpus.div_ceil((*domain).max(1))
+            ),
+        }
+    }
+}
+
+impl serde::Serialize for Note {
+    /// As its sentence.
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}

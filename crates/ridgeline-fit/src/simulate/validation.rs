@@ -1,0 +1,304 @@
+//! Published serving benchmarks against the simulation: `data/measurements/serving.csv`
+//! (kind `S`) holds closed-loop concurrency sweeps and replayed request traces with
+//! their TTFT, TPOT and output throughput, each with its source; [`validate`] simulates
+//! every scenario once and [`error_table`] reports the errors (README, section Serving
+//! validation; `tests/serving.rs` checks it is current).
+//!
+//! The file has the columns of `measurements.csv` with ridgeline ids for `gpu` and
+//! `model` and `framework` an engine id, plus `kv` (KV format), `concurrency` (users
+//! of a closed loop), `requests` (requests simulated), `trace` (a trace CSV, path from
+//! the repository root, replayed instead of a closed loop), `rate` (Poisson arrivals,
+//! requests/s, instead of a closed loop) and `lengths` (`fixed`, or `uniform`: lengths
+//! drawn uniformly over `1..=2·mean - 1` around the row's prompt and generation means,
+//! as a random dataset with range ratio 0 draws them). Metrics: `ttft_s_mean`,
+//! `ttft_s_p50`, `tpot_s_mean`, `tpot_s_p50`, `output_tokens_per_s`.
+
+use super::{Arrivals, Dist, Run, Serving, Workload, parse_trace, simulate};
+use crate::dtype::Format;
+use crate::engine::EngineDb;
+use crate::error::{Error, Result};
+use crate::hardware::HardwareDb;
+use crate::model::ModelDb;
+use crate::predict::Scenario;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// The bundled `data/measurements/serving.csv`.
+pub const BUILTIN_SERVING_CSV: &str = include_str!("../../../../data/measurements/serving.csv");
+
+/// Columns the serving CSV has after those of the measurements CSV
+/// ([`crate::calibrate::COLUMNS`]).
+pub const SERVING_EXTRA_COLUMNS: [&str; 6] =
+    ["kv", "concurrency", "requests", "trace", "rate", "lengths"];
+
+/// One published serving figure.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServingRow {
+    /// Row id (`s001`).
+    pub id: String,
+    /// Hardware id.
+    pub gpu: String,
+    /// Devices (tensor parallel).
+    pub gpus: u64,
+    /// Model id.
+    pub model: String,
+    /// Weight format.
+    pub weights: Format,
+    /// KV format.
+    pub kv: Format,
+    /// Engine id.
+    pub engine: String,
+    /// Prompt tokens (closed loop).
+    pub prompt: u64,
+    /// Output tokens (closed loop).
+    pub gen_tokens: u64,
+    /// Users of the closed loop (`None`: a trace or a rate).
+    pub concurrency: Option<u64>,
+    /// Poisson arrivals, requests/s (`None`: a closed loop or a trace).
+    pub rate: Option<f64>,
+    /// Prompt and generation lengths drawn uniformly over `1..=2·mean - 1` (the
+    /// row's `prompt` and `gen_tokens` are their means); false: fixed.
+    pub uniform_lengths: bool,
+    /// Requests simulated.
+    pub requests: u64,
+    /// Trace path (`None`: a closed loop).
+    pub trace: Option<String>,
+    /// What was measured: `ttft_s_mean`, `tpot_s_mean`, `tpot_s_p50`,
+    /// `output_tokens_per_s`.
+    pub metric: String,
+    /// The measured value (s or tokens/s).
+    pub value: f64,
+    /// Where it was published.
+    pub source: String,
+}
+
+impl ServingRow {
+    /// The scenario rows share a simulation by.
+    fn key(&self) -> String {
+        format!(
+            "{} {} {} {} {} {} {} {} {:?} {} {:?} {:?} {}",
+            self.gpu,
+            self.gpus,
+            self.model,
+            self.weights,
+            self.kv,
+            self.engine,
+            self.prompt,
+            self.gen_tokens,
+            self.concurrency,
+            self.requests,
+            self.trace,
+            self.rate,
+            self.uniform_lengths
+        )
+    }
+
+    /// The metric's value in a run.
+    pub fn of(&self, r: &Run) -> Result<f64> {
+        Ok(match self.metric.as_str() {
+            "ttft_s_mean" => r.ttft_s.mean,
+            "ttft_s_p50" => r.ttft_s.p50,
+            "tpot_s_mean" => r.tpot_s.mean,
+            "tpot_s_p50" => r.tpot_s.p50,
+            "output_tokens_per_s" => r.throughput.output_tokens_per_s,
+            m => {
+                return Err(Error::invalid(
+                    "metric",
+                    format!("{}: unknown serving metric '{m}'", self.id),
+                ));
+            }
+        })
+    }
+}
+
+/// Reads the serving CSV; `src` names it in errors.
+pub fn parse_serving(text: &str, src: &str) -> Result<Vec<ServingRow>> {
+    let err = |line: u64, msg: String| Error::Parse {
+        source_name: src.to_string(),
+        message: format!("line {line}: {msg}"),
+    };
+    let mut reader = csv::Reader::from_reader(text.as_bytes());
+    let header = reader.headers().map_err(|e| err(1, e.to_string()))?.clone();
+    let columns: Vec<&str> = crate::calibrate::COLUMNS
+        .iter()
+        .chain(&SERVING_EXTRA_COLUMNS)
+        .copied()
+        .collect();
+    if header.iter().collect::<Vec<_>>() != columns {
+        return Err(err(1, format!("the header must be {}", columns.join(","))));
+    }
+    let mut rows = Vec::new();
+    for rec in reader.records() {
+        let rec = rec.map_err(|e| err(0, e.to_string()))?;
+        let line = rec.position().map_or(0, |p| p.line());
+        let get = |i: usize| rec.get(i).unwrap_or("").trim().to_string();
+        let num = |i: usize| -> Result<u64> {
+            get(i)
+                .parse()
+                .map_err(|_| err(line, format!("{}: not a whole number", columns[i])))
+        };
+        let format = |i: usize| Format::parse(&get(i)).map_err(|e| err(line, e.to_string()));
+        let value: f64 = get(11)
+            .parse()
+            .map_err(|_| err(line, "value: not a number".into()))?;
+        rows.push(ServingRow {
+            id: get(0),
+            gpu: get(2),
+            gpus: num(3)?,
+            model: get(4),
+            weights: format(5)?,
+            kv: format(15)?,
+            engine: get(9),
+            prompt: num(7)?,
+            gen_tokens: num(8)?,
+            concurrency: (!get(16).is_empty()).then(|| num(16)).transpose()?,
+            requests: num(17)?,
+            trace: Some(get(18)).filter(|t| !t.is_empty()),
+            rate: match get(19).as_str() {
+                "" => None,
+                t => match t.parse::<f64>() {
+                    Ok(v) if v.is_finite() && v > 0.0 => Some(v),
+                    _ => return Err(err(line, format!("rate: '{t}' is not a positive number"))),
+                },
+            },
+            uniform_lengths: match get(20).as_str() {
+                "" | "fixed" => false,
+                "uniform" => true,
+                t => {
+                    return Err(err(
+                        line,
+                        format!("lengths: '{t}' is not one of fixed, uniform"),
+                    ));
+                }
+            },
+            metric: get(10),
+            value,
+            source: get(13),
+        });
+    }
+    Ok(rows)
+}
+
+/// Simulates one row's scenario (traces read from under `root`).
+pub fn simulate_row(row: &ServingRow, root: &Path) -> Result<Run> {
+    let model = ModelDb::builtin()?.resolve(&row.model)?;
+    let hw = HardwareDb::builtin()?.get(&row.gpu)?;
+    let engine = EngineDb::builtin()?.get(&row.engine)?;
+    let s = Scenario {
+        weights: Some(row.weights),
+        kv: Some(row.kv),
+        gpus: row.gpus,
+        ..Scenario::default()
+    };
+    let arrivals = match (&row.trace, row.concurrency, row.rate) {
+        (Some(t), _, _) => {
+            let path = root.join(t);
+            Arrivals::Trace(parse_trace(&crate::files::read_text(&path)?, t)?)
+        }
+        (None, Some(concurrency), _) => Arrivals::Closed { concurrency },
+        (None, None, Some(rate)) => Arrivals::Poisson { rate },
+        (None, None, None) => {
+            return Err(Error::invalid(
+                "concurrency",
+                format!("{}: neither a trace, a concurrency nor a rate", row.id),
+            ));
+        }
+    };
+    let length = |mean: u64| {
+        if row.uniform_lengths && mean > 1 {
+            Dist::Uniform {
+                lo: 1,
+                hi: 2 * mean - 1,
+            }
+        } else {
+            Dist::Fixed { tokens: mean }
+        }
+    };
+    let requests = match &arrivals {
+        Arrivals::Trace(t) => t.len() as u64,
+        _ => row.requests,
+    };
+    let w = Workload {
+        arrivals,
+        requests,
+        prompt: length(row.prompt),
+        gen_tokens: length(row.gen_tokens),
+        seed: 0,
+    };
+    simulate(&model, hw, engine, &s, &Serving::default(), &w)
+}
+
+/// Every row with its simulated value, each scenario simulated once.
+pub fn validate(rows: &[ServingRow], root: &Path) -> Result<Vec<(ServingRow, f64)>> {
+    let mut runs: BTreeMap<String, Run> = BTreeMap::new();
+    let mut out = Vec::with_capacity(rows.len());
+    for r in rows {
+        let key = r.key();
+        if !runs.contains_key(&key) {
+            runs.insert(key.clone(), simulate_row(r, root)?);
+        }
+        out.push((r.clone(), r.of(&runs[&key])?));
+    }
+    Ok(out)
+}
+
+/// The error table (Markdown): median |error| per metric, then every row.
+pub fn error_table(results: &[(ServingRow, f64)]) -> String {
+    let err = |(r, p): &(ServingRow, f64)| 100.0 * (p / r.value - 1.0);
+    let mut by_metric: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+    for x in results {
+        by_metric
+            .entry(x.0.metric.as_str())
+            .or_default()
+            .push(err(x).abs());
+    }
+    let mut s = String::from("| metric | rows | median \\|error\\| |\n|---|---:|---:|\n");
+    for (m, v) in &by_metric {
+        let _ = writeln!(
+            s,
+            "| `{m}` | {} | {:.1}% |",
+            v.len(),
+            crate::calibrate::median_abs(v.iter().copied())
+        );
+    }
+    s.push_str("\n| id | deployment | load | metric | published | simulated | error |\n|---|---|---|---|---:|---:|---:|\n");
+    let show = |metric: &str, v: f64| {
+        if metric.ends_with("_per_s") {
+            format!("{} tok/s", crate::units::sig3(v))
+        } else {
+            crate::units::fmt_seconds(v)
+        }
+    };
+    for x in results {
+        let r = &x.0;
+        let lengths = if r.uniform_lengths {
+            "uniform, means "
+        } else {
+            ""
+        };
+        let load = match (r.concurrency, r.rate) {
+            (Some(c), _) => format!("{c} users, {lengths}{}+{} tokens", r.prompt, r.gen_tokens),
+            (None, Some(rate)) => format!(
+                "{rate} req/s, {lengths}{}+{} tokens",
+                r.prompt, r.gen_tokens
+            ),
+            (None, None) => "trace".to_string(),
+        };
+        let _ = writeln!(
+            s,
+            "| {} | {} x {} {} {}, {} | {load} | `{}` | {} | {} | {:+.0}% |",
+            r.id,
+            r.gpus,
+            r.gpu,
+            r.model,
+            r.weights,
+            r.engine,
+            r.metric,
+            show(&r.metric, r.value),
+            show(&r.metric, x.1),
+            err(x)
+        );
+    }
+    s
+}

@@ -1,0 +1,376 @@
+//! Capacity planning (`ridgeline plan`): search devices, device counts, tensor/pipeline
+//! layouts, weight and KV formats, engines and batch sizes for a model and a request
+//! shape; keep what fits in memory and meets the latency, throughput and budget
+//! targets; return the cheapest by USD per million output tokens, the Pareto front of
+//! cost vs time per output token vs throughput, and, when a target binds, which one.
+//!
+//! ## Search space
+//! - devices: those given, else every device with a rental price (every device if none
+//!   has one);
+//! - device counts: 1, 2, 4, 8, 16, 32 (or those given). Up to a node (the device's
+//!   `devices_per_node`, default 8) both tensor and pipeline parallel are tried; beyond a
+//!   node only pipeline parallel, since tensor parallel across nodes is not what anyone
+//!   deploys (the inter-node network itself is not modelled: stage sends use the
+//!   device link). Layouts the model does not allow (tp not dividing the heads, more
+//!   stages than layers, no link) are skipped and counted;
+//! - weight formats: native, fp8 where the device publishes an fp8 peak, int8 where it
+//!   publishes an int8 peak, q8_0 and awq-int4 (or those given);
+//! - KV formats: native (the activation dtype) and fp8 (or those given);
+//! - batch: powers of two up to the largest batch that fits, and that largest batch.
+//!
+//! ## Cost
+//! `usd_per_million_tokens = price_per_device_hour x gpus / (output tokens/s x 3600) x
+//! 1e6`, with output tokens/s = batch x gen / (TTFT + all decode steps) (static batching:
+//! what a fully loaded replica produces). Configurations on devices without a price have
+//! no cost; the best is then the highest output tokens/s per device.
+
+mod binding;
+mod rate;
+mod search;
+mod sentences;
+pub mod train;
+
+pub use binding::{Better, Config, Miss, Reason};
+pub use rate::{RateTarget, plan_rate};
+pub use sentences::target_flag;
+
+use crate::dtype::Format;
+use crate::engine::Engine;
+use crate::error::{Error, Result};
+use crate::hardware::{Hardware, HardwareDb};
+use crate::memory::Parallel;
+use crate::model::ModelConfig;
+use crate::predict::Scenario;
+use search::Cand;
+use serde::Serialize;
+
+/// Device counts searched by default.
+pub const DEFAULT_GPU_COUNTS: [u64; 6] = [1, 2, 4, 8, 16, 32];
+
+/// Largest batch searched (2^20).
+pub const MAX_PLAN_BATCH: u64 = 1 << 20;
+
+/// Service-level and budget targets; `None` leaves one open.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Targets {
+    /// Largest acceptable time to first token, s.
+    pub max_ttft_s: Option<f64>,
+    /// Largest acceptable mean time per output token, s.
+    pub max_tpot_s: Option<f64>,
+    /// Smallest acceptable output tokens/s of one replica (all its devices).
+    pub min_output_tokens_per_s: Option<f64>,
+    /// Largest acceptable rental price of one replica, USD per hour.
+    pub max_usd_per_hour: Option<f64>,
+}
+
+/// What to plan for.
+#[derive(Debug, Clone)]
+pub struct PlanRequest<'a> {
+    /// The model.
+    pub model: ModelConfig,
+    /// Devices to consider (see [`default_devices`]).
+    pub devices: Vec<&'a Hardware>,
+    /// Engines to consider.
+    pub engines: Vec<&'a Engine>,
+    /// Prompt tokens per request.
+    pub prompt: u64,
+    /// Generated tokens per request (>= 1).
+    pub gen_tokens: u64,
+    /// Targets.
+    pub targets: Targets,
+    /// Device counts to consider.
+    pub gpu_counts: Vec<u64>,
+    /// Weight formats (`None`: the default set per device; `Some(None)` inside: native).
+    pub weights: Option<Vec<Option<Format>>>,
+    /// KV formats (`None`: native and fp8).
+    pub kv: Option<Vec<Option<Format>>>,
+    /// Fused attention.
+    pub flash: bool,
+}
+
+/// Every device with a price, or every device when none has one.
+pub fn default_devices(db: &HardwareDb) -> Vec<&Hardware> {
+    let priced: Vec<&Hardware> = db.devices().iter().filter(|d| d.price.is_some()).collect();
+    if priced.is_empty() {
+        db.devices().iter().collect()
+    } else {
+        priced
+    }
+}
+
+/// The weight formats searched on `hw` by default.
+pub fn default_weight_formats(hw: &Hardware) -> Vec<Option<Format>> {
+    let mut v = vec![None];
+    if hw.peak_flops_per_s.fp8.is_some() {
+        v.push(Some(Format::Fp8));
+    }
+    if hw.peak_flops_per_s.int8.is_some() {
+        v.push(Some(Format::Int8));
+    }
+    v.push(Some(Format::Q8_0));
+    v.push(Some(Format::AwqInt4));
+    v
+}
+
+/// One configuration with its predictions (an entry of `best` and `pareto`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Entry {
+    /// Model id.
+    pub model: String,
+    /// Device id.
+    pub gpu: String,
+    /// Devices in one replica.
+    pub gpus: u64,
+    /// How the devices split the model.
+    pub parallel: Parallel,
+    /// Weight format.
+    pub weights: Format,
+    /// KV-cache format.
+    pub kv: Format,
+    /// Engine id.
+    pub engine: String,
+    /// Concurrent sequences.
+    pub batch: u64,
+    /// Prompt tokens.
+    pub prompt: u64,
+    /// Generated tokens.
+    #[serde(rename = "gen")]
+    pub gen_tokens: u64,
+    /// Fits in device memory.
+    pub fits: bool,
+    /// Time to first token, s.
+    pub ttft_s: f64,
+    /// Mean time per output token, s.
+    pub tpot_s: f64,
+    /// batch x decode steps / decode time (see [`crate::predict::decode_steps`]).
+    pub decode_tokens_per_s: f64,
+    /// batch x gen / (TTFT + decode time), the whole replica.
+    pub output_tokens_per_s: f64,
+    /// Memory per device, bytes.
+    pub total_bytes: f64,
+    /// Capacity per device, bytes.
+    pub capacity_bytes: f64,
+    /// Largest batch that fits in this layout.
+    pub max_batch: u64,
+    /// Price of the replica, USD per hour (null: device without a price).
+    pub usd_per_hour: Option<f64>,
+    /// USD per million output tokens (null: device without a price).
+    pub usd_per_million_tokens: Option<f64>,
+    /// With a rate ([`plan_rate`]): replicas of this configuration the rate needs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<u64>,
+    /// With a rate: the highest rate one replica serves within the targets, requests/s.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate_per_replica: Option<f64>,
+    /// With a rate: what stops one replica above that rate (`p99_ttft_s`, `p99_tpot_s`,
+    /// or `saturation`: it falls behind its arrivals).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limited_by: Option<&'static str>,
+}
+
+crate::named_enum! {
+    /// What a plan is held to: memory, one of the [`Targets`], or the search space
+    /// itself (nothing binds: nothing cheaper was found).
+    pub enum Target: "plan target" {
+        /// Device memory.
+        Memory = "memory",
+        /// [`Targets::max_ttft_s`].
+        MaxTtft = "max_ttft_s",
+        /// [`Targets::max_tpot_s`].
+        MaxTpot = "max_tpot_s",
+        /// [`Targets::min_output_tokens_per_s`].
+        MinThroughput = "min_output_tokens_per_s",
+        /// [`Targets::max_usd_per_hour`].
+        MaxUsdPerHour = "max_usd_per_hour",
+        /// Nothing binds.
+        SearchSpace = "search_space",
+    }
+}
+
+impl Target {
+    /// Memory and the four targets, in the order violations are reported.
+    pub const CHECKED: [Target; 5] = [
+        Target::Memory,
+        Target::MaxTtft,
+        Target::MaxTpot,
+        Target::MinThroughput,
+        Target::MaxUsdPerHour,
+    ];
+
+    /// The limit `t` sets on this target (`None`: open, or memory).
+    pub fn limit(self, t: &Targets) -> Option<f64> {
+        match self {
+            Target::MaxTtft => t.max_ttft_s,
+            Target::MaxTpot => t.max_tpot_s,
+            Target::MinThroughput => t.min_output_tokens_per_s,
+            Target::MaxUsdPerHour => t.max_usd_per_hour,
+            Target::Memory | Target::SearchSpace => None,
+        }
+    }
+}
+
+/// A target that keeps cheaper (or any) configurations out.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Binding {
+    /// What binds.
+    pub target: Target,
+    /// The limit asked (SI units; for `memory`, the capacity per device in bytes).
+    pub limit: Option<f64>,
+    /// With a best: the best's own value of that quantity (for `memory`, its bytes per
+    /// device). Without one: the best value any configuration that fits reaches.
+    pub best_reachable: Option<f64>,
+    /// Why, as data (serialized as one sentence for people, see
+    /// `ridgeline::report::plan`).
+    #[serde(rename = "message")]
+    pub reason: Reason,
+}
+
+/// The `plan --json` document.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Plan {
+    /// Model id.
+    pub model: String,
+    /// Prompt tokens.
+    pub prompt: u64,
+    /// Generated tokens.
+    #[serde(rename = "gen")]
+    pub gen_tokens: u64,
+    /// The targets.
+    pub targets: Targets,
+    /// The rate planned for (only with `--rate`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate: Option<RateTarget>,
+    /// Configurations predicted.
+    pub evaluated: u64,
+    /// Of which fit and meet every target.
+    pub feasible: u64,
+    /// (device, count, layout, formats, engine) combinations the model cannot use.
+    pub skipped_layouts: u64,
+    /// The cheapest feasible configuration (null: none).
+    pub best: Option<Entry>,
+    /// What `best` minimises: `usd_per_million_tokens`, or
+    /// `output_tokens_per_s_per_gpu` (maximised) when no feasible device has a price.
+    pub best_by: &'static str,
+    /// Why nothing cheaper qualifies, or why nothing qualifies at all.
+    pub binding: Vec<Binding>,
+    /// Feasible configurations no other beats on cost, tpot and throughput at once,
+    /// cheapest first.
+    pub pareto: Vec<Entry>,
+}
+
+/// What `best` is chosen by: the cost when some feasible device has a price (or there
+/// is no best), else output tokens/s per device.
+fn best_by(priced: bool, has_best: bool) -> &'static str {
+    if priced || !has_best {
+        "usd_per_million_tokens"
+    } else {
+        "output_tokens_per_s_per_gpu"
+    }
+}
+
+/// Checks the request; the errors name the [`PlanRequest`] fields.
+fn validate(req: &PlanRequest<'_>) -> Result<()> {
+    if req.gen_tokens == 0 {
+        return Err(Error::invalid(
+            "gen_tokens",
+            "must be at least 1 for planning (cost is per output token)",
+        ));
+    }
+    Scenario::validate_shape(1, req.prompt, req.gen_tokens)?;
+    for target in &Target::CHECKED[1..] {
+        if let Some(v) = target.limit(&req.targets) {
+            crate::error::require_positive(target.name(), v)?;
+        }
+    }
+    let engines = ("engine", req.engines.len());
+    check_choices(
+        req.devices.len(),
+        engines,
+        &req.gpu_counts,
+        crate::sweep::MAX_GPUS,
+    )
+}
+
+/// A plan's choices: at least one device, one of `other` (engines, training methods:
+/// its name and count) and one device count, every count in `1..=max_gpus`.
+pub(crate) fn check_choices(
+    devices: usize,
+    (other, others): (&str, usize),
+    gpu_counts: &[u64],
+    max_gpus: u64,
+) -> Result<()> {
+    if devices == 0 || others == 0 || gpu_counts.is_empty() {
+        return Err(Error::invalid(
+            "plan",
+            format!("needs at least one device, {other} and device count"),
+        ));
+    }
+    if let Some(&n) = gpu_counts.iter().find(|&&n| n == 0 || n > max_gpus) {
+        return Err(Error::invalid(
+            "gpu_counts",
+            format!("{n} is outside 1..{max_gpus}"),
+        ));
+    }
+    Ok(())
+}
+
+/// Runs the search.
+///
+/// ```
+/// use ridgeline_core::prelude::*;
+/// use ridgeline_plan::plan::{PlanRequest, Targets, plan};
+///
+/// let hw = HardwareDb::builtin()?;
+/// let req = PlanRequest {
+///     model: ModelDb::builtin()?.resolve("llama-3-8b")?,
+///     devices: vec![hw.get("h100")?, hw.get("l4")?],
+///     engines: vec![EngineDb::builtin()?.get("typical")?],
+///     prompt: 512,
+///     gen_tokens: 256,
+///     targets: Targets { max_tpot_s: Some(0.05), ..Targets::default() },
+///     gpu_counts: vec![1, 2],
+///     weights: None,
+///     kv: None,
+///     flash: true,
+/// };
+/// let p = plan(&req)?;
+/// let best = p.best.expect("an 8B model meets 50 ms per token somewhere");
+/// assert!(best.tpot_s <= 0.05 && best.fits);
+/// assert!(p.feasible <= p.evaluated);
+/// # Ok::<(), ridgeline_core::Error>(())
+/// ```
+pub fn plan(req: &PlanRequest<'_>) -> Result<Plan> {
+    validate(req)?;
+    let (layouts, impossible) = search::layouts(req);
+    let (cands, failed) = search::evaluate(req, &layouts);
+    let skipped = impossible + failed;
+    let t = &req.targets;
+    let feasible: Vec<&Cand> = cands.iter().filter(|c| c.meets(t)).collect();
+    let priced = feasible.iter().any(|c| c.usd_per_million_tokens.is_some());
+    let best = search::best(&feasible, &layouts, priced);
+    let ctx = binding::Context {
+        cands: &cands,
+        targets: t,
+        layouts: &layouts,
+        model: &req.model,
+    };
+    let binding = match best {
+        Some(b) => ctx.why_best(b, priced),
+        None => ctx.why_none(),
+    };
+    let entry = |c: &Cand| layouts[c.layout].entry(c, &req.model, req.prompt, req.gen_tokens);
+    Ok(Plan {
+        model: req.model.id.clone(),
+        prompt: req.prompt,
+        gen_tokens: req.gen_tokens,
+        targets: req.targets,
+        rate: None,
+        evaluated: cands.len() as u64,
+        feasible: feasible.len() as u64,
+        skipped_layouts: skipped,
+        best: best.map(entry),
+        best_by: best_by(priced, best.is_some()),
+        binding,
+        pareto: search::pareto(&feasible).into_iter().map(entry).collect(),
+    })
+}
