@@ -233,7 +233,7 @@ fn training_reports_carry_kind_d_and_e_bands() {
     assert!(line.contains("tokens/s per GPU"), "{line}");
 }
 
-/// `A 52/64 (81%), B ...` as the README writes coverage figures.
+/// `A 52/64 (81%), B ...` as docs/calibration.md writes coverage figures.
 fn figures(c: &[(Kind, usize, usize)]) -> String {
     let f: Vec<String> = c
         .iter()
@@ -243,15 +243,15 @@ fn figures(c: &[(Kind, usize, usize)]) -> String {
 }
 
 #[test]
-fn readme_states_this_code_s_coverage_figures() {
+fn calibration_md_states_this_code_s_coverage_figures() {
     let c = computed();
-    let readme = include_str!("../README.md");
+    let readme = include_str!("../docs/calibration.md");
     for (what, rows) in [("in sample", &c.in_sample), ("by source", &c.by_source)] {
         let line = figures(rows);
         eprintln!("{what}: {line}");
         assert!(
             readme.contains(&line),
-            "README.md's {what} interval coverage is not current: {line}"
+            "docs/calibration.md's {what} interval coverage is not current: {line}"
         );
     }
     let tails: Vec<String> = ["A", "B", "C"]
@@ -261,7 +261,7 @@ fn readme_states_this_code_s_coverage_figures() {
     let tails = tails.join(", ") + ".";
     assert!(
         readme.contains(&tails),
-        "README.md's tails are not current: {tails}"
+        "docs/calibration.md's tails are not current: {tails}"
     );
     // a publication's rows against bands that did not see it: some inside, some not
     for (kind, inside, n) in &c.by_source {

@@ -1,5 +1,5 @@
 //! Published serving benchmarks (data/measurements/serving.csv, kind S) against the
-//! simulation: the error table in the README is the one these rows give, and the
+//! simulation: the error table in docs/calibration.md is the one these rows give, and the
 //! median errors stay under their tolerances.
 
 use ridgeline::simulate::validation::{
@@ -7,7 +7,7 @@ use ridgeline::simulate::validation::{
 };
 use std::path::Path;
 
-const README: &str = include_str!("../README.md");
+const CALIBRATION: &str = include_str!("../docs/calibration.md");
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 #[test]
@@ -25,8 +25,8 @@ fn serving_benchmarks_are_reproduced() {
     let table = error_table(&results);
     eprintln!("{table}");
     assert!(
-        README.contains(&table),
-        "README.md's serving validation table is not current; it should be:\n{table}"
+        CALIBRATION.contains(&table),
+        "docs/calibration.md's serving validation table is not current; it should be:\n{table}"
     );
     let median = |metric: &str| {
         let v: Vec<f64> = results
@@ -45,7 +45,7 @@ fn serving_benchmarks_are_reproduced() {
     // TPOT of the TensorRT-LLM rows (s002-s023) was 18.7% before issue 13's data: the
     // refit on 66 TensorRT-LLM rows (MoE and max-load throughput on H200/B200) put its
     // per-layer overhead at 0.19 ms, which single-stream TPOT pays 80 times; a known
-    // miss of one overhead per engine, reported in the README
+    // miss of one overhead per engine, reported in docs/calibration.md
     assert!(median("tpot_s_mean") < 42.0, "{}", median("tpot_s_mean"));
     assert!(median("ttft_s_mean") < 45.0, "{}", median("ttft_s_mean"));
     // SGLang's median TTFT at 1-2 requests/s (datacrunch H200 runs; kind C rows

@@ -318,7 +318,8 @@ fn header(out: &mut String, cal: &Calibration) {
          measurements: lines starting with `#` and every fitted number come from the fit, \
          lines starting with `##` are hand-written and kept when the file is written again. \
          The fit minimizes the squared ln(predicted/measured) over an engine's rows (Huber \
-         beyond 0.3), fits a factor only if some row depends on it and the per-layer \
+         beyond a threshold chosen by the leave-one-source-out error), fits a factor only \
+         if some row depends on it and the per-layer \
          overhead only with enough rows; `typical` is fitted on the pooled rows of the tuned \
          engines, every other engine on its own rows pulled toward `typical` as if typical \
          were 3 more rows. Intervals are 95% Student-t.",
