@@ -251,10 +251,10 @@ fn unit_after(rest: &str) -> Option<&'static str> {
         return Some("%");
     }
     for (prefix, unit) in [("µs", "µs"), ("μs", "µs"), ("us", "µs"), ("ms", "ms")] {
-        if let Some(after) = rest.strip_prefix(prefix) {
-            if !after.starts_with(|c: char| c.is_alphanumeric() || c == '_') {
-                return Some(unit);
-            }
+        if let Some(after) = rest.strip_prefix(prefix)
+            && !after.starts_with(|c: char| c.is_alphanumeric() || c == '_')
+        {
+            return Some(unit);
         }
     }
     None
