@@ -10,7 +10,7 @@ use criterion::{Criterion, black_box, criterion_group, criterion_main};
 use ridgeline::calibrate::{Mapped, calibrate, cases, parse_measurements};
 use ridgeline::engine::EngineDb;
 
-#[path = "../tests/support/synthetic_measurements.rs"]
+#[path = "../tests/suite/support/synthetic_measurements.rs"]
 mod synthetic;
 
 /// Parse, map, fit and render, as the command does.

@@ -55,7 +55,7 @@ pub use heldout::{
 };
 pub use intervals::{
     HeldRatio, IntervalBands, TARGET_COVERAGE, coverage, coverage_by_source, held_out_ratios,
-    held_out_tail, interval_bands, interval_db, intervals_toml, speed_ratio,
+    held_out_tail, interval_bands, interval_bands_from, interval_db, intervals_toml, speed_ratio,
 };
 pub use mapping::{
     ENGINE_IDS, GpuMatch, TYPICAL_POOL, map_framework, map_gpu, map_model, map_precision,
@@ -63,7 +63,7 @@ pub use mapping::{
 };
 pub use report::{
     CalibrationReport, DEFAULT_WORST, EngineErrors, KindErrors, REPORT_MIN_ENGINE_ROWS, ReportRow,
-    Spread, calibration_report, flat_engine, flat_factor,
+    Spread, calibration_report, calibration_report_from, flat_engine, flat_factor,
 };
 pub use run::{
     Calibration, KindSummary, Progress, RowReport, base_for, calibrate, calibrate_with_progress,

@@ -250,7 +250,17 @@ pub fn interval_bands(
     engines: &crate::engine::EngineDb,
 ) -> Result<IntervalBands> {
     let held = super::leave_one_source_out(mapped, engines)?;
-    let ratios = held_out_ratios(mapped, &held)?;
+    interval_bands_from(rows, mapped, &held)
+}
+
+/// [`interval_bands`] from leave-one-source-out rows computed once elsewhere
+/// ([`super::leave_one_source_out`], or an [`super::Accuracy`]'s `leave_one_source_out`).
+pub fn interval_bands_from(
+    rows: &[super::Measurement],
+    mapped: &Mapped,
+    held: &[HeldOut],
+) -> Result<IntervalBands> {
+    let ratios = held_out_ratios(mapped, held)?;
     let train = crate::train::calibrate::fit_rows(rows)?;
     let db = interval_db(&ratios, Some(&train));
     Ok(IntervalBands {

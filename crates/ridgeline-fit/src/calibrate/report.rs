@@ -5,7 +5,7 @@
 
 use super::many::Distinct;
 use super::{
-    Case, Compared, Kind, Mapped, Progress, calibrate_with_progress,
+    Calibration, Case, Compared, HeldOut, Kind, Mapped, Progress, calibrate_with_progress,
     leave_one_source_out_with_progress, median_abs, source_key, speed_ratio,
 };
 use crate::engine::{Engine, EngineDb};
@@ -172,6 +172,20 @@ pub fn calibration_report(
     worst: usize,
     progress: Progress,
 ) -> Result<CalibrationReport> {
+    let cal = calibrate_with_progress(mapped, engines, None, progress)?;
+    let loso = leave_one_source_out_with_progress(mapped, engines, progress)?;
+    calibration_report_from(mapped, &cal, &loso, worst)
+}
+
+/// [`calibration_report`] from a calibration of `mapped` ([`super::calibrate`]) and its
+/// leave-one-source-out rows ([`super::leave_one_source_out`], or an [`super::Accuracy`]'s
+/// `leave_one_source_out`), computed once elsewhere.
+pub fn calibration_report_from(
+    mapped: &Mapped,
+    cal: &Calibration,
+    loso: &[HeldOut],
+    worst: usize,
+) -> Result<CalibrationReport> {
     let cases: Vec<&Case> = mapped.cases.iter().filter(|c| c.kind != Kind::F).collect();
     let flat = flat_factor(&cases)?;
     let ideal = errors_under(&cases, &Engine::ideal())?;
@@ -179,8 +193,6 @@ pub fn calibration_report(
         Some((f, _)) => errors_under(&cases, &flat_engine(f))?,
         None => vec![f64::NAN; cases.len()],
     };
-    let cal = calibrate_with_progress(mapped, engines, None, progress)?;
-    let loso = leave_one_source_out_with_progress(mapped, engines, progress)?;
     // calibrate's rows are every case in order, leave one source out's the A/B/C ones
     let fitted: Vec<f64> = mapped
         .cases
@@ -204,7 +216,7 @@ pub fn calibration_report(
         ));
     }
     let mut rows = Vec::with_capacity(cases.len());
-    for (i, (c, held)) in cases.iter().zip(&loso).enumerate() {
+    for (i, (c, held)) in cases.iter().zip(loso).enumerate() {
         rows.push(ReportRow {
             row: Compared::new(c, &c.engine),
             source: source_key(&c.source),

@@ -4,8 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-#[path = "support/cli.rs"]
-mod cli;
+use crate::support::cli;
 use cli::run;
 
 fn scratch(tag: &str) -> PathBuf {

@@ -6,14 +6,13 @@
 //! tests/data/report-subset.csv holds 17 rows of data/measurements/measurements.csv
 //! as published (three sources, kinds A, B, C and two ceilings).
 
+use crate::support::cli;
+use cli::{json, ok, ridgeline};
 use ridgeline::calibrate::{
-    Case, Kind, Mapped, accuracy, calibrate, calibration_report, cases, flat_engine, flat_factor,
-    leave_one_source_out, parse_measurements, predict_case,
+    Case, Kind, Mapped, accuracy, calibrate, calibration_report, calibration_report_from, cases,
+    flat_engine, flat_factor, leave_one_source_out, parse_measurements, predict_case,
 };
 use ridgeline::engine::{Engine, EngineDb};
-#[path = "support/cli.rs"]
-mod cli;
-use cli::{json, ok, ridgeline};
 
 const SUBSET: &str = "tests/data/report-subset.csv";
 
@@ -57,14 +56,15 @@ fn columns_are_the_accuracy_table_s_and_the_fit_s() {
 
 #[test]
 fn on_the_bundled_file_the_rows_are_the_readme_s() {
-    let text = ridgeline::calibrate::BUILTIN_MEASUREMENTS_CSV;
-    let m = mapped(text, "measurements.csv");
-    let r = calibration_report(&m, EngineDb::builtin().unwrap(), 4, &quiet).unwrap();
+    // the suite's one calibration and leave-one-source-out run of the bundled file
+    let held = &crate::shared::bundled_accuracy().leave_one_source_out;
+    let (m, cal) = (crate::shared::mapped(), crate::shared::calibration());
+    let r = calibration_report_from(m, cal, held, 4).unwrap();
     let row = |label: &str, f: fn(&ridgeline::calibrate::KindErrors) -> f64| {
         let cells: Vec<String> = r.kinds.iter().map(|k| format!(" {:.1}% |", f(k))).collect();
         format!("| {label} |{}\n", cells.concat())
     };
-    let readme = include_str!("../README.md");
+    let readme = include_str!("../../README.md");
     for line in [
         row("`ideal` roofline", |k| k.ideal.median_pct),
         row("leave one source out", |k| {
@@ -74,7 +74,7 @@ fn on_the_bundled_file_the_rows_are_the_readme_s() {
         assert!(readme.contains(&line), "README lacks {line}");
     }
     // docs/calibration.md's paragraph on the report
-    let calibration = include_str!("../docs/calibration.md");
+    let calibration = include_str!("../../docs/calibration.md");
     let words = calibration.split_whitespace().collect::<Vec<_>>().join(" ");
     let [a, b, c] = [0, 1, 2].map(|i| r.kinds[i].flat.median_pct);
     let flat = format!(

@@ -1,11 +1,10 @@
 //! Replays the minimized libFuzzer corpora of the calibration and data-file fuzz targets
 //! (tests/corpus/{measurements,hardware_toml,engine_toml}, written by `cargo fuzz cmin`,
 //! plus any input that once crashed a target) through the targets' own checks
-//! (tests/support/fuzz_checks.rs): no input panics, and the corpora still reach the
+//! (tests/suite/support/fuzz_checks.rs): no input panics, and the corpora still reach the
 //! parsers' accepting paths.
 
-#[path = "support/fuzz_checks.rs"]
-mod checks;
+use crate::support::fuzz_checks as checks;
 
 /// Runs `check` on every file of tests/corpus/`target`; returns the number of files and
 /// how many parsed. A panic names the file.

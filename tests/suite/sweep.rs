@@ -8,8 +8,7 @@ use ridgeline::prelude::*;
 use ridgeline::sweep::{COLUMNS, Sweep, SweepLists};
 use serde_json::Value;
 
-#[path = "support/cli.rs"]
-mod cli;
+use crate::support::cli;
 use cli::{ok, run};
 
 fn sweep_csv(args: &[&str]) -> (Vec<String>, Vec<Vec<String>>) {

@@ -1,5 +1,5 @@
 //! What the fuzz targets check on each input (fuzz/fuzz_targets/{measurements,
-//! hardware_toml,engine_toml}.rs call these), shared with tests/fuzz_corpus.rs, which
+//! hardware_toml,engine_toml}.rs call these), shared with tests/suite/fuzz_corpus.rs, which
 //! replays the minimized corpora in tests/corpus/ through them. Each returns whether the
 //! input parsed.
 

@@ -7,7 +7,7 @@ use ridgeline::simulate::validation::{
 };
 use std::path::Path;
 
-const CALIBRATION: &str = include_str!("../docs/calibration.md");
+const CALIBRATION: &str = include_str!("../../docs/calibration.md");
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 #[test]

@@ -7,17 +7,10 @@
 //! asserts a tolerance on the median. The tolerances are a few points above what the
 //! committed profiles reach, so a change that worsens predictions fails here.
 
-use ridgeline::calibrate::{
-    Accuracy, BUILTIN_MEASUREMENTS_CSV, Case, Kind, Mapped, accuracy, cases, median_abs,
-    parse_measurements, predict_case,
-};
-use ridgeline::engine::{Engine, EngineDb};
-use std::sync::OnceLock;
+use crate::shared::{bundled_accuracy, calibration, mapped};
 
-fn mapped() -> Mapped {
-    let rows = parse_measurements(BUILTIN_MEASUREMENTS_CSV, "measurements.csv").unwrap();
-    cases(&rows).unwrap()
-}
+use ridgeline::calibrate::{Case, Kind, median_abs, predict_case};
+use ridgeline::engine::{Engine, EngineDb};
 
 fn errors(cases: &[&Case], engine: impl Fn(&Case) -> Engine) -> Vec<(String, f64)> {
     cases
@@ -123,8 +116,7 @@ fn calibrated_engines_beat_the_roofline_on_decode() {
 
 #[test]
 fn every_row_is_mapped_or_skipped_with_a_reason() {
-    let rows = parse_measurements(BUILTIN_MEASUREMENTS_CSV, "measurements.csv").unwrap();
-    let m = cases(&rows).unwrap();
+    let (rows, m) = (crate::shared::rows(), crate::shared::mapped());
     assert_eq!(m.cases.len() + m.skipped.len(), rows.len());
     for s in &m.skipped {
         assert!(!s.reason.trim().is_empty(), "{}", s.id);
@@ -201,8 +193,7 @@ fn every_row_is_mapped_or_skipped_with_a_reason() {
 #[test]
 fn engines_toml_has_every_engine_and_real_fitted_on_ids() {
     let db = EngineDb::builtin().unwrap();
-    let rows = parse_measurements(BUILTIN_MEASUREMENTS_CSV, "measurements.csv").unwrap();
-    let m = cases(&rows).unwrap();
+    let m = crate::shared::mapped();
     for id in ridgeline::calibrate::ENGINE_IDS {
         let e = db.get(id).unwrap_or_else(|e| panic!("{id}: {e}"));
         assert!(!e.description.is_empty(), "{id}");
@@ -233,9 +224,9 @@ fn engines_toml_is_the_fit_of_the_bundled_measurements() {
     // shows up here (rewrite the file with that command and review the diff)
     let m = mapped();
     let db = EngineDb::builtin().unwrap();
-    let cal = ridgeline::calibrate::calibrate(&m, db, None).unwrap();
+    let cal = calibration();
     let bundled = ridgeline::engine::BUILTIN_ENGINES_TOML;
-    let text = ridgeline::calibrate::engines_file(&cal, &m, db, Some(bundled)).unwrap();
+    let text = ridgeline::calibrate::engines_file(cal, m, db, Some(bundled)).unwrap();
     if text != bundled {
         let first = text
             .lines()
@@ -267,9 +258,9 @@ fn sglang_is_fitted_on_its_own_rows() {
 fn the_written_database_holds_the_fit_as_rounded() {
     let m = mapped();
     let db = EngineDb::builtin().unwrap();
-    let cal = ridgeline::calibrate::calibrate(&m, db, None).unwrap();
+    let cal = calibration();
     let previous = ridgeline::engine::BUILTIN_ENGINES_TOML;
-    let text = ridgeline::calibrate::engines_file(&cal, &m, db, Some(previous)).unwrap();
+    let text = ridgeline::calibrate::engines_file(cal, m, db, Some(previous)).unwrap();
     let written = EngineDb::from_toml(&text, "written").unwrap();
     assert_eq!(written.engines().len(), db.engines().len());
     let close = |a: f64, b: f64| (a / b - 1.0).abs() < 5e-3;
@@ -304,23 +295,8 @@ fn the_written_database_holds_the_fit_as_rounded() {
     }
     assert_eq!(written.get("ideal").unwrap(), db.get("ideal").unwrap());
     // written over itself, the file keeps its remarks and comes out the same
-    let again = ridgeline::calibrate::engines_file(&cal, &m, db, Some(&text)).unwrap();
+    let again = ridgeline::calibrate::engines_file(cal, m, db, Some(&text)).unwrap();
     assert_eq!(again, text);
-}
-
-/// The accuracy of the bundled engines on the bundled rows, in sample and held out
-/// (computed once for the tests that need it: one fit per held-out row or source).
-fn bundled_accuracy() -> &'static Accuracy {
-    static ACCURACY: OnceLock<Accuracy> = OnceLock::new();
-    ACCURACY.get_or_init(|| {
-        let t = std::time::Instant::now();
-        let a = accuracy(&mapped(), EngineDb::builtin().unwrap()).unwrap();
-        eprintln!(
-            "leave-one-out and leave-one-source-out took {:?}",
-            t.elapsed()
-        );
-        a
-    })
 }
 
 #[test]
@@ -382,7 +358,7 @@ fn held_out_errors_per_kind() {
 #[test]
 fn readme_accuracy_table_is_this_code_s_output() {
     let table = ridgeline::report::calibration::accuracy_markdown(bundled_accuracy());
-    let readme = include_str!("../README.md");
+    let readme = include_str!("../../README.md");
     assert!(
         readme.contains(&table),
         "README.md's accuracy table is not current; replace it with the output of \

@@ -3,10 +3,8 @@
 //! the held-out rows they were taken from, and `predict --json` / `train --json` carry
 //! them scaled as documented (rates times the band, times divided by it).
 
-use ridgeline::calibrate::{
-    BUILTIN_MEASUREMENTS_CSV, IntervalBands, Kind, cases, interval_bands, intervals_toml,
-    parse_measurements,
-};
+use crate::shared;
+use ridgeline::calibrate::{IntervalBands, Kind, interval_bands_from, intervals_toml};
 use ridgeline::engine::EngineDb;
 use ridgeline::hardware::HardwareDb;
 use ridgeline::intervals::{BUILTIN_INTERVALS_TOML, IntervalDb};
@@ -14,14 +12,12 @@ use ridgeline::model::ModelDb;
 use ridgeline::predict::{Scenario, predict};
 use std::sync::OnceLock;
 
-/// The bands and their coverage, once per test binary (leave one source out refits
-/// every engine once per publication).
+/// The bands and their coverage, from the suite's one leave-one-source-out run.
 fn computed() -> &'static IntervalBands {
     static CELL: OnceLock<IntervalBands> = OnceLock::new();
     CELL.get_or_init(|| {
-        let rows = parse_measurements(BUILTIN_MEASUREMENTS_CSV, "measurements.csv").unwrap();
-        let mapped = cases(&rows).unwrap();
-        interval_bands(&rows, &mapped, EngineDb::builtin().unwrap()).unwrap()
+        let held = &shared::bundled_accuracy().leave_one_source_out;
+        interval_bands_from(shared::rows(), shared::mapped(), held).unwrap()
     })
 }
 
@@ -245,7 +241,7 @@ fn figures(c: &[(Kind, usize, usize)]) -> String {
 #[test]
 fn calibration_md_states_this_code_s_coverage_figures() {
     let c = computed();
-    let readme = include_str!("../docs/calibration.md");
+    let readme = include_str!("../../docs/calibration.md");
     for (what, rows) in [("in sample", &c.in_sample), ("by source", &c.by_source)] {
         let line = figures(rows);
         eprintln!("{what}: {line}");

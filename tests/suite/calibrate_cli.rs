@@ -2,8 +2,7 @@
 //! `--engine-file` accepts (one engine, or the whole database with its remarks kept),
 //! the Markdown accuracy table, and bad input that exits 2 naming the line and column.
 
-#[path = "support/cli.rs"]
-mod cli;
+use crate::support::cli;
 use cli::{json, ridgeline, stdout_of};
 
 fn tmp(name: &str) -> std::path::PathBuf {
@@ -403,8 +402,7 @@ fn a_low_but_plausible_ceiling_bounds_the_fit() {
     assert!((0.02..=0.05 + 1e-12).contains(&gddr), "{gddr}");
 }
 
-#[path = "support/synthetic_measurements.rs"]
-mod synthetic;
+use crate::support::synthetic_measurements as synthetic;
 
 #[test]
 fn eight_thousand_rows_calibrate_like_the_bundled_file() {

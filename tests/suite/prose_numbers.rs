@@ -16,12 +16,12 @@
 //! printed with (within 5%, at least two significant digits, or `gemm_half_rows`
 //! exactly).
 
-const README: &str = include_str!("../README.md");
-const CALIBRATION: &str = include_str!("../docs/calibration.md");
-const ARCHITECTURE: &str = include_str!("../docs/architecture.md");
-const ENGINES: &str = include_str!("../data/engines.toml");
-const TRAINING: &str = include_str!("../data/training.toml");
-const INTERVALS: &str = include_str!("../data/intervals.toml");
+const README: &str = include_str!("../../README.md");
+const CALIBRATION: &str = include_str!("../../docs/calibration.md");
+const ARCHITECTURE: &str = include_str!("../../docs/architecture.md");
+const ENGINES: &str = include_str!("../../data/engines.toml");
+const TRAINING: &str = include_str!("../../data/training.toml");
+const INTERVALS: &str = include_str!("../../data/intervals.toml");
 
 /// How a fitted value is printed in prose.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -27,8 +27,8 @@ use std::process::{Command, Output};
 
 const BIN: &str = env!("CARGO_BIN_EXE_ridgeline");
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
-const DOC: &str = include_str!("../docs/reference.md");
-const README: &str = include_str!("../README.md");
+const DOC: &str = include_str!("../../docs/reference.md");
+const README: &str = include_str!("../../README.md");
 
 // ---------------------------------------------------------------------------------
 // Running the binary

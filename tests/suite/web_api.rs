@@ -515,7 +515,7 @@ fn meta_lists_the_menus_and_the_chart_colours() {
     assert_eq!(v["segment_colors"][0], "#0072b2");
     assert_eq!(v["segment_colors"][1], "#e69f00");
     // every key is documented in the reference's /api/meta table
-    let doc = include_str!("../docs/reference.md");
+    let doc = include_str!("../../docs/reference.md");
     let table = doc
         .split("### /api/meta")
         .nth(1)

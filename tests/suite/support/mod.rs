@@ -1,0 +1,5 @@
+//! Helpers the test files share.
+
+pub mod cli;
+pub mod fuzz_checks;
+pub mod synthetic_measurements;
