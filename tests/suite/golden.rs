@@ -1,7 +1,7 @@
 //! Golden outputs: a fixed set of commands whose stdout (and chart files) are pinned in
 //! `tests/golden/`. A refactor must leave them unchanged; a deliberate change of output
 //! (a bug fixed on purpose) is re-blessed with `RIDGELINE_BLESS=1 cargo test --test
-//! golden` and the diff of `tests/golden/` is reviewed and named in the commit.
+//! suite golden::` and the diff of `tests/golden/` is reviewed and named in the commit.
 //!
 //! Text is compared token by token: everything but numbers must match exactly, and
 //! numbers must agree to 1e-9 relative (a reordered floating-point sum may move the last

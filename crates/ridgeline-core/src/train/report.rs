@@ -201,7 +201,7 @@ impl Trainer<'_> {
     pub fn report(&self) -> TrainReport {
         let (inner, detail) = self.memory();
         let step = self.step();
-        // the bundled file parses (tests/intervals.rs); an error there leaves no intervals
+        // the bundled file parses (tests/suite/intervals.rs); an error there leaves no intervals
         let intervals = crate::intervals::IntervalDb::builtin()
             .map(|db| {
                 // the rate at an MFU of 1 bounds the interval

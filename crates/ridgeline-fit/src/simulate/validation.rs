@@ -2,7 +2,7 @@
 //! (kind `S`) holds closed-loop concurrency sweeps and replayed request traces with
 //! their TTFT, TPOT and output throughput, each with its source; [`validate`] simulates
 //! every scenario once and [`error_table`] reports the errors (README, section Serving
-//! validation; `tests/serving.rs` checks it is current).
+//! validation; `tests/suite/serving.rs` checks it is current).
 //!
 //! The file has the columns of `measurements.csv` with ridgeline ids for `gpu` and
 //! `model` and `framework` an engine id, plus `kv` (KV format), `concurrency` (users

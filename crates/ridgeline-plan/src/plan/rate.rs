@@ -9,7 +9,7 @@
 //! targets serves no rate. Otherwise the search starts from 1.5x the static throughput
 //! at the largest batch that fits (no replica serves more), halves the rate until one
 //! meets the targets, then bisects on the logarithm of the rate to 2%. Percentiles never
-//! fall as the rate rises (`tests/simulate.rs`), so the rates within the targets form
+//! fall as the rate rises (`tests/suite/simulate.rs`), so the rates within the targets form
 //! an interval from 0.
 
 use super::search::{self, Cand, Layout};
@@ -90,7 +90,7 @@ fn highest_rate(req: &PlanRequest<'_>, l: &Layout<'_>, t: &RateTarget) -> Option
         };
         simulate(&req.model, l.hw, l.engine, &s, &Serving::default(), &w).ok()
     };
-    // a vanishing rate is batch 1 (tests/simulate.rs): checked without simulating
+    // a vanishing rate is batch 1 (tests/suite/simulate.rs): checked without simulating
     let one = p.predict(1, req.prompt, req.gen_tokens).ok()?.generation;
     if t.p99_ttft_s.is_some_and(|x| one.ttft_s > x) || t.p99_tpot_s.is_some_and(|x| one.tpot_s > x)
     {

@@ -21,7 +21,7 @@
 //!
 //! A batch of `b` sequences decoding at one context therefore costs exactly
 //! [`Predictor`]'s decode step at batch `b` and a batch of `b` whole prompts of one
-//! length its prefill (to rounding; tests below and in `tests/simulate.rs`).
+//! length its prefill (to rounding; tests below and in `tests/suite/simulate.rs`).
 
 use super::super::pass::accumulate;
 use crate::model::graph::{OpInstance, OpKind, Step, Unit};
