@@ -88,7 +88,7 @@
 pub use ridgeline_core::{Error, Result, named_enum};
 pub use ridgeline_core::{
     dtype, engine, error, files, hardware, intervals, list, measurements, memory, model, names,
-    ops, predict, roofline, search, units,
+    ops, predict, roofline, search, stats, units,
 };
 
 #[cfg(feature = "plan")]

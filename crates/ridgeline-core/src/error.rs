@@ -13,6 +13,7 @@ pub type Result<T> = std::result::Result<T, Error>;
 /// print "did you mean ...". A front end that calls the fields something else (the CLI's
 /// `--gen` for `gen_tokens`) renames them with [`Error::rename_fields`].
 #[derive(Debug, Error, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum Error {
     /// A name (GPU id, model id, format, engine, ...) that is not known.
     #[error("unknown {kind} '{name}'{}", did_you_mean(.suggestions))]

@@ -18,6 +18,7 @@
 
 use crate::error::{Error, Result};
 use crate::measurements::Kind;
+pub use crate::stats::percentile;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
@@ -89,14 +90,6 @@ impl Band {
     pub fn holds(&self, ratio: f64) -> bool {
         (self.p10..=self.p90).contains(&ratio)
     }
-}
-
-/// The `q`-quantile of sorted, non-empty `v`: `h = (n - 1) q`, interpolating between
-/// `v[floor h]` and `v[ceil h]`.
-pub fn percentile(v: &[f64], q: f64) -> f64 {
-    let h = (v.len() - 1) as f64 * q;
-    let (lo, hi) = (h.floor() as usize, h.ceil() as usize);
-    v[lo] + (h - lo as f64) * (v[hi] - v[lo])
 }
 
 /// The interval bands: per kind over all engines, and per engine where it has enough

@@ -41,6 +41,7 @@
 //! | [`train`] | training memory and step time (ZeRO, 3D parallelism, LoRA/QLoRA, offload) |
 //! | [`intervals`] | prediction intervals from held-out errors per kind and engine (`data/intervals.toml`) |
 //! | [`measurements`] | the published-measurement rows ([`measurements::Measurement`], [`measurements::Kind`]) and their CSV reader |
+//! | [`stats`] | medians and percentiles of samples: the one home of order statistics |
 //! | [`search`] | the one bisection: largest / smallest value meeting a monotone predicate |
 //! | [`names`] | `named_enum!`: kinds serialized and parsed by name |
 //! | [`list`] | LIST arguments: `1,2,4`, `1..64`, `128..8192:x2`, `0..1000:+50` |
@@ -66,6 +67,7 @@ pub mod ops;
 pub mod predict;
 pub mod roofline;
 pub mod search;
+pub mod stats;
 pub mod train;
 pub mod units;
 

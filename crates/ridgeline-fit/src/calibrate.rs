@@ -65,6 +65,8 @@ pub use report::{
     CalibrationReport, DEFAULT_WORST, EngineErrors, KindErrors, REPORT_MIN_ENGINE_ROWS, ReportRow,
     Spread, calibration_report, calibration_report_from, flat_engine, flat_factor,
 };
+/// Median of the absolute values (the core's [`ridgeline_core::stats::median_abs`]).
+pub use ridgeline_core::stats::median_abs;
 pub use run::{
     Calibration, KindSummary, Progress, RowReport, base_for, calibrate, calibrate_with_progress,
     carry_over_memory, options_for, start_from_typical,
@@ -332,19 +334,4 @@ pub fn evaluate(cases: &[Case], engine_for: impl Fn(&Case) -> Option<Engine>) ->
             })
         })
         .collect()
-}
-
-/// Median of the absolute values (NaN for an empty slice; NaNs sort last).
-pub fn median_abs(values: impl IntoIterator<Item = f64>) -> f64 {
-    let mut v: Vec<f64> = values.into_iter().map(f64::abs).collect();
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(|a, b| a.total_cmp(b));
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
 }

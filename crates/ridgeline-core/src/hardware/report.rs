@@ -96,6 +96,7 @@ pub struct PeakReport {
 /// The JSON document of `ridgeline hardware show ID --json` (keys in docs/reference.md,
 /// section "hardware show ID --json").
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct HardwareReport {
     /// Device id.
     pub id: String,

@@ -334,6 +334,7 @@ pub struct MemoryReport {
 
 /// `prefill` in the prediction document.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct PrefillReport {
     /// FLOPs per device (tensor parallel), or of the whole pipeline (pipeline parallel:
     /// its stages run one after another).
@@ -354,6 +355,7 @@ pub struct PrefillReport {
 
 /// `decode` in the prediction document: one step at context `prompt + gen/2`.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct DecodeReport {
     /// Context of the step.
     pub context: u64,
@@ -383,6 +385,7 @@ pub struct DecodeReport {
 
 /// `generation` in the prediction document.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct GenerationReport {
     /// Time to first token (the prefill), s.
     pub ttft_s: f64,
@@ -593,6 +596,7 @@ impl Prediction {
 
 /// The `predict --json` document.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct Prediction {
     /// Model.
     pub model: ModelInfo,

@@ -10,6 +10,7 @@ use serde::ser::{SerializeStruct, Serializer};
 
 /// The `memory` object of `train --json`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct MemoryReport {
     /// The contract keys.
     #[serde(flatten)]
@@ -99,6 +100,7 @@ pub enum TrainNote {
 
 /// The `train --json` document.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct TrainReport {
     /// Model.
     pub model: ModelInfo,

@@ -67,6 +67,7 @@ use serde::Serialize;
 
 /// The `step` object of `train --json`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct StepReport {
     /// Model FLOPs of one optimizer step over all devices (the MFU numerator).
     pub flops: f64,

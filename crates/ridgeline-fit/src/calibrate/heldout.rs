@@ -259,6 +259,7 @@ pub struct KindAccuracy {
 
 /// How well the engines predict a measurements file, in sample and held out.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Accuracy {
     /// Kinds A, B and C, those with rows.
     pub kinds: Vec<KindAccuracy>,

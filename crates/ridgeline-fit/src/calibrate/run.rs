@@ -48,6 +48,7 @@ pub struct KindSummary {
 
 /// Everything `ridgeline calibrate` reports.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct Calibration {
     /// Ceilings the efficiencies were bounded by.
     pub bounds: Bounds,

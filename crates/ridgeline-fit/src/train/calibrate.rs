@@ -84,11 +84,7 @@ fn score(errors: &[f64]) -> (f64, f64) {
     if n == 0 {
         return (f64::NAN, f64::NAN);
     }
-    let median = if n % 2 == 1 {
-        a[n / 2]
-    } else {
-        (a[n / 2 - 1] + a[n / 2]) / 2.0
-    };
+    let median = ridgeline_core::stats::median_sorted(&a);
     (median, a.iter().sum::<f64>() / n as f64)
 }
 

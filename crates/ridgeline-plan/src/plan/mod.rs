@@ -227,6 +227,7 @@ pub struct Binding {
 
 /// The `plan --json` document.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Plan {
     /// Model id.
     pub model: String,

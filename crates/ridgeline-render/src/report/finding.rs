@@ -14,6 +14,7 @@ pub struct Finding {
 
 /// The explanation document (`explain --json`).
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct Explanation {
     /// One-line answer.
     pub headline: String,

@@ -308,6 +308,7 @@ pub struct MethodFront {
 
 /// The `plan --train --json` document.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct TrainPlan {
     /// Model id.
     pub model: String,
