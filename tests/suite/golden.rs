@@ -1,5 +1,8 @@
 //! Golden outputs: a fixed set of commands whose stdout (and chart files) are pinned in
-//! `tests/golden/`. A refactor must leave them unchanged; a deliberate change of output
+//! `tests/golden/`. They pin format and structure: every command that takes an engine
+//! runs under `--engine ideal` (the pure roofline, no fitted factor), so that a refit of
+//! `data/engines.toml` moves none of them; the calibrated numbers are pinned in one
+//! table instead ([`super::headline`]). A refactor must leave them unchanged; a deliberate change of output
 //! (a bug fixed on purpose) is re-blessed with `RIDGELINE_BLESS=1 cargo test --test
 //! suite golden::` and the diff of `tests/golden/` is reviewed and named in the commit.
 //!
@@ -48,6 +51,8 @@ const CASES: &[Case] = &[
             "--gpu",
             "h100",
             "--json",
+            "--engine",
+            "ideal",
         ],
     ),
     case(
@@ -63,6 +68,8 @@ const CASES: &[Case] = &[
             "--batch",
             "8",
             "--json",
+            "--engine",
+            "ideal",
         ],
     ),
     case(
@@ -78,7 +85,7 @@ const CASES: &[Case] = &[
             "--offload",
             "cpu",
             "--engine",
-            "llama.cpp",
+            "ideal",
             "--json",
         ],
     ),
@@ -102,7 +109,7 @@ const CASES: &[Case] = &[
             "--gen",
             "0",
             "--engine",
-            "vllm",
+            "ideal",
             "--json",
         ],
     ),
@@ -121,11 +128,21 @@ const CASES: &[Case] = &[
             "--kv",
             "fp8",
             "--json",
+            "--engine",
+            "ideal",
         ],
     ),
     case(
         "predict_text",
-        &["predict", "--model", "llama-3-8b", "--gpu", "rtx-4090"],
+        &[
+            "predict",
+            "--model",
+            "llama-3-8b",
+            "--gpu",
+            "rtx-4090",
+            "--engine",
+            "ideal",
+        ],
     ),
     case(
         "predict_markdown",
@@ -138,6 +155,8 @@ const CASES: &[Case] = &[
             "--weights",
             "awq-int4",
             "--markdown",
+            "--engine",
+            "ideal",
         ],
     ),
     case(
@@ -150,6 +169,8 @@ const CASES: &[Case] = &[
             "rtx-4090",
             "--max",
             "--json",
+            "--engine",
+            "ideal",
         ],
     ),
     case(
@@ -163,6 +184,8 @@ const CASES: &[Case] = &[
             "--gpus",
             "2",
             "--max",
+            "--engine",
+            "ideal",
         ],
     ),
     case(
@@ -176,6 +199,8 @@ const CASES: &[Case] = &[
             "--batch",
             "4",
             "--json",
+            "--engine",
+            "ideal",
         ],
     ),
     case(
@@ -188,6 +213,8 @@ const CASES: &[Case] = &[
             "a100",
             "--gpus",
             "4",
+            "--engine",
+            "ideal",
         ],
     ),
     case(
@@ -283,6 +310,8 @@ const CASES: &[Case] = &[
             "0,256",
             "--weights",
             "native,q4_k_m",
+            "--engine",
+            "ideal",
         ],
     ),
     case(
@@ -300,7 +329,7 @@ const CASES: &[Case] = &[
             "--kv",
             "native,fp8",
             "--engine",
-            "vllm,typical",
+            "ideal",
             "--json",
         ],
     ),
@@ -319,6 +348,8 @@ const CASES: &[Case] = &[
             "--max-ttft-ms",
             "2000",
             "--json",
+            "--engine",
+            "ideal",
         ],
     ),
     case(
@@ -331,6 +362,8 @@ const CASES: &[Case] = &[
             "3000",
             "--budget-usd-per-hour",
             "10",
+            "--engine",
+            "ideal",
         ],
     ),
     case(
@@ -354,13 +387,24 @@ const CASES: &[Case] = &[
             "4",
             "--batch",
             "32",
+            "--engine",
+            "ideal",
             "--out",
         ],
         "--out",
     ),
     chart(
         "predict_throughput_svg",
-        &["predict", "--model", "llama-3-8b", "--gpu", "h100", "--svg"],
+        &[
+            "predict",
+            "--model",
+            "llama-3-8b",
+            "--gpu",
+            "h100",
+            "--engine",
+            "ideal",
+            "--svg",
+        ],
         "--svg",
     ),
     chart(
@@ -375,6 +419,8 @@ const CASES: &[Case] = &[
             "2",
             "--chart",
             "memory",
+            "--engine",
+            "ideal",
             "--svg",
         ],
         "--svg",
@@ -389,6 +435,8 @@ const CASES: &[Case] = &[
             "rtx-4090",
             "--batch",
             "4",
+            "--engine",
+            "ideal",
             "--svg",
         ],
         "--svg",

@@ -16,6 +16,7 @@ mod decoding;
 mod fuzz_corpus;
 mod golden;
 mod hardware_db;
+mod headline;
 mod hostile_inputs;
 mod html_report;
 mod intervals;
