@@ -484,32 +484,27 @@ fn columns_hold_the_csv_cells() {
     assert_eq!(labels.len(), 3);
 }
 
-const MODELS: [&str; 6] = [
-    "llama-2-7b",
-    "llama-2-70b",
-    "mixtral-8x7b",
-    "gpt3-2.7b",
-    "qwen2.5-7b",
-    "mpt-30b",
-];
-const GPUS: [&str; 5] = ["h100", "a100", "rtx-4090", "mi300x", "m2-ultra"];
-const FORMATS: [Option<Format>; 5] = [
+const FORMATS: [Option<Format>; 7] = [
     None,
     Some(Format::Fp8),
     Some(Format::Int8),
     Some(Format::Q4KM),
     Some(Format::AwqInt4),
+    Some(Format::Mxfp4),
+    Some(Format::Nvfp4),
 ];
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(200))]
 
     /// The cached evaluator used by sweeps and plans equals `Predictor::summary` on
-    /// random models, devices, engines, layouts, formats and shapes (to rounding: 1e-12).
+    /// random models, devices and engines (drawn from every bundled one: latent and
+    /// windowed attention, MoE with shared experts, state-space hybrids), layouts,
+    /// formats and shapes (to rounding: 1e-12).
     #[test]
     fn optimised_summary_equals_plain(
-        m in 0..MODELS.len(),
-        g in 0..GPUS.len(),
+        m in 0usize..1000,
+        g in 0usize..1000,
         tp in 0u32..3,
         pp in any::<bool>(),
         w in 0..FORMATS.len(),
@@ -518,8 +513,10 @@ proptest! {
         e in 0usize..100,
         shapes in proptest::collection::vec((1u64..4096, 0u64..40_000, 0u64..9_000), 1..6),
     ) {
-        let model = ModelDb::builtin().unwrap().resolve(MODELS[m]).unwrap();
-        let hw = HardwareDb::builtin().unwrap().get(GPUS[g]).unwrap();
+        let models = ModelDb::builtin().unwrap().models();
+        let model = models[m % models.len()].clone();
+        let devices = HardwareDb::builtin().unwrap().devices();
+        let hw = &devices[g % devices.len()];
         let engines = EngineDb::builtin().unwrap().engines();
         let engine = &engines[e % engines.len()];
         let s = Scenario {
@@ -661,4 +658,77 @@ fn rate_sweep_rows_that_cannot_serve_say_why() {
     // the H200 (141 GB) serves it: 20 requests completed, no error
     let h200: Vec<&str> = lines[2].split(',').collect();
     assert_eq!((h200[1], h200[9], h200[20]), ("h200-sxm", "20", ""));
+}
+
+/// The cached evaluator equals `Predictor::summary` for every bundled model under every
+/// bundled engine (each on H200s, tensor parallel over as many of 8, 4, 2, 1 as its
+/// heads divide over, in native formats and, where the engine runs them, fp8 weights
+/// and KV), at shapes that cross the passes, windows and caches: prompt 0,
+/// 1 and past a window, batches from 1 to past the matrix-vector rows.
+#[test]
+fn optimised_summary_equals_plain_for_every_model_and_engine() {
+    let hw = HardwareDb::builtin().unwrap().get("h200").unwrap();
+    let engines = EngineDb::builtin().unwrap().engines();
+    let shapes = [
+        (1, 0, 1),
+        (1, 1, 2),
+        (3, 1000, 7),
+        (9, 5000, 300),
+        (64, 4096, 129),
+        (257, 9000, 2),
+    ];
+    let mut checked = 0;
+    for model in ModelDb::builtin().unwrap().models() {
+        for engine in engines {
+            for fp8 in [false, true] {
+                // the most devices (of 8, 4, 2, 1) the model's heads divide over
+                let built = [8, 4, 2, 1].into_iter().find_map(|gpus| {
+                    let s = Scenario {
+                        gpus,
+                        weights: fp8.then_some(Format::Fp8),
+                        kv: fp8.then_some(Format::Fp8),
+                        ..Scenario::default()
+                    };
+                    Predictor::new(model, hw, engine, &s).ok()
+                });
+                let Some(p) = built else {
+                    assert!(fp8, "{} under {} builds on no layout", model.id, engine.id);
+                    continue;
+                };
+                let mut ev = Evaluator::new(&p);
+                for &(b, prompt, gen_tokens) in &shapes {
+                    for _ in 0..2 {
+                        let (fast, plain) = (
+                            ev.summary(b, prompt, gen_tokens),
+                            p.summary(b, prompt, gen_tokens),
+                        );
+                        let close = |a: f64, b: f64| {
+                            (a - b).abs() <= 1e-12 * a.abs().max(b.abs()).max(1e-300)
+                        };
+                        let what = format!(
+                            "{} under {} (fp8 {fp8}), batch {b}, prompt {prompt}, gen {gen_tokens}",
+                            model.id, engine.id
+                        );
+                        assert!(close(fast.prefill.time_s, plain.prefill.time_s), "{what}");
+                        assert!(close(fast.decode.time_s, plain.decode.time_s), "{what}");
+                        assert!(
+                            close(fast.decode_total_s, plain.decode_total_s),
+                            "{what}: {} vs {}",
+                            fast.decode_total_s,
+                            plain.decode_total_s
+                        );
+                        assert_eq!(fast.memory, plain.memory, "{what}");
+                    }
+                }
+                checked += 1;
+            }
+        }
+    }
+    // every model under every engine in native formats, and most in fp8 too
+    let native = ModelDb::builtin().unwrap().models().len() * engines.len();
+    assert!(
+        checked >= native + native / 2,
+        "{checked} of {}",
+        2 * native
+    );
 }
