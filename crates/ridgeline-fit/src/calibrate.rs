@@ -32,6 +32,7 @@
 mod bounds;
 mod case;
 mod checks;
+mod factors;
 mod fit;
 mod heldout;
 mod intervals;
@@ -48,6 +49,7 @@ pub use crate::measurements::{
 pub use bounds::{Bounds, bounds_from_ceilings};
 pub use case::predict_case;
 pub use checks::{MAX_OFF_ROOFLINE, check_measurements};
+pub use factors::{FACTORS, Factor, Limit, factor};
 pub use fit::{EngineFit, FitOptions, FittedParam, OverheadKind, ParamKind, fit};
 pub use heldout::{
     Accuracy, HeldOut, KindAccuracy, accuracy, accuracy_with_progress, leave_one_out,

@@ -13,6 +13,7 @@
 //! the log-ratios: `θ ± t(0.975, n - p) · sqrt(s² (JᵀJ)⁻¹)` with `s² = SSR / (n - p)`,
 //! mapped back to the factor; none when there are no more rows than free parameters.
 
+use super::factors::{Factor, Limit, factor};
 use super::many::Memo;
 use super::{Bounds, Case, Kind, lm};
 use crate::engine::{Engine, memory_group};
@@ -122,23 +123,17 @@ impl ParamKind {
     pub fn key(&self) -> String {
         match self {
             ParamKind::Memory(g) => format!("memory_efficiency.{g}"),
-            ParamKind::Compute => "compute_efficiency".into(),
-            ParamKind::AppleCompute => "apple_compute_efficiency".into(),
-            ParamKind::RdnaCompute => "rdna_compute_efficiency".into(),
-            ParamKind::Dequant => "dequant_efficiency".into(),
-            ParamKind::Fp4 => "fp4_efficiency".into(),
-            ParamKind::Attention => "attention_efficiency".into(),
-            ParamKind::StepOverhead => "step_overhead_s".into(),
-            ParamKind::LayerOverhead => "layer_overhead_s".into(),
-            ParamKind::RdnaExpertOverhead => "rdna_expert_overhead_s".into(),
+            scalar => scalar.factor().key.into(),
         }
     }
 
+    /// The registry's entry of a scalar kind ([`super::factors::FACTORS`]).
+    fn factor(&self) -> &'static Factor {
+        factor(self).expect("every scalar parameter kind is in the factor registry")
+    }
+
     pub(super) fn is_overhead(&self) -> bool {
-        matches!(
-            self,
-            ParamKind::StepOverhead | ParamKind::LayerOverhead | ParamKind::RdnaExpertOverhead
-        )
+        !matches!(self, ParamKind::Memory(_)) && self.factor().is_overhead()
     }
 
     fn get(&self, e: &Engine) -> f64 {
@@ -149,17 +144,7 @@ impl ParamKind {
                 .or_else(|| e.memory_efficiency.get("default"))
                 .copied()
                 .unwrap_or(1.0),
-            ParamKind::Compute => e.compute_efficiency,
-            ParamKind::AppleCompute => e.apple_compute_efficiency.unwrap_or(e.compute_efficiency),
-            ParamKind::RdnaCompute => e.rdna_compute_efficiency.unwrap_or(e.compute_efficiency),
-            ParamKind::Dequant => e.dequant_efficiency,
-            ParamKind::Fp4 => e.fp4_efficiency,
-            ParamKind::Attention => e.attention_efficiency,
-            ParamKind::StepOverhead => e.step_overhead_s,
-            ParamKind::LayerOverhead => e.layer_overhead_s,
-            ParamKind::RdnaExpertOverhead => {
-                e.rdna_expert_overhead_s.unwrap_or(e.expert_overhead_s)
-            }
+            scalar => (scalar.factor().get)(e),
         }
     }
 
@@ -168,15 +153,7 @@ impl ParamKind {
             ParamKind::Memory(g) => {
                 e.memory_efficiency.insert(g.clone(), v);
             }
-            ParamKind::Compute => e.compute_efficiency = v,
-            ParamKind::AppleCompute => e.apple_compute_efficiency = Some(v),
-            ParamKind::RdnaCompute => e.rdna_compute_efficiency = Some(v),
-            ParamKind::Dequant => e.dequant_efficiency = v,
-            ParamKind::Fp4 => e.fp4_efficiency = v,
-            ParamKind::Attention => e.attention_efficiency = v,
-            ParamKind::StepOverhead => e.step_overhead_s = v,
-            ParamKind::LayerOverhead => e.layer_overhead_s = v,
-            ParamKind::RdnaExpertOverhead => e.rdna_expert_overhead_s = Some(v),
+            scalar => (scalar.factor().set)(e, v),
         }
     }
 
@@ -425,11 +402,11 @@ fn choose_params(
 fn limits(p: &ParamKind, b: &Bounds) -> (f64, f64) {
     match p {
         ParamKind::Memory(g) => (b.min_efficiency, b.memory_for(g)),
-        ParamKind::Compute | ParamKind::AppleCompute | ParamKind::RdnaCompute => {
-            (b.min_efficiency, b.compute)
-        }
-        ParamKind::Dequant | ParamKind::Fp4 | ParamKind::Attention => (b.min_efficiency, 1.0),
-        _ => (0.0, b.max_overhead_s),
+        scalar => match scalar.factor().limit {
+            Limit::Compute => (b.min_efficiency, b.compute),
+            Limit::Unit => (b.min_efficiency, 1.0),
+            Limit::Overhead => (0.0, b.max_overhead_s),
+        },
     }
 }
 

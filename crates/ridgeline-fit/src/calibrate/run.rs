@@ -111,19 +111,16 @@ pub fn base_for(engines: &EngineDb, id: &str) -> Result<Engine> {
 /// reserve), link factors and other kernel factors stay. A fit starts here, so a factor the engine's rows do not inform is `typical`'s,
 /// whatever the engine had before: calibrating twice gives the same profile.
 pub fn start_from_typical(engine: &Engine, typical: &Engine) -> Engine {
-    Engine {
+    let mut e = Engine {
         memory_efficiency: typical.memory_efficiency.clone(),
-        compute_efficiency: typical.compute_efficiency,
-        apple_compute_efficiency: typical.apple_compute_efficiency,
-        rdna_compute_efficiency: typical.rdna_compute_efficiency,
-        fp4_efficiency: typical.fp4_efficiency,
-        step_overhead_s: typical.step_overhead_s,
-        layer_overhead_s: typical.layer_overhead_s,
         expert_overhead_s: typical.expert_overhead_s,
-        rdna_expert_overhead_s: typical.rdna_expert_overhead_s,
         fitted_on: Vec::new(),
         ..engine.clone()
+    };
+    for f in super::FACTORS.iter().filter(|f| f.from_typical) {
+        (f.copy)(&mut e, typical);
     }
+    e
 }
 
 /// Memory groups a fit did not reach (an engine measured only on HBM parts, say) take

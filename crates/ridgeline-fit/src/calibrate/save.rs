@@ -37,16 +37,14 @@ fn num(v: f64) -> String {
 /// `engine` with its fitted numbers rounded to 3 significant digits, as written.
 fn rounded(engine: &Engine) -> Engine {
     let mut e = engine.clone();
-    e.compute_efficiency = round_sig(e.compute_efficiency, 3);
-    e.apple_compute_efficiency = e.apple_compute_efficiency.map(|v| round_sig(v, 3));
-    e.rdna_compute_efficiency = e.rdna_compute_efficiency.map(|v| round_sig(v, 3));
-    e.step_overhead_s = round_sig(e.step_overhead_s, 3);
-    e.dequant_efficiency = round_sig(e.dequant_efficiency, 3);
-    e.fp4_efficiency = round_sig(e.fp4_efficiency, 3);
-    e.attention_efficiency = round_sig(e.attention_efficiency, 3);
-    e.layer_overhead_s = round_sig(e.layer_overhead_s, 3);
+    // every fittable factor as stored (an unset family override stays unset) ...
+    for f in super::FACTORS {
+        if let Some(v) = (f.stored)(&e) {
+            (f.set)(&mut e, round_sig(v, 3));
+        }
+    }
+    // ... and the overheads set by hand beside them
     e.expert_overhead_s = round_sig(e.expert_overhead_s, 3);
-    e.rdna_expert_overhead_s = e.rdna_expert_overhead_s.map(|v| round_sig(v, 3));
     e.sequence_overhead_s = round_sig(e.sequence_overhead_s, 3);
     for v in e.memory_efficiency.values_mut() {
         *v = round_sig(*v, 3);
