@@ -186,14 +186,14 @@ fn saving_without_engine_writes_the_whole_database_and_keeps_remarks() {
     let builtin = ridgeline::engine::EngineDb::builtin().unwrap();
     assert_eq!(ids.len(), builtin.engines().len(), "{ids:?}");
     let e = db.get("llama.cpp").unwrap();
-    assert_eq!(e.fitted_on, ["y1", "y2"]);
+    assert_eq!(e.provenance.fitted_on, ["y1", "y2"]);
     // no rows of the pool here: typical is as given, and an engine without rows
     // (sglang) takes its speed factors
     let (t, s) = (db.get("typical").unwrap(), db.get("sglang").unwrap());
     assert_eq!(t, builtin.get("typical").unwrap());
     assert_eq!(
-        (s.compute_efficiency, &s.memory_efficiency),
-        (t.compute_efficiency, &t.memory_efficiency)
+        (s.speed.compute_efficiency, &s.speed.memory_efficiency),
+        (t.speed.compute_efficiency, &t.speed.memory_efficiency)
     );
     assert!(
         saved.contains("# llama.cpp: fitted on 2 rows (kind A 2) on rtx-4090, a100-80gb-sxm;"),

@@ -28,7 +28,7 @@ fn a_long_prompt_runs_in_budget_sized_passes_reading_the_weights_each_time() {
     let gpu = HardwareDb::builtin().unwrap().get("rtx-4090").unwrap();
     let engines = EngineDb::builtin().unwrap();
     let llama = engines.get("llama.cpp").unwrap();
-    assert_eq!(llama.max_batched_tokens, Some(512));
+    assert_eq!(llama.scheduler.max_batched_tokens, Some(512));
     let s = scenario(1, 2048);
     let p = Predictor::new(&model, gpu, llama, &s).unwrap();
     assert!(p.prefill_is_chunked(1, 2048) && !p.prefill_is_chunked(1, 512));
@@ -138,7 +138,7 @@ fn with_expert_parallelism_each_attention_group_has_its_own_budget() {
         .unwrap();
     let gpu = HardwareDb::builtin().unwrap().get("h100-sxm").unwrap();
     let typical = EngineDb::builtin().unwrap().get("typical").unwrap();
-    assert_eq!(typical.max_batched_tokens, Some(8192));
+    assert_eq!(typical.scheduler.max_batched_tokens, Some(8192));
     let on_two = |ep: u64| Scenario {
         gpus: 2,
         ep,

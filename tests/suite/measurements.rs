@@ -197,7 +197,7 @@ fn engines_toml_has_every_engine_and_real_fitted_on_ids() {
     for id in ridgeline::calibrate::ENGINE_IDS {
         let e = db.get(id).unwrap_or_else(|e| panic!("{id}: {e}"));
         assert!(!e.description.is_empty(), "{id}");
-        for f in &e.fitted_on {
+        for f in &e.provenance.fitted_on {
             let c = m
                 .cases
                 .iter()
@@ -211,9 +211,9 @@ fn engines_toml_has_every_engine_and_real_fitted_on_ids() {
             );
         }
     }
-    assert!(db.get("ideal").unwrap().fitted_on.is_empty());
-    assert!(!db.get("sglang").unwrap().fitted_on.is_empty());
-    assert!(!db.get("llama.cpp").unwrap().fitted_on.is_empty());
+    assert!(db.get("ideal").unwrap().provenance.fitted_on.is_empty());
+    assert!(!db.get("sglang").unwrap().provenance.fitted_on.is_empty());
+    assert!(!db.get("llama.cpp").unwrap().provenance.fitted_on.is_empty());
 }
 
 #[test]
@@ -250,8 +250,12 @@ fn sglang_is_fitted_on_its_own_rows() {
     // its own memory footprint and chunk size
     let db = EngineDb::builtin().unwrap();
     let s = db.get("sglang").unwrap();
-    assert!(s.fitted_on.len() >= 9, "{:?}", s.fitted_on);
-    assert_eq!(s.max_batched_tokens, Some(8192));
+    assert!(
+        s.provenance.fitted_on.len() >= 9,
+        "{:?}",
+        s.provenance.fitted_on
+    );
+    assert_eq!(s.scheduler.max_batched_tokens, Some(8192));
 }
 
 #[test]
@@ -266,20 +270,20 @@ fn the_written_database_holds_the_fit_as_rounded() {
     let close = |a: f64, b: f64| (a / b - 1.0).abs() < 5e-3;
     for f in &cal.engines {
         let e = written.get(&f.engine.id).unwrap();
-        assert_eq!(e.fitted_on, f.engine.fitted_on);
+        assert_eq!(e.provenance.fitted_on, f.engine.provenance.fitted_on);
         for p in &f.params {
             use ridgeline::calibrate::ParamKind::*;
             let v = match &p.kind {
-                Memory(g) => e.memory_efficiency[g],
-                Compute => e.compute_efficiency,
-                AppleCompute => e.apple_compute_efficiency.unwrap(),
-                RdnaCompute => e.rdna_compute_efficiency.unwrap(),
-                Dequant => e.dequant_efficiency,
-                Fp4 => e.fp4_efficiency,
-                Attention => e.attention_efficiency,
-                StepOverhead => e.step_overhead_s,
-                LayerOverhead => e.layer_overhead_s,
-                RdnaExpertOverhead => e.rdna_expert_overhead_s.unwrap(),
+                Memory(g) => e.speed.memory_efficiency[g],
+                Compute => e.speed.compute_efficiency,
+                AppleCompute => apple_compute(e).unwrap(),
+                RdnaCompute => rdna_compute(e).unwrap(),
+                Dequant => e.speed.dequant_efficiency,
+                Fp4 => e.speed.fp4_efficiency,
+                Attention => e.speed.attention_efficiency,
+                StepOverhead => e.overheads.step_overhead_s,
+                LayerOverhead => e.overheads.layer_overhead_s,
+                RdnaExpertOverhead => rdna_expert(e).unwrap(),
             };
             assert!(
                 close(v, p.value),
@@ -407,8 +411,8 @@ fn kernel_features_are_stated_physics() {
     // H100 PCIe, whose board power sustains 0.868 of its tensor peaks, the lower of the
     // two ceilings binds: 0.5 against 0.868, about 1.6x; on an A100, which publishes no
     // warp_mma_fraction, nothing changes
-    assert!(!llama.warpgroup_mma);
-    let wgmma = with(&|e| e.warpgroup_mma = true);
+    assert!(!llama.features.warpgroup_mma);
+    let wgmma = with(&|e| e.features.warpgroup_mma = true);
     let ratio = |gpu: &str| {
         let slow = passes("llama-3-8b", gpu, &llama, None, 4096).prefill.time_s;
         slow / passes("llama-3-8b", gpu, &wgmma, None, 4096).prefill.time_s
@@ -427,7 +431,7 @@ fn kernel_features_are_stated_physics() {
     // GGUF blocks dequantize to fp16 even for a bf16 model: on an RTX 4090 the fp16
     // accumulate rate (330 TFLOP/s against 165) applies to a Q4_K_M prefill too
     let q4 = Some(ridgeline::dtype::Format::parse("q4_k_m").unwrap());
-    let acc32 = with(&|e| e.fp16_accumulate = false);
+    let acc32 = with(&|e| e.features.fp16_accumulate = false);
     let gguf = passes("llama-3-8b", "rtx-4090", &acc32, q4, 4096)
         .prefill
         .time_s
@@ -439,18 +443,18 @@ fn kernel_features_are_stated_physics() {
     // Metal kernels, 0.48 elsewhere); RDNA GPUs: its own fraction of the WMMA peak
     // (0.32 for its HIP and Vulkan kernels on Strix Halo)
     let hw = ridgeline::hardware::HardwareDb::builtin().unwrap();
-    let apple = llama.apple_compute_efficiency.unwrap();
+    let apple = apple_compute(&llama).unwrap();
     assert_eq!(llama.efficiency(hw.get("m2-ultra").unwrap()).compute, apple);
     assert_eq!(
         llama.efficiency(hw.get("rtx-4090").unwrap()).compute,
-        llama.compute_efficiency
+        llama.speed.compute_efficiency
     );
-    assert!(apple > llama.compute_efficiency);
-    let rdna = llama.rdna_compute_efficiency.unwrap();
+    assert!(apple > llama.speed.compute_efficiency);
+    let rdna = rdna_compute(&llama).unwrap();
     let strix = hw.get("ryzen-ai-max-395").unwrap();
     assert!(ridgeline::engine::is_rdna(strix));
     assert_eq!(llama.efficiency(strix).compute, rdna);
-    assert!(rdna < llama.compute_efficiency);
+    assert!(rdna < llama.speed.compute_efficiency);
     // an engine without rows there keeps its tensor-core fraction on an RDNA GPU (and
     // typical's measured Apple fraction, Apple's MPS GEMM at 0.747, on an Apple GPU)
     // llama.cpp's expert matmuls on RDNA: a cost per routed expert matrix (the Strix
@@ -458,22 +462,22 @@ fn kernel_features_are_stated_physics() {
     // before the matmuls' roll-off at few rows, gemm_half_rows, took its part: an
     // expert of a 512-token pass gets 512 x 8 / 128 = 32 rows, 32 / 68 of the large-M
     // rate), none on a CUDA device
-    let per_expert = llama.rdna_expert_overhead_s.unwrap();
+    let per_expert = rdna_expert(&llama).unwrap();
     assert!((5e-6..40e-6).contains(&per_expert), "{per_expert}");
     assert_eq!(llama.expert_overhead_on(strix), per_expert);
     assert_eq!(llama.expert_overhead_on(hw.get("dgx-spark").unwrap()), 0.0);
     // ggml's unfused attention holds fp32 scores
-    assert!(llama.fp32_scores);
+    assert!(llama.features.fp32_scores);
     let typ = db.get("typical").unwrap();
-    assert!(!typ.fp32_scores);
-    assert_eq!(typ.rdna_compute_efficiency, None);
+    assert!(!typ.features.fp32_scores);
+    assert_eq!(rdna_compute(typ), None);
     assert_eq!(typ.expert_overhead_on(strix), 0.0);
-    assert_eq!(typ.efficiency(strix).compute, typ.compute_efficiency);
+    assert_eq!(typ.efficiency(strix).compute, typ.speed.compute_efficiency);
     assert_eq!(typ.efficiency(hw.get("m1-max").unwrap()).compute, 0.747);
     // Hugging Face's dynamic cache: each decode step copies the cache (read and written
     // once more), so the step moves three times typical's KV bytes
     let hf = db.get("hf").unwrap();
-    assert!(hf.kv_concat);
+    assert!(hf.features.kv_concat);
     let typ = db.get("typical").unwrap();
     let kv = |e: &Engine| passes("llama-3-8b", "h100", e, None, 2048).decode.kv_bytes;
     let new_token = |e: &Engine| {
@@ -482,4 +486,31 @@ fn kernel_features_are_stated_physics() {
     };
     let copied = (kv(hf) - new_token(hf)) / (kv(typ) - new_token(typ));
     assert!((2.9..3.1).contains(&copied), "{copied}");
+}
+
+/// The `class = "apple"` override's compute efficiency.
+fn apple_compute(e: &ridgeline::engine::Engine) -> Option<f64> {
+    use ridgeline::engine::{DeviceFactor, Selector};
+    e.override_value(
+        &Selector::class(ridgeline::hardware::DeviceClass::Apple),
+        DeviceFactor::ComputeEfficiency,
+    )
+}
+
+/// The `architecture = "rdna"` override's compute efficiency.
+fn rdna_compute(e: &ridgeline::engine::Engine) -> Option<f64> {
+    use ridgeline::engine::{DeviceFactor, Selector};
+    e.override_value(
+        &Selector::architecture("rdna"),
+        DeviceFactor::ComputeEfficiency,
+    )
+}
+
+/// The `architecture = "rdna"` override's time per expert matrix.
+fn rdna_expert(e: &ridgeline::engine::Engine) -> Option<f64> {
+    use ridgeline::engine::{DeviceFactor, Selector};
+    e.override_value(
+        &Selector::architecture("rdna"),
+        DeviceFactor::ExpertOverhead,
+    )
 }

@@ -506,7 +506,7 @@ fn plan_train_keys_are_documented_both_ways() {
 fn instances_keys_are_documented_both_ways() {
     let dir = scratch("instances");
     let file = dir.join("override.toml");
-    let example = code_blocks(DOC, "toml")[2].join("\n");
+    let example = code_blocks(DOC, "toml")[3].join("\n");
     std::fs::write(
         &file,
         example.replace("my-4x-h100", "p5.48xlarge") + "\noverride = true\n",
@@ -839,8 +839,8 @@ fn toml_examples_load() {
     let blocks = code_blocks(DOC, "toml");
     assert_eq!(
         blocks.len(),
-        3,
-        "a hardware, an engine and an instances example"
+        4,
+        "a hardware, an engine, an inheriting engine and an instances example"
     );
     let dir = scratch("toml");
     let (hw, engine) = (dir.join("my-gpu.toml"), dir.join("my-engine.toml"));
@@ -862,8 +862,24 @@ fn toml_examples_load() {
     ]);
     assert_eq!(v["hardware"]["id"], "my-gpu");
     assert_eq!(v["config"]["engine"], "my-engine");
+    // the inheriting profile: vllm's factors but for the ones it gives
+    let derived = dir.join("my-vllm.toml");
+    std::fs::write(&derived, blocks[2].join("\n")).unwrap();
+    let mine = json_args(&[
+        "predict",
+        "--model",
+        "llama-3-8b",
+        "--gpu",
+        "m2-ultra",
+        "--engine",
+        "my-vllm",
+        "--engine-file",
+        derived.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(mine["config"]["engine"], "my-vllm");
     let shapes = dir.join("my-instances.toml");
-    std::fs::write(&shapes, blocks[2].join("\n")).unwrap();
+    std::fs::write(&shapes, blocks[3].join("\n")).unwrap();
     let shapes = shapes.to_str().unwrap();
     let t = json_args(&[
         "train",

@@ -163,10 +163,11 @@ impl MemoryModel {
             n_stages: shares.len(),
             act_per_token,
             scores_per_seq_sq: scores,
-            overhead_bytes: engine.overhead_bytes
-                + engine.reserve_fraction * hw.memory.capacity_bytes,
+            overhead_bytes: engine.footprint.overhead_bytes
+                + engine.footprint.reserve_fraction * hw.memory.capacity_bytes,
             capacity_bytes: hw.memory.capacity_bytes,
             chunk_tokens: engine
+                .scheduler
                 .max_batched_tokens
                 .map_or(f64::INFINITY, |t| t as f64),
             groups: layout.ep.max(1),

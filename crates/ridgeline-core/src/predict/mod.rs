@@ -364,7 +364,7 @@ impl<'a> Predictor<'a> {
         let used = hardware.peak(matmul_dtype).1;
         // kernels on warp-level mma.sync reach only part of a Hopper tensor peak
         let warp = match hardware.peak_flops_per_s.warp_mma_fraction {
-            Some(f) if !engine.warpgroup_mma => f,
+            Some(f) if !engine.features.warpgroup_mma => f,
             _ => 1.0,
         };
         // two ceilings on a tensor rate, the lower binds: the instructions' (above) and
@@ -378,7 +378,7 @@ impl<'a> Predictor<'a> {
             let mut c = hardware.ceilings(d);
             c.peak_flops_per_s = rate(d);
             if d == ComputeDtype::Fp16
-                && engine.fp16_accumulate
+                && engine.features.fp16_accumulate
                 && let Some(acc16) = hardware.peak_flops_per_s.fp16_acc16
             {
                 let share = warp.min(hardware.tensor_fraction(d));
@@ -398,7 +398,7 @@ impl<'a> Predictor<'a> {
         let vector = hardware.ceilings(ComputeDtype::Fp32);
         let eff = engine.efficiency(hardware);
         let comm_eff = Efficiency {
-            overhead_s: engine.collective_latency_s,
+            overhead_s: engine.overheads.collective_latency_s,
             ..eff
         };
         let layout = Layout {
@@ -507,19 +507,19 @@ impl<'a> Predictor<'a> {
             self.eff
         };
         if matches!(op.unit, Unit::Dequant(_)) {
-            e.compute *= self.engine.dequant_efficiency;
+            e.compute *= self.engine.speed.dequant_efficiency;
         }
         if op.unit == Unit::Matrix(ComputeDtype::Fp4) {
-            e.compute *= self.engine.fp4_efficiency;
+            e.compute *= self.engine.speed.fp4_efficiency;
         }
         if let Some(m) = self.matmul_rows(op)
             && m > crate::engine::GEMV_MAX_TOKENS as f64
         {
-            e.compute *= m / (m + self.engine.gemm_half_rows);
+            e.compute *= m / (m + self.engine.speed.gemm_half_rows);
         }
         if op.kind.is_attention_core() {
-            e.compute *= self.engine.attention_efficiency;
-            e.memory *= self.engine.attention_efficiency;
+            e.compute *= self.engine.speed.attention_efficiency;
+            e.memory *= self.engine.speed.attention_efficiency;
         }
         e.overhead_s *= op.count;
         e
@@ -533,7 +533,7 @@ impl<'a> Predictor<'a> {
     /// MLP layers, where its experts ship in another format than its other weights, are
     /// counted at the experts' width, and a draft model's matmuls at the target model's
     /// widths: where those differ their rows are off by the ratio of the widths, which
-    /// moves only the roll-off of [`crate::engine::Engine::gemm_half_rows`].)
+    /// moves only the roll-off of [`crate::engine::Speed::gemm_half_rows`].)
     pub fn matmul_rows(&self, op: &OpInstance) -> Option<f64> {
         use crate::model::graph::OpKind as K;
         if !matches!(op.unit, Unit::Matrix(_) | Unit::Dequant(_))

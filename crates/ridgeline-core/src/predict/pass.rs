@@ -88,40 +88,41 @@ pub(super) fn bound_index(b: Bound) -> usize {
 
 impl Predictor<'_> {
     /// Per-pass overhead: step, per layer (more where the pass runs more `tokens` than
-    /// `sequences`, [`crate::engine::Engine::prefill_layer_overhead_s`]) and per
+    /// `sequences`, [`crate::engine::Overheads::prefill_layer_overhead_s`]) and per
     /// sequence (host work for each of the pass's `sequences`), plus pipeline sends
     /// between stages of `tokens` activations.
     pub(super) fn pass_overhead(&self, sequences: u64, tokens: u64) -> (f64, f64) {
-        let overhead = self.engine.step_overhead_s
+        let overhead = self.engine.overheads.step_overhead_s
             + self.layer_overhead(sequences, tokens) * self.layers as f64
-            + self.engine.sequence_overhead_s * sequences as f64
+            + self.engine.overheads.sequence_overhead_s * sequences as f64
             + self.expert_loop_s(tokens);
         let mut comm = 0.0;
         if self.parallel == Parallel::Pp && self.gpus > 1 {
             let bytes =
                 tokens as f64 * self.model.hidden as f64 * self.precision.activations.bytes();
             comm = (self.gpus - 1) as f64
-                * (bytes / (self.link_bw * self.eff.link) + self.engine.collective_latency_s);
+                * (bytes / (self.link_bw * self.eff.link)
+                    + self.engine.overheads.collective_latency_s);
         }
         (overhead, comm)
     }
 
     /// The engine's time per layer of a pass of `tokens` tokens over `sequences`
-    /// sequences: [`crate::engine::Engine::layer_overhead_s`], plus
-    /// [`crate::engine::Engine::prefill_layer_overhead_s`] for a prompt pass (more
+    /// sequences: [`crate::engine::Overheads::layer_overhead_s`], plus
+    /// [`crate::engine::Overheads::prefill_layer_overhead_s`] for a prompt pass (more
     /// tokens than sequences; decode steps and verification passes are finished with
     /// their sequences as their tokens).
     pub(super) fn layer_overhead(&self, sequences: u64, tokens: u64) -> f64 {
         let e = self.engine;
         if tokens > sequences {
-            e.layer_overhead_s + e.prefill_layer_overhead_s
+            e.overheads.layer_overhead_s + e.overheads.prefill_layer_overhead_s
         } else {
-            e.layer_overhead_s
+            e.overheads.layer_overhead_s
         }
     }
 
     /// The engine's per-expert cost of a pass of `tokens` tokens
-    /// ([`crate::engine::Engine::expert_overhead_s`]): every expert matrix of this
+    /// ([`crate::engine::Overheads::expert_overhead_s`]): every expert matrix of this
     /// device's experts that some token is routed to, on the GEMM path (more than
     /// [`crate::engine::GEMV_MAX_TOKENS`] tokens). With `k` of `E` experts per token,
     /// routed uniformly, an expert has a token with probability `1 - (1 - k/E)^tokens`;
@@ -204,7 +205,11 @@ impl Predictor<'_> {
     /// The engine's token budget of one prefill pass per scheduler (`max_batched_tokens`,
     /// at least 1; none: unbounded).
     fn prefill_budget(&self) -> u64 {
-        self.engine.max_batched_tokens.unwrap_or(u64::MAX).max(1)
+        self.engine
+            .scheduler
+            .max_batched_tokens
+            .unwrap_or(u64::MAX)
+            .max(1)
     }
 
     /// Whether the prefill of `batch` x `prompt` runs in more than one pass (see
@@ -274,7 +279,7 @@ impl Predictor<'_> {
     }
 
     fn draft_overhead(&self, sequences: u64, tokens: u64) -> f64 {
-        self.engine.step_overhead_s
+        self.engine.overheads.step_overhead_s
             + self.layer_overhead(sequences, tokens) * self.draft_layers() as f64
     }
 
@@ -485,8 +490,10 @@ mod tests {
             .unwrap();
         let hw = HardwareDb::builtin().unwrap();
         let mut engine = EngineDb::builtin().unwrap().get("typical").unwrap().clone();
-        engine.expert_overhead_s = 0.0;
-        engine.rdna_expert_overhead_s = Some(20e-6);
+        engine.overheads.expert_overhead_s = 0.0;
+        let rdna = crate::engine::Selector::architecture("rdna");
+        let expert = crate::engine::DeviceFactor::ExpertOverhead;
+        engine.set_override(&rdna, expert, Some(20e-6));
         let s = Scenario::default();
         let strix = hw.get("ryzen-ai-max-395").unwrap();
         let p = Predictor::new(&model, strix, &engine, &s).unwrap();
@@ -502,7 +509,7 @@ mod tests {
         assert_eq!(p.expert_loop_s(1), 0.0);
         // the whole prefill pays it once per 512-token pass
         let mut off = engine.clone();
-        off.rdna_expert_overhead_s = None;
+        off.set_override(&rdna, expert, None);
         let q = Predictor::new(&model, strix, &off, &s).unwrap();
         let d = p.prefill_pass(1, 512, 0.0).time_s - q.prefill_pass(1, 512, 0.0).time_s;
         assert!((d / 0.36864 - 1.0).abs() < 1e-9, "{d}");
@@ -528,7 +535,7 @@ mod tests {
         let models = ModelDb::builtin().unwrap();
         let hw = HardwareDb::builtin().unwrap();
         let h100 = hw.get("h100").unwrap();
-        let (on, off) = typical_with(|e, v| e.gemm_half_rows = v, 32.0);
+        let (on, off) = typical_with(|e, v| e.speed.gemm_half_rows = v, 32.0);
         let s = Scenario::default();
         let dense = models.resolve("llama-2-7b").unwrap();
         let (p, q) = (
@@ -597,7 +604,8 @@ mod tests {
         let models = ModelDb::builtin().unwrap();
         let hw = HardwareDb::builtin().unwrap();
         let h100 = hw.get("h100").unwrap();
-        let (mut on, mut off) = typical_with(|e, v| e.prefill_layer_overhead_s = v, 40e-6);
+        let (mut on, mut off) =
+            typical_with(|e, v| e.overheads.prefill_layer_overhead_s = v, 40e-6);
         let dense = models.resolve("llama-2-7b").unwrap();
         let s = Scenario::default();
         let (p, q) = (
@@ -610,8 +618,8 @@ mod tests {
             assert!((d - 1.28e-3).abs() < 1e-12, "{d}");
         }
         // a 2048-token prompt in passes of at most 512 tokens: 4 passes, 4 x 1.28 ms
-        on.max_batched_tokens = Some(512);
-        off.max_batched_tokens = Some(512);
+        on.scheduler.max_batched_tokens = Some(512);
+        off.scheduler.max_batched_tokens = Some(512);
         let (p, q) = (
             Predictor::new(&dense, h100, &on, &s).unwrap(),
             Predictor::new(&dense, h100, &off, &s).unwrap(),

@@ -419,6 +419,7 @@ pub fn predict_case(c: &Case, engine: &Engine) -> Result<f64> {
             // max_num_seqs) where it sets one, else MAX_LOAD_BATCH; with expert
             // parallelism each data-parallel attention group is a scheduler of its own
             let cap = engine
+                .scheduler
                 .max_num_seqs
                 .map_or(MAX_LOAD_BATCH, |n| n.saturating_mul(s.ep.max(1)));
             max.min(cap)

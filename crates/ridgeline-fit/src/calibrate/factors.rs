@@ -1,5 +1,7 @@
 //! The one registry of an engine's fittable scalar factors ([`FACTORS`]): for each, its
-//! kind, TOML key, how it is read (with the fallback a family override takes), written
+//! kind, its name in fit reports (a field's TOML key; for a device override, the key
+//! files written before the selectors used), how it is read (with the fallback a device
+//! override takes), written
 //! and copied, which bounds hold it, whether it is an overhead (fitted in ms rather than
 //! in log space) and whether a fit starts it from `typical`'s value. The fitter, the
 //! saver (rounding) and the start from `typical` iterate it, so a new factor costs its
@@ -7,7 +9,8 @@
 //! one per memory group, are the parametric [`ParamKind::Memory`] and sit beside it.
 
 use super::ParamKind;
-use crate::engine::Engine;
+use crate::engine::{DeviceFactor, Engine, Selector};
+use crate::hardware::DeviceClass;
 
 /// Which bounds hold a factor's value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,32 +52,42 @@ impl Factor {
     }
 }
 
-/// A factor stored as a plain field.
+/// A factor stored as a plain field of one of the engine's groups.
 macro_rules! plain {
-    ($kind:ident, $field:ident, $limit:ident, $typical:expr) => {
+    ($kind:ident, $group:ident . $field:ident, $limit:ident, $typical:expr) => {
         Factor {
             kind: ParamKind::$kind,
             key: stringify!($field),
-            get: |e| e.$field,
-            stored: |e| Some(e.$field),
-            set: |e, v| e.$field = v,
-            copy: |e, t| e.$field = t.$field,
+            get: |e| e.$group.$field,
+            stored: |e| Some(e.$group.$field),
+            set: |e, v| e.$group.$field = v,
+            copy: |e, t| e.$group.$field = t.$group.$field,
             limit: Limit::$limit,
             from_typical: $typical,
         }
     };
 }
 
-/// A family override stored as an `Option`, read as `$fallback` where unset.
+/// A device override (`[[engine.device]]` selected by `$select`) of `$factor`, read as
+/// the general `$group.$fallback` where unset; `$key` names it in fit reports.
 macro_rules! family {
-    ($kind:ident, $field:ident, $fallback:ident, $limit:ident) => {
+    ($kind:ident, $key:literal, $select:expr, $factor:ident, $group:ident . $fallback:ident, $limit:ident) => {
         Factor {
             kind: ParamKind::$kind,
-            key: stringify!($field),
-            get: |e| e.$field.unwrap_or(e.$fallback),
-            stored: |e| e.$field,
-            set: |e, v| e.$field = Some(v),
-            copy: |e, t| e.$field = t.$field,
+            key: $key,
+            get: |e| {
+                e.override_value(&$select, DeviceFactor::$factor)
+                    .unwrap_or(e.$group.$fallback)
+            },
+            stored: |e| e.override_value(&$select, DeviceFactor::$factor),
+            set: |e, v| e.set_override(&$select, DeviceFactor::$factor, Some(v)),
+            copy: |e, t| {
+                e.set_override(
+                    &$select,
+                    DeviceFactor::$factor,
+                    t.override_value(&$select, DeviceFactor::$factor),
+                )
+            },
             limit: Limit::$limit,
             from_typical: true,
         }
@@ -83,28 +96,34 @@ macro_rules! family {
 
 /// Every fittable scalar factor.
 pub static FACTORS: &[Factor] = &[
-    plain!(Compute, compute_efficiency, Compute, true),
+    plain!(Compute, speed.compute_efficiency, Compute, true),
     family!(
         AppleCompute,
-        apple_compute_efficiency,
-        compute_efficiency,
+        "apple_compute_efficiency",
+        Selector::class(DeviceClass::Apple),
+        ComputeEfficiency,
+        speed.compute_efficiency,
         Compute
     ),
     family!(
         RdnaCompute,
-        rdna_compute_efficiency,
-        compute_efficiency,
+        "rdna_compute_efficiency",
+        Selector::architecture("rdna"),
+        ComputeEfficiency,
+        speed.compute_efficiency,
         Compute
     ),
-    plain!(Dequant, dequant_efficiency, Unit, false),
-    plain!(Fp4, fp4_efficiency, Unit, true),
-    plain!(Attention, attention_efficiency, Unit, false),
-    plain!(StepOverhead, step_overhead_s, Overhead, true),
-    plain!(LayerOverhead, layer_overhead_s, Overhead, true),
+    plain!(Dequant, speed.dequant_efficiency, Unit, false),
+    plain!(Fp4, speed.fp4_efficiency, Unit, true),
+    plain!(Attention, speed.attention_efficiency, Unit, false),
+    plain!(StepOverhead, overheads.step_overhead_s, Overhead, true),
+    plain!(LayerOverhead, overheads.layer_overhead_s, Overhead, true),
     family!(
         RdnaExpertOverhead,
-        rdna_expert_overhead_s,
-        expert_overhead_s,
+        "rdna_expert_overhead_s",
+        Selector::architecture("rdna"),
+        ExpertOverhead,
+        overheads.expert_overhead_s,
         Overhead
     ),
 ];
@@ -143,6 +162,6 @@ mod tests {
         let ideal = Engine::ideal();
         let apple = factor(&ParamKind::AppleCompute).unwrap();
         assert_eq!((apple.stored)(&ideal), None);
-        assert_eq!((apple.get)(&ideal), ideal.compute_efficiency);
+        assert_eq!((apple.get)(&ideal), ideal.speed.compute_efficiency);
     }
 }

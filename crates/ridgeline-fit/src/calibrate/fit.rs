@@ -139,9 +139,10 @@ impl ParamKind {
     fn get(&self, e: &Engine) -> f64 {
         match self {
             ParamKind::Memory(g) => e
+                .speed
                 .memory_efficiency
                 .get(g)
-                .or_else(|| e.memory_efficiency.get("default"))
+                .or_else(|| e.speed.memory_efficiency.get("default"))
                 .copied()
                 .unwrap_or(1.0),
             scalar => (scalar.factor().get)(e),
@@ -151,7 +152,7 @@ impl ParamKind {
     fn set(&self, e: &mut Engine, v: f64) {
         match self {
             ParamKind::Memory(g) => {
-                e.memory_efficiency.insert(g.clone(), v);
+                e.speed.memory_efficiency.insert(g.clone(), v);
             }
             scalar => (scalar.factor().set)(e, v),
         }
@@ -299,13 +300,15 @@ fn internal(params: &[ParamKind], e: &Engine) -> Vec<f64> {
 fn start_in_bounds(base: &Engine, cases: &[&Case], b: &Bounds) -> (Engine, Vec<String>) {
     let mut start = base.clone();
     // the bounds are checked (Bounds::check): low <= high
-    start.compute_efficiency = start.compute_efficiency.clamp(b.min_efficiency, b.compute);
-    start.apple_compute_efficiency = start
-        .apple_compute_efficiency
-        .map(|e| e.clamp(b.min_efficiency, b.compute));
-    start.rdna_compute_efficiency = start
-        .rdna_compute_efficiency
-        .map(|e| e.clamp(b.min_efficiency, b.compute));
+    start.speed.compute_efficiency = start
+        .speed
+        .compute_efficiency
+        .clamp(b.min_efficiency, b.compute);
+    for o in &mut start.devices {
+        o.compute_efficiency = o
+            .compute_efficiency
+            .map(|e| e.clamp(b.min_efficiency, b.compute));
+    }
     let mut groups: Vec<String> = cases
         .iter()
         .map(|c| memory_group(&c.hardware).to_string())
@@ -537,7 +540,7 @@ pub fn fit(base: &Engine, cases: &[&Case], opts: &FitOptions) -> Result<EngineFi
     let iv = intervals(&f, &params, (&x, &r), &xb, cases.len(), &mut notes)?;
     let mut engine = with(&start, &params, &x);
     let rms_after = lm::rms(&residuals(&memo, &cases, &engine)?);
-    engine.fitted_on = engine_rows(&cases);
+    engine.provenance.fitted_on = engine_rows(&cases);
     let fitted: Vec<FittedParam> = params
         .iter()
         .zip(informing)
@@ -587,9 +590,9 @@ mod tests {
     fn engine(hbm: f64, gddr: f64, compute: f64, layer_s: f64) -> Engine {
         let mut e = Engine::ideal();
         e.id = "synthetic".into();
-        e.memory_efficiency = BTreeMap::from([("hbm".into(), hbm), ("gddr".into(), gddr)]);
-        e.compute_efficiency = compute;
-        e.layer_overhead_s = layer_s;
+        e.speed.memory_efficiency = BTreeMap::from([("hbm".into(), hbm), ("gddr".into(), gddr)]);
+        e.speed.compute_efficiency = compute;
+        e.overheads.layer_overhead_s = layer_s;
         e
     }
 
@@ -686,7 +689,7 @@ mod tests {
             f.notes
         );
         assert!(f.rms_log_after < 1e-4);
-        assert_eq!(f.engine.fitted_on, vec!["d1".to_string()]);
+        assert_eq!(f.engine.provenance.fitted_on, vec!["d1".to_string()]);
     }
 
     #[test]
@@ -700,7 +703,7 @@ mod tests {
             ..plain()
         };
         let f = fit(&engine(1.0, 1.0, 1.0, 0.0), &[&c], &opts).unwrap();
-        let v = f.engine.memory_efficiency["gddr"];
+        let v = f.engine.speed.memory_efficiency["gddr"];
         assert!((v - (0.4f64 * 0.8).sqrt()).abs() < 1e-3, "{v}");
     }
 
@@ -855,7 +858,11 @@ mod tests {
             ..Bounds::default()
         };
         crate::calibrate::carry_over_memory(&mut f, &engine(0.8, 0.8, 0.7, 0.0), &crossed);
-        assert!(f.engine.memory_efficiency["hbm"] <= 0.02, "{:?}", f.engine);
+        assert!(
+            f.engine.speed.memory_efficiency["hbm"] <= 0.02,
+            "{:?}",
+            f.engine
+        );
     }
 
     #[test]
@@ -892,7 +899,7 @@ mod tests {
             },
         )
         .unwrap();
-        let hbm = |f: &EngineFit| f.engine.memory_efficiency["hbm"];
+        let hbm = |f: &EngineFit| f.engine.speed.memory_efficiency["hbm"];
         assert!(
             (hbm(&robust) / 0.6 - 1.0).abs() < (hbm(&ls) / 0.6 - 1.0).abs(),
             "robust {} vs least squares {}",

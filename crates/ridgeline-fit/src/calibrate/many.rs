@@ -12,7 +12,7 @@
 //! of one [`predict_case`] per case.
 
 use super::{BatchSpec, Case, predict_case};
-use crate::engine::Engine;
+use crate::engine::{DeviceOverride, Engine, Overheads, Speed};
 use crate::error::Result;
 use rayon::prelude::*;
 use std::cell::RefCell;
@@ -123,11 +123,11 @@ fn factors(engine: &Engine, c: &Case) -> Factors {
     [
         engine.memory_efficiency(&c.hardware).to_bits(),
         engine.compute_efficiency_on(&c.hardware).to_bits(),
-        engine.dequant_efficiency.to_bits(),
-        engine.fp4_efficiency.to_bits(),
-        engine.attention_efficiency.to_bits(),
-        engine.step_overhead_s.to_bits(),
-        engine.layer_overhead_s.to_bits(),
+        engine.speed.dequant_efficiency.to_bits(),
+        engine.speed.fp4_efficiency.to_bits(),
+        engine.speed.attention_efficiency.to_bits(),
+        engine.overheads.step_overhead_s.to_bits(),
+        engine.overheads.layer_overhead_s.to_bits(),
         engine.expert_overhead_on(&c.hardware).to_bits(),
     ]
 }
@@ -136,68 +136,55 @@ fn factors(engine: &Engine, c: &Case) -> Factors {
 /// (and `fitted_on`, which predicts nothing): then a case's prediction under one is its
 /// prediction under the other given the same factors.
 fn same_rest(a: &Engine, b: &Engine) -> bool {
-    // no `..`: a field added to Engine must be placed here
+    // no `..`: a field added to Engine or its groups must be placed here
     let Engine {
         id,
         description,
+        speed,
+        overheads,
+        features,
+        scheduler,
+        footprint,
+        devices,
+        provenance: _,
+        override_builtin,
+    } = a;
+    let Speed {
         memory_efficiency: _,
         compute_efficiency: _,
-        apple_compute_efficiency: _,
-        rdna_compute_efficiency: _,
         link_efficiency,
-        step_overhead_s: _,
-        layer_overhead_s: _,
-        expert_overhead_s: _,
-        rdna_expert_overhead_s: _,
-        collective_latency_s,
-        overhead_bytes,
-        reserve_fraction,
-        max_batched_tokens,
-        fitted_on: _,
-        override_builtin,
         dequant_efficiency: _,
         fp4_efficiency: _,
         attention_efficiency: _,
-        fp4_tensor_cores,
-        int8_mma,
-        fp16_accumulate,
-        warpgroup_mma,
-        kv_concat,
-        fp32_scores,
         gemm_half_rows,
+    } = speed;
+    let Overheads {
+        step_overhead_s: _,
         sequence_overhead_s,
+        layer_overhead_s: _,
         prefill_layer_overhead_s,
-        max_num_seqs,
-        kv_block_tokens,
-    } = a;
+        expert_overhead_s: _,
+        collective_latency_s,
+    } = overheads;
     let same = |x: &f64, y: &f64| x.to_bits() == y.to_bits();
+    // the device overrides' compute efficiencies and expert overheads are read through
+    // `factors`; which devices they select is not
+    let selects = |d: &[DeviceOverride]| d.iter().map(|o| o.select.clone()).collect::<Vec<_>>();
     *id == b.id
         && *description == b.description
-        && same(link_efficiency, &b.link_efficiency)
-        && same(collective_latency_s, &b.collective_latency_s)
-        && same(overhead_bytes, &b.overhead_bytes)
-        && same(reserve_fraction, &b.reserve_fraction)
-        && *max_batched_tokens == b.max_batched_tokens
+        && same(link_efficiency, &b.speed.link_efficiency)
+        && same(collective_latency_s, &b.overheads.collective_latency_s)
+        && *footprint == b.footprint
         && *override_builtin == b.override_builtin
-        && same(sequence_overhead_s, &b.sequence_overhead_s)
-        && same(gemm_half_rows, &b.gemm_half_rows)
-        && same(prefill_layer_overhead_s, &b.prefill_layer_overhead_s)
-        && (
-            *fp4_tensor_cores,
-            *int8_mma,
-            *fp16_accumulate,
-            *warpgroup_mma,
-            *kv_concat,
-            *fp32_scores,
-        ) == (
-            b.fp4_tensor_cores,
-            b.int8_mma,
-            b.fp16_accumulate,
-            b.warpgroup_mma,
-            b.kv_concat,
-            b.fp32_scores,
+        && same(sequence_overhead_s, &b.overheads.sequence_overhead_s)
+        && same(gemm_half_rows, &b.speed.gemm_half_rows)
+        && same(
+            prefill_layer_overhead_s,
+            &b.overheads.prefill_layer_overhead_s,
         )
-        && (*max_num_seqs, *kv_block_tokens) == (b.max_num_seqs, b.kv_block_tokens)
+        && *features == b.features
+        && *scheduler == b.scheduler
+        && selects(devices) == selects(&b.devices)
 }
 
 /// Predictions kept per distinct case: a Levenberg-Marquardt step evaluates the point,
@@ -324,15 +311,15 @@ mod tests {
         let mut engines = vec![base.clone()];
         for (hbm, compute, layer) in [(0.7, 0.6, 5e-5), (0.7, 0.61, 5e-5), (0.5, 0.6, 1e-4)] {
             let mut e = base.clone();
-            e.memory_efficiency.insert("hbm".into(), hbm);
-            e.compute_efficiency = compute;
-            e.layer_overhead_s = layer;
+            e.speed.memory_efficiency.insert("hbm".into(), hbm);
+            e.speed.compute_efficiency = compute;
+            e.overheads.layer_overhead_s = layer;
             engines.push(e);
         }
         // an engine that differs elsewhere (collective latency) is not mistaken for one
         // seen before
         let mut other = engines[1].clone();
-        other.collective_latency_s *= 10.0;
+        other.overheads.collective_latency_s *= 10.0;
         engines.extend([base.clone(), other, engines[1].clone()]);
         for e in &engines {
             let got = memo.predict(e).unwrap();

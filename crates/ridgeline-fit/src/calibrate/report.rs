@@ -23,15 +23,14 @@ pub const REPORT_MIN_ENGINE_ROWS: usize = 3;
 /// nothing else (compute efficiency 1, no overheads), as an engine profile with id
 /// `flat`. The baseline a calibration has to beat: "the roofline times a constant".
 pub fn flat_engine(memory_efficiency: f64) -> Engine {
-    Engine {
-        id: "flat".into(),
-        description: format!(
-            "Flat bandwidth factor: memory efficiency {memory_efficiency} on every device, \
-             compute 1, no overheads."
-        ),
-        memory_efficiency: BTreeMap::from([("default".to_string(), memory_efficiency)]),
-        ..Engine::ideal()
-    }
+    let mut e = Engine::ideal();
+    e.id = "flat".into();
+    e.description = format!(
+        "Flat bandwidth factor: memory efficiency {memory_efficiency} on every device, \
+         compute 1, no overheads."
+    );
+    e.speed.memory_efficiency = BTreeMap::from([("default".to_string(), memory_efficiency)]);
+    e
 }
 
 /// The flat bandwidth factor fitted to `cases`: the median of measured / predicted

@@ -99,7 +99,7 @@ pub fn base_for(engines: &EngineDb, id: &str) -> Result<Engine> {
             let mut e = engines.get("typical")?.clone();
             e.id = id.to_string();
             e.description = format!("{id}: not in the engine database; starts from typical");
-            e.fitted_on.clear();
+            e.provenance.fitted_on.clear();
             Ok(e)
         }
     }
@@ -111,12 +111,10 @@ pub fn base_for(engines: &EngineDb, id: &str) -> Result<Engine> {
 /// reserve), link factors and other kernel factors stay. A fit starts here, so a factor the engine's rows do not inform is `typical`'s,
 /// whatever the engine had before: calibrating twice gives the same profile.
 pub fn start_from_typical(engine: &Engine, typical: &Engine) -> Engine {
-    let mut e = Engine {
-        memory_efficiency: typical.memory_efficiency.clone(),
-        expert_overhead_s: typical.expert_overhead_s,
-        fitted_on: Vec::new(),
-        ..engine.clone()
-    };
+    let mut e = engine.clone();
+    e.speed.memory_efficiency = typical.speed.memory_efficiency.clone();
+    e.overheads.expert_overhead_s = typical.overheads.expert_overhead_s;
+    e.provenance.fitted_on.clear();
     for f in super::FACTORS.iter().filter(|f| f.from_typical) {
         (f.copy)(&mut e, typical);
     }
@@ -141,15 +139,16 @@ pub fn carry_over_memory(f: &mut EngineFit, typical: &Engine, bounds: &Bounds) {
     }
     let typ = |g: &str| {
         typical
+            .speed
             .memory_efficiency
             .get(g)
-            .or_else(|| typical.memory_efficiency.get("default"))
+            .or_else(|| typical.speed.memory_efficiency.get("default"))
             .copied()
             .unwrap_or(1.0)
     };
     let ln_ratio = fitted.iter().map(|(g, v)| (v / typ(g)).ln()).sum::<f64>() / fitted.len() as f64;
     let ratio = ln_ratio.exp();
-    let keys: Vec<String> = typical.memory_efficiency.keys().cloned().collect();
+    let keys: Vec<String> = typical.speed.memory_efficiency.keys().cloned().collect();
     let mut derived = Vec::new();
     for k in keys {
         if fitted.iter().any(|(g, _)| *g == k) {
@@ -162,7 +161,7 @@ pub fn carry_over_memory(f: &mut EngineFit, typical: &Engine, bounds: &Bounds) {
             .unwrap_or(bounds.memory_default);
         // max then min: no panic where a caller's bounds cross (fit refuses them)
         let v = (typ(&k) * ratio).max(bounds.min_efficiency).min(hi);
-        f.engine.memory_efficiency.insert(k.clone(), v);
+        f.engine.speed.memory_efficiency.insert(k.clone(), v);
         derived.push(format!("{k} {v:.3}"));
     }
     if !derived.is_empty() {

@@ -44,9 +44,9 @@ fn rounded(engine: &Engine) -> Engine {
         }
     }
     // ... and the overheads set by hand beside them
-    e.expert_overhead_s = round_sig(e.expert_overhead_s, 3);
-    e.sequence_overhead_s = round_sig(e.sequence_overhead_s, 3);
-    for v in e.memory_efficiency.values_mut() {
+    e.overheads.expert_overhead_s = round_sig(e.overheads.expert_overhead_s, 3);
+    e.overheads.sequence_overhead_s = round_sig(e.overheads.sequence_overhead_s, 3);
+    for v in e.speed.memory_efficiency.values_mut() {
         *v = round_sig(*v, 3);
     }
     e
@@ -214,7 +214,7 @@ fn table(out: &mut String, engine: &Engine) -> Result<()> {
         .map_err(|e| Error::internal("engine TOML writer", e))?;
     let mut engine = engine.clone();
     engine.override_builtin = engine.id != "ideal";
-    let map = BTreeMap::from([(engine.id.clone(), &engine)]);
+    let map = BTreeMap::from([(engine.id.clone(), crate::engine::file::Table(&engine))]);
     let text = toml::to_string(&map).map_err(|e| Error::internal("engine TOML writer", e))?;
     // the id is the table's name
     for line in text.lines().filter(|l| !l.starts_with("id = ")) {

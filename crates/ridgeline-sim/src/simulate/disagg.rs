@@ -68,8 +68,8 @@ pub(super) fn run(
     pre.prefill_only = true;
     let mut dec = Instance::new(&pd, lim, 0.0).map_err(|e| in_pool(e, "decode"))?;
     let mut link = Link {
-        bytes_per_s: link.bytes_per_s_per_direction * engine.link_efficiency,
-        latency_s: engine.collective_latency_s,
+        bytes_per_s: link.bytes_per_s_per_direction * engine.speed.link_efficiency,
+        latency_s: engine.overheads.collective_latency_s,
         free_at: 0.0,
     };
     let mut run = event_loop(&mut pre, &mut dec, &mut link, workload, serving)?;

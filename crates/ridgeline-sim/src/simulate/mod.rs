@@ -165,10 +165,10 @@ impl Serving {
     pub fn engine(&self, engine: &Engine) -> Engine {
         let mut e = engine.clone();
         if let Some(n) = self.max_num_seqs {
-            e.max_num_seqs = Some(n);
+            e.scheduler.max_num_seqs = Some(n);
         }
         if let Some(n) = self.max_batched_tokens {
-            e.max_batched_tokens = Some(n);
+            e.scheduler.max_batched_tokens = Some(n);
         }
         e
     }
@@ -177,9 +177,9 @@ impl Serving {
 /// The instance limits an engine profile sets.
 pub fn limits(engine: &Engine) -> Limits {
     Limits {
-        max_num_seqs: engine.max_num_seqs.unwrap_or(u64::MAX),
-        max_batched_tokens: engine.max_batched_tokens.unwrap_or(u64::MAX),
-        block_tokens: engine.kv_block_tokens.unwrap_or(1),
+        max_num_seqs: engine.scheduler.max_num_seqs.unwrap_or(u64::MAX),
+        max_batched_tokens: engine.scheduler.max_batched_tokens.unwrap_or(u64::MAX),
+        block_tokens: engine.scheduler.kv_block_tokens.unwrap_or(1),
     }
 }
 
@@ -395,8 +395,8 @@ fn config(
         gpu: hardware.id.clone(),
         gpus: 1,
         engine: engine.id.clone(),
-        max_num_seqs: engine.max_num_seqs,
-        max_batched_tokens: engine.max_batched_tokens,
+        max_num_seqs: engine.scheduler.max_num_seqs,
+        max_batched_tokens: engine.scheduler.max_batched_tokens,
         kv_block_tokens: limits(engine).block_tokens,
         kv_cache_bytes: 0.0,
         prefix_hit: serving.prefix_hit,

@@ -163,7 +163,7 @@ impl PrefillLines {
 /// The prefill at one prompt length over all batches: up to five batch ranges split
 /// where `batch x prompt` reaches the vocabulary or the trained context (an embedding
 /// table is then read whole) and where the prompt's tokens and the lm_head's rows leave
-/// the matrix-vector kernels ([`crate::engine::Engine::gemm_half_rows`]), each with its
+/// the matrix-vector kernels ([`crate::engine::Speed::gemm_half_rows`]), each with its
 /// own lines, measured when first needed (or none: plain path).
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct PrefillSegments {
@@ -179,9 +179,9 @@ impl PrefillSegments {
         if p.model.learned_positions {
             tables.push(p.model.max_context);
         }
-        if p.engine.gemm_half_rows > 0.0 {
+        if p.engine.speed.gemm_half_rows > 0.0 {
             // the matmuls leave the matrix-vector kernels (no roll-off) for tiled ones
-            // (Engine::gemm_half_rows) above GEMV_MAX_TOKENS rows: the prompt's tokens,
+            // (Speed::gemm_half_rows) above GEMV_MAX_TOKENS rows: the prompt's tokens,
             // and the lm_head's rows (one per sequence)
             tables.push(crate::engine::GEMV_MAX_TOKENS);
             tables.push(crate::engine::GEMV_MAX_TOKENS.saturating_mul(prompt));

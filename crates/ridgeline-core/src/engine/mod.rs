@@ -2,111 +2,97 @@
 //! engine (achieved bandwidth fraction by device class, achieved compute fraction,
 //! overheads), loaded from `data/engines.toml` or a user's `--engine-file`.
 
+pub mod file;
+pub mod select;
+
 use crate::error::{Error, Result};
 use crate::hardware::{DeviceClass, Hardware};
 use crate::roofline::Efficiency;
-use serde::{Deserialize, Serialize};
+pub use select::{
+    CLASS_KEYS, DeviceFactor, DeviceOverride, MEMORY_TECHNOLOGIES, Selector, class_key, memory_key,
+};
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
 /// The embedded `data/engines.toml`.
-pub const BUILTIN_ENGINES_TOML: &str = include_str!("../../../data/engines.toml");
+pub const BUILTIN_ENGINES_TOML: &str = include_str!("../../../../data/engines.toml");
 
-/// One engine's efficiency factors.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// One engine's efficiency factors, grouped: the speed factors a fit sets, the fixed
+/// overheads, what its kernels do, its scheduler, its memory footprint, the devices it
+/// behaves differently on, and where its numbers came from. An engine file writes the
+/// groups' fields flat in the engine's table (see [`mod@file`] for the schema and
+/// `base = "typical"` inheritance).
+#[derive(Debug, Clone, PartialEq)]
 pub struct Engine {
+    /// One engine's efficiency factors.
     /// Engine id (`vllm`), filled from the TOML table name.
-    #[serde(default)]
     pub id: String,
     /// One line on what the profile represents.
-    #[serde(default)]
     pub description: String,
+    /// Fitted fractions of the device's ceilings.
+    pub speed: Speed,
+    /// Fixed times per pass, layer, sequence, expert and collective.
+    pub overheads: Overheads,
+    /// What the matmul and attention kernels do.
+    pub features: Features,
+    /// How the scheduler batches and pages.
+    pub scheduler: Scheduler,
+    /// Device memory the engine takes for itself.
+    pub footprint: Footprint,
+    /// Factors that differ on some devices (the first override that selects a device and
+    /// sets a factor wins).
+    pub devices: Vec<DeviceOverride>,
+    /// Where the profile came from.
+    pub provenance: Provenance,
+    /// A user file may replace a built-in engine only when it says so
+    /// (`override = true`); `ideal` cannot be replaced.
+    pub override_builtin: bool,
+}
+
+/// The fractions of a device's ceilings an engine's kernels reach.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Speed {
     /// Fraction of memory bandwidth reached, by memory technology (`hbm`, `gddr`,
     /// `lpddr`) or device class (`default` for the rest); see [`memory_keys`].
     pub memory_efficiency: BTreeMap<String, f64>,
     /// Fraction of dense peak FLOP/s reached.
     pub compute_efficiency: f64,
-    /// Fraction of an Apple GPU's peak its matmul kernels reach, where it differs from
-    /// `compute_efficiency` (Apple GPUs have no tensor cores: their peak is the ALUs'
-    /// FMA rate, which simdgroup-matrix kernels come closer to than kernels come to a
-    /// tensor-core peak); `None`: `compute_efficiency`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub apple_compute_efficiency: Option<f64>,
-    /// Fraction of an AMD RDNA GPU's peak its matmul kernels reach, where it differs
-    /// from `compute_efficiency` (RDNA 3's WMMA issues on the SIMD ALUs: its peak needs
-    /// dual-issued VOPD packets, a rate kernels come much less close to than to a CDNA or
-    /// NVIDIA tensor-core peak); `None`: `compute_efficiency`. Keyed by the hardware
-    /// file's `architecture` (`rdna3`, `rdna3.5`, ...).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rdna_compute_efficiency: Option<f64>,
     /// Fraction of link bandwidth collectives reach (default 1).
-    #[serde(default = "one")]
     pub link_efficiency: f64,
     /// Fraction of the compute efficiency that matmuls on weight-only quantized
     /// weights reach when compute-bound (the kernel widens every weight tile before
     /// multiplying: AWQ, GPTQ/Marlin, NF4, GGUF), default 1.
-    #[serde(default = "one", skip_serializing_if = "is_one")]
     pub dequant_efficiency: f64,
     /// Fraction of the compute efficiency that matmuls on fp4 tensor cores reach
     /// (block-scaled MXFP4 / NVFP4 GEMMs: a scale per 16 or 32 elements to load and
     /// apply), default 1.
-    #[serde(default = "one", skip_serializing_if = "is_one")]
     pub fp4_efficiency: f64,
     /// Fraction of the compute and memory efficiencies the attention kernels reach
     /// (paged KV reads in decode, flash attention in prefill), default 1.
-    #[serde(default = "one", skip_serializing_if = "is_one")]
     pub attention_efficiency: f64,
-    /// mxfp4 / nvfp4 weights run on fp4 tensor cores where the device has them
-    /// (default true; false: dequantized to the activation dtype, as llama.cpp does).
-    #[serde(default = "yes", skip_serializing_if = "is_true")]
-    pub fp4_tensor_cores: bool,
-    /// GGUF block formats run integer MMA at the int8 tensor rate (llama.cpp's MMQ),
-    /// default false (dequantized to the activation dtype).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub int8_mma: bool,
-    /// fp16 matmuls accumulate in fp16 where the device publishes that rate (GeForce
-    /// cards: twice the fp32-accumulate rate), default false.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub fp16_accumulate: bool,
-    /// The matmul and attention kernels issue the device's warpgroup MMA (Hopper's
-    /// `wgmma`), default true; false: warp-level `mma.sync` kernels, which reach only
-    /// the device's [`crate::hardware::Peaks::warp_mma_fraction`] of its tensor peaks.
-    #[serde(default = "yes", skip_serializing_if = "is_true")]
-    pub warpgroup_mma: bool,
-    /// The KV cache grows by concatenation each decode step (Hugging Face's dynamic
-    /// cache): every step also reads and writes each layer's whole cache once, default
-    /// false (a preallocated or paged cache written in place).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub kv_concat: bool,
-    /// Unfused attention (flash attention off) materializes its scores and
-    /// probabilities, and reads its queries and writes its outputs, in fp32: ggml's
-    /// matmul results and softmax are fp32 tensors (llama.cpp with `-fa 0`), twice the
-    /// bytes of a 16-bit score matrix. Default false (the activation dtype).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub fp32_scores: bool,
     /// Rows (tokens) at which a weight matmul on the tensor cores reaches half its
     /// large-batch compute rate: a matmul of `M` rows runs at `M / (M + gemm_half_rows)`
-    /// of [`Engine::compute_efficiency`]. Each weight tile a thread block loads, and the
+    /// of [`Speed::compute_efficiency`]. Each weight tile a thread block loads, and the
     /// pipeline it fills and drains, is paid once whatever the rows it serves, so the
     /// compute time is that of `M + gemm_half_rows` rows: affine in the tokens, half of
     /// the rate at `M = gemm_half_rows`, within 2% of it beyond 50 times that. Passes of
     /// at most [`GEMV_MAX_TOKENS`] tokens run matrix-vector kernels (memory-bound, no
     /// tiles) and are not derated. Default 0 (no roll-off); 36 in every bundled engine,
     /// chosen from 8 ... 128 by the leave-one-source-out error of the bundled rows.
-    #[serde(default, skip_serializing_if = "is_zero")]
     pub gemm_half_rows: f64,
+}
+
+/// An engine's fixed times, s.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Overheads {
     /// Fixed time per forward pass, s.
-    #[serde(default)]
     pub step_overhead_s: f64,
     /// Host time per sequence per forward pass (sampling, scheduling, detokenizing), s.
-    #[serde(default, skip_serializing_if = "is_zero")]
     pub sequence_overhead_s: f64,
     /// Fixed time per layer per forward pass, s.
-    #[serde(default)]
     pub layer_overhead_s: f64,
     /// Time per layer that a prompt pass (a prompt or a chunk of one: more tokens than
-    /// sequences) pays on top of [`Engine::layer_overhead_s`], s. Such a pass is
+    /// sequences) pays on top of [`Overheads::layer_overhead_s`], s. Such a pass is
     /// launched kernel by kernel where decode steps (speculative verification passes
     /// included) are replayed from a captured CUDA graph, its shapes changing with
     /// every prompt, and it runs the kernels only a prompt needs (the prompt
@@ -114,7 +100,6 @@ pub struct Engine {
     /// writes over its tokens). Default 0; 25 µs in every bundled engine but `ideal`, set
     /// by hand from the leave-one-source-out error of the bundled rows (fitted per
     /// engine it overfits: most engines' prompt rows come from one or two publications).
-    #[serde(default, skip_serializing_if = "is_zero")]
     pub prefill_layer_overhead_s: f64,
     /// Host and dispatch time per routed expert's weight matrix a pass visits on the
     /// matmul (GEMM) path, s: engines whose batched expert matmul runs one expert at a
@@ -123,106 +108,81 @@ pub struct Engine {
     /// [`GEMV_MAX_TOKENS`] tokens run the matrix-vector kernels, which take every
     /// expert in one launch, and do not pay it. Default 0 (one grouped GEMM launch for
     /// all experts).
-    #[serde(default, skip_serializing_if = "is_zero")]
     pub expert_overhead_s: f64,
-    /// [`Engine::expert_overhead_s`] on an AMD RDNA GPU, where it differs: above a few
-    /// dozen tokens llama.cpp's HIP build leaves its MMQ kernels for dequantize +
-    /// hipBLAS on RDNA, a path that takes a MoE matmul one expert at a time (its source
-    /// keeps MMQ for MoE on older AMD parts because that path "is much slower" there),
-    /// and its Vulkan expert matmuls measure as slow; `None`: `expert_overhead_s`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rdna_expert_overhead_s: Option<f64>,
     /// Latency of one collective or point-to-point send, s.
-    #[serde(default)]
     pub collective_latency_s: f64,
-    /// Extra device memory the engine needs, bytes.
-    #[serde(default)]
-    pub overhead_bytes: f64,
-    /// Fraction of capacity left unused (e.g. vLLM's gpu_memory_utilization = 0.9 -> 0.1).
-    #[serde(default)]
-    pub reserve_fraction: f64,
+}
+
+/// What an engine's kernels do with low-precision weights, the KV cache and scores.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Features {
+    /// mxfp4 / nvfp4 weights run on fp4 tensor cores where the device has them
+    /// (default true; false: dequantized to the activation dtype, as llama.cpp does).
+    pub fp4_tensor_cores: bool,
+    /// GGUF block formats run integer MMA at the int8 tensor rate (llama.cpp's MMQ),
+    /// default false (dequantized to the activation dtype).
+    pub int8_mma: bool,
+    /// fp16 matmuls accumulate in fp16 where the device publishes that rate (GeForce
+    /// cards: twice the fp32-accumulate rate), default false.
+    pub fp16_accumulate: bool,
+    /// The matmul and attention kernels issue the device's warpgroup MMA (Hopper's
+    /// `wgmma`), default true; false: warp-level `mma.sync` kernels, which reach only
+    /// the device's [`crate::hardware::Peaks::warp_mma_fraction`] of its tensor peaks.
+    pub warpgroup_mma: bool,
+    /// The KV cache grows by concatenation each decode step (Hugging Face's dynamic
+    /// cache): every step also reads and writes each layer's whole cache once, default
+    /// false (a preallocated or paged cache written in place).
+    pub kv_concat: bool,
+    /// Unfused attention (flash attention off) materializes its scores and
+    /// probabilities, and reads its queries and writes its outputs, in fp32: ggml's
+    /// matmul results and softmax are fp32 tensors (llama.cpp with `-fa 0`), twice the
+    /// bytes of a 16-bit score matrix. Default false (the activation dtype).
+    pub fp32_scores: bool,
+}
+
+/// How an engine's scheduler batches and pages (read by the predictor's chunking and by
+/// `ridgeline::simulate`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Scheduler {
     /// Most tokens one prefill chunk processes (chunked prefill, llama.cpp's ubatch):
     /// bounds the activation workspace. `None`: the whole `batch x prompt` at once.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_batched_tokens: Option<u64>,
     /// Most sequences the scheduler runs in one iteration (vLLM's `max_num_seqs`,
     /// TensorRT-LLM's `max_batch_size`, llama.cpp's `--parallel`); `None`: only the KV
     /// cache limits it (SGLang derives `max_running_requests` from memory). Read by
     /// `ridgeline::simulate`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_num_seqs: Option<u64>,
     /// Tokens per KV-cache block (vLLM's `block_size` 16, TensorRT-LLM's
     /// `tokens_per_block` 64): a sequence holds whole blocks. `None`: token-granular
     /// (SGLang's page size 1, llama.cpp's cells). Read by `ridgeline::simulate`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kv_block_tokens: Option<u64>,
+}
+
+/// Device memory an engine takes for itself.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Footprint {
+    /// Extra device memory the engine needs, bytes.
+    pub overhead_bytes: f64,
+    /// Fraction of capacity left unused (e.g. vLLM's gpu_memory_utilization = 0.9 -> 0.1).
+    pub reserve_fraction: f64,
+}
+
+/// Where an engine profile came from.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Provenance {
     /// Measurement ids the factors were fitted on.
-    #[serde(default)]
     pub fitted_on: Vec<String>,
-    /// A user file may replace a built-in engine only when it says so
-    /// (`override = true`); `ideal` cannot be replaced.
-    #[serde(
-        default,
-        rename = "override",
-        skip_serializing_if = "std::ops::Not::not"
-    )]
-    pub override_builtin: bool,
+    /// The profile it inherits unset fields from (`base = "typical"`), if any.
+    pub base: Option<String>,
 }
 
 /// Most tokens a pass may have and still run the matrix-vector kernels (llama.cpp's
 /// `MMVQ_MAX_BATCH_SIZE` and Vulkan `mul_mat_vec` column limit, 8): such passes pay no
-/// [`Engine::expert_overhead_s`].
+/// [`Overheads::expert_overhead_s`].
 pub const GEMV_MAX_TOKENS: u64 = 8;
 
 /// Largest `max_num_seqs` and `kv_block_tokens` an engine profile may set (2^24).
 pub const MAX_SCHEDULER_COUNT: u64 = 1 << 24;
-
-fn one() -> f64 {
-    1.0
-}
-
-fn yes() -> bool {
-    true
-}
-
-fn is_one(v: &f64) -> bool {
-    *v == 1.0
-}
-
-fn is_zero(v: &f64) -> bool {
-    *v == 0.0
-}
-
-fn is_true(v: &bool) -> bool {
-    *v
-}
-
-/// The names of [`DeviceClass`] as used in `memory_efficiency` keys.
-pub fn class_key(c: DeviceClass) -> &'static str {
-    match c {
-        DeviceClass::Datacenter => "datacenter",
-        DeviceClass::Workstation => "workstation",
-        DeviceClass::Consumer => "consumer",
-        DeviceClass::Apple => "apple",
-        DeviceClass::Tpu => "tpu",
-        DeviceClass::Gaudi => "gaudi",
-    }
-}
-
-/// The memory technology key of a device: `hbm`, `gddr` or `lpddr` from its memory
-/// type, or `None` for anything else.
-pub fn memory_key(hw: &Hardware) -> Option<&'static str> {
-    let t = hw.memory.kind.trim().to_ascii_uppercase();
-    if t.starts_with("HBM") {
-        Some("hbm")
-    } else if t.starts_with("GDDR") {
-        Some("gddr")
-    } else if t.starts_with("LPDDR") {
-        Some("lpddr")
-    } else {
-        None
-    }
-}
 
 /// The `memory_efficiency` keys tried for `hw`, most specific first (then `default`).
 ///
@@ -262,8 +222,7 @@ pub const MEMORY_KEYS: [&str; 10] = [
     "gaudi",
 ];
 
-/// Whether `hw` is an AMD RDNA GPU (its `architecture` is `rdna...`), whose matmul
-/// fraction is [`Engine::rdna_compute_efficiency`].
+/// Whether `hw` is an AMD RDNA GPU (its `architecture` is `rdna...`).
 pub fn is_rdna(hw: &Hardware) -> bool {
     hw.architecture.starts_with("rdna")
 }
@@ -274,34 +233,42 @@ impl Engine {
         Engine {
             id: "ideal".into(),
             description: "Pure roofline: datasheet peaks and bandwidth, no overheads.".into(),
-            memory_efficiency: BTreeMap::from([("default".to_string(), 1.0)]),
-            compute_efficiency: 1.0,
-            apple_compute_efficiency: None,
-            rdna_compute_efficiency: None,
-            link_efficiency: 1.0,
-            dequant_efficiency: 1.0,
-            fp4_efficiency: 1.0,
-            attention_efficiency: 1.0,
-            fp4_tensor_cores: true,
-            int8_mma: false,
-            fp16_accumulate: false,
-            warpgroup_mma: true,
-            kv_concat: false,
-            fp32_scores: false,
-            gemm_half_rows: 0.0,
-            step_overhead_s: 0.0,
-            sequence_overhead_s: 0.0,
-            layer_overhead_s: 0.0,
-            prefill_layer_overhead_s: 0.0,
-            expert_overhead_s: 0.0,
-            rdna_expert_overhead_s: None,
-            collective_latency_s: 0.0,
-            overhead_bytes: 0.0,
-            reserve_fraction: 0.0,
-            max_batched_tokens: None,
-            max_num_seqs: None,
-            kv_block_tokens: None,
-            fitted_on: Vec::new(),
+            speed: Speed {
+                memory_efficiency: BTreeMap::from([("default".to_string(), 1.0)]),
+                compute_efficiency: 1.0,
+                link_efficiency: 1.0,
+                dequant_efficiency: 1.0,
+                fp4_efficiency: 1.0,
+                attention_efficiency: 1.0,
+                gemm_half_rows: 0.0,
+            },
+            overheads: Overheads {
+                step_overhead_s: 0.0,
+                sequence_overhead_s: 0.0,
+                layer_overhead_s: 0.0,
+                prefill_layer_overhead_s: 0.0,
+                expert_overhead_s: 0.0,
+                collective_latency_s: 0.0,
+            },
+            features: Features {
+                fp4_tensor_cores: true,
+                int8_mma: false,
+                fp16_accumulate: false,
+                warpgroup_mma: true,
+                kv_concat: false,
+                fp32_scores: false,
+            },
+            scheduler: Scheduler {
+                max_batched_tokens: None,
+                max_num_seqs: None,
+                kv_block_tokens: None,
+            },
+            footprint: Footprint {
+                overhead_bytes: 0.0,
+                reserve_fraction: 0.0,
+            },
+            devices: Vec::new(),
+            provenance: Provenance::default(),
             override_builtin: false,
         }
     }
@@ -309,33 +276,12 @@ impl Engine {
     /// Whether two profiles predict the same (every factor equal; names, descriptions
     /// and provenance aside).
     pub fn same_factors(&self, other: &Engine) -> bool {
-        self.memory_efficiency == other.memory_efficiency
-            && self.compute_efficiency == other.compute_efficiency
-            && self.apple_compute_efficiency == other.apple_compute_efficiency
-            && self.rdna_compute_efficiency == other.rdna_compute_efficiency
-            && self.link_efficiency == other.link_efficiency
-            && self.dequant_efficiency == other.dequant_efficiency
-            && self.fp4_efficiency == other.fp4_efficiency
-            && self.attention_efficiency == other.attention_efficiency
-            && self.fp4_tensor_cores == other.fp4_tensor_cores
-            && self.int8_mma == other.int8_mma
-            && self.fp16_accumulate == other.fp16_accumulate
-            && self.warpgroup_mma == other.warpgroup_mma
-            && self.kv_concat == other.kv_concat
-            && self.fp32_scores == other.fp32_scores
-            && self.gemm_half_rows == other.gemm_half_rows
-            && self.step_overhead_s == other.step_overhead_s
-            && self.sequence_overhead_s == other.sequence_overhead_s
-            && self.layer_overhead_s == other.layer_overhead_s
-            && self.prefill_layer_overhead_s == other.prefill_layer_overhead_s
-            && self.expert_overhead_s == other.expert_overhead_s
-            && self.rdna_expert_overhead_s == other.rdna_expert_overhead_s
-            && self.collective_latency_s == other.collective_latency_s
-            && self.overhead_bytes == other.overhead_bytes
-            && self.reserve_fraction == other.reserve_fraction
-            && self.max_batched_tokens == other.max_batched_tokens
-            && self.max_num_seqs == other.max_num_seqs
-            && self.kv_block_tokens == other.kv_block_tokens
+        self.speed == other.speed
+            && self.overheads == other.overheads
+            && self.features == other.features
+            && self.scheduler == other.scheduler
+            && self.footprint == other.footprint
+            && self.devices == other.devices
     }
 
     /// Fraction of bandwidth reached on `hw`: the first of [`memory_keys`] present,
@@ -344,8 +290,8 @@ impl Engine {
         memory_keys(hw)
             .into_iter()
             .flatten()
-            .find_map(|k| self.memory_efficiency.get(k))
-            .or_else(|| self.memory_efficiency.get("default"))
+            .find_map(|k| self.speed.memory_efficiency.get(k))
+            .or_else(|| self.speed.memory_efficiency.get("default"))
             .copied()
             .unwrap_or(1.0)
     }
@@ -358,10 +304,10 @@ impl Engine {
     /// What the engine's matmul kernels do with low-precision weights.
     pub fn kernels(&self) -> crate::model::graph::Kernels {
         crate::model::graph::Kernels {
-            fp4: self.fp4_tensor_cores,
-            int8_mma: self.int8_mma,
-            kv_concat: self.kv_concat,
-            fp32_scores: self.fp32_scores,
+            fp4: self.features.fp4_tensor_cores,
+            int8_mma: self.features.int8_mma,
+            kv_concat: self.features.kv_concat,
+            fp32_scores: self.features.fp32_scores,
         }
     }
 
@@ -370,32 +316,64 @@ impl Engine {
         Efficiency {
             compute: self.compute_efficiency_on(hw),
             memory: self.memory_efficiency(hw),
-            link: self.link_efficiency,
+            link: self.speed.link_efficiency,
             overhead_s: 0.0,
         }
     }
 
-    /// Fraction of `hw`'s dense peak reached: [`Engine::apple_compute_efficiency`] on an
-    /// Apple GPU and [`Engine::rdna_compute_efficiency`] on an RDNA GPU where set, else
-    /// [`Engine::compute_efficiency`].
-    pub fn compute_efficiency_on(&self, hw: &Hardware) -> f64 {
-        match (hw.class, self.apple_compute_efficiency) {
-            (DeviceClass::Apple, Some(e)) => e,
-            _ => match self.rdna_compute_efficiency {
-                Some(e) if is_rdna(hw) => e,
-                _ => self.compute_efficiency,
-            },
-        }
+    /// The value of `factor` on `hw`: the first override in [`Engine::devices`] that
+    /// selects `hw` and sets it, else `None`.
+    pub fn device_value(&self, factor: DeviceFactor, hw: &Hardware) -> Option<f64> {
+        self.devices
+            .iter()
+            .filter(|o| o.select.matches(hw))
+            .find_map(|o| factor.of(o))
     }
 
-    /// Time per routed expert matrix a GEMM-path pass visits on `hw`:
-    /// [`Engine::rdna_expert_overhead_s`] on an RDNA GPU where set, else
-    /// [`Engine::expert_overhead_s`].
+    /// Fraction of `hw`'s dense peak reached: a device override's
+    /// `compute_efficiency` where one selects `hw` (Apple GPUs, RDNA GPUs), else
+    /// [`Speed::compute_efficiency`].
+    pub fn compute_efficiency_on(&self, hw: &Hardware) -> f64 {
+        self.device_value(DeviceFactor::ComputeEfficiency, hw)
+            .unwrap_or(self.speed.compute_efficiency)
+    }
+
+    /// Time per routed expert matrix a GEMM-path pass visits on `hw`: a device
+    /// override's `expert_overhead_s` where one selects `hw` (RDNA GPUs), else
+    /// [`Overheads::expert_overhead_s`].
     pub fn expert_overhead_on(&self, hw: &Hardware) -> f64 {
-        match self.rdna_expert_overhead_s {
-            Some(s) if is_rdna(hw) => s,
-            _ => self.expert_overhead_s,
+        self.device_value(DeviceFactor::ExpertOverhead, hw)
+            .unwrap_or(self.overheads.expert_overhead_s)
+    }
+
+    /// The override with exactly `select`'s criteria, if any.
+    pub fn device_override(&self, select: &Selector) -> Option<&DeviceOverride> {
+        self.devices.iter().find(|o| &o.select == select)
+    }
+
+    /// `factor` as the override with exactly `select`'s criteria stores it (`None`:
+    /// unset, or no such override).
+    pub fn override_value(&self, select: &Selector, factor: DeviceFactor) -> Option<f64> {
+        self.device_override(select).and_then(|o| factor.of(o))
+    }
+
+    /// Sets (`Some`) or clears (`None`) `factor` in the override with exactly `select`'s
+    /// criteria, adding the override at the end if there is none; an override left
+    /// setting nothing is removed.
+    pub fn set_override(&mut self, select: &Selector, factor: DeviceFactor, v: Option<f64>) {
+        match self.devices.iter().position(|o| &o.select == select) {
+            Some(i) => *factor.slot(&mut self.devices[i]) = v,
+            None if v.is_some() => {
+                let mut o = DeviceOverride {
+                    select: select.clone(),
+                    ..DeviceOverride::default()
+                };
+                *factor.slot(&mut o) = v;
+                self.devices.push(o);
+            }
+            None => {}
         }
+        self.devices.retain(|o| !o.is_empty());
     }
 
     fn validate(&self, src: &str) -> Result<()> {
@@ -414,24 +392,20 @@ impl Engine {
                 ))
             }
         };
-        frac("compute_efficiency", self.compute_efficiency)?;
-        if let Some(e) = self.apple_compute_efficiency {
-            frac("apple_compute_efficiency", e)?;
-        }
-        if let Some(e) = self.rdna_compute_efficiency {
-            frac("rdna_compute_efficiency", e)?;
-        }
-        frac("link_efficiency", self.link_efficiency)?;
-        frac("dequant_efficiency", self.dequant_efficiency)?;
-        frac("fp4_efficiency", self.fp4_efficiency)?;
-        frac("attention_efficiency", self.attention_efficiency)?;
-        if self.memory_efficiency.is_empty() {
+        let sp = &self.speed;
+        let oh = &self.overheads;
+        frac("compute_efficiency", sp.compute_efficiency)?;
+        frac("link_efficiency", sp.link_efficiency)?;
+        frac("dequant_efficiency", sp.dequant_efficiency)?;
+        frac("fp4_efficiency", sp.fp4_efficiency)?;
+        frac("attention_efficiency", sp.attention_efficiency)?;
+        if sp.memory_efficiency.is_empty() {
             return Err(bad(
                 "memory_efficiency".into(),
                 "needs at least a `default` entry".into(),
             ));
         }
-        for (k, v) in &self.memory_efficiency {
+        for (k, v) in &sp.memory_efficiency {
             if !MEMORY_KEYS.contains(&k.as_str()) {
                 return Err(bad(
                     format!("memory_efficiency.{k}"),
@@ -443,42 +417,61 @@ impl Engine {
             }
             frac(&format!("memory_efficiency.{k}"), *v)?;
         }
-        for (field, v, max) in [
-            ("step_overhead_s", self.step_overhead_s, 1.0),
-            ("sequence_overhead_s", self.sequence_overhead_s, 0.1),
-            ("layer_overhead_s", self.layer_overhead_s, 0.1),
+        let mut ranges = vec![
+            ("step_overhead_s".to_string(), oh.step_overhead_s, 1.0),
+            ("sequence_overhead_s".into(), oh.sequence_overhead_s, 0.1),
+            ("layer_overhead_s".into(), oh.layer_overhead_s, 0.1),
             (
-                "prefill_layer_overhead_s",
-                self.prefill_layer_overhead_s,
+                "prefill_layer_overhead_s".into(),
+                oh.prefill_layer_overhead_s,
                 0.1,
             ),
-            ("expert_overhead_s", self.expert_overhead_s, 0.01),
-            (
-                "rdna_expert_overhead_s",
-                self.rdna_expert_overhead_s.unwrap_or(0.0),
-                0.01,
-            ),
-            ("collective_latency_s", self.collective_latency_s, 1.0),
-            ("gemm_half_rows", self.gemm_half_rows, 65536.0),
-            ("overhead_bytes", self.overhead_bytes, 1e13),
-        ] {
-            if !(v.is_finite() && (0.0..=max).contains(&v)) {
+            ("expert_overhead_s".into(), oh.expert_overhead_s, 0.01),
+            ("collective_latency_s".into(), oh.collective_latency_s, 1.0),
+            ("gemm_half_rows".into(), sp.gemm_half_rows, 65536.0),
+            ("overhead_bytes".into(), self.footprint.overhead_bytes, 1e13),
+        ];
+        for (i, o) in self.devices.iter().enumerate() {
+            let at = format!("device[{i}] ({})", o.select.describe());
+            if let Some(p) = o.select.problem() {
+                return Err(bad(at, p));
+            }
+            if self.devices[..i].iter().any(|p| p.select == o.select) {
                 return Err(bad(
-                    field.into(),
-                    format!("must be in [0, {max:e}], got {v}"),
+                    at,
+                    "selects the same devices as an earlier entry".into(),
                 ));
             }
+            if o.is_empty() {
+                return Err(bad(
+                    at,
+                    "sets no factor: give compute_efficiency or expert_overhead_s".into(),
+                ));
+            }
+            if let Some(e) = o.compute_efficiency {
+                frac(&format!("{at}.compute_efficiency"), e)?;
+            }
+            if let Some(s) = o.expert_overhead_s {
+                ranges.push((format!("{at}.expert_overhead_s"), s, 0.01));
+            }
         }
-        if !(self.reserve_fraction.is_finite() && (0.0..1.0).contains(&self.reserve_fraction)) {
+        for (field, v, max) in ranges {
+            if !(v.is_finite() && (0.0..=max).contains(&v)) {
+                return Err(bad(field, format!("must be in [0, {max:e}], got {v}")));
+            }
+        }
+        let reserve = self.footprint.reserve_fraction;
+        if !(reserve.is_finite() && (0.0..1.0).contains(&reserve)) {
             return Err(bad(
                 "reserve_fraction".into(),
-                format!("must be in [0, 1), got {}", self.reserve_fraction),
+                format!("must be in [0, 1), got {reserve}"),
             ));
         }
+        let sc = &self.scheduler;
         for (field, v, max) in [
-            ("max_batched_tokens", self.max_batched_tokens, u64::MAX),
-            ("max_num_seqs", self.max_num_seqs, MAX_SCHEDULER_COUNT),
-            ("kv_block_tokens", self.kv_block_tokens, MAX_SCHEDULER_COUNT),
+            ("max_batched_tokens", sc.max_batched_tokens, u64::MAX),
+            ("max_num_seqs", sc.max_num_seqs, MAX_SCHEDULER_COUNT),
+            ("kv_block_tokens", sc.kv_block_tokens, MAX_SCHEDULER_COUNT),
         ] {
             if let Some(v) = v.filter(|&v| v == 0 || v > max) {
                 return Err(bad(field.into(), format!("must be in 1..={max}, got {v}")));
@@ -496,18 +489,11 @@ pub struct EngineDb {
 
 impl EngineDb {
     /// Parses an engines TOML document (tables named by engine id).
+    /// A table's `base` names another table of the document.
     pub fn from_toml(text: &str, src: &str) -> Result<EngineDb> {
-        let map: BTreeMap<String, Engine> = toml::from_str(text).map_err(|e| Error::Parse {
-            source_name: src.to_string(),
-            message: e.to_string().trim().replace('\n', " "),
-        })?;
-        let mut engines = Vec::new();
-        for (id, mut e) in map {
-            e.id = id;
-            e.validate(src)?;
-            engines.push(e);
-        }
-        Ok(EngineDb { engines })
+        Ok(EngineDb {
+            engines: file::parse(text, src, &[])?,
+        })
     }
 
     /// The built-in profiles.
@@ -524,7 +510,10 @@ impl EngineDb {
     pub fn load_file(&mut self, path: &std::path::Path) -> Result<Vec<String>> {
         let text = crate::files::read_document(path)?;
         let src = path.display().to_string();
-        let other = EngineDb::from_toml(&text, &src)?;
+        // a base may also be an engine loaded before (a built-in one)
+        let other = EngineDb {
+            engines: file::parse(&text, &src, &self.engines)?,
+        };
         let mut replaced = Vec::new();
         // the pure roofline as written by `calibrate --save` is no redefinition
         let other_engines: Vec<Engine> = other

@@ -1,0 +1,254 @@
+//! Engine files: per-device overrides by selector, `base` inheritance, the keys of files
+//! written before the selectors, and the errors of each (exit 2, one line naming the
+//! key).
+
+use ridgeline::engine::{DeviceFactor, Engine, EngineDb, Selector};
+use ridgeline::hardware::{DeviceClass, Hardware, HardwareDb};
+use std::path::PathBuf;
+use std::process::Command;
+
+fn hw(id: &str) -> &'static Hardware {
+    HardwareDb::builtin().unwrap().get(id).unwrap()
+}
+
+fn builtin(id: &str) -> Engine {
+    EngineDb::builtin().unwrap().get(id).unwrap().clone()
+}
+
+fn scratch(tag: &str, text: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("ridgeline-eng-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    let p = d.join("engines.toml");
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// The built-in database with `text` loaded over it.
+fn with_file(tag: &str, text: &str) -> ridgeline::Result<EngineDb> {
+    let mut db = EngineDb::builtin().unwrap().clone();
+    db.load_file(&scratch(tag, text))?;
+    Ok(db)
+}
+
+#[test]
+fn the_bundled_overrides_select_their_devices() {
+    // llama.cpp's RDNA and Apple entries apply to Strix Halo (rdna3.5) and the M-series,
+    // the general factor to everything else; the values are the bundled file's own
+    let llama = builtin("llama.cpp");
+    let rdna = Selector::architecture("rdna");
+    let apple = Selector::class(DeviceClass::Apple);
+    let r = llama
+        .override_value(&rdna, DeviceFactor::ComputeEfficiency)
+        .unwrap();
+    let a = llama
+        .override_value(&apple, DeviceFactor::ComputeEfficiency)
+        .unwrap();
+    let x = llama
+        .override_value(&rdna, DeviceFactor::ExpertOverhead)
+        .unwrap();
+    assert_ne!(r, llama.speed.compute_efficiency);
+    assert_eq!(llama.compute_efficiency_on(hw("ryzen-ai-max-395")), r);
+    assert_eq!(llama.compute_efficiency_on(hw("m1-max")), a);
+    assert_eq!(
+        llama.compute_efficiency_on(hw("h100-sxm")),
+        llama.speed.compute_efficiency
+    );
+    assert_eq!(llama.expert_overhead_on(hw("ryzen-ai-max-395")), x);
+    assert_eq!(
+        llama.expert_overhead_on(hw("m1-max")),
+        llama.overheads.expert_overhead_s
+    );
+    // typical has an Apple entry and no RDNA one
+    let typical = builtin("typical");
+    assert!(typical.device_override(&apple).is_some());
+    assert!(typical.device_override(&rdna).is_none());
+    assert_eq!(
+        typical.compute_efficiency_on(hw("ryzen-ai-max-395")),
+        typical.speed.compute_efficiency
+    );
+}
+
+#[test]
+fn keys_of_older_files_load_as_the_same_overrides() {
+    let old = "[x]\nmemory_efficiency = { default = 0.5 }\ncompute_efficiency = 0.5\n\
+               apple_compute_efficiency = 0.8\nrdna_compute_efficiency = 0.4\n\
+               rdna_expert_overhead_s = 0.00001\n";
+    let new = "[x]\nmemory_efficiency = { default = 0.5 }\ncompute_efficiency = 0.5\n\
+               [[x.device]]\nclass = \"apple\"\ncompute_efficiency = 0.8\n\
+               [[x.device]]\narchitecture = \"rdna\"\ncompute_efficiency = 0.4\n\
+               expert_overhead_s = 0.00001\n";
+    let a = EngineDb::from_toml(old, "old").unwrap();
+    let b = EngineDb::from_toml(new, "new").unwrap();
+    let (a, b) = (a.get("x").unwrap(), b.get("x").unwrap());
+    assert!(a.same_factors(b));
+    assert_eq!(a.compute_efficiency_on(hw("m2-ultra")), 0.8);
+    assert_eq!(a.compute_efficiency_on(hw("ryzen-ai-max-395")), 0.4);
+    assert_eq!(a.compute_efficiency_on(hw("a100-80gb-sxm")), 0.5);
+    assert_eq!(a.expert_overhead_on(hw("ryzen-ai-max-395")), 1e-5);
+    assert_eq!(a.expert_overhead_on(hw("m2-ultra")), 0.0);
+    // the JSON form keeps the old keys beside the entries
+    let v = serde_json::to_value(a).unwrap();
+    assert_eq!(v["apple_compute_efficiency"], 0.8);
+    assert_eq!(v["rdna_expert_overhead_s"], 1e-5);
+    assert_eq!(v["device"][1]["architecture"], "rdna");
+}
+
+#[test]
+fn a_base_gives_every_field_the_table_leaves_out() {
+    let text = "[my-vllm]\nbase = \"vllm\"\ncompute_efficiency = 0.55\n\
+                [my-vllm.memory_efficiency]\nhbm = 0.7\n\
+                [[my-vllm.device]]\ndevice = \"m2-ultra\"\ncompute_efficiency = 0.6\n\
+                [same]\nbase = \"vllm\"\n";
+    let db = with_file("base", text).unwrap();
+    let vllm = builtin("vllm");
+    let same = db.get("same").unwrap();
+    assert!(
+        same.same_factors(&vllm),
+        "an empty table with a base is its base"
+    );
+    assert!(
+        same.provenance.fitted_on.is_empty(),
+        "provenance is not inherited"
+    );
+    let mine = db.get("my-vllm").unwrap();
+    assert_eq!(mine.provenance.base.as_deref(), Some("vllm"));
+    assert_eq!(mine.speed.compute_efficiency, 0.55);
+    assert_eq!(mine.overheads, vllm.overheads);
+    assert_eq!(mine.scheduler, vllm.scheduler);
+    assert_eq!(mine.footprint, vllm.footprint);
+    // memory efficiencies merge key by key
+    assert_eq!(mine.speed.memory_efficiency["hbm"], 0.7);
+    for (k, v) in &vllm.speed.memory_efficiency {
+        if k != "hbm" {
+            assert_eq!(mine.speed.memory_efficiency[k], *v, "{k}");
+        }
+    }
+    // the table's own device entry first, then the base's (its Apple entry)
+    assert_eq!(mine.compute_efficiency_on(hw("m2-ultra")), 0.6);
+    assert_eq!(
+        mine.compute_efficiency_on(hw("m1-max")),
+        vllm.compute_efficiency_on(hw("m1-max"))
+    );
+    assert_eq!(mine.compute_efficiency_on(hw("h100-sxm")), 0.55);
+    // and it predicts: the CLI reads it by id
+    let p = scratch("base-cli", text);
+    let out = Command::new(env!("CARGO_BIN_EXE_ridgeline"))
+        .args([
+            "--engine-file",
+            p.to_str().unwrap(),
+            "predict",
+            "--model",
+            "llama-3-8b",
+        ])
+        .args(["--gpu", "h100-sxm", "--engine", "my-vllm", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn a_base_within_the_file_resolves_in_any_order() {
+    // b is written before the a it inherits from; c inherits from b
+    let text = "[b]\nbase = \"a\"\nlayer_overhead_s = 0.0002\n\
+                [a]\nmemory_efficiency = { default = 0.5 }\ncompute_efficiency = 0.4\n\
+                [c]\nbase = \"b\"\ncompute_efficiency = 0.3\n";
+    let db = EngineDb::from_toml(text, "t").unwrap();
+    let c = db.get("c").unwrap();
+    assert_eq!(c.speed.compute_efficiency, 0.3);
+    assert_eq!(c.overheads.layer_overhead_s, 0.0002);
+    assert_eq!(c.speed.memory_efficiency["default"], 0.5);
+}
+
+fn error_of(text: &str) -> String {
+    match EngineDb::from_toml(text, "f.toml") {
+        Ok(_) => panic!("accepted: {text}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn malformed_overrides_and_bases_name_the_key() {
+    let head = "[x]\nmemory_efficiency = { default = 0.5 }\ncompute_efficiency = 0.5\n";
+    for (tail, needles) in [
+        (
+            "[[x.device]]\ncompute_efficiency = 0.4\n",
+            &["device[0]", "selects no device"][..],
+        ),
+        (
+            "[[x.device]]\nclass = \"gpu\"\ncompute_efficiency = 0.4\n",
+            &["device[0]", "class 'gpu'", "apple"],
+        ),
+        (
+            "[[x.device]]\nmemory = \"ddr5\"\ncompute_efficiency = 0.4\n",
+            &["memory 'ddr5'", "lpddr"],
+        ),
+        (
+            "[[x.device]]\nclass = \"apple\"\n",
+            &["device[0] (class = \"apple\")", "sets no factor"],
+        ),
+        (
+            "[[x.device]]\nclass = \"apple\"\ncompute_efficiency = 1.5\n",
+            &[
+                "device[0] (class = \"apple\").compute_efficiency",
+                "[0.001, 1]",
+            ],
+        ),
+        (
+            "[[x.device]]\nclass = \"apple\"\ncompute_efficiency = 0.4\n\
+             [[x.device]]\nclass = \"apple\"\nexpert_overhead_s = 0.0\n",
+            &["device[1]", "same devices"],
+        ),
+        (
+            "[[x.device]]\nclass = \"apple\"\nflops = 1\n",
+            &["unknown field `flops`"],
+        ),
+        (
+            "apple_compute_efficiency = 0\n",
+            &["apple_compute_efficiency", "[0.001, 1]"],
+        ),
+    ] {
+        let e = error_of(&format!("{head}{tail}"));
+        for n in needles {
+            assert!(e.contains(n), "{e} lacks {n}");
+        }
+    }
+    let e = error_of("[x]\nbase = \"vllm\"\n[vllm]\nbase = \"x\"\n");
+    assert!(e.contains("inherits from itself"), "{e}");
+    let e = error_of("[x]\nbase = \"x\"\n");
+    assert!(e.contains("base = \"x\" inherits from itself"), "{e}");
+    let e = error_of(
+        "[x]\nbase = \"vlm\"\n[vllm2]\nmemory_efficiency = { default = 0.5 }\ncompute_efficiency = 0.5\n",
+    );
+    assert!(
+        e.contains("base = \"vlm\" is no engine") && e.contains("vllm2"),
+        "{e}"
+    );
+    let e = error_of("[x]\ncompute_efficiency = 0.5\n");
+    assert!(
+        e.contains("engine 'x': missing field `memory_efficiency`"),
+        "{e}"
+    );
+    // an unknown base on the command line: exit 2, one line, the near match
+    let p = scratch("bad-base", "[mine]\nbase = \"vlm\"\n");
+    let out = Command::new(env!("CARGO_BIN_EXE_ridgeline"))
+        .args([
+            "--engine-file",
+            p.to_str().unwrap(),
+            "predict",
+            "--model",
+            "llama-3-8b",
+        ])
+        .args(["--gpu", "h100-sxm"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("did you mean vllm"), "{err}");
+}
