@@ -103,7 +103,7 @@ fn unknown_id_suggests_three_closest() {
 fn peaks_are_dense_datasheet_values() {
     // Dense values; the sparse datasheet figures are exactly twice these.
     let db = HardwareDb::builtin().unwrap();
-    let bf16 = |id: &str| db.get(id).unwrap().peak_flops_per_s.bf16.unwrap();
+    let bf16 = |id: &str| db.get(id).unwrap().peak_flops_per_s.rates.bf16.unwrap();
     assert_eq!(bf16("h100-sxm"), 989.5e12); // datasheet 1,979* with sparsity
     assert_eq!(bf16("a100-80gb-sxm"), 312e12); // A100 datasheet dense
     assert_eq!(bf16("l4"), 121e12); // datasheet 242* with sparsity
@@ -113,7 +113,7 @@ fn peaks_are_dense_datasheet_values() {
     assert_eq!(bf16("mi300x"), 1307.4e12);
     let h100 = db.get("h100-sxm").unwrap();
     assert_eq!(h100.memory.bandwidth_bytes_per_s, 3.35e12);
-    assert_eq!(h100.peak_flops_per_s.fp8, Some(1979e12));
+    assert_eq!(h100.peak_flops_per_s.rates.fp8, Some(1979e12));
     assert_eq!(
         db.get("a100-80gb-sxm")
             .unwrap()
@@ -128,14 +128,14 @@ fn peaks_are_ordered_sensibly() {
     let db = HardwareDb::builtin().unwrap();
     for d in db.devices() {
         let p = &d.peak_flops_per_s;
-        if let (Some(f8), Some(b16)) = (p.fp8, p.bf16) {
+        if let (Some(f8), Some(b16)) = (p.rates.fp8, p.rates.bf16) {
             assert!(f8 >= b16, "{}: fp8 < bf16", d.id);
         }
-        if let (Some(b16), Some(f32_)) = (p.bf16, p.fp32) {
+        if let (Some(b16), Some(f32_)) = (p.rates.bf16, p.rates.fp32) {
             assert!(b16 >= f32_, "{}: bf16 < fp32", d.id);
         }
-        if let Some(acc16) = p.fp16_acc16 {
-            assert!(acc16 >= p.fp16.unwrap_or(0.0), "{}", d.id);
+        if let Some(acc16) = p.rates.fp16_acc16 {
+            assert!(acc16 >= p.rates.fp16.unwrap_or(0.0), "{}", d.id);
         }
     }
 }
@@ -263,13 +263,13 @@ fn b300_pins_the_hgx_b300_per_gpu_figures() {
     assert_eq!(d.memory.bandwidth_bytes_per_s, 7.7e12);
     let p = &d.peak_flops_per_s;
     // BF16 36 PF* per 8-GPU board: 36 / 8 / 2 = 2.25 PF dense (exemplar: 2250)
-    assert_eq!(p.bf16, Some(2250e12));
+    assert_eq!(p.rates.bf16, Some(2250e12));
     // FP8 72 PF* per board: 72 / 8 / 2 = 4.5 PF dense (exemplar: 4500)
-    assert_eq!(p.fp8, Some(4500e12));
+    assert_eq!(p.rates.fp8, Some(4500e12));
     // FP4 printed sparse | dense 144 | 108 PF per board: 108 / 8 = 13.5 PF dense, not halved (exemplar: 13500)
-    assert_eq!(p.fp4, Some(13500e12));
+    assert_eq!(p.rates.fp4, Some(13500e12));
     // Blackwell Ultra's INT8 is a narrow path: 307 TOPS* / 2, far below FP8
-    assert_eq!(p.int8, Some(153.5e12));
+    assert_eq!(p.rates.int8, Some(153.5e12));
     assert!(p.sparse_halved);
     assert_eq!(d.tdp_w, Some(1100.0));
     // NVLink 5: 1.8 TB/s bidirectional = 900 GB/s per direction
@@ -289,13 +289,13 @@ fn gb300_pins_the_nvl72_per_gpu_figures() {
     assert_eq!(d.memory.bandwidth_bytes_per_s, 8e12);
     let p = &d.peak_flops_per_s;
     // GB300 dense FP4 = 15 PFLOPS per GPU: NVL72 prints 1,440 | 1,080 PF (sparse | dense); 1,080 / 72 = 15
-    assert_eq!(p.fp4, Some(15000e12));
+    assert_eq!(p.rates.fp4, Some(15000e12));
     // FP8/FP6 720 PF* / 72 / 2 = 5 PF; FP16/BF16 360 PF* / 72 / 2 = 2.5 PF; TF32 180 PF* / 72 / 2 = 1.25 PF
-    assert_eq!(p.fp8, Some(5000e12));
-    assert_eq!(p.bf16, Some(2500e12));
-    assert_eq!(p.tf32, Some(1250e12));
+    assert_eq!(p.rates.fp8, Some(5000e12));
+    assert_eq!(p.rates.bf16, Some(2500e12));
+    assert_eq!(p.rates.tf32, Some(1250e12));
     // INT8 330 TOPS* / 2 (NVL72: 24 POPS* / 72 = 333*)
-    assert_eq!(p.int8, Some(165e12));
+    assert_eq!(p.rates.int8, Some(165e12));
     assert!(p.sparse_halved);
     assert_eq!(d.tdp_w, Some(1400.0));
     // the scale-up domain is the 72-GPU NVLink rack; the host is Grace over C2C, no PCIe host link
@@ -318,13 +318,13 @@ fn mi355x_pins_amd_dense_rows() {
     let p = &d.peak_flops_per_s;
     // AMD's dense rows (sparse listed separately): FP16/BF16 2.5 PF, OCP-FP8 5.0 PF, MXFP4 10.1 PF
     // (256 CU x 2.4 GHz: 2516.6 / 5033 / 10066 TF)
-    assert_eq!(p.bf16, Some(2500e12));
-    assert_eq!(p.fp8, Some(5000e12));
-    assert_eq!(p.fp4, Some(10100e12));
-    assert_eq!(p.fp32, Some(157.3e12));
-    assert_eq!(p.fp64, Some(78.6e12));
+    assert_eq!(p.rates.bf16, Some(2500e12));
+    assert_eq!(p.rates.fp8, Some(5000e12));
+    assert_eq!(p.rates.fp4, Some(10100e12));
+    assert_eq!(p.rates.fp32, Some(157.3e12));
+    assert_eq!(p.rates.fp64, Some(78.6e12));
     // CDNA4 has no native TF32 matrix path: not carried over from MI300X
-    assert_eq!(p.tf32, None);
+    assert_eq!(p.rates.tf32, None);
     assert!(!p.sparse_halved);
     assert_eq!(d.tdp_w, Some(1400.0));
     assert_eq!(d.architecture, "cdna4");
@@ -349,11 +349,11 @@ fn rtx_pro_6000_pins_the_workstation_edition() {
     let p = &d.peak_flops_per_s;
     // '4,000 AI TOPS' = FP4 4,030.4* -> 2,015.2 dense; BF16 (FP32 acc, no penalty on RTX PRO) 503.8 dense
     // = 188 SM x 2.617 GHz x 1,024
-    assert_eq!(p.fp4, Some(2015.2e12));
-    assert_eq!(p.fp8, Some(1007.6e12));
-    assert_eq!(p.bf16, Some(503.8e12));
+    assert_eq!(p.rates.fp4, Some(2015.2e12));
+    assert_eq!(p.rates.fp8, Some(1007.6e12));
+    assert_eq!(p.rates.bf16, Some(503.8e12));
     // professional cards accumulate fp16 in fp32 at full rate: no separate fp16_acc16
-    assert_eq!(p.fp16_acc16, None);
+    assert_eq!(p.rates.fp16_acc16, None);
     assert!(p.sparse_halved);
     assert_eq!(d.tdp_w, Some(600.0));
     assert!(d.scaleup_link.is_none());
@@ -373,11 +373,11 @@ fn rtx_5080_pins_geforce_rates() {
     assert_eq!(d.memory.bandwidth_bytes_per_s, 960e9);
     let p = &d.peak_flops_per_s;
     // '1,801 AI TOPS' is FP4 with sparsity: 1,801 / 2 = 900.4 dense
-    assert_eq!(p.fp4, Some(900.4e12));
+    assert_eq!(p.rates.fp4, Some(900.4e12));
     // GeForce: bf16 is the FP32-accumulate rate, half the FP16-accumulate 225.1
     // (84 SM x 2.617 GHz x 1,024 = 225.1 TF)
-    assert_eq!(p.bf16, Some(112.6e12));
-    assert_eq!(p.fp16_acc16, Some(225.1e12));
+    assert_eq!(p.rates.bf16, Some(112.6e12));
+    assert_eq!(p.rates.fp16_acc16, Some(225.1e12));
     assert_eq!(d.tdp_w, Some(360.0));
     assert_eq!(d.class, ridgeline::hardware::DeviceClass::Consumer);
 }
@@ -393,12 +393,12 @@ fn unified_memory_machines_hold_128_gib_and_publish_little() {
     // NVIDIA publishes '1 PFLOP' FP4 with sparsity: 500 TF dense; no BF16/FP8 rate, so
     // the vendor fields stay empty and the estimates follow Blackwell's published ratio
     // (dense FP4 = 2 x FP8 = 4 x BF16, B200 9000 / 4500 / 2250 TF): 250 and 125 TF
-    assert_eq!(spark.peak_flops_per_s.fp4, Some(500e12));
-    assert_eq!(spark.peak_flops_per_s.bf16, None);
-    assert_eq!(spark.peak_flops_per_s.fp8, None);
+    assert_eq!(spark.peak_flops_per_s.rates.fp4, Some(500e12));
+    assert_eq!(spark.peak_flops_per_s.rates.bf16, None);
+    assert_eq!(spark.peak_flops_per_s.rates.fp8, None);
     let est = spark.estimated_peak_flops_per_s.as_ref().unwrap();
     assert_eq!(
-        (est.fp8, est.bf16, est.fp16),
+        (est.rates.fp8, est.rates.bf16, est.rates.fp16),
         (Some(250e12), Some(125e12), Some(125e12))
     );
     // a bf16 matmul runs at the estimate, not at the 31 TF FP32 fallback
@@ -425,7 +425,7 @@ fn unified_memory_machines_hold_128_gib_and_publish_little() {
     // (40 CU x 2.9 GHz x 512 = 59.4 TF fp16)
     assert!(peaks(halo).is_empty(), "{:?}", peaks(halo));
     let est = halo.estimated_peak_flops_per_s.as_ref().unwrap();
-    assert_eq!(est.fp16, Some(59.4e12));
+    assert_eq!(est.rates.fp16, Some(59.4e12));
     assert!(!est.source.is_empty());
     assert_eq!(halo.peak(ComputeDtype::Bf16), (59.4e12, ComputeDtype::Fp16));
     assert!(halo.host_link.is_none() && halo.scaleup_link.is_none());
@@ -444,9 +444,9 @@ fn tpu_v6e_pins_googles_table() {
     let d = db.get("trillium").unwrap();
     assert_eq!(d.id, "tpu-v6e");
     // 918 TFLOPs bf16, 1836 TOPs int8, 32 GB HBM (read as GiB, as v5e), 1638 GBps
-    assert_eq!(d.peak_flops_per_s.bf16, Some(918e12));
-    assert_eq!(d.peak_flops_per_s.int8, Some(1836e12));
-    assert_eq!(d.peak_flops_per_s.fp8, None);
+    assert_eq!(d.peak_flops_per_s.rates.bf16, Some(918e12));
+    assert_eq!(d.peak_flops_per_s.rates.int8, Some(1836e12));
+    assert_eq!(d.peak_flops_per_s.rates.fp8, None);
     assert_eq!(d.memory.capacity_bytes, 32.0 * GIB);
     assert_eq!(d.memory.bandwidth_bytes_per_s, 1638e9);
     // ICI 800 GB/s bidirectional per chip = 400 GB/s per direction
@@ -463,8 +463,8 @@ fn h20_pins_the_compiled_figures() {
     // 96 GB HBM3 = 96 GiB at 4.0 TB/s; dense BF16 148, FP8 296 (secondary sources; NVIDIA publishes none)
     assert_eq!(d.memory.capacity_bytes, 96.0 * GIB);
     assert_eq!(d.memory.bandwidth_bytes_per_s, 4.0e12);
-    assert_eq!(d.peak_flops_per_s.bf16, Some(148e12));
-    assert_eq!(d.peak_flops_per_s.fp8, Some(296e12));
+    assert_eq!(d.peak_flops_per_s.rates.bf16, Some(148e12));
+    assert_eq!(d.peak_flops_per_s.rates.fp8, Some(296e12));
     assert_eq!(d.tdp_w, Some(400.0));
     assert_eq!(d.architecture, "hopper");
     // NVLink 4 as the H100: 900 GB/s bidirectional = 450 GB/s per direction
@@ -481,7 +481,7 @@ fn fp4_peaks_only_on_blackwell_and_cdna4() {
     // FP4 (NVFP4 / MXFP4) tensor rates exist from Blackwell and CDNA4 on; older parts fall back
     let db = HardwareDb::builtin().unwrap();
     for d in db.devices() {
-        if let Some(fp4) = d.peak_flops_per_s.fp4 {
+        if let Some(fp4) = d.peak_flops_per_s.rates.fp4 {
             assert!(
                 d.architecture == "blackwell" || d.architecture == "cdna4",
                 "{}: fp4 on {}",
@@ -490,9 +490,10 @@ fn fp4_peaks_only_on_blackwell_and_cdna4() {
             );
             let below = d
                 .peak_flops_per_s
+                .rates
                 .fp8
-                .or(d.peak_flops_per_s.bf16)
-                .or(d.peak_flops_per_s.fp32)
+                .or(d.peak_flops_per_s.rates.bf16)
+                .or(d.peak_flops_per_s.rates.fp32)
                 .unwrap();
             assert!(fp4 >= below, "{}: fp4 below the next wider rate", d.id);
         }

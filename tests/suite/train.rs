@@ -1597,7 +1597,7 @@ fn utilization_ceiling(r: &ridgeline::train::TrainReport, hw: &Hardware) -> f64 
     let fp8_matmuls = r.config.precision == TrainPrecision::Fp8
         && r.config.method != Method::Qlora
         && r.config.frozen_format.is_none_or(|f| f.bits() >= 16.0)
-        && hw.peak_flops_per_s.fp8.is_some();
+        && hw.peak_flops_per_s.rates.fp8.is_some();
     if fp8_matmuls {
         assert_eq!(r.step.peak_flops_per_s, hw.peak(ComputeDtype::Fp8).0);
         e.compute_fp8.max(e.compute * p16 / r.step.peak_flops_per_s)
@@ -2079,7 +2079,7 @@ fn fp8_lora_on_16_bit_weights_runs_its_matmuls_at_the_fp8_rate_and_qlora_does_no
     let lora = train(&m, &hw, &cfg(Method::Lora)).unwrap();
     let full = train(&m, &hw, &cfg(Method::Full)).unwrap();
     let qlora = train(&m, &hw, &cfg(Method::Qlora)).unwrap();
-    let fp8_peak = hw.peak_flops_per_s.fp8.unwrap();
+    let fp8_peak = hw.peak_flops_per_s.rates.fp8.unwrap();
     assert_eq!(lora.step.peak_flops_per_s, fp8_peak);
     assert_eq!(full.step.peak_flops_per_s, fp8_peak);
     assert!(qlora.step.peak_flops_per_s < fp8_peak);

@@ -89,10 +89,10 @@ pub struct Memory {
     pub source: String,
 }
 
-/// Dense peak throughput per dtype in FLOP/s (`None`: not published).
+/// Dense peak throughput per dtype in FLOP/s (`None`: not published): the rates of
+/// [`Peaks`], and of the JSON report's `peak_flops_per_s` ([`PeakReport`]).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Peaks {
+pub struct Rates {
     /// FP64 (vector, or tensor where higher).
     pub fp64: Option<f64>,
     /// FP32 vector.
@@ -114,21 +114,9 @@ pub struct Peaks {
     /// FP16 tensor with fp16 accumulation (GeForce cards: 2x the fp32-accumulate rate).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fp16_acc16: Option<f64>,
-    /// Fraction of the tensor peaks that kernels built on warp-level `mma.sync`
-    /// instructions reach, where the peaks need a newer instruction (Hopper: 0.5, its
-    /// full rate needs the asynchronous warpgroup `wgmma`); `None`: the whole peak.
-    /// Applies to engines with `warpgroup_mma = false`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub warp_mma_fraction: Option<f64>,
-    /// The datasheet printed sparse figures and they were halved.
-    #[serde(default)]
-    pub sparse_halved: bool,
-    /// Where the numbers come from.
-    #[serde(default)]
-    pub source: String,
 }
 
-impl Peaks {
+impl Rates {
     /// The published dense peak for `dtype`.
     pub fn get(&self, dtype: ComputeDtype) -> Option<f64> {
         match dtype {
@@ -141,6 +129,99 @@ impl Peaks {
             ComputeDtype::Int8 => self.int8,
             ComputeDtype::Int4 => self.int4,
             ComputeDtype::Fp4 => self.fp4,
+        }
+    }
+}
+
+/// A device's dense peaks as its hardware file states them: the [`Rates`], what
+/// warp-level kernels reach of them, and their provenance. In the file (and the JSON)
+/// the rates sit flat beside the other keys.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(from = "PeaksFile", into = "PeaksFile")]
+pub struct Peaks {
+    /// The rates per dtype.
+    pub rates: Rates,
+    /// Fraction of the tensor peaks that kernels built on warp-level `mma.sync`
+    /// instructions reach, where the peaks need a newer instruction (Hopper: 0.5, its
+    /// full rate needs the asynchronous warpgroup `wgmma`); `None`: the whole peak.
+    /// Applies to engines with `warpgroup_mma = false`.
+    pub warp_mma_fraction: Option<f64>,
+    /// The datasheet printed sparse figures and they were halved.
+    pub sparse_halved: bool,
+    /// Where the numbers come from.
+    pub source: String,
+}
+
+impl Peaks {
+    /// The published dense peak for `dtype`.
+    pub fn get(&self, dtype: ComputeDtype) -> Option<f64> {
+        self.rates.get(dtype)
+    }
+}
+
+/// [`Peaks`] as written: every key flat, unknown keys refused (serde's `flatten` cannot
+/// refuse them).
+#[derive(Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PeaksFile {
+    fp64: Option<f64>,
+    fp32: Option<f64>,
+    tf32: Option<f64>,
+    fp16: Option<f64>,
+    bf16: Option<f64>,
+    fp8: Option<f64>,
+    int8: Option<f64>,
+    int4: Option<f64>,
+    fp4: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    fp16_acc16: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    warp_mma_fraction: Option<f64>,
+    #[serde(default)]
+    sparse_halved: bool,
+    #[serde(default)]
+    source: String,
+}
+
+impl From<PeaksFile> for Peaks {
+    fn from(f: PeaksFile) -> Peaks {
+        Peaks {
+            rates: Rates {
+                fp64: f.fp64,
+                fp32: f.fp32,
+                tf32: f.tf32,
+                fp16: f.fp16,
+                bf16: f.bf16,
+                fp8: f.fp8,
+                int8: f.int8,
+                int4: f.int4,
+                fp4: f.fp4,
+                fp16_acc16: f.fp16_acc16,
+            },
+            warp_mma_fraction: f.warp_mma_fraction,
+            sparse_halved: f.sparse_halved,
+            source: f.source,
+        }
+    }
+}
+
+impl From<Peaks> for PeaksFile {
+    fn from(p: Peaks) -> PeaksFile {
+        let r = p.rates;
+        PeaksFile {
+            fp64: r.fp64,
+            fp32: r.fp32,
+            tf32: r.tf32,
+            fp16: r.fp16,
+            bf16: r.bf16,
+            fp8: r.fp8,
+            int8: r.int8,
+            int4: r.int4,
+            fp4: r.fp4,
+            fp16_acc16: r.fp16_acc16,
+            warp_mma_fraction: p.warp_mma_fraction,
+            sparse_halved: p.sparse_halved,
+            source: p.source,
         }
     }
 }
@@ -467,7 +548,7 @@ impl Hardware {
     /// or a 16-bit peak.
     pub fn watts_per_tensor_flop(&self) -> Option<f64> {
         let p = &self.peak_flops_per_s;
-        let peak = [p.fp16, p.bf16, p.fp16_acc16]
+        let peak = [p.rates.fp16, p.rates.bf16, p.rates.fp16_acc16]
             .into_iter()
             .flatten()
             .fold(0.0, f64::max);

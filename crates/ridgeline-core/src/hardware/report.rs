@@ -1,6 +1,6 @@
 //! The contract's JSON view of a device (`hardware show ID --json`).
 
-use super::{DeviceClass, Hardware, Peaks};
+use super::{DeviceClass, Hardware, Peaks, Rates};
 use crate::dtype::ComputeDtype;
 use serde::{Deserialize, Serialize};
 
@@ -22,16 +22,7 @@ impl Hardware {
                 l2_bytes: self.memory.l2_bytes,
             },
             peak_flops_per_s: PeakReport {
-                fp64: p.fp64,
-                fp32: p.fp32,
-                tf32: p.tf32,
-                fp16: p.fp16,
-                bf16: p.bf16,
-                fp8: p.fp8,
-                int8: p.int8,
-                int4: p.int4,
-                fp4: p.fp4,
-                fp16_acc16: p.fp16_acc16,
+                rates: p.rates.clone(),
                 warp_mma_fraction: p.warp_mma_fraction,
             },
             estimated_peak_flops_per_s: self.estimated_peak_flops_per_s.clone(),
@@ -71,22 +62,13 @@ pub struct MemoryReport {
     pub l2_bytes: Option<f64>,
 }
 
-/// `peak_flops_per_s` in [`HardwareReport`]: every key present, `null` when unpublished.
+/// `peak_flops_per_s` in [`HardwareReport`]: every rate's key present, `null` when
+/// unpublished (`fp16_acc16` only where it differs).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[allow(missing_docs)]
 pub struct PeakReport {
-    pub fp64: Option<f64>,
-    pub fp32: Option<f64>,
-    pub tf32: Option<f64>,
-    pub fp16: Option<f64>,
-    pub bf16: Option<f64>,
-    pub fp8: Option<f64>,
-    pub int8: Option<f64>,
-    pub int4: Option<f64>,
-    pub fp4: Option<f64>,
-    /// fp16 with fp16 accumulation, where it differs (GeForce).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub fp16_acc16: Option<f64>,
+    /// The device's rates, flat in the object.
+    #[serde(flatten)]
+    pub rates: Rates,
     /// Fraction of the tensor peaks warp-level `mma.sync` kernels reach, where the
     /// device needs a newer instruction for the rest (Hopper: 0.5).
     #[serde(default, skip_serializing_if = "Option::is_none")]

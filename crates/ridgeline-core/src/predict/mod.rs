@@ -379,7 +379,7 @@ impl<'a> Predictor<'a> {
             c.peak_flops_per_s = rate(d);
             if d == ComputeDtype::Fp16
                 && engine.features.fp16_accumulate
-                && let Some(acc16) = hardware.peak_flops_per_s.fp16_acc16
+                && let Some(acc16) = hardware.peak_flops_per_s.rates.fp16_acc16
             {
                 let share = warp.min(hardware.tensor_fraction(d));
                 c.peak_flops_per_s = c.peak_flops_per_s.max(acc16 * share);

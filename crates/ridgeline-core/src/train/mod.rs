@@ -77,7 +77,7 @@ fn formats(
         TrainPrecision::Fp8 => Format::Fp8,
         p => p.weight_format(),
     };
-    if cfg.precision == TrainPrecision::Fp8 && hardware.peak_flops_per_s.fp8.is_none() {
+    if cfg.precision == TrainPrecision::Fp8 && hardware.peak_flops_per_s.rates.fp8.is_none() {
         notes.push(TrainNote::NoFp8 {
             device: hardware.id.clone(),
         });

@@ -145,16 +145,16 @@ pub fn partial_device(hw: &Hardware, share: f64) -> Hardware {
     d.memory.l2_bytes = d.memory.l2_bytes.map(|b| b * share);
     let scale = |p: &mut crate::hardware::Peaks| {
         for v in [
-            &mut p.fp64,
-            &mut p.fp32,
-            &mut p.tf32,
-            &mut p.fp16,
-            &mut p.bf16,
-            &mut p.fp8,
-            &mut p.int8,
-            &mut p.int4,
-            &mut p.fp4,
-            &mut p.fp16_acc16,
+            &mut p.rates.fp64,
+            &mut p.rates.fp32,
+            &mut p.rates.tf32,
+            &mut p.rates.fp16,
+            &mut p.rates.bf16,
+            &mut p.rates.fp8,
+            &mut p.rates.int8,
+            &mut p.rates.int4,
+            &mut p.rates.fp4,
+            &mut p.rates.fp16_acc16,
         ] {
             *v = v.map(|x| x * share);
         }
@@ -465,7 +465,7 @@ mod tests {
         let full = db.get("mi250x").unwrap();
         let half = partial_device(full, 0.5);
         assert_eq!(half.memory.bandwidth_bytes_per_s, 1.6e12);
-        assert_eq!(half.peak_flops_per_s.bf16, Some(191.5e12));
+        assert_eq!(half.peak_flops_per_s.rates.bf16, Some(191.5e12));
         assert_eq!(half.id, "mi250x-gcd");
     }
 

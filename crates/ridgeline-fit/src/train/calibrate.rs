@@ -227,7 +227,7 @@ fn efficiency(label: &str, f: Fractions, overlap: (f64, f64)) -> TrainEfficiency
 
 /// Whether a run's matmuls run in fp8 (fp8 recipe on a device with fp8 units).
 fn uses_fp8(r: &PublishedRun) -> bool {
-    r.config.precision == TrainPrecision::Fp8 && r.hardware.peak_flops_per_s.fp8.is_some()
+    r.config.precision == TrainPrecision::Fp8 && r.hardware.peak_flops_per_s.rates.fp8.is_some()
 }
 
 /// Steps 1 and 2 for one architecture at the given overlaps.

@@ -197,9 +197,9 @@ impl DeviceSetup {
             h.memory.bandwidth_bytes_per_s = b;
         }
         let p = &mut h.peak_flops_per_s;
-        p.bf16 = self.bf16.or(p.bf16);
-        p.fp16 = self.fp16.or(p.fp16);
-        p.fp8 = self.fp8.or(p.fp8);
+        p.rates.bf16 = self.bf16.or(p.rates.bf16);
+        p.rates.fp16 = self.fp16.or(p.rates.fp16);
+        p.rates.fp8 = self.fp8.or(p.rates.fp8);
         Ok(h)
     }
 }

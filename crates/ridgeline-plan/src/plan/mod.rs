@@ -101,10 +101,10 @@ pub fn default_devices(db: &HardwareDb) -> Vec<&Hardware> {
 /// The weight formats searched on `hw` by default.
 pub fn default_weight_formats(hw: &Hardware) -> Vec<Option<Format>> {
     let mut v = vec![None];
-    if hw.peak_flops_per_s.fp8.is_some() {
+    if hw.peak_flops_per_s.rates.fp8.is_some() {
         v.push(Some(Format::Fp8));
     }
-    if hw.peak_flops_per_s.int8.is_some() {
+    if hw.peak_flops_per_s.rates.int8.is_some() {
         v.push(Some(Format::Int8));
     }
     v.push(Some(Format::Q8_0));

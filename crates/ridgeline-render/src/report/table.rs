@@ -62,8 +62,13 @@ pub fn hardware_list(devices: &[Hardware]) -> String {
             d.name.clone(),
             format!("{:.0} GB {}", d.memory.capacity_bytes / GB, d.memory.kind),
             fmt_bytes_per_s(d.memory.bandwidth_bytes_per_s),
-            tflops(d.peak_flops_per_s.bf16.or(d.peak_flops_per_s.fp16)),
-            tflops(d.peak_flops_per_s.fp8),
+            tflops(
+                d.peak_flops_per_s
+                    .rates
+                    .bf16
+                    .or(d.peak_flops_per_s.rates.fp16),
+            ),
+            tflops(d.peak_flops_per_s.rates.fp8),
             format!("{:.0} FLOP/B", d.ridge_point(ComputeDtype::Bf16)),
         ]);
     }
@@ -124,7 +129,7 @@ pub fn hardware_show(d: &Hardware) -> String {
             s.push_str(&format!(" {}={}", dt.name(), crate::units::sig3(p / TERA)));
         }
     }
-    if let Some(p) = d.peak_flops_per_s.fp16_acc16 {
+    if let Some(p) = d.peak_flops_per_s.rates.fp16_acc16 {
         s.push_str(&format!(
             " (fp16 with fp16 accumulate={})",
             crate::units::sig3(p / TERA)
