@@ -197,6 +197,7 @@ impl Predictor<'_> {
                 new_tokens: n,
                 context: done,
                 logits_per_sequence: u64::from(done == prompt),
+                decode: false,
             };
             each(&step, batch as f64 / together as f64);
         }

@@ -174,6 +174,7 @@ impl<'a> Predictor<'a> {
                 new_tokens: k + 1,
                 context: step.context + k,
                 logits_per_sequence: k + 1,
+                decode: true,
                 ..*step
             }),
             Part::Draft => match self.draft {

@@ -400,6 +400,7 @@ impl Trainer<'_> {
             new_tokens: self.cfg.seq,
             context: self.cfg.seq,
             logits_per_sequence: self.cfg.seq,
+            decode: false,
         };
         let g = graph::forward(
             self.model,

@@ -44,6 +44,11 @@ pub struct Step {
     pub context: u64,
     /// Rows the lm_head runs on per sequence (prefill: 1, the last token; decode: all new).
     pub logits_per_sequence: u64,
+    /// The new tokens extend a cached context through the decode kernels (a decode step
+    /// or a speculative verification pass) rather than the prompt kernels (a prefill or
+    /// a chunk of one, a training step): latent attention then runs its
+    /// weight-absorbed form over the cached latents instead of expanding them.
+    pub decode: bool,
 }
 
 impl Step {
@@ -54,6 +59,7 @@ impl Step {
             new_tokens: prompt,
             context: prompt,
             logits_per_sequence: 1,
+            decode: false,
         }
     }
 
@@ -64,6 +70,7 @@ impl Step {
             new_tokens: 1,
             context,
             logits_per_sequence: 1,
+            decode: true,
         }
     }
 }

@@ -26,6 +26,9 @@ struct Pass<'c> {
     /// Tokens processed in this pass on this device: batch x new tokens (the group's
     /// share of the batch under expert parallelism).
     tokens: u64,
+    /// Tokens of the whole pass, every expert-parallel group's together (`tokens` without
+    /// expert parallelism): what the routed experts receive.
+    all_tokens: u64,
     act_bits: f64,
     w_bits: f64,
     kv_bits: f64,
@@ -189,11 +192,13 @@ impl Pass<'_> {
     /// Prefill runs the **expanded** form: `kv_b` turns each token's latent into
     /// per-head keys (`qk_nope`, plus the shared rotary key) and values (`v`), and
     /// attention runs over them as activations: FLOPs `2·H·(d_qk + d_v)` per pair.
-    /// Decode runs the **weight-absorbed** form: each query's `qk_nope` part is mapped
-    /// into the latent space by `W_UK` (`2·H·d_nope·r_kv` FLOPs per token, reading those
-    /// `kv_b` weights), attention runs over the cached latents as one shared key of
-    /// `r_kv + d_rope` and value of `r_kv` (`2·H·(2·r_kv + d_rope)` FLOPs per pair, the
-    /// cache read once for all heads), and `W_UV` maps the output back (`2·H·r_kv·d_v`).
+    /// Decode steps and speculative verification passes (`Step::decode`) run the
+    /// **weight-absorbed** form: each query's `qk_nope` part is mapped into the latent
+    /// space by `W_UK` (`2·H·d_nope·r_kv` FLOPs per token; those `kv_b` weights read once
+    /// per pass for all its tokens, like any linear layer's), attention runs over the
+    /// cached latents as one shared key of `r_kv + d_rope` and value of `r_kv`
+    /// (`2·H·(2·r_kv + d_rope)` FLOPs per pair, the cache read once for all heads), and
+    /// `W_UV` maps the output back (`2·H·r_kv·d_v`, its weights also read once).
     fn mla(&self, g: &mut Graph, kind: &LayerKind, l: f64, m: &MlaDims) {
         let (h, heads, w, act) = (self.cfg.hidden, self.heads, self.w_bits, self.act);
         let qk = m.qk_head_dim();
@@ -218,10 +223,11 @@ impl Pass<'_> {
             )
         };
         let t = self.tokens;
+        // one [t, d_in] x [d_in, d_out] matmul per head: the head's weights read once
         let per_head = |d_in: u64, d_out: u64| {
-            gemm(t, 1, d_out, d_in, act, Operand::weights(w), act).times(heads as f64)
+            gemm(1, t, d_out, d_in, act, Operand::weights(w), act).times(heads as f64)
         };
-        let expanded = self.step.new_tokens > 1;
+        let expanded = !self.step.decode;
         let shape = if expanded {
             let width = heads * (m.qk_nope_head_dim + m.v_head_dim);
             let expand = self.linear(m.kv_lora_rank, width, w, act, false);
@@ -324,7 +330,8 @@ impl Pass<'_> {
             let router = self.linear(h, cfg.experts, 16.0, self.act, cfg.mlp_bias);
             g.push(OpKind::Router, l, router, self.matmul);
             let unit = self.p.unit(self.p.experts);
-            let routed = t.saturating_mul(cfg.experts_per_token);
+            // every group's routed rows; this device's share of them is 1/ep (below)
+            let routed = self.all_tokens.saturating_mul(cfg.experts_per_token);
             (routed, cfg.expert_intermediate, self.p.experts.bits(), unit)
         } else {
             (t, cfg.intermediate, self.w_bits, self.matmul)
@@ -334,19 +341,23 @@ impl Pass<'_> {
         let (a, bias) = (self.act_bits, cfg.mlp_bias);
         let mut up = linear(routed, h, up_width, w_bits, a, self.act, bias);
         let mut down = linear(routed, inter, h, w_bits, a, self.act, bias);
+        // the device's share of the routed rows: 1/ep of every group's (balanced routing)
+        let share = if moe { 1.0 / self.ep as f64 } else { 1.0 };
         if moe {
-            // the routed experts this device holds that the tokens of every group touch
-            let all_tokens = t.saturating_mul(self.ep);
+            // the routed experts this device holds that the pass's tokens touch
             let touched =
-                expected_experts(cfg.experts, cfg.experts_per_token, all_tokens) / self.ep as f64;
-            up.read.weights *= touched;
-            down.read.weights *= touched;
+                expected_experts(cfg.experts, cfg.experts_per_token, self.all_tokens) * share;
+            for c in [&mut up, &mut down] {
+                let weights = c.read.weights;
+                *c = c.times(share);
+                c.read.weights = weights * touched;
+            }
         }
         let (up_kind, act_kind, act_op) = if cfg.gated_mlp {
-            let cost = gated_activation(cfg.activation, routed, inter, a);
+            let cost = gated_activation(cfg.activation, routed, inter, a).times(share);
             (OpKind::GateUpProj, OpKind::ActMul, cost)
         } else {
-            let cost = ops::activation(cfg.activation, routed, inter, a);
+            let cost = ops::activation(cfg.activation, routed, inter, a).times(share);
             (OpKind::UpProj, OpKind::Activation, cost)
         };
         let all_to_all = || {
@@ -466,10 +477,10 @@ pub fn draft_head(
 /// `ceil(batch / ep)` sequences through attention and the dense parts; in each MoE
 /// layer a dispatch all-to-all sends every token to the groups holding its experts
 /// ([`crate::ops::moe_all_to_all`], split over the group's `tp` ranks), the device runs
-/// its experts on the `tokens · k / ep · ep = tokens · k` rows that arrive (balanced
-/// routing), reading the weights of the experts the tokens of all groups touch
-/// (`expected_experts(E, k, tokens · ep) / ep`), and a combine all-to-all returns the
-/// results.
+/// its experts on the `T · k / ep` rows that arrive, `T` the pass's tokens over all
+/// groups (balanced routing: a batch of 9 on 8 groups routes 9 tokens, not 8 · 2),
+/// reading the weights of the experts those tokens touch (`expected_experts(E, k, T) /
+/// ep`), and a combine all-to-all returns the results.
 ///
 /// Tensor parallelism (Megatron): q/k/v, gate/up are split by columns, o/down by rows,
 /// heads and the MLP width divide by `tp` (KV heads are replicated when fewer than
@@ -501,6 +512,7 @@ fn build(
         len: 0,
     };
     let (tp, ep) = (shard.tp.max(1), shard.ep.max(1));
+    let all_tokens = step.batch.saturating_mul(step.new_tokens);
     let local = Step {
         batch: step.batch.div_ceil(ep),
         ..*step
@@ -519,6 +531,7 @@ fn build(
         tp,
         ep,
         tokens,
+        all_tokens,
         act_bits,
         w_bits,
         kv_bits: p.kv.bits(),

@@ -499,6 +499,7 @@ impl<'p, 'a> IterationCost<'p, 'a> {
                 new_tokens: c,
                 context: k,
                 logits_per_sequence: 1,
+                decode: false,
             };
             match Template::of(self.p, &step) {
                 Some((got, costs)) if got == t => {
