@@ -45,6 +45,15 @@ fn deepseek_v3_and_r1_671b_with_37b_active() {
         // per-layer sum of the published config reproduces (ours: 37.55B with them)
         near(id, active_without_embedding(&m), 37e9, 1.4);
         assert_eq!(m.mtp_layers, 1);
+        // the MTP module, reported beside the total: "The total size of DeepSeek-V3
+        // models on Hugging Face is 685B, which includes 671B of the Main Model weights
+        // and 14B of the Multi-Token Prediction (MTP) Module weights" (same README).
+        // One block like layer 61: MLA 187,107,328 + 256 routed and 1 shared experts of
+        // 3·7168·2048 (11,318,329,344) + router 7168·256 (1,835,008) + 2 norms 14,336
+        // = 11,507,286,016; + eh_proj 2·7168·7168 = 102,760,448, 3 norms 21,504, and
+        // its own embedding and head 2·129280·7168 = 1,853,358,080: 13,463,426,048.
+        assert_eq!(p.mtp, 13_463_426_048);
+        near(id, (p.total + p.mtp) as f64, 685e9, 0.5);
         // fp8 with 128 x 128 block scales (quantization_config.weight_block_size)
         assert_eq!(m.native_format, Format::Fp8Block);
     }
@@ -188,6 +197,49 @@ fn gpt_oss_fits_the_devices_its_publisher_names() {
     };
     let p = predict(&model("gpt-oss-120b"), db.get("h100").unwrap(), e, &bf16).unwrap();
     assert!(!p.memory.inner.fits);
+}
+
+#[test]
+fn what_ifs_keep_a_checkpoint_s_own_expert_format() {
+    // gpt-oss ships its routed experts in mxfp4 and the rest in bf16. Twice the devices
+    // keeps that mix: the per-device memory of the what-if is predict's with --gpus 2
+    // (it was the all-bf16 model's, 117.88 GB, 3.5x); q4_k_m (4.85 bits) would make the
+    // 4.25-bit experts larger, so it is not offered; the header names both formats.
+    use ridgeline::predict::Predictor;
+    let db = HardwareDb::builtin().unwrap();
+    let e = EngineDb::builtin().unwrap().get("typical").unwrap();
+    let m = model("gpt-oss-120b");
+    let h100 = db.get("h100").unwrap();
+    let s = Scenario::default();
+    let p = Predictor::new(&m, h100, e, &s).unwrap();
+    let w = p.what_ifs(1, 512, 128, p.max_batch(512, 128));
+    let two = Scenario {
+        gpus: 2,
+        ..Scenario::default()
+    };
+    let direct = predict(&m, h100, e, &two).unwrap();
+    let more = w.more_devices.expect("one device: the what-if of two");
+    assert_eq!(
+        more.summary.memory.total_bytes,
+        direct.memory.inner.total_bytes
+    );
+    assert_eq!(w.experts, Some(Format::Mxfp4));
+    assert!(w.quantized.is_none());
+    let text = crate::support::cli::ok(&["predict", "--model", "gpt-oss-120b", "--gpu", "h100"]);
+    assert!(
+        text.lines()
+            .next()
+            .unwrap()
+            .contains("weights mxfp4 experts + bf16"),
+        "{text}"
+    );
+    // a model in one format still gets its q4_k_m what-if
+    let l = model("llama-3-8b");
+    let q = Predictor::new(&l, h100, e, &s).unwrap();
+    let wq = q.what_ifs(1, 512, 128, q.max_batch(512, 128));
+    let qz = wq.quantized.expect("bf16 weights: the q4_k_m what-if");
+    assert!(qz.summary.memory.weights_bytes < q.summary(1, 512, 128).memory.weights_bytes);
+    assert_eq!(wq.experts, None);
 }
 
 #[test]

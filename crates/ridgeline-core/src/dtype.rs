@@ -332,6 +332,15 @@ impl<'de> Deserialize<'de> for Format {
     }
 }
 
+/// Weight formats in words: `mxfp4 experts + bf16` when the routed experts use their own
+/// format, else the one format (`bf16`).
+pub fn formats_label(weights: Format, experts: Option<Format>) -> String {
+    match experts {
+        Some(e) if e != weights => format!("{} experts + {}", e.name(), weights.name()),
+        _ => weights.name(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

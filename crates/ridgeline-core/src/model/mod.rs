@@ -247,6 +247,13 @@ pub struct ParamCounts {
     pub total: u64,
     /// Used per token (MoE: only `experts_per_token` experts).
     pub active: u64,
+    /// The multi-token-prediction modules the checkpoint ships beside the model
+    /// (DeepSeek's `num_nextn_predict_layers`), not in `total`: each is one transformer
+    /// block like the model's last layer, a projection of the embedding and the hidden
+    /// state (`2 · hidden` to `hidden`), three norms, and the embedding table and output
+    /// head the checkpoint stores again for it. They serve as the default speculative
+    /// draft; `total + mtp` is the checkpoint's size in parameters.
+    pub mtp: u64,
 }
 
 impl ModelConfig {
@@ -290,6 +297,7 @@ impl ModelConfig {
             lm_head: 0,
             total: u64::MAX,
             active: u64::MAX,
+            mtp: 0,
         })
     }
 
@@ -414,6 +422,22 @@ impl ModelConfig {
             .checked_add(mlp)?
             .checked_add(norms)?
             .checked_add(lm_head)?;
+        let mtp = match self.layer_kinds.last() {
+            Some(&k) if self.mtp_layers > 0 => {
+                let kind = self.kinds[k as usize];
+                let block = self
+                    .try_mixer_params(kind.mixer)?
+                    .checked_add(self.try_ffn_params(kind.ffn)?.0)?
+                    .checked_add(mul(self.norms_per_layer, self.norm_params())?)?;
+                let own = block
+                    .checked_add(mul(mul(2, h)?, h)?)?
+                    .checked_add(mul(3, self.norm_params())?)?
+                    .checked_add(mul(v, h)?)?
+                    .checked_add(mul(v, h)?)?;
+                mul(self.mtp_layers, own)?
+            }
+            _ => 0,
+        };
         Some(ParamCounts {
             embedding,
             attention,
@@ -422,6 +446,7 @@ impl ModelConfig {
             lm_head,
             total,
             active: total - (mlp - active_mlp),
+            mtp,
         })
     }
 
@@ -548,6 +573,10 @@ pub struct ModelSummary {
     pub params: u64,
     /// Parameters used per token.
     pub active_params: u64,
+    /// Parameters of the multi-token-prediction modules the checkpoint ships beside
+    /// `params` (DeepSeek: one); absent when none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mtp_params: Option<u64>,
     /// Layers.
     pub layers: u64,
     /// Width.
@@ -560,6 +589,10 @@ pub struct ModelSummary {
     pub max_context: u64,
     /// Native weight format.
     pub native_format: String,
+    /// Native format of the routed experts, where the checkpoint ships them in another
+    /// format than the rest (gpt-oss: `mxfp4`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub native_expert_format: Option<String>,
     /// Config source.
     pub source: String,
 }
@@ -574,14 +607,28 @@ impl ModelConfig {
             name: m.name.clone(),
             params: p.total,
             active_params: p.active,
+            mtp_params: (p.mtp > 0).then_some(p.mtp),
             layers: m.layers,
             hidden: m.hidden,
             heads: m.heads,
             kv_heads: m.kv_heads,
             max_context: m.max_context,
             native_format: m.native_format.name(),
+            native_expert_format: m.mixed_expert_format().map(|f| f.name()),
             source: m.source.clone(),
         }
+    }
+
+    /// The routed experts' native format where it differs from the rest's.
+    pub fn mixed_expert_format(&self) -> Option<Format> {
+        self.native_expert_format
+            .filter(|&e| e != self.native_format && self.experts > 1)
+    }
+
+    /// The native formats in words: `mxfp4 experts + bf16` where the checkpoint ships
+    /// its routed experts in another format, else the one format.
+    pub fn native_label(&self) -> String {
+        crate::dtype::formats_label(self.native_format, self.mixed_expert_format())
     }
 }
 

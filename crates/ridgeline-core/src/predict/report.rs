@@ -97,6 +97,9 @@ impl Predictor<'_> {
                 prompt,
                 r#gen: gen_tokens,
                 weights: self.precision.weights,
+                experts: (self.precision.experts != self.precision.weights
+                    && self.model.experts > 1)
+                    .then_some(self.precision.experts),
                 kv: self.precision.kv,
                 activations: self.precision.activations,
                 engine: self.engine.id.clone(),
@@ -299,6 +302,10 @@ pub struct ConfigInfo {
     pub r#gen: u64,
     /// Weight format.
     pub weights: Format,
+    /// Format of the routed experts, where it differs from `weights` (a checkpoint
+    /// that ships them in their own format, as gpt-oss's mxfp4).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub experts: Option<Format>,
     /// KV format.
     pub kv: Format,
     /// Activation dtype.

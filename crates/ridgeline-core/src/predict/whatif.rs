@@ -28,9 +28,12 @@ pub struct WhatIfs {
     pub kv_heads: u64,
     /// The weight format in use.
     pub weights: Format,
+    /// The routed experts' format, where it differs from `weights`.
+    pub experts: Option<Format>,
     /// Up to 8x the batch, within what fits (when that is larger than the batch).
     pub larger_batch: Option<WhatIf>,
-    /// Weights at q4_k_m (when the weights use more than 5 bits).
+    /// Weights at q4_k_m (when that makes them smaller: the weights use more than 5
+    /// bits, and a checkpoint's own 4-bit experts are not larger than q4_k_m's).
     pub quantized: Option<WhatIf>,
     /// Tensor parallel over twice the devices (when it does not fit, or on one device).
     pub more_devices: Option<WhatIf>,
@@ -44,6 +47,10 @@ impl Predictor<'_> {
     /// memory limit is `max_batch` (see [`Predictor::max_batch`]).
     pub fn what_ifs(&self, batch: u64, prompt: u64, gen_tokens: u64, max_batch: u64) -> WhatIfs {
         let weights = self.precision.weights;
+        // a checkpoint's native mix (its experts in their own format) is asked for as
+        // the native formats, not as `weights` for every tensor
+        let mixed = self.precision.experts != weights;
+        let requested = (!mixed).then_some(weights);
         let at = |b: u64| WhatIf {
             batch: b,
             gpus: self.gpus,
@@ -56,7 +63,7 @@ impl Predictor<'_> {
             batch,
             prompt,
             gen_tokens,
-            weights: Some(weights),
+            weights: requested,
             kv: Some(self.precision.kv),
             gpus: self.gpus,
             parallel: self.parallel,
@@ -65,6 +72,7 @@ impl Predictor<'_> {
             offload: false,
             spec: self.spec,
         };
+        let now = self.memory(batch, prompt, gen_tokens).0;
         let quantized = (weights.bits() > 5.0)
             .then(|| {
                 self.alternative(&Scenario {
@@ -72,8 +80,9 @@ impl Predictor<'_> {
                     ..base
                 })
             })
-            .flatten();
-        let fits = self.memory(batch, prompt, gen_tokens).0.fits;
+            .flatten()
+            .filter(|q| q.summary.memory.weights_bytes < now.weights_bytes);
+        let fits = now.fits;
         let more_devices = (!fits || self.gpus == 1)
             .then(|| {
                 self.alternative(&Scenario {
@@ -87,6 +96,7 @@ impl Predictor<'_> {
             heads: self.model.heads,
             kv_heads: self.model.kv_heads,
             weights,
+            experts: (mixed && self.model.experts > 1).then_some(self.precision.experts),
             larger_batch,
             quantized,
             more_devices,

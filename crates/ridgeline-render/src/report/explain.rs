@@ -197,7 +197,7 @@ fn quantized_finding(p: &Prediction, w: &WhatIfs, q: &WhatIf) -> Finding {
         "help",
         format!(
             "Quantizing weights from {} to {} ({} bits) cuts weight memory to {} and decode to {} per step ({} tok/s, {:.1}x).",
-            w.weights,
+            crate::dtype::formats_label(w.weights, w.experts),
             QUANTIZED_WHAT_IF,
             QUANTIZED_WHAT_IF.bits(),
             fmt_gb(s.memory.weights_bytes),

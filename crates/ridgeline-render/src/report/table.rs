@@ -204,7 +204,7 @@ pub fn model_list(models: &[crate::model::ModelConfig]) -> String {
             m.hidden.to_string(),
             format!("{}/{}", m.heads, m.kv_heads),
             m.max_context.to_string(),
-            m.native_format.name(),
+            m.native_label(),
         ]);
     }
     let mut s = render(&rows);

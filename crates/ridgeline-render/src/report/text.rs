@@ -55,7 +55,7 @@ pub fn prediction(p: &Prediction) -> String {
         p.hardware.count,
         p.hardware.name,
         c.engine,
-        c.weights,
+        crate::dtype::formats_label(c.weights, c.experts),
         c.kv,
         c.batch,
         c.prompt,
