@@ -143,3 +143,47 @@ fn an_fp32_checkpoint_cast_to_bf16_runs_bf16_and_fp32_norms_take_4_bytes() {
     // bf16: everything at 2 bytes
     assert_eq!(bf16.memory.inner.weights_bytes, 6_738_415_616.0 * 2.0);
 }
+
+#[test]
+fn offload_streams_the_experts_a_pass_uses() {
+    // Mixtral 8x7B q4_k_m on one RTX 4090 with --offload cpu: the weights that do not
+    // fit live in host memory, routed experts first. A decode step of one sequence
+    // routes its token to 2 of the 8 experts per layer: it streams 8 * (1 - (6/8)^1) / 8
+    // = 1/4 of the offloaded bytes; the 512-token prompt (one pass of llama.cpp's 512)
+    // touches every expert: 1 - (6/8)^512 = 1 to double precision. The op table shows
+    // the stream as host_offload.
+    let v = crate::support::cli::json(&[
+        "predict",
+        "--model",
+        "mixtral-8x7b",
+        "--weights",
+        "q4_k_m",
+        "--gpu",
+        "rtx-4090",
+        "--offload",
+        "cpu",
+        "--engine",
+        "llama.cpp",
+        "--json",
+    ]);
+    let offloaded = v["memory"]["offloaded_bytes"].as_f64().unwrap();
+    assert!(offloaded > 1e9, "{offloaded}");
+    let row = |phase: &str| {
+        v["ops"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|o| o["name"] == "host_offload" && o["phase"] == phase)
+            .unwrap_or_else(|| panic!("no host_offload row in {phase}"))
+            .clone()
+    };
+    let (decode, prefill) = (row("decode"), row("prefill"));
+    assert!((decode["link_bytes"].as_f64().unwrap() / (0.25 * offloaded) - 1.0).abs() < 1e-12);
+    assert!((prefill["link_bytes"].as_f64().unwrap() / offloaded - 1.0).abs() < 1e-12);
+    assert_eq!(decode["bound"], "communication");
+    // the row is the step's host time: the step minus the graph's ops and the
+    // per-pass overheads is what the row says (within the overheads' share)
+    let step = v["decode"]["time_per_step_s"].as_f64().unwrap();
+    let t = decode["time_s"].as_f64().unwrap();
+    assert!(t < step && t > 0.5 * step, "{t} of {step}");
+}

@@ -61,7 +61,9 @@ pub struct InferenceMemory {
 
 mod share;
 
-pub use share::{CacheBytes, Share, device_cache_bytes, device_weight_bytes};
+pub use share::{
+    CacheBytes, Share, device_cache_bytes, device_routed_expert_bytes, device_weight_bytes,
+};
 
 /// Whole-model weight bytes at `weights` format (every weight, the experts too): what
 /// one device holding the whole model holds ([`device_weight_bytes`]; norms at the

@@ -185,6 +185,18 @@ pub fn device_weight_bytes(cfg: &ModelConfig, p: &Precision, s: &Share) -> f64 {
     layers + (embedding + lm_head) / tp * emb_bytes + norms * p.activations.bytes()
 }
 
+/// Bytes of the routed experts one device holds for `share` (in the experts' format):
+/// what offload moves to host memory first.
+pub fn device_routed_expert_bytes(cfg: &ModelConfig, p: &Precision, s: &Share) -> f64 {
+    let held = cfg.experts.div_ceil(s.ep.max(1)) as f64;
+    let per_layer = held * cfg.expert_params() as f64 / s.tp.max(1) as f64 * p.experts.bytes();
+    s.kinds(cfg)
+        .into_iter()
+        .filter(|(k, _)| k.ffn == Ffn::Moe)
+        .map(|(_, n)| n as f64 * per_layer)
+        .sum()
+}
+
 /// KV cache (or recurrent state) one device holds for one sequence, by layer kind.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct CacheBytes {

@@ -225,6 +225,8 @@ pub struct Predictor<'a> {
     eff: Efficiency,
     comm_eff: Efficiency,
     memory: MemoryModel,
+    /// Routed-expert bytes of the most loaded device: what offload moves first.
+    routed_expert_bytes: f64,
     host_bw: f64,
     link_bw: f64,
     /// The compute dtype the weights' matmuls wanted and the one whose peak was used.
@@ -413,11 +415,16 @@ impl<'a> Predictor<'a> {
             let (weights, cache) = Self::head_memory(model, &precision, &share);
             memory = memory.with_extra(weights, cache);
         }
+        let routed_expert_bytes = crate::memory::Share::stages(model, &layout)
+            .iter()
+            .map(|sh| crate::memory::device_routed_expert_bytes(model, &precision, sh))
+            .fold(0.0, f64::max);
         Ok(Predictor {
             model,
             hardware,
             engine,
             precision,
+            routed_expert_bytes,
             gpus: s.gpus,
             parallel: s.parallel,
             ep: s.ep,

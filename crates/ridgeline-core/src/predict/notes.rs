@@ -20,7 +20,7 @@ impl fmt::Display for Note {
             ),
             Note::Offloaded { bytes } => write!(
                 f,
-                "{:.2} GB of weights per device stream from host memory over the host link every pass",
+                "{:.2} GB of weights per device live in host memory, routed experts first: each pass streams the ones its tokens use over the host link (host_offload in the op table)",
                 bytes / 1e9
             ),
             Note::DoesNotFit => {

@@ -140,11 +140,35 @@ impl Predictor<'_> {
         self.expert_matrix_s * visited / self.ep.max(1) as f64
     }
 
-    pub(super) fn offload_time(&self, offloaded: f64) -> f64 {
-        if offloaded > 0.0 {
-            offloaded / (self.host_bw * self.eff.link)
+    /// Bytes a pass of `tokens` tokens streams from host memory when `offloaded` bytes
+    /// of weights live there. Offload moves the routed experts first (as llama.cpp's
+    /// `--n-cpu-moe` and the engines' expert offload do), and a pass streams only the
+    /// experts its tokens are routed to: with `k` of `E` per token, a fraction
+    /// `expected_experts(E, k, tokens) / E` of them (2 of 8 for Mixtral at batch 1);
+    /// whatever else is offloaded streams whole.
+    pub(super) fn streamed_bytes(&self, offloaded: f64, tokens: u64) -> f64 {
+        if offloaded <= 0.0 {
+            return 0.0;
+        }
+        let m = self.model;
+        let experts = offloaded.min(self.routed_expert_bytes);
+        let touched = if m.experts > 1 {
+            crate::model::graph::expected_experts(m.experts, m.experts_per_token, tokens)
+                / m.experts as f64
         } else {
-            0.0
+            1.0
+        };
+        experts * touched + (offloaded - experts)
+    }
+
+    /// Time of the host stream of a pass of `tokens` tokens ([`Predictor::streamed_bytes`]):
+    /// (predicted, ideal) seconds.
+    pub(super) fn offload_time(&self, offloaded: f64, tokens: u64) -> (f64, f64) {
+        let bytes = self.streamed_bytes(offloaded, tokens);
+        if bytes > 0.0 && self.host_bw > 0.0 {
+            (bytes / (self.host_bw * self.eff.link), bytes / self.host_bw)
+        } else {
+            (0.0, 0.0)
         }
     }
 
@@ -410,15 +434,11 @@ impl Predictor<'_> {
         offloaded: f64,
     ) -> PassResult {
         let (overhead, comm) = self.pass_overhead(sequences, tokens);
-        let off = self.offload_time(offloaded);
+        let (off, off_ideal) = self.offload_time(offloaded, tokens);
         r.time_s += overhead + comm + off;
         r.by_bound[3] += overhead;
         r.by_bound[2] += comm + off;
-        r.roofline_time_s += if self.host_bw > 0.0 && offloaded > 0.0 {
-            offloaded / self.host_bw
-        } else {
-            0.0
-        };
+        r.roofline_time_s += off_ideal;
         r
     }
 
@@ -455,13 +475,8 @@ impl Predictor<'_> {
     /// The per-pass terms of `n` decode steps: (predicted, ideal) seconds.
     pub(super) fn decode_sum_tail(&self, batch: u64, n: f64, offloaded: f64) -> (f64, f64) {
         let (overhead, comm) = self.pass_overhead(batch, batch);
-        let pred = n * (overhead + comm + self.offload_time(offloaded));
-        let ideal = if self.host_bw > 0.0 && offloaded > 0.0 {
-            n * offloaded / self.host_bw
-        } else {
-            0.0
-        };
-        (pred, ideal)
+        let (off, off_ideal) = self.offload_time(offloaded, batch);
+        (n * (overhead + comm + off), n * off_ideal)
     }
 }
 

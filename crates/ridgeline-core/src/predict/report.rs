@@ -21,7 +21,7 @@ impl Predictor<'_> {
         let s = self.summary(batch, prompt, gen_tokens);
         let params = self.model.params();
         let mid = decode_context(prompt, gen_tokens);
-        let ops = self.op_reports(batch, prompt, mid);
+        let ops = self.op_reports(batch, prompt, mid, s.offloaded_bytes);
         let b = batch as f64;
         let mut notes: Vec<Note> = (self.model.approximations.iter())
             .map(|a| Note::Approximation(a.clone()))
@@ -149,10 +149,15 @@ impl Predictor<'_> {
 
     /// The `ops` table: every op of the prefill (over all its passes when it runs in
     /// chunks, [`Predictor::prefill_chunks`]), then of the decode step (or of the
-    /// verify pass and one draft step), placed.
-    fn op_reports(&self, batch: u64, prompt: u64, mid: u64) -> Vec<OpReport> {
+    /// verify pass and one draft step), placed; with offload, each phase's host stream
+    /// as a `host_offload` row.
+    fn op_reports(&self, batch: u64, prompt: u64, mid: u64, offloaded: f64) -> Vec<OpReport> {
         let mut ops: Vec<OpReport> = Vec::new();
+        let (mut passes, mut streamed) = (0.0, 0.0);
         self.prefill_chunks(batch, prompt, |step, w| {
+            passes += w;
+            streamed +=
+                w * self.streamed_bytes(offloaded, step.batch.saturating_mul(step.new_tokens));
             // the passes have the same ops in the same order (the last adds the lm_head)
             let mut at = 0;
             for op in self.part_graph(Part::Decode, step).ops() {
@@ -175,6 +180,7 @@ impl Predictor<'_> {
                 }
             }
         });
+        ops.extend(self.offload_report(Phase::Prefill, passes, streamed));
         let (parts, n) = self.decode_parts();
         for &(part, _) in &parts[..n] {
             let phase = if part == Part::Draft {
@@ -185,8 +191,31 @@ impl Predictor<'_> {
             for op in self.part_graph(part, &Step::decode(batch, mid)).ops() {
                 ops.push(self.op_report(op, phase));
             }
+            if part != Part::Draft {
+                // as the pass's time counts it (Predictor::finish_part)
+                let bytes = self.streamed_bytes(offloaded, batch);
+                ops.extend(self.offload_report(phase, 1.0, bytes));
+            }
         }
         ops
+    }
+
+    /// The `host_offload` row of `passes` passes streaming `bytes` in all.
+    fn offload_report(&self, phase: Phase, passes: f64, bytes: f64) -> Option<OpReport> {
+        (bytes > 0.0 && self.host_bw > 0.0).then(|| OpReport {
+            kind: OpKind::HostOffload,
+            phase,
+            count: passes,
+            flops: 0.0,
+            bytes: 0.0,
+            link_bytes: bytes,
+            arithmetic_intensity: 0.0,
+            attainable_flops_per_s: 0.0,
+            time_s: bytes / (self.host_bw * self.eff.link),
+            roofline_time_s: bytes / self.host_bw,
+            bound: Bound::Communication,
+            unit: Unit::Vector,
+        })
     }
 
     /// One op placed, as a row of `ops`.

@@ -95,6 +95,9 @@ crate::named_enum! {
         FinalNorm = "final_norm",
         /// Output projection to the vocabulary.
         LmHead = "lm_head",
+        /// Offload (`--offload cpu`): the weights a pass streams from host memory over
+        /// the host link (a row of the op table, not a graph op).
+        HostOffload = "host_offload",
     }
 }
 
