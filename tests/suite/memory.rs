@@ -187,3 +187,50 @@ fn offload_streams_the_experts_a_pass_uses() {
     let t = decode["time_s"].as_f64().unwrap();
     assert!(t < step && t > 0.5 * step, "{t} of {step}");
 }
+
+#[test]
+fn the_simulator_s_cache_line_is_memory_s() {
+    // The serving simulator's KV pool reads one sequence's bytes from the memory
+    // model's own line (Predictor::sequence_cache): Gemma 3's sliding-window layers
+    // cap at their window, its global layers grow with the context; equal to the
+    // footprint's KV bytes of one sequence at every context. A pipeline has no one line.
+    use ridgeline::memory::{CacheBytes, Parallel};
+    use ridgeline::predict::Predictor;
+    let models = ModelDb::builtin().unwrap();
+    let db = HardwareDb::builtin().unwrap();
+    let e = EngineDb::builtin().unwrap().get("typical").unwrap();
+    let m = models.resolve("gemma-3-4b").unwrap();
+    let p = Predictor::new(&m, db.get("l4").unwrap(), e, &Scenario::default()).unwrap();
+    let line = p.sequence_cache().expect("one device: one line");
+    for l in [1u64, 1000, 1023, 1024, 1025, 5000, 70_000] {
+        assert_eq!(
+            line.at(l as f64),
+            p.memory(1, l, 0).0.kv_cache_bytes,
+            "context {l}"
+        );
+    }
+    let pp = Scenario {
+        gpus: 2,
+        parallel: Parallel::Pp,
+        ..Scenario::default()
+    };
+    let q = Predictor::new(&m, db.get("l4").unwrap(), e, &pp).unwrap();
+    assert!(q.sequence_cache().is_none());
+    // a draft's cache adds to the model's: per token 10 + 1, windows merged by size
+    let a = CacheBytes {
+        per_token: 10.0,
+        windows: [(1024, 3.0), (0, 0.0), (0, 0.0), (0, 0.0)],
+        n_windows: 1,
+        per_sequence: 100.0,
+    };
+    let b = CacheBytes {
+        per_token: 1.0,
+        windows: [(1024, 2.0), (512, 4.0), (0, 0.0), (0, 0.0)],
+        n_windows: 2,
+        per_sequence: 0.0,
+    };
+    let c = a.plus(&b).unwrap();
+    // at 2000 tokens: 11 * 2000 + 5 * 1024 + 4 * 512 + 100 = 29268
+    assert_eq!(c.at(2000.0), 29_268.0);
+    assert_eq!(c.at(2000.0), a.at(2000.0) + b.at(2000.0));
+}

@@ -195,6 +195,16 @@ impl MemoryModel {
             .fold(0.0, f64::max)
     }
 
+    /// One sequence's cache bytes as a function of its context (the model's and a
+    /// draft's), where one line gives them: a device holding every layer. A pipeline's
+    /// stages are weighed against each other at each footprint ([`MemoryModel::at`]),
+    /// so no one line answers for them (`None`).
+    pub fn sequence_cache(&self) -> Option<CacheBytes> {
+        (self.n_stages == 1)
+            .then(|| self.stages[0].cache.plus(&self.extra.1))
+            .flatten()
+    }
+
     /// Footprint for `batch` sequences with `prompt` prompt tokens and `gen` generated,
     /// on the most loaded device (under expert parallelism a device holds its group's
     /// `ceil(batch / ep)` sequences).

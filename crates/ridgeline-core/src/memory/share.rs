@@ -221,6 +221,28 @@ impl CacheBytes {
         self.per_token * context + windowed + self.per_sequence
     }
 
+    /// The cache of a sequence holding both `self` and `other` (a model's and its
+    /// draft's), or `None` when their windows together are more than four.
+    pub fn plus(&self, other: &CacheBytes) -> Option<CacheBytes> {
+        let mut c = CacheBytes {
+            per_token: self.per_token + other.per_token,
+            per_sequence: self.per_sequence + other.per_sequence,
+            ..*self
+        };
+        for &(w, b) in &other.windows[..other.n_windows] {
+            let n = c.n_windows;
+            match c.windows[..n].iter().position(|&(v, _)| v == w) {
+                Some(i) => c.windows[i].1 += b,
+                None if n < c.windows.len() => {
+                    c.windows[n] = (w, b);
+                    c.n_windows += 1;
+                }
+                None => return None,
+            }
+        }
+        Some(c)
+    }
+
     /// Bytes per token while the context is below every window.
     pub fn per_token_below_windows(&self) -> f64 {
         self.per_token

@@ -608,6 +608,12 @@ impl<'a> Predictor<'a> {
         self.memory.kv_bytes_per_token()
     }
 
+    /// One sequence's cache bytes as a function of its context, where one line gives
+    /// them ([`MemoryModel::sequence_cache`]).
+    pub fn sequence_cache(&self) -> Option<crate::memory::CacheBytes> {
+        self.memory.sequence_cache()
+    }
+
     /// The core numbers without per-op detail (no heap allocation).
     pub fn summary(&self, batch: u64, prompt: u64, gen_tokens: u64) -> Summary {
         let (memory, offloaded) = self.memory(batch, prompt, gen_tokens);

@@ -14,6 +14,7 @@
 //! but the sequence still holds their blocks (no sharing between sequences is assumed).
 
 use crate::error::{Error, Result};
+use crate::memory::CacheBytes;
 use crate::predict::{IterationCost, PassResult, Predictor};
 use std::collections::VecDeque;
 
@@ -28,9 +29,6 @@ pub struct Limits {
     pub block_tokens: u64,
 }
 
-/// Per-sequence cache bytes as `a + Σ c_k min(L, w_k) + s L`: `(a, [(w_k, c_k)], s)`.
-type KvLine = (f64, Vec<(u64, f64)>, f64);
-
 /// The KV cache of one device: its size, and a sequence's bytes at a context.
 #[derive(Debug, Clone)]
 pub struct KvPool {
@@ -38,9 +36,10 @@ pub struct KvPool {
     pub pool_bytes: f64,
     /// Bytes of one block of every layer (`block_tokens` tokens below every window).
     pub block_bytes: f64,
-    /// Per-sequence bytes as `a + Σ c_k min(L, w_k) + s L` (`None`: not of that form;
-    /// the memory model answers each time).
-    line: Option<KvLine>,
+    /// Per-sequence bytes by context: the memory model's line
+    /// ([`Predictor::sequence_cache`]; `None`: a pipeline, the memory model answers
+    /// each time).
+    line: Option<CacheBytes>,
 }
 
 impl KvPool {
@@ -66,51 +65,11 @@ impl KvPool {
                 ),
             ));
         }
-        let mut pool = KvPool {
+        Ok(KvPool {
             pool_bytes,
             block_bytes,
-            line: None,
-        };
-        pool.line = Self::fit(p);
-        Ok(pool)
-    }
-
-    /// The cache bytes of one sequence as a function of its context, measured on the
-    /// memory model between the windows and checked at other contexts.
-    fn fit(p: &Predictor<'_>) -> Option<KvLine> {
-        let kv = |l: u64| p.memory(1, l, 0).0.kv_cache_bytes;
-        let windows = p.windows().to_vec();
-        let mut ends = vec![1u64];
-        ends.extend(&windows);
-        ends.push(ends.last().copied().unwrap_or(1) + (1 << 20));
-        let slopes: Vec<f64> = ends
-            .windows(2)
-            .map(|e| (kv(e[1]) - kv(e[0])) / (e[1] - e[0]) as f64)
-            .collect();
-        let a = kv(1) - slopes[0];
-        let coef: Vec<(u64, f64)> = windows
-            .iter()
-            .enumerate()
-            .map(|(k, &w)| (w, slopes[k] - slopes[k + 1]))
-            .collect();
-        let line = (a, coef, *slopes.last()?);
-        let at = |l: u64| Self::eval(&line, l);
-        let ok = [0u64, 2, 3, 1000, 70_001, 3 << 21]
-            .into_iter()
-            .chain(windows.iter().flat_map(|&w| [w - 1, w + 1, 3 * w]))
-            .all(|l| (at(l) - kv(l)).abs() <= 1e-9 * kv(l).abs().max(1.0));
-        ok.then_some(line)
-    }
-
-    fn eval(line: &KvLine, l: u64) -> f64 {
-        let x = l as f64;
-        line.0
-            + line
-                .1
-                .iter()
-                .map(|&(w, c)| c * x.min(w as f64))
-                .sum::<f64>()
-            + line.2 * x
+            line: p.sequence_cache(),
+        })
     }
 
     /// Bytes one sequence of `tokens` tokens holds, its context rounded up to whole
@@ -118,7 +77,7 @@ impl KvPool {
     pub fn bytes(&self, p: &Predictor<'_>, tokens: u64, block_tokens: u64) -> f64 {
         let l = tokens.div_ceil(block_tokens).saturating_mul(block_tokens);
         match &self.line {
-            Some(line) => Self::eval(line, l),
+            Some(line) => line.at(l as f64),
             None => p.memory(1, l, 0).0.kv_cache_bytes,
         }
     }
