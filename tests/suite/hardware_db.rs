@@ -4,7 +4,7 @@
 use ridgeline::dtype::ComputeDtype;
 use ridgeline::hardware::HardwareDb;
 
-const CONTRACT_IDS: [&str; 48] = [
+const CONTRACT_IDS: [&str; 49] = [
     "a100-40gb-sxm",
     "a100-80gb-sxm",
     "a100-80gb-pcie",
@@ -12,6 +12,7 @@ const CONTRACT_IDS: [&str; 48] = [
     "h100-pcie",
     "h100-nvl",
     "h200-sxm",
+    "h800-sxm",
     "b200",
     "gb200",
     "l40s",
