@@ -18,6 +18,7 @@ mod fuzz_corpus;
 mod golden;
 mod hardware_db;
 mod headline;
+mod hostile_bar;
 mod hostile_inputs;
 mod html_report;
 mod intervals;

@@ -476,6 +476,10 @@ fn plan_keys_are_documented_both_ways() {
         json(
             "plan --model llama-3-8b --gpu l4 --gpus 1 --weights fp8 --kv fp8 --rate 10 --p99-ttft-ms 2000 --p99-tpot-ms 100 --requests 100 --json",
         ),
+        // a rate a layout cannot serve: listed with its reason
+        json(
+            "plan --model llama-3-8b --gpu rtx-4080 --gpus 1 --weights bf16 --kv fp8 --rate 10 --p99-ttft-ms 2000 --p99-tpot-ms 100 --requests 30 --json",
+        ),
     ];
     assert!(plans[0]["best"].is_object() && plans[1]["best"].is_null());
     let mut problems = Vec::new();

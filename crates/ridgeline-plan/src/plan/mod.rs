@@ -168,6 +168,26 @@ pub struct Entry {
     pub limited_by: Option<&'static str>,
 }
 
+/// With a rate ([`plan_rate`]): a layout that serves no rate within the targets, and
+/// why (shown beside the plan, never dropped).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Unserved {
+    /// Device id.
+    pub gpu: String,
+    /// Devices in one replica.
+    pub gpus: u64,
+    /// How the devices split the model.
+    pub parallel: Parallel,
+    /// Weight format.
+    pub weights: Format,
+    /// KV-cache format.
+    pub kv: Format,
+    /// Engine id.
+    pub engine: String,
+    /// Why it serves no rate, one sentence.
+    pub reason: String,
+}
+
 crate::named_enum! {
     /// What a plan is held to: memory, one of the [`Targets`], or the search space
     /// itself (nothing binds: nothing cheaper was found).
@@ -257,6 +277,10 @@ pub struct Plan {
     /// Feasible configurations no other beats on cost, tpot and throughput at once,
     /// cheapest first.
     pub pareto: Vec<Entry>,
+    /// With a rate: the layouts that serve no rate within the targets, each with why,
+    /// in the order searched (absent without a rate).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unserved: Option<Vec<Unserved>>,
 }
 
 /// What `best` is chosen by: the cost when some feasible device has a price (or there
@@ -373,5 +397,6 @@ pub fn plan(req: &PlanRequest<'_>) -> Result<Plan> {
         best_by: best_by(priced, best.is_some()),
         binding,
         pareto: search::pareto(&feasible).into_iter().map(entry).collect(),
+        unserved: None,
     })
 }

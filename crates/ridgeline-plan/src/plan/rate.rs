@@ -16,7 +16,9 @@ use super::search::{self, Cand, Layout};
 use super::{Entry, Plan, PlanRequest};
 use crate::error::{Error, Result};
 use crate::predict::Predictor;
-use crate::simulate::{Arrivals, Dist, Run, Serving, Workload, limits, simulate};
+use crate::search::largest_real;
+use crate::simulate::{Arrivals, Dist, Run, Serving, Workload, check_workload, limits, simulate};
+use crate::units::fmt_seconds;
 use rayon::prelude::*;
 use serde::Serialize;
 
@@ -66,17 +68,28 @@ fn limiter(r: &Run, t: &RateTarget) -> &'static str {
     }
 }
 
-/// The highest rate `l` serves within the targets (`None`: not even a vanishing rate).
-fn highest_rate(req: &PlanRequest<'_>, l: &Layout<'_>, t: &RateTarget) -> Option<Found> {
+/// Halvings of the rate from the top before a layout is reported as serving none: the
+/// last rate tried is 2^-20 (about a millionth) of 1.5x its static throughput.
+const HALVINGS: u32 = 20;
+
+/// The highest rate `l` serves within the targets, or why it serves none.
+fn highest_rate(
+    req: &PlanRequest<'_>,
+    l: &Layout<'_>,
+    t: &RateTarget,
+) -> std::result::Result<Found, String> {
     let s = l.scenario(req.flash);
-    let p = Predictor::new(&req.model, l.hw, l.engine, &s).ok()?;
+    let p = Predictor::new(&req.model, l.hw, l.engine, &s).map_err(|e| e.to_string())?;
     let top = p
         .max_batch(req.prompt, req.gen_tokens)
         .min(limits(l.engine).max_num_seqs);
     if top == 0 {
-        return None;
+        return Err("the model and one request do not fit in memory".into());
     }
-    let g = p.predict(top, req.prompt, req.gen_tokens).ok()?.generation;
+    let g = p
+        .predict(top, req.prompt, req.gen_tokens)
+        .map_err(|e| e.to_string())?
+        .generation;
     let hi = 1.5 * g.output_tokens_per_s / req.gen_tokens as f64;
     let run = |rate: f64| {
         let w = Workload {
@@ -88,47 +101,49 @@ fn highest_rate(req: &PlanRequest<'_>, l: &Layout<'_>, t: &RateTarget) -> Option
             },
             seed: t.seed,
         };
-        simulate(&req.model, l.hw, l.engine, &s, &Serving::default(), &w).ok()
+        simulate(&req.model, l.hw, l.engine, &s, &Serving::default(), &w).map_err(|e| e.to_string())
     };
     // a vanishing rate is batch 1 (tests/suite/simulate.rs): checked without simulating
-    let one = p.predict(1, req.prompt, req.gen_tokens).ok()?.generation;
-    if t.p99_ttft_s.is_some_and(|x| one.ttft_s > x) || t.p99_tpot_s.is_some_and(|x| one.tpot_s > x)
-    {
-        return None;
-    }
-    // halve from the top until a rate meets the targets, then bisect
-    let (mut lo, mut hi) = (hi / 2.0, hi);
-    let mut above = None;
-    let mut best = loop {
-        match run(lo) {
-            Some(r) if meets(&r, t) => break r,
-            r => {
-                above = r;
-                hi = lo;
-                lo /= 2.0;
-                if lo < 1e-6 * hi {
-                    return None;
-                }
-            }
+    let one = p
+        .predict(1, req.prompt, req.gen_tokens)
+        .map_err(|e| e.to_string())?
+        .generation;
+    for (name, target, value) in [
+        ("p99 TTFT", t.p99_ttft_s, one.ttft_s),
+        ("p99 TPOT", t.p99_tpot_s, one.tpot_s),
+    ] {
+        if let Some(x) = target.filter(|&x| value > x) {
+            return Err(format!(
+                "one request alone misses the {name} target: {} > {}",
+                fmt_seconds(value),
+                fmt_seconds(x)
+            ));
         }
+    }
+    // halve from the top until a rate meets the targets, then bisect (bounded)
+    let found = largest_real(hi, HALVINGS, PRECISION, |rate| {
+        let r = run(rate);
+        (r.as_ref().is_ok_and(|r| meets(r, t)), r)
+    });
+    let above = found.above;
+    let Some((rate, Ok(best))) = found.best else {
+        return Err(match above {
+            Some(Err(e)) => format!("it cannot be simulated: {e}"),
+            Some(Ok(r)) => format!(
+                "no rate down to {} req/s meets the targets ({})",
+                crate::units::sig3(hi / f64::from(1u32 << HALVINGS)),
+                limiter(&r, t)
+            ),
+            None => "no rate could be tried".into(),
+        });
     };
-    while hi / lo > 1.0 + PRECISION {
-        let mid = (lo * hi).sqrt();
-        match run(mid) {
-            Some(r) if meets(&r, t) => {
-                lo = mid;
-                best = r;
-            }
-            r => {
-                hi = mid;
-                above = r;
-            }
-        }
-    }
     let batch = best.mean_batch.round().max(1.0) as u64;
-    Some(Found {
-        rate: lo,
-        limited_by: above.as_ref().map_or("saturation", |r| limiter(r, t)),
+    Ok(Found {
+        rate,
+        limited_by: above
+            .as_ref()
+            .and_then(|r| r.as_ref().ok())
+            .map_or("saturation", |r| limiter(r, t)),
         total_bytes: p.memory(batch, req.prompt, req.gen_tokens).0.total_bytes,
         run: best,
     })
@@ -144,17 +159,35 @@ pub fn plan_rate(req: &PlanRequest<'_>, target: &RateTarget) -> Result<Plan> {
             "must be a finite number of requests/s > 0",
         ));
     }
+    // the requests are the same for every layout (only the rate varies): refused once,
+    // up front
+    check_workload(&Workload {
+        arrivals: Arrivals::Poisson { rate: 1.0 },
+        requests: target.requests,
+        prompt: Dist::Fixed { tokens: req.prompt },
+        gen_tokens: Dist::Fixed {
+            tokens: req.gen_tokens,
+        },
+        seed: target.seed,
+    })?;
     let (layouts, impossible) = search::layouts(req);
-    let found: Vec<Option<Found>> = layouts
+    let found: Vec<std::result::Result<Found, String>> = layouts
         .par_iter()
         .map(|l| highest_rate(req, l, target))
         .collect();
     let gen_tokens = req.gen_tokens as f64;
     let mut cands = Vec::new();
     let mut extra = Vec::new();
-    for (i, f) in found.iter().enumerate() {
-        let Some(f) = f else { continue };
+    let mut unserved = Vec::new();
+    for (i, f) in found.into_iter().enumerate() {
         let l = &layouts[i];
+        let f = match f {
+            Ok(f) => f,
+            Err(why) => {
+                unserved.push(l.unserved(&req.model, why));
+                continue;
+            }
+        };
         let replicas = (target.rate_per_s / f.rate).ceil().max(1.0) as u64;
         let per_hour =
             l.hw.price
@@ -210,5 +243,6 @@ pub fn plan_rate(req: &PlanRequest<'_>, target: &RateTarget) -> Result<Plan> {
         best_by: super::best_by(priced, best.is_some()),
         binding: Vec::new(),
         pareto: search::pareto(&feasible).into_iter().map(entry).collect(),
+        unserved: Some(unserved),
     })
 }

@@ -106,6 +106,20 @@ impl Layout<'_> {
         }
     }
 
+    /// This layout, serving no rate for `reason`.
+    pub fn unserved(&self, model: &ModelConfig, reason: String) -> super::Unserved {
+        let prec = resolve_formats(model, self.weights, self.kv);
+        super::Unserved {
+            gpu: self.hw.id.clone(),
+            gpus: self.gpus,
+            parallel: self.parallel,
+            weights: prec.weights,
+            kv: prec.kv,
+            engine: self.engine.id.clone(),
+            reason,
+        }
+    }
+
     /// The report entry of `c` in this layout.
     pub fn entry(&self, c: &Cand, model: &ModelConfig, prompt: u64, gen_tokens: u64) -> Entry {
         let cfg = self.config(c, model);

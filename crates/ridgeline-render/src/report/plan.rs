@@ -1,7 +1,7 @@
 //! Human-readable text of a capacity plan (`ridgeline plan`).
 
 pub use crate::plan::target_flag;
-use crate::plan::{Entry, Plan};
+use crate::plan::{Entry, Plan, Unserved};
 use crate::units::fmt_seconds;
 
 /// How many Pareto entries the text shows (`--json` has them all).
@@ -31,6 +31,7 @@ fn usd_m(e: &Entry) -> String {
 
 /// `plan --rate`: the cheapest fleet for the rate, then the Pareto front per replica.
 fn render_rate(p: &Plan, t: &crate::plan::RateTarget) -> String {
+    let unserved = p.unserved.as_deref().unwrap_or_default();
     let mut targets = vec![format!("{} req/s", crate::units::sig3(t.rate_per_s))];
     if let Some(x) = t.p99_ttft_s {
         targets.push(format!("p99 TTFT <= {}", fmt_seconds(x)));
@@ -39,7 +40,7 @@ fn render_rate(p: &Plan, t: &crate::plan::RateTarget) -> String {
         targets.push(format!("p99 TPOT <= {}", fmt_seconds(x)));
     }
     let mut s = format!(
-        "Plan for {} at {}: prompt {}, gen {} tokens per request (simulated: {} requests per rate tried, seed {})\nEvaluated {} layouts, {} serve a rate within the targets\n\n",
+        "Plan for {} at {}: prompt {}, gen {} tokens per request (simulated: {} requests per rate tried, seed {})\nEvaluated {} layouts, {} serve a rate within the targets{}\n\n",
         p.model,
         targets.join(", "),
         p.prompt,
@@ -47,7 +48,11 @@ fn render_rate(p: &Plan, t: &crate::plan::RateTarget) -> String {
         t.requests,
         t.seed,
         p.evaluated,
-        p.feasible
+        p.feasible,
+        match unserved.len() {
+            0 => String::new(),
+            n => format!(", {n} serve none (listed last)"),
+        }
     );
     let line = |e: &Entry| {
         format!(
@@ -82,7 +87,41 @@ fn render_rate(p: &Plan, t: &crate::plan::RateTarget) -> String {
             s.push_str(&format!("  ${:>8}  {}\n", usd_m(e), line(e)));
         }
     }
+    if !unserved.is_empty() {
+        s.push_str(&format!(
+            "\nServe no rate within the targets: {} layout{}\n",
+            unserved.len(),
+            if unserved.len() == 1 { "" } else { "s" }
+        ));
+        for u in unserved.iter().take(PARETO_SHOWN) {
+            s.push_str(&format!("  {}\n", unserved_line(u)));
+        }
+        if unserved.len() > PARETO_SHOWN {
+            s.push_str(&format!(
+                "  ... {} more (--json lists them all)\n",
+                unserved.len() - PARETO_SHOWN
+            ));
+        }
+    }
     s
+}
+
+/// One layout that serves no rate, and why.
+fn unserved_line(u: &Unserved) -> String {
+    format!(
+        "{} x {}{}, weights {}, kv {}, engine {}: {}",
+        u.gpus,
+        u.gpu,
+        if u.gpus > 1 {
+            format!(" ({})", u.parallel)
+        } else {
+            String::new()
+        },
+        u.weights,
+        u.kv,
+        u.engine,
+        u.reason
+    )
 }
 
 /// The default `ridgeline plan` output: the winner and why, then the Pareto front.

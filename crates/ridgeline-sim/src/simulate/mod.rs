@@ -69,6 +69,15 @@ pub const MAX_ITERATIONS: u64 = 1_000_000_000;
 /// Most tokens a workload may ask for in all (requests x mean prompt + gen, 10^11).
 pub const MAX_TOTAL_TOKENS: f64 = 1e11;
 
+/// The token budget of one iteration where the engine profile states none
+/// (`max_batched_tokens` absent, as in `ideal`, `gpt-fast` and `hf`, engines without
+/// chunked prefill) and `--max-batched-tokens` is not given: 8192 tokens, vLLM's
+/// default `max_num_batched_tokens` with chunked prefill and the `typical` profile's.
+/// Without a budget the simulator would size the activation workspace for a whole
+/// iteration of unbounded tokens and leave no room for the KV cache. `predict` keeps
+/// such engines unchunked; only the simulator's scheduler needs a budget.
+pub const DEFAULT_MAX_BATCHED_TOKENS: u64 = 8192;
+
 /// A prefill pool and a decode pool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Disagg {
@@ -161,7 +170,8 @@ impl Serving {
         Ok(())
     }
 
-    /// `engine` with the overrides applied.
+    /// `engine` with the overrides applied, and [`DEFAULT_MAX_BATCHED_TOKENS`] where
+    /// neither the engine nor the overrides set a token budget.
     pub fn engine(&self, engine: &Engine) -> Engine {
         let mut e = engine.clone();
         if let Some(n) = self.max_num_seqs {
@@ -170,6 +180,7 @@ impl Serving {
         if let Some(n) = self.max_batched_tokens {
             e.scheduler.max_batched_tokens = Some(n);
         }
+        e.max_batched_tokens = e.max_batched_tokens.or(Some(DEFAULT_MAX_BATCHED_TOKENS));
         e
     }
 }
@@ -251,7 +262,8 @@ pub struct RunConfig {
     pub engine: String,
     /// `max_num_seqs` in force (null: none).
     pub max_num_seqs: Option<u64>,
-    /// `max_batched_tokens` in force (null: none).
+    /// `max_batched_tokens` in force (the engine's, `--max-batched-tokens`, or
+    /// [`DEFAULT_MAX_BATCHED_TOKENS`]).
     pub max_batched_tokens: Option<u64>,
     /// Tokens per KV block.
     pub kv_block_tokens: u64,
@@ -403,6 +415,13 @@ fn config(
         disagg: serving.disagg,
         seed: workload.seed,
     }
+}
+
+/// Checks a workload as [`simulate`] does before it runs (ranges, and the total work
+/// within [`MAX_TOTAL_TOKENS`]); errors name the field.
+pub fn check_workload(w: &Workload) -> Result<()> {
+    w.validate()?;
+    check_work(w)
 }
 
 /// Refuses workloads whose total work would run for hours: requests x mean lengths

@@ -1,0 +1,237 @@
+//! Issue 32's hostile cases: bounded work (no hang), no silent nonsense at the edges,
+//! one-line messages that name the flag, outputs written all or nothing. Each case
+//! asserts exit 2 with the flag in the one line on stderr, or the correct answer.
+
+use crate::support::cli::ridgeline;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// Generous bound on one run: a hang fails the test instead of stalling the suite.
+const HANG_LIMIT: Duration = Duration::from_secs(120);
+
+/// Runs `cmd`, killing it and failing the test if it outlives [`HANG_LIMIT`].
+fn bounded(cmd: &mut Command) -> Output {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("binary runs");
+    // drain the pipes on threads so that a chatty child cannot block on them
+    let mut so = child.stdout.take().expect("stdout");
+    let mut se = child.stderr.take().expect("stderr");
+    let out_t = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        std::io::Read::read_to_end(&mut so, &mut v).ok();
+        v
+    });
+    let err_t = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        std::io::Read::read_to_end(&mut se, &mut v).ok();
+        v
+    });
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        if start.elapsed() > HANG_LIMIT {
+            child.kill().ok();
+            child.wait().ok();
+            panic!("{cmd:?} ran past {HANG_LIMIT:?}: a hang");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Output {
+        status,
+        stdout: out_t.join().expect("stdout thread"),
+        stderr: err_t.join().expect("stderr thread"),
+    }
+}
+
+/// Runs the binary with `args`, bounded.
+fn run(args: &[&str]) -> Output {
+    bounded(ridgeline().args(args))
+}
+
+/// Asserts a run exits 2 with one line on stderr that contains every one of `names`;
+/// returns that line.
+fn refused(args: &[&str], names: &[&str]) -> String {
+    let out = run(args);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    let line = err.trim_end();
+    assert_eq!(line.lines().count(), 1, "{args:?}: not one line: {err}");
+    for n in names {
+        assert!(line.contains(n), "{args:?}: '{line}' does not name {n}");
+    }
+    line.to_string()
+}
+
+/// The JSON document of a successful bounded run.
+fn json(args: &[&str]) -> serde_json::Value {
+    let out = run(args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("stdout is JSON")
+}
+
+// ---- 1. bounded work -------------------------------------------------------------
+
+#[test]
+fn plan_rate_marks_devices_that_leave_no_kv_cache_and_finishes() {
+    // rtx-4080 and v100-pcie-16gb leave llama-3-8b (bf16) no KV cache: this hung
+    let v = json(&[
+        "plan",
+        "--model",
+        "llama-3-8b",
+        "--gpu",
+        "rtx-4080,v100-pcie-16gb",
+        "--gpus",
+        "1",
+        "--weights",
+        "bf16",
+        "--kv",
+        "bf16,fp8",
+        "--rate",
+        "10",
+        "--p99-ttft-ms",
+        "1000",
+        "--p99-tpot-ms",
+        "50",
+        "--requests",
+        "30",
+        "--json",
+    ]);
+    let unserved = v["unserved"].as_array().expect("unserved listed");
+    assert_eq!(
+        unserved.len() as u64,
+        v["evaluated"].as_u64().unwrap() - v["feasible"].as_u64().unwrap()
+    );
+    assert!(!unserved.is_empty());
+    for u in unserved {
+        let why = u["reason"].as_str().unwrap();
+        assert!(!why.is_empty(), "{u}");
+        assert!(
+            why.contains("KV cache") || why.contains("do not fit") || why.contains("misses"),
+            "{why}"
+        );
+    }
+    assert!(v["best"].is_null());
+}
+
+#[test]
+fn plan_rate_text_lists_the_layouts_that_serve_no_rate() {
+    let out = run(&[
+        "plan",
+        "--model",
+        "llama-3-8b",
+        "--gpu",
+        "rtx-4080",
+        "--gpus",
+        "1",
+        "--weights",
+        "bf16",
+        "--kv",
+        "fp8",
+        "--rate",
+        "10",
+        "--p99-ttft-ms",
+        "1000",
+        "--p99-tpot-ms",
+        "50",
+        "--requests",
+        "30",
+    ]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("Serve no rate within the targets: 1 layout"),
+        "{text}"
+    );
+    assert!(
+        text.contains("rtx-4080") && text.contains("KV cache"),
+        "{text}"
+    );
+}
+
+#[test]
+fn plan_rate_with_engines_without_a_token_budget_finishes() {
+    let v = json(&[
+        "plan",
+        "--model",
+        "qwen3-0.6b",
+        "--gpu",
+        "h100",
+        "--gpus",
+        "1",
+        "--weights",
+        "bf16",
+        "--kv",
+        "bf16",
+        "--engine",
+        "hf,ideal,gpt-fast",
+        "--rate",
+        "10",
+        "--p99-ttft-ms",
+        "1000",
+        "--p99-tpot-ms",
+        "50",
+        "--requests",
+        "30",
+        "--json",
+    ]);
+    assert_eq!(v["evaluated"], 3);
+    assert_eq!(v["feasible"], 3, "{}", v["unserved"]);
+    assert!(v["best"]["rate_per_replica"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn plan_rate_over_the_token_cap_names_requests() {
+    refused(
+        &[
+            "plan",
+            "--model",
+            "llama-3-8b",
+            "--gpu",
+            "h100",
+            "--gpus",
+            "8",
+            "--rate",
+            "1",
+            "--requests",
+            "100000",
+            "--prompt",
+            "1000000",
+        ],
+        &["--requests"],
+    );
+}
+
+#[test]
+fn every_bundled_engine_simulates() {
+    for engine in ["hf", "ideal", "gpt-fast"] {
+        let v = json(&[
+            "simulate",
+            "--model",
+            "qwen3-0.6b",
+            "--gpu",
+            "h100",
+            "--engine",
+            engine,
+            "--rate",
+            "2",
+            "--requests",
+            "20",
+            "--prompt",
+            "256",
+            "--gen",
+            "16",
+            "--json",
+        ]);
+        assert_eq!(v["completed"], 20, "{engine}");
+        assert_eq!(v["config"]["max_batched_tokens"], 8192, "{engine}");
+    }
+}
