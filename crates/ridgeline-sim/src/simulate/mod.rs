@@ -180,7 +180,10 @@ impl Serving {
         if let Some(n) = self.max_batched_tokens {
             e.scheduler.max_batched_tokens = Some(n);
         }
-        e.max_batched_tokens = e.max_batched_tokens.or(Some(DEFAULT_MAX_BATCHED_TOKENS));
+        e.scheduler.max_batched_tokens = e
+            .scheduler
+            .max_batched_tokens
+            .or(Some(DEFAULT_MAX_BATCHED_TOKENS));
         e
     }
 }
