@@ -164,8 +164,8 @@ impl MemoryModel {
             act_per_token,
             scores_per_seq_sq: scores,
             overhead_bytes: engine.overhead_bytes
-                + engine.reserve_fraction * hw.memory.capacity_bytes,
-            capacity_bytes: hw.memory.capacity_bytes,
+                + engine.reserve_fraction * hw.memory.usable_bytes(),
+            capacity_bytes: hw.memory.usable_bytes(),
             chunk_tokens: engine
                 .max_batched_tokens
                 .map_or(f64::INFINITY, |t| t as f64),
