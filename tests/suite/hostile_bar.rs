@@ -321,3 +321,126 @@ fn ecc_cards_leave_a_sixteenth_of_their_memory_to_ecc() {
     let hw = json(&["hardware", "show", "h100", "--json"]);
     assert!(hw["memory"].get("ecc_reserved_fraction").is_none());
 }
+
+// ---- 3. messages that name the field ---------------------------------------------
+
+#[test]
+fn unknown_names_name_their_flag() {
+    let line = refused(
+        &["predict", "--model", "llama-3-8b", "--gpu", "h1000"],
+        &["--gpu", "h1000"],
+    );
+    assert!(line.contains("did you mean h100-sxm"), "{line}");
+    refused(
+        &["predict", "--model", "llama-3-8bx", "--gpu", "h100"],
+        &["--model", "llama-3-8b"],
+    );
+    refused(
+        &[
+            "predict",
+            "--model",
+            "llama-3-8b",
+            "--gpu",
+            "h100",
+            "--engine",
+            "vlm",
+        ],
+        &["--engine", "vllm"],
+    );
+}
+
+#[test]
+fn malformed_counts_say_what_the_flag_expects() {
+    for bad in ["-1", "8.5"] {
+        let line = refused(
+            &[
+                "predict",
+                "--model",
+                "llama-3-8b",
+                "--gpu",
+                "h100",
+                "--batch",
+                bad,
+            ],
+            &["--batch", "whole number"],
+        );
+        assert!(!line.contains("invalid digit"), "{line}");
+    }
+    refused(
+        &[
+            "simulate",
+            "--model",
+            "llama-3-8b",
+            "--gpu",
+            "h100",
+            "--rate",
+            "1",
+            "--seed",
+            "-1",
+        ],
+        &["--seed", "whole number"],
+    );
+    refused(
+        &[
+            "plan",
+            "--model",
+            "llama-3-8b",
+            "--gpu",
+            "h100",
+            "--rate",
+            "1",
+            "--seed",
+            "-1",
+        ],
+        &["--seed", "whole number"],
+    );
+}
+
+#[test]
+fn a_huge_number_is_not_echoed_whole() {
+    let huge = format!("1{}", "0".repeat(308));
+    let line = refused(
+        &[
+            "predict",
+            "--model",
+            "llama-3-8b",
+            "--gpu",
+            "h100",
+            "--batch",
+            &huge,
+        ],
+        &["--batch", "…"],
+    );
+    assert!(line.chars().count() < 200, "{line}");
+}
+
+#[test]
+fn prose_uses_words_not_keys() {
+    let out = run(&[
+        "plan",
+        "--model",
+        "llama-3-8b",
+        "--gpu",
+        "l4",
+        "--gpus",
+        "1",
+        "--weights",
+        "fp8",
+        "--kv",
+        "fp8",
+        "--rate",
+        "1",
+        "--p99-ttft-ms",
+        "2000",
+        "--p99-tpot-ms",
+        "100",
+        "--requests",
+        "30",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Evaluated 1 layout,"), "{text}");
+    assert!(
+        !text.contains("held by p99_") && !text.contains(" 1 devices"),
+        "{text}"
+    );
+}
