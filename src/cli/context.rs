@@ -109,7 +109,17 @@ impl Ctx {
 
     /// The `--draft` model, if named.
     pub(super) fn draft_model(&self, d: &DecodingArgs) -> Result<Option<ModelConfig>> {
-        d.draft.as_deref().map(|n| self.model(n)).transpose()
+        d.draft
+            .as_deref()
+            .map(|n| {
+                self.model(n).map_err(|e| match e {
+                    e @ crate::Error::UnknownName { .. } => {
+                        crate::Error::invalid("draft", e.to_string())
+                    }
+                    e => e,
+                })
+            })
+            .transpose()
     }
 }
 

@@ -469,7 +469,7 @@ pub struct SweepArgs {
     #[arg(long, requires = "rate", allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=crate::simulate::MAX_REQUESTS))]
     pub requests: Option<u64>,
     /// With --rate: seed of the arrivals (the same seed gives the same rows).
-    #[arg(long, requires = "rate")]
+    #[arg(long, requires = "rate", allow_negative_numbers = true)]
     pub seed: Option<u64>,
 }
 

@@ -176,6 +176,8 @@ fn context(cli: &Cli, opts: &RunOptions) -> Result<Ctx> {
 
 /// clap's multi-line message as one line: its lines up to the usage, joined by "; ".
 fn one_line(message: &str) -> String {
+    let message = plain_parse_errors(message);
+    let message = shorten_quoted(&message, ECHO_CHARS);
     let mut out = String::new();
     let lines = message
         .lines()
@@ -188,6 +190,49 @@ fn one_line(message: &str) -> String {
         }
         out.push_str(l);
     }
+    out
+}
+
+/// Most characters of a value a message echoes back (the rest becomes "…").
+const ECHO_CHARS: usize = 40;
+
+/// The messages of Rust's integer parser in words a person reads: what the flag expects.
+fn plain_parse_errors(message: &str) -> String {
+    message
+        .replace(
+            "invalid digit found in string",
+            "expected a whole number, digits only (no sign, no decimal point)",
+        )
+        .replace(
+            "number too large to fit in target type",
+            "expected a whole number, this one is too large",
+        )
+        .replace(
+            "cannot parse integer from empty string",
+            "expected a whole number",
+        )
+}
+
+/// `message` with every '...'-quoted value longer than `max` characters cut to `max`
+/// and "…" (a 309-digit number is not echoed whole).
+fn shorten_quoted(message: &str, max: usize) -> String {
+    let mut out = String::with_capacity(message.len().min(4096));
+    let mut rest = message;
+    while let Some(open) = rest.find('\'') {
+        out.push_str(&rest[..=open]);
+        rest = &rest[open + 1..];
+        let Some(close) = rest.find('\'') else { break };
+        let quoted = &rest[..close];
+        if quoted.chars().count() > max {
+            out.extend(quoted.chars().take(max));
+            out.push('…');
+        } else {
+            out.push_str(quoted);
+        }
+        out.push('\'');
+        rest = &rest[close + 1..];
+    }
+    out.push_str(rest);
     out
 }
 

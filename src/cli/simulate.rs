@@ -62,7 +62,7 @@ pub struct SimulateArgs {
     #[arg(long = "gen", allow_negative_numbers = true, conflicts_with = "trace")]
     pub gen_tokens: Option<String>,
     /// Seed of the arrivals and lengths (the same seed gives the same output).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
     pub seed: u64,
     /// Replaces the engine's max_num_seqs (sequences per iteration).
     #[arg(long = "max-num-seqs", allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=crate::engine::MAX_SCHEDULER_COUNT))]
@@ -161,7 +161,12 @@ pub struct PlanRateArgs {
     #[arg(long, default_value_t = 300, allow_negative_numbers = true, requires = "rate", value_parser = clap::value_parser!(u64).range(20..=100_000))]
     pub requests: u64,
     /// With --rate: seed of the simulated requests.
-    #[arg(long, default_value_t = 0, requires = "rate")]
+    #[arg(
+        long,
+        default_value_t = 0,
+        requires = "rate",
+        allow_negative_numbers = true
+    )]
     pub seed: u64,
 }
 

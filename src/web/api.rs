@@ -285,11 +285,9 @@ fn check_value(command: &str, name: &str, value: &str, posted: Option<&ModelConf
                     || posted.is_some_and(|m| m.id.eq_ignore_ascii_case(n));
                 if !known {
                     let ids = db.models().iter().map(|m| m.id.as_str());
-                    return Err(Error::unknown(
-                        "model id",
-                        n,
-                        ids.chain(posted.map(|m| m.id.as_str())),
-                    ));
+                    let e = Error::unknown("model id", n, ids.chain(posted.map(|m| m.id.as_str())));
+                    // named by the parameter that gave it (`model` or `draft`)
+                    return Err(Error::invalid(name, e.to_string()));
                 }
             }
             Ok(())

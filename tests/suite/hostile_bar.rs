@@ -235,3 +235,212 @@ fn every_bundled_engine_simulates() {
         assert_eq!(v["config"]["max_batched_tokens"], 8192, "{engine}");
     }
 }
+
+// ---- 2. no silent nonsense at the edges ------------------------------------------
+
+#[test]
+fn a_vanishing_rate_is_refused_naming_rate() {
+    refused(
+        &[
+            "simulate",
+            "--model",
+            "qwen3-0.6b",
+            "--gpu",
+            "h100",
+            "--rate",
+            "1e-12",
+            "--requests",
+            "10",
+        ],
+        &["--rate"],
+    );
+}
+
+#[test]
+fn the_lowest_rate_allowed_keeps_latencies_exact() {
+    // 10 requests at 1e-7 req/s: 1e8 s of arrivals, each request alone
+    let shape = [
+        "--model",
+        "qwen3-0.6b",
+        "--gpu",
+        "h100",
+        "--prompt",
+        "512",
+        "--gen",
+        "128",
+    ];
+    let sim = json(
+        &[
+            &["simulate"][..],
+            &shape,
+            &["--rate", "1e-7", "--requests", "10", "--json"],
+        ]
+        .concat(),
+    );
+    let one = json(&[&["predict"][..], &shape, &["--json"]].concat());
+    let alone = one["generation"]["total_s"].as_f64().unwrap();
+    for k in ["mean", "p50", "p99"] {
+        let e2e = sim["e2e_s"][k].as_f64().unwrap();
+        assert!((e2e / alone - 1.0).abs() < 0.01, "{k}: {e2e} vs {alone}");
+    }
+}
+
+#[test]
+fn zero_devices_per_node_names_the_field_and_file() {
+    let dir = std::env::temp_dir().join(format!("ridgeline-bar-dpn-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/data/hardware/h100-sxm.toml"
+    ))
+    .unwrap()
+    .replace(
+        "id = \"h100-sxm\"",
+        "id = \"h100-zero\"\ndevices_per_node = 0",
+    );
+    let path = dir.join("zero.toml");
+    std::fs::write(&path, text).unwrap();
+    refused(
+        &["--hardware-file", path.to_str().unwrap(), "hardware"],
+        &["devices_per_node", "zero.toml"],
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn ecc_cards_leave_a_sixteenth_of_their_memory_to_ecc() {
+    for gpu in ["l4", "l40s", "a10", "a10g", "t4"] {
+        let hw = json(&["hardware", "show", gpu, "--json"]);
+        assert_eq!(hw["memory"]["ecc_reserved_fraction"], 0.0625, "{gpu}");
+        let physical = hw["memory"]["capacity_bytes"].as_f64().unwrap();
+        let p = json(&["predict", "--model", "qwen3-0.6b", "--gpu", gpu, "--json"]);
+        let usable = p["memory"]["capacity_bytes"].as_f64().unwrap();
+        assert_eq!(usable, physical * 15.0 / 16.0, "{gpu}");
+    }
+    // HBM parts keep their whole capacity
+    let hw = json(&["hardware", "show", "h100", "--json"]);
+    assert!(hw["memory"].get("ecc_reserved_fraction").is_none());
+}
+
+// ---- 3. messages that name the field ---------------------------------------------
+
+#[test]
+fn unknown_names_name_their_flag() {
+    let line = refused(
+        &["predict", "--model", "llama-3-8b", "--gpu", "h1000"],
+        &["--gpu", "h1000"],
+    );
+    assert!(line.contains("did you mean h100-sxm"), "{line}");
+    refused(
+        &["predict", "--model", "llama-3-8bx", "--gpu", "h100"],
+        &["--model", "llama-3-8b"],
+    );
+    refused(
+        &[
+            "predict",
+            "--model",
+            "llama-3-8b",
+            "--gpu",
+            "h100",
+            "--engine",
+            "vlm",
+        ],
+        &["--engine", "vllm"],
+    );
+}
+
+#[test]
+fn malformed_counts_say_what_the_flag_expects() {
+    for bad in ["-1", "8.5"] {
+        let line = refused(
+            &[
+                "predict",
+                "--model",
+                "llama-3-8b",
+                "--gpu",
+                "h100",
+                "--batch",
+                bad,
+            ],
+            &["--batch", "whole number"],
+        );
+        assert!(!line.contains("invalid digit"), "{line}");
+    }
+    refused(
+        &[
+            "simulate",
+            "--model",
+            "llama-3-8b",
+            "--gpu",
+            "h100",
+            "--rate",
+            "1",
+            "--seed",
+            "-1",
+        ],
+        &["--seed", "whole number"],
+    );
+    refused(
+        &[
+            "plan",
+            "--model",
+            "llama-3-8b",
+            "--gpu",
+            "h100",
+            "--rate",
+            "1",
+            "--seed",
+            "-1",
+        ],
+        &["--seed", "whole number"],
+    );
+}
+
+#[test]
+fn a_huge_number_is_not_echoed_whole() {
+    let huge = format!("1{}", "0".repeat(308));
+    let line = refused(
+        &[
+            "predict",
+            "--model",
+            "llama-3-8b",
+            "--gpu",
+            "h100",
+            "--batch",
+            &huge,
+        ],
+        &["--batch", "…"],
+    );
+    assert!(line.chars().count() < 200, "{line}");
+}
+
+#[test]
+fn prose_uses_words_not_keys() {
+    let out = run(&[
+        "plan",
+        "--model",
+        "llama-3-8b",
+        "--gpu",
+        "l4",
+        "--gpus",
+        "1",
+        "--weights",
+        "fp8",
+        "--kv",
+        "fp8",
+        "--rate",
+        "1",
+        "--p99-ttft-ms",
+        "2000",
+        "--p99-tpot-ms",
+        "100",
+        "--requests",
+        "30",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Evaluated 1 layout,"), "{text}");
+    assert!(
+        !text.contains("held by p99_") && !text.contains(" 1 devices"),
+        "{text}"
+    );
+}

@@ -445,12 +445,12 @@ fn throughput_chart_structure() {
         "4",
         "64",
         "1024",
-        // L40S (48 GiB = 51,539,607,552 B), Llama-3-8B bf16, 128 + 128 tokens, typical
-        // engine: free = 51,539,607,552 - 16,060,522,496 weights - 1e9 overhead -
-        // 838,860,800 (one 8192-token prefill chunk x 102,400 B) = 33,640,224,256; per
-        // sequence 256 x 131,072 KV + 513,024 logits = 34,067,456;
-        // 33,640,224,256 / 34,067,456 = 987.5
-        "memory full above batch 987",
+        // L40S (48 GiB = 51,539,607,552 B, 15/16 of it usable with ECC on: 48,318,382,080),
+        // Llama-3-8B bf16, 128 + 128 tokens, typical engine: free = 48,318,382,080 -
+        // 16,060,522,496 weights - 1e9 overhead - 838,860,800 (one 8192-token prefill
+        // chunk x 102,400 B) = 30,418,998,784; per sequence 256 x 131,072 KV + 513,024
+        // logits = 34,067,456; 30,418,998,784 / 34,067,456 = 892.9
+        "memory full above batch 892",
         "compute-bound from batch 240",
     ] {
         assert!(t.contains(&want), "missing {want:?} in {t:?}");

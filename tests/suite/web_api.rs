@@ -345,7 +345,8 @@ fn options_naming_files_are_refused_and_no_file_appears() {
             config.display()
         );
         let e = error(&get(&q), 400);
-        assert!(e.starts_with("unknown model id"), "{q}: {e}");
+        assert!(e.contains("unknown model id"), "{q}: {e}");
+        assert!(e.starts_with(&format!("invalid --{name}:")), "{q}: {e}");
     }
     // every option of the API's commands whose value is a file is refused, named
     use clap::CommandFactory;

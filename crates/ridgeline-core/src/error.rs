@@ -89,6 +89,16 @@ fn did_you_mean(suggestions: &[String]) -> String {
     }
 }
 
+/// The field that takes a name of this [`Error::UnknownName`] kind.
+fn field_of_kind(kind: &str) -> Option<&'static str> {
+    match kind {
+        "hardware id" => Some("gpu"),
+        "model id" | "model" => Some("model"),
+        "engine" => Some("engine"),
+        _ => None,
+    }
+}
+
 fn field_list(fields: &[String]) -> String {
     if fields.is_empty() {
         "options".to_string()
@@ -153,9 +163,27 @@ impl Error {
     /// });
     /// assert_eq!(e.to_string(), "invalid --gen: must be at most 10");
     /// ```
+    ///
+    /// An unknown device, model or engine name becomes [`Error::InvalidValue`] of the
+    /// field that takes it (`gpu`, `model`, `engine`) where `f` names that field, so
+    /// that the one line names the option too:
+    ///
+    /// ```
+    /// use ridgeline_core::Error;
+    /// let e = Error::unknown("hardware id", "h1000", ["h100-sxm"]);
+    /// let e = e.rename_fields(|f| Some(format!("--{f}")));
+    /// assert_eq!(e.to_string(), "invalid --gpu: unknown hardware id 'h1000'; did you mean h100-sxm?");
+    /// ```
     pub fn rename_fields(self, f: impl Fn(&str) -> Option<String>) -> Self {
         let rename = |name: String| f(&name).unwrap_or(name);
         match self {
+            Error::UnknownName { kind, .. } if field_of_kind(kind).and_then(&f).is_some() => {
+                let field = field_of_kind(kind).and_then(&f).unwrap_or_default();
+                Error::InvalidValue {
+                    field,
+                    message: self.to_string(),
+                }
+            }
             Error::InvalidValue { field, message } => Error::InvalidValue {
                 field: rename(field),
                 message,

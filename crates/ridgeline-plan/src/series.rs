@@ -338,7 +338,7 @@ pub fn format_comparison(
             scenario.batch, scenario.prompt, scenario.gen_tokens, kv_name, engine.id, layout
         ),
         bars,
-        capacity_bytes: Some(hw.memory.capacity_bytes),
+        capacity_bytes: Some(hw.memory.usable_bytes()),
         capacity_label: device.to_string(),
         ..MemoryChart::default()
     })
@@ -387,7 +387,7 @@ pub fn zero_comparison(
             cfg.recompute.name()
         ),
         bars,
-        capacity_bytes: Some(hw.memory.capacity_bytes),
+        capacity_bytes: Some(hw.memory.usable_bytes()),
         capacity_label: hw.name.clone(),
         ..MemoryChart::default()
     })

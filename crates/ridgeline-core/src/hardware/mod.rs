@@ -85,8 +85,21 @@ pub struct Memory {
     /// Last-level on-chip cache in bytes, if published.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub l2_bytes: Option<f64>,
+    /// Fraction of `capacity_bytes` that ECC holds back where it is on by default
+    /// (datacenter GDDR cards store the check bits in the DRAM itself: 1/16 = 0.0625,
+    /// NVIDIA's CUDA C++ Best Practices Guide); absent: none (HBM carries its ECC
+    /// out of band, consumer cards ship with it off).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ecc_reserved_fraction: Option<f64>,
     /// Where the numbers come from.
     pub source: String,
+}
+
+impl Memory {
+    /// The bytes programs can allocate: the capacity less what ECC reserves.
+    pub fn usable_bytes(&self) -> f64 {
+        self.capacity_bytes * (1.0 - self.ecc_reserved_fraction.unwrap_or(0.0))
+    }
 }
 
 /// Dense peak throughput per dtype in FLOP/s (`None`: not published): the rates of
@@ -483,6 +496,9 @@ impl Hardware {
         if let Some(l2) = self.memory.l2_bytes {
             require_in("memory.l2_bytes", l2, 1e3, 1e11)?;
         }
+        if let Some(f) = self.memory.ecc_reserved_fraction {
+            require_in("memory.ecc_reserved_fraction", f, 0.0, 0.5)?;
+        }
         let mut any = false;
         for d in ComputeDtype::ALL {
             if let Some(p) = self.peak_flops_per_s.get(d) {
@@ -505,6 +521,12 @@ impl Hardware {
         }
         if let Some(f) = self.peak_flops_per_s.warp_mma_fraction {
             require_in("peak_flops_per_s.warp_mma_fraction", f, 0.01, 1.0)?;
+        }
+        if let Some(n) = self.devices_per_node.filter(|&n| n == 0 || n > 1024) {
+            return Err(Error::invalid(
+                "devices_per_node",
+                format!("must lie in 1..=1024 (leave it out for 8), got {n}"),
+            ));
         }
         if !any {
             return Err(Error::invalid(

@@ -20,6 +20,7 @@ impl Hardware {
                 capacity_bytes: self.memory.capacity_bytes,
                 bandwidth_bytes_per_s: self.memory.bandwidth_bytes_per_s,
                 l2_bytes: self.memory.l2_bytes,
+                ecc_reserved_fraction: self.memory.ecc_reserved_fraction,
             },
             peak_flops_per_s: PeakReport {
                 rates: p.rates.clone(),
@@ -60,6 +61,10 @@ pub struct MemoryReport {
     pub bandwidth_bytes_per_s: f64,
     /// Bytes, or null.
     pub l2_bytes: Option<f64>,
+    /// Fraction of the capacity ECC reserves by default (absent: none); what programs
+    /// can allocate is `capacity_bytes x (1 - it)`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ecc_reserved_fraction: Option<f64>,
 }
 
 /// `peak_flops_per_s` in [`HardwareReport`]: every rate's key present, `null` when

@@ -166,8 +166,8 @@ impl MemoryModel {
             act_per_token,
             scores_per_seq_sq: scores,
             overhead_bytes: engine.footprint.overhead_bytes
-                + engine.footprint.reserve_fraction * hw.memory.capacity_bytes,
-            capacity_bytes: hw.memory.capacity_bytes,
+                + engine.footprint.reserve_fraction * hw.memory.usable_bytes(),
+            capacity_bytes: hw.memory.usable_bytes(),
             chunk_tokens: engine
                 .scheduler
                 .max_batched_tokens

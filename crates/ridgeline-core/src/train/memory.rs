@@ -517,7 +517,7 @@ impl Trainer<'_> {
         let frag = self.overhead.fragmentation * act.total;
         let overhead_bytes = self.overhead.context_bytes + frag + gather;
         let total = states.params + states.grads + states.optimizer + act.total + overhead_bytes;
-        let cap = self.hardware.memory.capacity_bytes;
+        let cap = self.hardware.memory.usable_bytes();
         (
             TrainMemory {
                 params_bytes: states.params,

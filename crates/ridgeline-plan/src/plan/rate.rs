@@ -204,7 +204,7 @@ pub fn plan_rate(req: &PlanRequest<'_>, target: &RateTarget) -> Result<Plan> {
             decode_tokens_per_s: f.run.throughput.output_tokens_per_s,
             output_tokens_per_s: f.rate * gen_tokens,
             total_bytes: f.total_bytes,
-            capacity_bytes: l.hw.memory.capacity_bytes,
+            capacity_bytes: l.hw.memory.usable_bytes(),
             usd_per_hour: per_hour,
             usd_per_million_tokens: per_hour.map(|h| h / tokens_per_hour * 1e6),
         });

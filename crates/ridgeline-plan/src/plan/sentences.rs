@@ -15,6 +15,7 @@ pub fn target_flag(target: Target) -> &'static str {
         Target::MaxTpot => "--max-tpot-ms",
         Target::MinThroughput => "--min-throughput",
         Target::MaxUsdPerHour => "--budget-usd-per-hour",
+        Target::SearchSpace => "the search space",
         other => other.name(),
     }
 }

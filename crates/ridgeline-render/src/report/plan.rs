@@ -40,7 +40,7 @@ fn render_rate(p: &Plan, t: &crate::plan::RateTarget) -> String {
         targets.push(format!("p99 TPOT <= {}", fmt_seconds(x)));
     }
     let mut s = format!(
-        "Plan for {} at {}: prompt {}, gen {} tokens per request (simulated: {} requests per rate tried, seed {})\nEvaluated {} layouts, {} serve a rate within the targets{}\n\n",
+        "Plan for {} at {}: prompt {}, gen {} tokens per request (simulated: {} requests per rate tried, seed {})\nEvaluated {} layout{}, {} serve a rate within the targets{}\n\n",
         p.model,
         targets.join(", "),
         p.prompt,
@@ -48,6 +48,7 @@ fn render_rate(p: &Plan, t: &crate::plan::RateTarget) -> String {
         t.requests,
         t.seed,
         p.evaluated,
+        if p.evaluated == 1 { "" } else { "s" },
         p.feasible,
         match unserved.len() {
             0 => String::new(),
@@ -61,7 +62,7 @@ fn render_rate(p: &Plan, t: &crate::plan::RateTarget) -> String {
             if e.replicas == Some(1) { "" } else { "s" },
             config(e),
             crate::units::sig3(e.rate_per_replica.unwrap_or(0.0)),
-            e.limited_by.unwrap_or("-"),
+            limit_words(e.limited_by),
             fmt_seconds(e.ttft_s),
             fmt_seconds(e.tpot_s)
         )
@@ -71,8 +72,13 @@ fn render_rate(p: &Plan, t: &crate::plan::RateTarget) -> String {
             s.push_str(&format!("Best: {}\n", line(b)));
             if let (Some(c), Some(h)) = (b.usd_per_million_tokens, b.usd_per_hour) {
                 s.push_str(&format!(
-                    "  ${c:.3} per million output tokens, ${h:.2}/h for {} devices\n",
-                    b.gpus * b.replicas.unwrap_or(1)
+                    "  ${c:.3} per million output tokens, ${h:.2}/h for {} device{}\n",
+                    b.gpus * b.replicas.unwrap_or(1),
+                    if b.gpus * b.replicas.unwrap_or(1) == 1 {
+                        ""
+                    } else {
+                        "s"
+                    }
                 ));
             }
         }
@@ -104,6 +110,16 @@ fn render_rate(p: &Plan, t: &crate::plan::RateTarget) -> String {
         }
     }
     s
+}
+
+/// What holds a replica's rate, in words (`limited_by` in JSON keeps the key names).
+fn limit_words(limited_by: Option<&str>) -> &'static str {
+    match limited_by {
+        Some("p99_ttft_s") => "the p99 TTFT target",
+        Some("p99_tpot_s") => "the p99 TPOT target",
+        Some("saturation") => "saturation",
+        _ => "-",
+    }
 }
 
 /// One layout that serves no rate, and why.

@@ -20,6 +20,12 @@ pub const MAX_REQUESTS: u64 = 10_000_000;
 pub const MAX_LENGTH: u64 = 100_000_000;
 /// Highest arrival rate accepted, requests/s (10^6).
 pub const MAX_RATE: f64 = 1e6;
+
+/// Longest span of Poisson arrivals a workload may ask for, requests / rate (10^9 s,
+/// about 32 years): the clock is an f64 of seconds from the first arrival, exact to
+/// 1.2e-7 s there, and beyond it latencies of milliseconds would be lost to rounding.
+/// A rate below `requests / MAX_ARRIVAL_SPAN_S` is refused (`rate`).
+pub const MAX_ARRIVAL_SPAN_S: f64 = 1e9;
 /// Most concurrent users of a closed loop (10^6).
 pub const MAX_CONCURRENCY: u64 = 1_000_000;
 
@@ -255,6 +261,19 @@ impl Workload {
                     self.requests
                 ),
             ));
+        }
+        if let Arrivals::Poisson { rate } = self.arrivals {
+            let span = self.requests as f64 / rate;
+            if span > MAX_ARRIVAL_SPAN_S {
+                return Err(Error::invalid(
+                    "rate",
+                    format!(
+                        "{rate:e} requests/s spreads {} requests over about {span:.1e} s, beyond the {MAX_ARRIVAL_SPAN_S:e} s the simulated clock keeps latencies exact in; give at least {:e} requests/s or fewer requests",
+                        self.requests,
+                        self.requests as f64 / MAX_ARRIVAL_SPAN_S
+                    ),
+                ));
+            }
         }
         if let Dist::Fixed { tokens: 0 } | Dist::Uniform { hi: 0, .. } = self.gen_tokens {
             return Err(Error::invalid(
