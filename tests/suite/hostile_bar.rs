@@ -444,3 +444,45 @@ fn prose_uses_words_not_keys() {
         "{text}"
     );
 }
+
+// ---- 4. the calibration example fits something -----------------------------------
+
+#[test]
+fn calibrating_an_engine_without_rows_names_engine_and_the_engines_there() {
+    let dir = std::env::temp_dir().join(format!("ridgeline-bar-cal-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let save = dir.join("my-engines.toml");
+    let csv = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/data/my-bench.csv");
+    let save_s = save.to_str().unwrap();
+    refused(
+        &[
+            "calibrate",
+            "--measurements",
+            csv,
+            "--engine",
+            "vllm",
+            "--save",
+            save_s,
+        ],
+        &["--engine", "vllm-rocm"],
+    );
+    assert!(!save.exists(), "a failed fit wrote its file");
+    // the README's command fits the sample's engine
+    let out = run(&[
+        "calibrate",
+        "--measurements",
+        csv,
+        "--engine",
+        "vllm-rocm",
+        "--save",
+        save_s,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("saved 1 fitted engine profile"), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}
