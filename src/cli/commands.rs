@@ -46,6 +46,68 @@ fn check_svg_name(flag: &str, path: &Path) -> Result<()> {
     }
 }
 
+/// Checks every output file of one run before anything is written, so that a bad
+/// second path cannot leave the first replaced: each `(flag, path)` must have its
+/// suffix (`svg` or `html`), a folder that exists, not be a folder itself, and name a
+/// file no other output of the run names.
+fn check_outputs(outputs: &[(&str, &Path)]) -> Result<()> {
+    for (k, &(flag, path)) in outputs.iter().enumerate() {
+        let ext = path
+            .extension()
+            .map(|e| e.to_string_lossy().to_ascii_lowercase());
+        match flag {
+            "--html" if !matches!(ext.as_deref(), Some("html" | "htm")) => {
+                return Err(Error::invalid(
+                    flag,
+                    format!(
+                        "{} is not an .html file name; the report is written as HTML",
+                        path.display()
+                    ),
+                ));
+            }
+            "--svg" => check_svg_name(flag, path)?,
+            _ => {}
+        }
+        let named_path = format!("{flag} {}", path.display());
+        if path.is_dir() {
+            return Err(Error::write(named_path, "is a directory"));
+        }
+        let parent = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        if !parent.is_dir() {
+            return Err(Error::write(
+                named_path,
+                format!("the folder {} does not exist", parent.display()),
+            ));
+        }
+        let key = |p: &Path, dir: &Path| {
+            dir.canonicalize()
+                .ok()
+                .zip(p.file_name())
+                .map(|(d, n)| d.join(n))
+        };
+        let mine = key(path, parent);
+        for &(other_flag, other) in &outputs[..k] {
+            let dir = match other.parent() {
+                Some(d) if !d.as_os_str().is_empty() => d,
+                _ => Path::new("."),
+            };
+            if other == path || (mine.is_some() && key(other, dir) == mine) {
+                return Err(Error::conflict(
+                    &[other_flag, flag],
+                    format!(
+                        "both name {}: give each output its own file",
+                        path.display()
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// A write error of a stream, renamed to what was being written.
 fn renamed_write(e: Error, to: &str) -> Error {
     match e {
@@ -74,6 +136,11 @@ fn predict_chart(
 
 /// `ridgeline predict`.
 pub fn predict(ctx: &Ctx, a: &PredictArgs, out: &PredictOutputs, json: bool) -> Result<String> {
+    let outputs: Vec<(&str, &Path)> = [("--svg", out.svg), ("--html", out.html)]
+        .into_iter()
+        .filter_map(|(f, p)| p.map(|p| (f, p)))
+        .collect();
+    check_outputs(&outputs)?;
     ctx.with_predictor(a, |pred| {
         let p = pred.predict(a.batch, a.prompt, a.gen_tokens)?;
         if let Some(path) = out.svg {
@@ -122,6 +189,11 @@ pub fn explain(
     html: Option<&Path>,
     json: bool,
 ) -> Result<String> {
+    let outputs: Vec<(&str, &Path)> = [("--svg", svg), ("--html", html)]
+        .into_iter()
+        .filter_map(|(f, p)| p.map(|p| (f, p)))
+        .collect();
+    check_outputs(&outputs)?;
     ctx.with_predictor(a, |pred| {
         let p = pred.predict(a.batch, a.prompt, a.gen_tokens)?;
         if let Some(path) = svg {

@@ -444,3 +444,104 @@ fn prose_uses_words_not_keys() {
         "{text}"
     );
 }
+
+// ---- 4. the calibration example fits something -----------------------------------
+
+#[test]
+fn calibrating_an_engine_without_rows_names_engine_and_the_engines_there() {
+    let dir = std::env::temp_dir().join(format!("ridgeline-bar-cal-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let save = dir.join("my-engines.toml");
+    let csv = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/data/my-bench.csv");
+    let save_s = save.to_str().unwrap();
+    refused(
+        &[
+            "calibrate",
+            "--measurements",
+            csv,
+            "--engine",
+            "vllm",
+            "--save",
+            save_s,
+        ],
+        &["--engine", "vllm-rocm"],
+    );
+    assert!(!save.exists(), "a failed fit wrote its file");
+    // the README's command fits the sample's engine
+    let out = run(&[
+        "calibrate",
+        "--measurements",
+        csv,
+        "--engine",
+        "vllm-rocm",
+        "--save",
+        save_s,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("saved 1 fitted engine profile"), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+// ---- 5. outputs all or nothing -------------------------------------------------------
+
+#[test]
+fn a_bad_second_output_leaves_the_first_untouched() {
+    let dir = std::env::temp_dir().join(format!("ridgeline-bar-out-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let svg = dir.join("a.svg");
+    std::fs::write(&svg, "old").unwrap();
+    let missing = dir.join("missing-dir").join("x.html");
+    for cmd in ["predict", "explain"] {
+        refused(
+            &[
+                cmd,
+                "--model",
+                "qwen3-0.6b",
+                "--gpu",
+                "h100",
+                "--svg",
+                svg.to_str().unwrap(),
+                "--html",
+                missing.to_str().unwrap(),
+            ],
+            &["--html", "missing-dir"],
+        );
+        assert_eq!(
+            std::fs::read_to_string(&svg).unwrap(),
+            "old",
+            "{cmd} replaced a.svg"
+        );
+        let wrong = dir.join("report.txt");
+        refused(
+            &[
+                cmd,
+                "--model",
+                "qwen3-0.6b",
+                "--gpu",
+                "h100",
+                "--svg",
+                svg.to_str().unwrap(),
+                "--html",
+                wrong.to_str().unwrap(),
+            ],
+            &["--html"],
+        );
+        assert_eq!(
+            std::fs::read_to_string(&svg).unwrap(),
+            "old",
+            "{cmd} replaced a.svg"
+        );
+    }
+    let left: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(left.len(), 1, "{left:?}");
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -614,7 +614,7 @@ fn hardware_and_model_keys_are_documented() {
 fn calibrate_keys_are_documented() {
     let mut problems = Vec::new();
     let fits = [
-        json("calibrate --measurements examples/data/my-bench.csv --engine vllm --json"),
+        json("calibrate --measurements examples/data/my-bench.csv --engine vllm-rocm --json"),
         // every engine, device ceilings, training rows skipped
         json("calibrate --measurements data/measurements/measurements.csv --json"),
     ];

@@ -270,6 +270,31 @@ pub fn calibrate_with_progress(
     let only = resolve_only(engines, only)?;
     let wants = |id: &str| only.as_deref().is_none_or(|o| o == id);
     let all: Vec<&Case> = mapped.cases.iter().collect();
+    // an engine asked for by name must have rows to fit (typical pools every engine's)
+    if let Some(o) = only.as_deref().filter(|&o| o != "typical")
+        && !all.iter().any(|c| c.engine == o && c.kind != Kind::F)
+    {
+        {
+            let mut have: Vec<&str> = all
+                .iter()
+                .filter(|c| c.kind != Kind::F)
+                .map(|c| c.engine.as_str())
+                .collect();
+            have.sort_unstable();
+            have.dedup();
+            return Err(Error::invalid(
+                "engine",
+                if have.is_empty() {
+                    format!("no row of the measurements is for {o}: the file has no engine rows")
+                } else {
+                    format!(
+                        "no row of the measurements is for {o}; the file has rows for {}",
+                        have.join(", ")
+                    )
+                },
+            ));
+        }
+    }
     let mut ids: Vec<&str> = Vec::new();
     for c in mapped.cases.iter().filter(|c| c.kind != Kind::F) {
         if !ids.contains(&c.engine.as_str()) {
