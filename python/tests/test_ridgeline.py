@@ -422,4 +422,4 @@ def test_the_example_runs(root, capsys):
     runpy.run_path(str(root / "python" / "examples" / "capacity_plan.py"), run_name="__main__")
     out = capsys.readouterr().out
     assert "configurations" in out and "per million tokens" in out
-    assert "error: unknown hardware id 'h1000'" in out
+    assert "error: invalid --gpu: unknown hardware id 'h1000'" in out
