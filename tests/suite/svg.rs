@@ -885,3 +885,28 @@ fn cost_time_chart_has_one_front_per_method_and_clear_labels() {
     let e = cost_time(&none).unwrap_err().to_string();
     assert!(e.contains("nothing to chart"), "{e}");
 }
+
+#[test]
+fn units_of_one_rate_share_one_roof_label() {
+    // The RTX 4090's fp16 and bf16 tensor rates are both 165 TFLOP/s (fp32 accumulate):
+    // Mixtral q4_k_m runs matmuls of both, and the two roofs used to be drawn and
+    // labelled on top of each other.
+    let dir = std::env::temp_dir().join(format!("ridgeline-svg-units-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join("r.svg");
+    let status = std::process::Command::new(env!("CARGO_BIN_EXE_ridgeline"))
+        .args(["roofline", "--model", "mixtral-8x7b", "--weights", "q4_k_m"])
+        .args(["--gpu", "rtx-4090", "--engine", "llama.cpp", "--out"])
+        .arg(&out)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let svg = std::fs::read_to_string(&out).unwrap();
+    assert!(
+        svg.contains("fp16/bf16 matrix units 165 TFLOP/s"),
+        "merged label"
+    );
+    assert!(!svg.contains(">bf16 matrix units"), "no separate bf16 roof");
+    assert!(!svg.contains(">fp16 matrix units"), "no separate fp16 roof");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -154,9 +154,12 @@ fn link_roofs(devices: &[RooflineDevice], opts: &RooflineOptions) -> Vec<LinkRoo
 }
 
 /// The first device's compute ceilings its ops run against besides its main peak:
-/// (label, FLOP/s), each once.
+/// (label, FLOP/s), each once; units of one kind at the same rate share one label
+/// (`fp16/bf16 matrix units 165 TFLOP/s`), so that their lines and labels do not sit on
+/// top of each other.
 fn unit_ceilings(first: &RooflineDevice) -> Vec<(String, f64)> {
-    let mut ceilings: Vec<(String, f64)> = Vec::new();
+    // (kind, peak, dtype names) in order of first use
+    let mut units: Vec<(&str, f64, Vec<String>)> = Vec::new();
     let main_peak = first.prediction.hardware.peak_flops_per_s;
     for op in &first.prediction.ops {
         let (dtype, kind) = match op.unit {
@@ -164,15 +167,26 @@ fn unit_ceilings(first: &RooflineDevice) -> Vec<(String, f64)> {
             Unit::Matrix(d) | Unit::Dequant(d) => (d, "matrix"),
         };
         let (peak, used) = first.hardware.peak(dtype);
-        let label = format!("{} {kind} units {}", used.name(), fmt_flops_per_s(peak));
-        if (peak - main_peak).abs() > 1e-6 * main_peak
-            && peak > 0.0
-            && !ceilings.iter().any(|(l, _)| *l == label)
+        if !(peak > 0.0 && (peak - main_peak).abs() > 1e-6 * main_peak) {
+            continue;
+        }
+        let name = used.name().to_string();
+        match units
+            .iter_mut()
+            .find(|(k, p, _)| *k == kind && (p - peak).abs() <= 1e-9 * peak)
         {
-            ceilings.push((label, peak));
+            Some((_, _, names)) if names.contains(&name) => {}
+            Some((_, _, names)) => names.push(name),
+            None => units.push((kind, peak, vec![name])),
         }
     }
-    ceilings
+    units
+        .into_iter()
+        .map(|(kind, peak, names)| {
+            let label = format!("{} {kind} units {}", names.join("/"), fmt_flops_per_s(peak));
+            (label, peak)
+        })
+        .collect()
 }
 
 /// The axis ranges: every roof, ridge and point, with 8 decades of intensity and 9 of
