@@ -262,10 +262,11 @@ impl EngineFile {
             if compute.is_none() && expert.is_none() {
                 continue;
             }
-            let mut e = Engine::ideal();
-            e.set_override(&select, DeviceFactor::ComputeEfficiency, compute);
-            e.set_override(&select, DeviceFactor::ExpertOverhead, expert);
-            self.device.extend(e.devices.iter().map(DeviceFile::of));
+            self.device.push(DeviceFile::of(&DeviceOverride {
+                select,
+                compute_efficiency: compute,
+                expert_overhead_s: expert,
+            }));
         }
         Ok(())
     }

@@ -164,7 +164,11 @@ impl Predictor<'_> {
     /// Time of the host stream of a pass of `tokens` tokens ([`Predictor::streamed_bytes`]):
     /// (predicted, ideal) seconds.
     pub(super) fn offload_time(&self, offloaded: f64, tokens: u64) -> (f64, f64) {
-        let bytes = self.streamed_bytes(offloaded, tokens);
+        self.stream_time(self.streamed_bytes(offloaded, tokens))
+    }
+
+    /// Time of streaming `bytes` over the host link: (predicted, ideal) seconds.
+    pub(super) fn stream_time(&self, bytes: f64) -> (f64, f64) {
         if bytes > 0.0 && self.host_bw > 0.0 {
             (bytes / (self.host_bw * self.eff.link), bytes / self.host_bw)
         } else {

@@ -202,7 +202,8 @@ impl Predictor<'_> {
 
     /// The `host_offload` row of `passes` passes streaming `bytes` in all.
     fn offload_report(&self, phase: Phase, passes: f64, bytes: f64) -> Option<OpReport> {
-        (bytes > 0.0 && self.host_bw > 0.0).then(|| OpReport {
+        let (time_s, roofline_time_s) = self.stream_time(bytes);
+        (time_s > 0.0).then_some(OpReport {
             kind: OpKind::HostOffload,
             phase,
             count: passes,
@@ -211,8 +212,8 @@ impl Predictor<'_> {
             link_bytes: bytes,
             arithmetic_intensity: 0.0,
             attainable_flops_per_s: 0.0,
-            time_s: bytes / (self.host_bw * self.eff.link),
-            roofline_time_s: bytes / self.host_bw,
+            time_s,
+            roofline_time_s,
             bound: Bound::Communication,
             unit: Unit::Vector,
         })
