@@ -317,6 +317,10 @@ pub struct TrainArgs {
     /// Pipeline-parallel degree.
     #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..))]
     pub pp: u64,
+    /// Expert-parallel degree: routed experts split over this many data-parallel ranks
+    /// (MoE models; divides dp and the experts).
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..))]
+    pub ep: u64,
     /// ZeRO stage: 0, 1 (optimizer states sharded), 2 (+ gradients), 3 (+ weights).
     #[arg(long, default_value_t = 0, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(0..=3))]
     pub zero: u64,
@@ -391,6 +395,7 @@ impl TrainArgs {
             gpus: self.gpus,
             tp: self.tp,
             pp: self.pp,
+            ep: self.ep,
             zero: self.zero,
             micro_batch: self.micro_batch,
             global_batch: self.global_batch,

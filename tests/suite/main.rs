@@ -36,5 +36,6 @@ mod simulate;
 mod svg;
 mod sweep;
 mod train;
+mod train_kinds;
 mod train_plan;
 mod web_api;

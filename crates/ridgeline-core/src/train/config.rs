@@ -46,6 +46,10 @@ pub struct TrainConfig {
     pub tp: u64,
     /// Pipeline-parallel degree.
     pub pp: u64,
+    /// Expert-parallel degree (1: none): each MoE layer's routed experts are split over
+    /// `ep` of the data-parallel ranks (Megatron-Core's `expert_model_parallel_size`),
+    /// tokens reach them by an all-to-all; `ep` divides `dp` and the routed experts.
+    pub ep: u64,
     /// ZeRO stage 0-3 (FSDP full shard = 3); any other value is rejected as an invalid
     /// `zero`.
     pub zero: u64,
@@ -115,6 +119,7 @@ impl Default for TrainConfig {
             gpus: 1,
             tp: 1,
             pp: 1,
+            ep: 1,
             zero: 0,
             micro_batch: 1,
             global_batch: None,
@@ -164,6 +169,8 @@ pub struct Layout {
     pub pp: u64,
     /// Data-parallel degree `gpus / (tp · pp)`.
     pub dp: u64,
+    /// Expert-parallel degree (a divisor of `dp`; 1: none).
+    pub ep: u64,
     /// Sequences per micro-batch.
     pub micro_batch: u64,
     /// Sequences per step.
@@ -184,12 +191,45 @@ fn positive_u64(field: &str, v: u64) -> Result<u64> {
     }
 }
 
+/// Tensor parallelism splits the heads of every token mixer: latent attention's query
+/// heads (checked with the attention heads), linear attention's key and value heads,
+/// a Mamba-2 block's heads.
+fn check_mixer_heads(model: &ModelConfig, tp: u64) -> Result<()> {
+    let mut heads: Vec<(&str, u64)> = Vec::new();
+    for (kind, _) in model.kind_counts() {
+        match kind.mixer {
+            crate::model::Mixer::Linear => {
+                if let Some(l) = model.linear {
+                    heads.push(("linear_num_key_heads", l.key_heads));
+                    heads.push(("linear_num_value_heads", l.value_heads));
+                }
+            }
+            crate::model::Mixer::Ssm => {
+                if let Some(d) = model.ssm {
+                    heads.push(("mamba_num_heads", d.heads));
+                }
+            }
+            _ => {}
+        }
+    }
+    for (name, n) in heads {
+        if n > 0 && !n.is_multiple_of(tp) {
+            return Err(Error::conflict(
+                &["tp"],
+                format!("tp {tp} does not divide {}'s {n} heads ({name})", model.id),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Values that are wrong on their own: zero sizes, sizes beyond what is modelled, a
 /// ZeRO stage above 3, a non-positive or slower-than-modelled network.
 fn check_values(cfg: &TrainConfig) -> Result<()> {
     positive_u64("gpus", cfg.gpus)?;
     positive_u64("tp", cfg.tp)?;
     positive_u64("pp", cfg.pp)?;
+    positive_u64("ep", cfg.ep)?;
     positive_u64("micro_batch", cfg.micro_batch)?;
     positive_u64("seq", cfg.seq)?;
     positive_u64("virtual_stages", cfg.virtual_stages)?;
@@ -262,6 +302,37 @@ fn check_degrees(model: &ModelConfig, cfg: &TrainConfig) -> Result<()> {
             ),
         ));
     }
+    check_mixer_heads(model, tp)?;
+    if cfg.ep > 1 {
+        let dp = gpus / tp_pp.max(1);
+        if !model.is_moe() {
+            return Err(Error::conflict(
+                &["ep"],
+                format!(
+                    "expert parallelism splits routed experts, and {} has none",
+                    model.id
+                ),
+            ));
+        }
+        if !model.experts.is_multiple_of(cfg.ep) {
+            return Err(Error::conflict(
+                &["ep"],
+                format!(
+                    "ep {} does not divide {}'s {} routed experts",
+                    cfg.ep, model.id, model.experts
+                ),
+            ));
+        }
+        if !dp.is_multiple_of(cfg.ep) {
+            return Err(Error::conflict(
+                &["ep", "gpus"],
+                format!(
+                    "ep {} does not divide the data-parallel degree {dp} (gpus {gpus} / (tp {tp} x pp {pp})): expert-parallel ranks are data-parallel ranks",
+                    cfg.ep
+                ),
+            ));
+        }
+    }
     if pp > model.layers {
         return Err(Error::conflict(
             &["pp"],
@@ -307,6 +378,16 @@ fn check_lora_rank(model: &ModelConfig, cfg: &TrainConfig) -> Result<()> {
     }
     let rank = positive_u64("lora_rank", cfg.effective_lora_rank())?;
     let (limit, matrix) = max_lora_rank(model, cfg.lora_targets);
+    if limit == 0 {
+        return Err(Error::invalid(
+            "lora_targets",
+            format!(
+                "{} adapts the query and value projections of (latent) attention, and {} has none: use all_linear",
+                cfg.lora_targets.name(),
+                model.id
+            ),
+        ));
+    }
     if rank > limit {
         return Err(Error::invalid(
             "lora_rank",
@@ -425,6 +506,7 @@ pub(super) fn layout(
         tp: cfg.tp,
         pp: cfg.pp,
         dp,
+        ep: cfg.ep,
         micro_batch: cfg.micro_batch,
         global_batch: global,
         micro_batches: global / (cfg.micro_batch * dp),

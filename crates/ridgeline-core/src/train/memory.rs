@@ -54,7 +54,8 @@
 
 use super::Trainer;
 use super::kinds::{LoraTargets, Method, Offload, Optimizer, Recompute};
-use crate::model::ModelConfig;
+use super::layers;
+use crate::model::{Ffn, LayerKind, Mixer, ModelConfig};
 use serde::Serialize;
 
 /// Device memory a training framework needs beyond model states and activations.
@@ -174,51 +175,203 @@ pub struct ActivationShape {
 /// assert_eq!(activation_bytes_per_layer(&m, &shape), 2_868_903_936.0);
 /// ```
 pub fn activation_bytes_per_layer(cfg: &ModelConfig, a: &ActivationShape) -> f64 {
+    match cfg.kinds[..] {
+        [only] => activation_bytes_of(cfg, &only, a),
+        _ => {
+            let layers = cfg.layer_kinds.len().max(1);
+            layers::sum_over(cfg, 0..layers, |kind| activation_bytes_of(cfg, kind, a))
+                / layers as f64
+        }
+    }
+}
+
+/// The stored activations of one layer's token mixer per token, in elements (`split`:
+/// divided over the tensor-parallel ranks; `replicated`: beyond the norm input, the
+/// block input and the dropout mask, which every block has), with the heads whose
+/// scores or log-sum-exp attention keeps, and what op-level checkpointing keeps
+/// (`op_replicated`, `op_split` elements and `op_lse` fp32 values).
+#[derive(Debug, Clone, Copy, Default)]
+struct MixerActivations {
+    present: bool,
+    replicated: f64,
+    split: f64,
+    /// fp32 bytes per token kept by a chunked recurrence (split by `t`).
+    split_fp32: f64,
+    score_heads: f64,
+    op_replicated: f64,
+    op_split: f64,
+    op_lse: f64,
+}
+
+/// What one layer's token mixer keeps for the backward pass (see
+/// [`activation_bytes_of`]).
+fn mixer_activations(cfg: &ModelConfig, mixer: Mixer) -> MixerActivations {
+    let heads = cfg.heads as f64;
+    let f = |x: u64| x as f64;
+    match mixer {
+        Mixer::Attention => {
+            let (q, k) = (f(cfg.q_width()), f(cfg.kv_width()));
+            // the query and the attention output, keys and values; with an output gate
+            // also the gate's projection and the gated output
+            let gate = if cfg.attention_gate { 2.0 * q } else { 0.0 };
+            MixerActivations {
+                present: true,
+                replicated: 0.0,
+                split: 2.0 * q + 2.0 * k + gate,
+                split_fp32: 0.0,
+                score_heads: heads,
+                // every second matmul output (q and v) and the attention output
+                op_replicated: 0.0,
+                op_split: q + k + q,
+                op_lse: heads,
+            }
+        }
+        Mixer::Mla => {
+            let Some(m) = cfg.mla else {
+                return MixerActivations::default();
+            };
+            let r_q = m.q_lora_rank.map_or(0.0, f);
+            let (qk, v) = (heads * f(m.qk_head_dim()), heads * f(m.v_head_dim));
+            // the latents (q_a and kv_a outputs and their normed copies, replicated
+            // over the TP ranks as Megatron's down-projections are), the expanded
+            // queries, keys and values, and the attention output
+            let latents = r_q + f(m.cache_elems());
+            MixerActivations {
+                present: true,
+                replicated: 2.0 * latents,
+                split: 2.0 * qk + 2.0 * v,
+                split_fp32: 0.0,
+                score_heads: heads,
+                op_replicated: latents,
+                op_split: v,
+                op_lse: heads,
+            }
+        }
+        Mixer::Linear => {
+            let Some(l) = cfg.linear else {
+                return MixerActivations::default();
+            };
+            let v = f(l.value_heads * l.value_dim);
+            let qkv = f(l.qkv_channels());
+            // in_proj outputs (q, k, v, z; b, a), the convolved q, k, v, the
+            // recurrence's output and its gated norm; the chunked kernel keeps one fp32
+            // state per 64-token chunk (fla's chunk_gated_delta_rule)
+            MixerActivations {
+                present: true,
+                replicated: 0.0,
+                split: (qkv + v) + f(2 * l.value_heads) + qkv + 2.0 * v,
+                split_fp32: 4.0 * f(l.value_heads * l.key_dim * l.value_dim) / 64.0,
+                score_heads: 0.0,
+                op_replicated: 0.0,
+                op_split: v,
+                op_lse: 0.0,
+            }
+        }
+        Mixer::Ssm => {
+            let Some(d) = cfg.ssm else {
+                return MixerActivations::default();
+            };
+            let chunk = d.chunk.max(1) as f64;
+            // in_proj output, the convolved x, B, C, the scan output and its gated norm;
+            // one fp32 state per chunk
+            MixerActivations {
+                present: true,
+                replicated: 0.0,
+                split: f(d.in_proj_width()) + f(d.conv_channels()) + 2.0 * f(d.d_inner()),
+                split_fp32: 4.0 * f(d.d_inner() * d.d_state) / chunk,
+                score_heads: 0.0,
+                op_replicated: 0.0,
+                op_split: f(d.d_inner()),
+                op_lse: 0.0,
+            }
+        }
+        Mixer::Mamba1 => {
+            let Some(d) = cfg.mamba else {
+                return MixerActivations::default();
+            };
+            let di = f(d.d_inner);
+            // in_proj output (x, z), the convolved x, x_proj and dt_proj outputs, the
+            // scan output and the gated output (the selective scan recomputes its
+            // states in backward)
+            MixerActivations {
+                present: true,
+                replicated: 0.0,
+                split: 2.0 * di + di + f(d.dt_rank + 2 * d.d_state) + di + 2.0 * di,
+                split_fp32: 0.0,
+                score_heads: 0.0,
+                op_replicated: 0.0,
+                op_split: di,
+                op_lse: 0.0,
+            }
+        }
+        Mixer::None => MixerActivations::default(),
+    }
+}
+
+/// Stored activation bytes of one layer of `kind` for one micro-batch on one device
+/// (what [`activation_bytes_per_layer`] averages over the layers).
+///
+/// Each block of the layer (the token mixer, the feed-forward; a layer may lack one)
+/// keeps its norm's input and its first projection's input (`2·e·h` per token,
+/// replicated over the TP ranks unless sequence parallel) and a dropout mask (`d·h`).
+/// Softmax attention keeps the query, keys, values and its output (`e·(2q + 2k)`, split
+/// by TP) and the scores; latent attention the latents (`2·(r_q + r_kv + d_rope)`,
+/// replicated), the expanded queries, keys and values and the output (`2·H·(d_nope +
+/// d_rope) + 2·H·d_v`) and the scores; linear attention and state-space blocks their
+/// projections' outputs, the convolved channels, the recurrence's output and its gated
+/// norm, and one fp32 state per chunk. A dense MLP keeps `m·i` (see the [module
+/// docs](self)); a mixture of experts `m · (k·i_e + i_s)` per token: the routed
+/// experts' rows and the shared experts'. Op-level checkpointing keeps the layer input,
+/// every second matmul output of softmax attention and the MLP (q, v; gate and down),
+/// the latents of latent attention, the recurrence output of the others, and the
+/// attention output with its fp32 log-sum-exp.
+pub fn activation_bytes_of(cfg: &ModelConfig, kind: &LayerKind, a: &ActivationShape) -> f64 {
     let s = a.seq as f64;
     let b = a.micro_batch as f64;
     let t = a.tp.max(1) as f64;
     let e = a.act_bytes;
     let h = cfg.hidden as f64;
-    let q = cfg.q_width() as f64;
-    let k = cfg.kv_width() as f64;
-    let i = cfg.intermediate as f64 * cfg.experts_per_token.max(1) as f64;
+    let mixer = mixer_activations(cfg, kind.mixer);
+    let i = match kind.ffn {
+        Ffn::None => 0.0,
+        Ffn::Dense => cfg.intermediate as f64,
+        Ffn::Moe => {
+            cfg.expert_intermediate as f64 * cfg.experts_per_token.max(1) as f64
+                + if cfg.shared_experts > 0 {
+                    cfg.shared_intermediate as f64
+                } else {
+                    0.0
+                }
+        }
+    };
+    let ffn = kind.ffn != Ffn::None;
+    let blocks = f64::from(u8::from(mixer.present) + u8::from(ffn));
     let m = match (cfg.gated_mlp, a.eager) {
         (true, true) => 4.0,
         (true, false) => 3.0,
         (false, _) => 2.0,
     };
     let d = if a.dropout { 1.0 } else { 0.0 };
-    let heads = cfg.heads as f64;
     let seq_split = if a.sequence_parallel { t } else { 1.0 };
     if a.recompute == Recompute::Full {
         return e * s * b * h / seq_split;
     }
     if a.recompute == Recompute::Op {
-        // every second matmul output from the first (q, k, v, o, then the MLP's), split
-        // by tensor parallelism where the matmul is column-parallel
-        let mlp: &[(f64, bool)] = if cfg.gated_mlp {
-            &[(i, true), (i, true), (h, false)]
-        } else {
-            &[(i, true), (h, false)]
+        // every second matmul output of the MLP, gate and down (or up alone), split by
+        // tensor parallelism where the matmul is column-parallel
+        let mlp = match (ffn, cfg.gated_mlp) {
+            (false, _) => 0.0,
+            (true, true) => i / t + h / seq_split,
+            (true, false) => i / t,
         };
-        let mut saved = 0.0;
-        for (n, &(width, column)) in [(q, true), (k, true), (k, true), (h, false)]
-            .iter()
-            .chain(mlp)
-            .enumerate()
-        {
-            if n % 2 == 0 {
-                saved += width / if column { t } else { seq_split };
-            }
-        }
-        let attention_out = (e * q + 4.0 * heads) / t;
-        return s * b * (e * h / seq_split + e * saved + attention_out);
+        let kept = mixer.op_split / t + mixer.op_replicated / seq_split + mlp;
+        return s * b * (e * h / seq_split + e * kept + 4.0 * mixer.op_lse / t);
     }
-    // replicated across TP ranks unless sequence parallel: norm inputs, qkv and up inputs,
-    // dropout masks after attention and MLP.
-    let norm_inputs = 2.0 * h * e;
-    let replicated = s * b * (norm_inputs + e * 2.0 * h + 2.0 * d * h);
-    let split = s * b * e * (2.0 * q + 2.0 * k + m * i);
+    // replicated across TP ranks unless sequence parallel: norm inputs, the blocks'
+    // inputs, dropout masks after each block.
+    let replicated = s * b * (blocks * (2.0 * h * e + d * h) + e * mixer.replicated);
+    let split = s * b * (e * (mixer.split + if ffn { m * i } else { 0.0 }) + mixer.split_fp32);
+    let heads = mixer.score_heads;
     let scores = match (a.flash, a.recompute) {
         (_, Recompute::Selective) if !a.flash => 0.0,
         (true, _) => 4.0 * heads * s * b,
@@ -227,26 +380,20 @@ pub fn activation_bytes_per_layer(cfg: &ModelConfig, a: &ActivationShape) -> f64
     replicated / seq_split + (split + scores) / t
 }
 
-/// Weight matrices of one MLP (one expert): 3 when gated (gate, up, down), else 2.
-fn mlp_matrices(cfg: &ModelConfig) -> f64 {
-    if cfg.gated_mlp { 3.0 } else { 2.0 }
-}
-
 /// Adafactor's factored second moment per parameter: `4 · Σ(rows + cols) / params` over
-/// the model's weight matrices, with full (unfactored) statistics for norm vectors.
+/// the model's weight matrices (every layer kind's, see [`super::layers`]), with full
+/// (unfactored) statistics for norm vectors.
 pub fn adafactor_factored_bytes_per_param(cfg: &ModelConfig) -> f64 {
-    let (h, q, k, i, v) = (
-        cfg.hidden as f64,
-        cfg.q_width() as f64,
-        cfg.kv_width() as f64,
-        cfg.intermediate as f64,
-        cfg.vocab as f64,
-    );
-    let attn = (h + q) + 2.0 * (h + k) + (q + h);
-    let mlp = mlp_matrices(cfg) * (h + i) * cfg.experts as f64;
+    let (h, v) = (cfg.hidden as f64, cfg.vocab as f64);
+    let layers = layers::sum_over(cfg, 0..cfg.layer_kinds.len(), |kind| {
+        layers::matrices(cfg, kind)
+            .iter()
+            .map(layers::Matrix::rows_plus_cols)
+            .sum()
+    });
     let p = cfg.params();
     let emb = (v + h) * if cfg.tied_embeddings { 1.0 } else { 2.0 };
-    let sum = cfg.layers as f64 * (attn + mlp) + emb + p.norms as f64;
+    let sum = layers + emb + p.norms as f64;
     if p.total == 0 {
         0.0
     } else {
@@ -254,56 +401,73 @@ pub fn adafactor_factored_bytes_per_param(cfg: &ModelConfig) -> f64 {
     }
 }
 
+/// LoRA adapter parameters of the layers `range` (whole, before tensor parallelism):
+/// `r · (d_in + d_out)` per adapted matrix of each layer's kind.
+pub fn lora_params_in(
+    cfg: &ModelConfig,
+    range: std::ops::Range<usize>,
+    rank: u64,
+    targets: LoraTargets,
+) -> f64 {
+    layers::sum_over(cfg, range, |kind| {
+        layers::lora_params_of(cfg, kind, rank, targets)
+    })
+}
+
 /// LoRA adapter parameters of one layer (whole, before tensor parallelism):
-/// `r · (d_in + d_out)` per adapted matrix.
+/// `r · (d_in + d_out)` per adapted matrix; the mean over the layers where their kinds
+/// differ (see [`lora_params_in`]).
 pub fn lora_params_per_layer(cfg: &ModelConfig, rank: u64, targets: LoraTargets) -> f64 {
-    let r = rank as f64;
-    let (h, q, k, i) = (
-        cfg.hidden as f64,
-        cfg.q_width() as f64,
-        cfg.kv_width() as f64,
-        cfg.intermediate as f64,
-    );
-    match targets {
-        LoraTargets::QueryValue => r * ((h + q) + (h + k)),
-        LoraTargets::AllLinear => {
-            let mlp = mlp_matrices(cfg) * (h + i) * cfg.experts as f64;
-            r * ((h + q) + 2.0 * (h + k) + (q + h) + mlp)
+    match cfg.kinds[..] {
+        [only] => layers::lora_params_of(cfg, &only, rank, targets),
+        _ => {
+            let n = cfg.layer_kinds.len();
+            lora_params_in(cfg, 0..n, rank, targets) / n.max(1) as f64
         }
     }
 }
 
 /// The largest useful LoRA rank, the smaller dimension of the smallest matrix LoRA
 /// adapts, and that matrix as `name (d_in x d_out)`: q and v projections (`h x q`,
-/// `h x k`) for [`LoraTargets::QueryValue`]; with [`LoraTargets::AllLinear`] also k, o
-/// and the MLP's (`h x i`).
+/// `h x k`) for [`LoraTargets::QueryValue`] (latent attention's q_b and kv_b); with
+/// [`LoraTargets::AllLinear`] every projection of every layer kind. `(0, "")` when the
+/// model has no matrix the targets name.
 pub fn max_lora_rank(cfg: &ModelConfig, targets: LoraTargets) -> (u64, String) {
-    let (h, q, k, i) = (cfg.hidden, cfg.q_width(), cfg.kv_width(), cfg.intermediate);
-    let mut adapted = vec![("q_proj", h, q), ("v_proj", h, k)];
-    if targets == LoraTargets::AllLinear {
-        adapted.extend([("o_proj", q, h), ("down_proj", i, h)]);
-    }
-    let (name, d_in, d_out) = adapted
+    layers::rank_candidates(cfg, targets)
         .into_iter()
-        .min_by_key(|(_, a, b)| (*a).min(*b))
-        .unwrap_or(("q_proj", h, q));
-    (d_in.min(d_out), format!("{name} ({d_in} x {d_out})"))
+        .min_by_key(|m| m.d_in.min(m.d_out))
+        .map_or((0, String::new()), |m| {
+            (
+                m.d_in.min(m.d_out),
+                format!("{} ({} x {})", m.name, m.d_in, m.d_out),
+            )
+        })
 }
 
-/// Matrices LoRA adapts per layer: 2 for q and v; 4 attention projections plus the MLP's
-/// (3 gated or 2 plain, per expert) for all-linear.
+/// Matrices LoRA adapts per layer (copies of routed experts counted): 2 for q and v;
+/// 4 attention projections plus the MLP's (3 gated or 2 plain, per expert) for
+/// all-linear; the mean over the layers where their kinds differ.
 pub fn lora_matrices_per_layer(cfg: &ModelConfig, targets: LoraTargets) -> f64 {
-    match targets {
-        LoraTargets::QueryValue => 2.0,
-        LoraTargets::AllLinear => 4.0 + mlp_matrices(cfg) * cfg.experts as f64,
+    match cfg.kinds[..] {
+        [only] => layers::lora_matrices_of(cfg, &only, targets),
+        _ => {
+            let n = cfg.layer_kinds.len();
+            layers::sum_over(cfg, 0..n, |kind| {
+                layers::lora_matrices_of(cfg, kind, targets)
+            }) / n.max(1) as f64
+        }
     }
 }
 
 /// Parameters of one pipeline stage on one tensor-parallel rank.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(super) struct StageParams {
-    /// Projection matrices of the layers (split by TP).
+    /// Projection matrices of the layers (split by TP; routed experts also by EP).
     pub(super) body: f64,
+    /// Of `body`, the routed experts'.
+    pub(super) routed: f64,
+    /// The largest layer's share of `body`.
+    pub(super) largest_layer: f64,
     /// Embedding table / lm_head (split by TP).
     pub(super) embed: f64,
     /// Norm scales (replicated).
@@ -316,19 +480,29 @@ impl StageParams {
     }
 }
 
-/// Parameters of a stage of `layers` layers; the `first` stage holds the embedding, the
-/// `last` the lm_head (a tied table on both when they differ) and the final norm.
+/// Parameters of a stage holding the layers `range`; the `first` stage holds the
+/// embedding, the `last` the lm_head (a tied table on both when they differ) and the
+/// final norm. Routed experts are split over `ep` expert-parallel ranks besides `tp`.
 pub(super) fn stage_params(
     cfg: &ModelConfig,
     tp: u64,
-    layers: u64,
+    ep: u64,
+    range: std::ops::Range<usize>,
     first: bool,
     last: bool,
 ) -> StageParams {
     let p = cfg.params();
     let t = tp.max(1) as f64;
-    let per_layer = (p.attention + p.mlp) as f64 / cfg.layers as f64;
-    let norm_each = p.norms as f64 / (2 * cfg.layers + 1) as f64;
+    let ep = ep.max(1) as f64;
+    let share = |kind: &crate::model::LayerKind| {
+        let routed = layers::routed_params(cfg, kind);
+        (layers::layer_params(cfg, kind) - routed) + routed / ep
+    };
+    let body = layers::sum_over(cfg, range.clone(), share);
+    let routed = layers::sum_over(cfg, range.clone(), |k| layers::routed_params(cfg, k)) / ep;
+    let largest_layer = layers::max_over(cfg, range.clone(), share);
+    let n = (range.end.min(cfg.layer_kinds.len())).saturating_sub(range.start) as u64;
+    let norm_each = p.norms as f64 / (cfg.norms_per_layer * cfg.layers + 1) as f64;
     let table = (cfg.vocab * cfg.hidden) as f64;
     let mut embed = 0.0;
     if first {
@@ -344,9 +518,11 @@ pub(super) fn stage_params(
         }
     }
     StageParams {
-        body: layers as f64 * per_layer / t,
+        body: body / t,
+        routed: routed / t,
+        largest_layer: largest_layer / t,
         embed: embed / t,
-        norms: norm_each * (2 * layers) as f64 + if last { norm_each } else { 0.0 },
+        norms: norm_each * (cfg.norms_per_layer * n) as f64 + if last { norm_each } else { 0.0 },
     }
 }
 
@@ -368,20 +544,69 @@ struct Activations {
 }
 
 impl Trainer<'_> {
-    /// Trainable parameters of a stage on one device: all of them, or the adapters.
-    pub(super) fn trainable(&self, sp: &StageParams, layers: u64) -> f64 {
+    /// Trainable parameters of a stage on one device: all of them, or the adapters of
+    /// its layers `range`.
+    pub(super) fn trainable(&self, sp: &StageParams, range: std::ops::Range<usize>) -> f64 {
         match self.cfg.method {
             Method::Full => sp.total(),
             _ => {
-                layers as f64
-                    * lora_params_per_layer(
-                        self.model,
-                        self.cfg.effective_lora_rank(),
-                        self.cfg.lora_targets,
-                    )
-                    / self.layout.tp as f64
+                let (r, targets) = (self.cfg.effective_lora_rank(), self.cfg.lora_targets);
+                let all = lora_params_in(self.model, range.clone(), r, targets);
+                let local = if self.layout.ep > 1 {
+                    let routed = layers::sum_over(self.model, range, |k| {
+                        layers::lora_routed_of(self.model, k, r, targets)
+                    });
+                    all - routed + routed / self.layout.ep as f64
+                } else {
+                    all
+                };
+                local / self.layout.tp as f64
             }
         }
+    }
+
+    /// Of [`Trainer::trainable`], the routed experts' share under expert parallelism
+    /// (0 without it): their ZeRO shards and gradient reductions span the `dp / ep`
+    /// ranks that hold the same experts.
+    pub(super) fn trainable_routed(&self, sp: &StageParams, range: std::ops::Range<usize>) -> f64 {
+        let l = &self.layout;
+        if l.ep <= 1 {
+            return 0.0;
+        }
+        match self.cfg.method {
+            Method::Full => sp.routed,
+            _ => {
+                let (r, targets) = (self.cfg.effective_lora_rank(), self.cfg.lora_targets);
+                layers::sum_over(self.model, range, |k| {
+                    layers::lora_routed_of(self.model, k, r, targets)
+                }) / (l.ep * l.tp) as f64
+            }
+        }
+    }
+
+    /// The layers of a pipeline stage: the first `layers_per_stage` for the first, the
+    /// last `layers_per_stage` for the last (and every later one), all with one stage.
+    pub(super) fn stage_range(&self, first: bool, last: bool) -> std::ops::Range<usize> {
+        let n = self.model.layer_kinds.len();
+        let per = (self.layout.layers_per_stage as usize).min(n);
+        match (first, last) {
+            (true, true) => 0..n,
+            (true, false) => 0..per,
+            _ => n - per..n,
+        }
+    }
+
+    /// Parameters of a stage on one device (see [`stage_params`]).
+    pub(super) fn stage(&self, first: bool, last: bool) -> StageParams {
+        let l = &self.layout;
+        stage_params(
+            self.model,
+            l.tp,
+            l.ep,
+            self.stage_range(first, last),
+            first,
+            last,
+        )
     }
 
     /// Frozen base weights of a stage: projections at the frozen format; embeddings,
@@ -410,18 +635,45 @@ impl Trainer<'_> {
             .state_bytes_per_param(factored, self.cfg.precision)
     }
 
-    fn model_states(&self, sp: &StageParams) -> ModelStates {
+    fn model_states(&self, sp: &StageParams, range: std::ops::Range<usize>) -> ModelStates {
         let layers = self.layout.layers_per_stage;
         let dp = self.layout.dp as f64;
-        let trainable = self.trainable(sp, layers);
+        let ep = self.layout.ep as f64;
+        let trainable = self.trainable(sp, range.clone());
+        let routed = self.trainable_routed(sp, range);
         let w16 = self.cfg.precision.weight_format().bytes();
         let (weights_full, frozen_bytes) = match self.cfg.method {
             Method::Full => (sp.total() * w16, 0.0),
             _ => (trainable * w16, self.frozen_bytes(sp)),
         };
+        // frozen routed experts (LoRA) shard over the ranks holding the same experts
+        let frozen_routed = match self.cfg.method {
+            Method::Full => 0.0,
+            _ if self.layout.ep > 1 => sp.routed * self.frozen.bytes(),
+            _ => 0.0,
+        };
         let zero = self.cfg.zero;
         let shard = |stage: u64| if zero >= stage { dp } else { 1.0 };
-        let opt = trainable * self.optimizer_bpp() / shard(1);
+        let shard_e = |stage: u64| {
+            if zero >= stage {
+                (dp / ep).max(1.0)
+            } else {
+                1.0
+            }
+        };
+        // `all` of which `part` are routed-expert bytes, sharded at ZeRO `stage`
+        let sharded = |all: f64, part: f64, stage: u64| {
+            if part > 0.0 {
+                (all - part) / shard(stage) + part / shard_e(stage)
+            } else {
+                all / shard(stage)
+            }
+        };
+        let opt = sharded(
+            trainable * self.optimizer_bpp(),
+            routed * self.optimizer_bpp(),
+            1,
+        );
         let (optimizer, host_optimizer) = match self.cfg.offload {
             Offload::None => (opt, 0.0),
             Offload::Cpu => (0.0, opt),
@@ -432,17 +684,18 @@ impl Trainer<'_> {
         // conservative figure), whichever is larger
         let grads = if self.cfg.optimizer_in_backward {
             let per_layer = |p: f64| p / layers.max(1) as f64;
-            let largest = match self.cfg.method {
-                Method::Full => per_layer(sp.body + sp.norms).max(sp.embed),
+            let largest = match (self.cfg.method, self.model.kinds.len()) {
+                (Method::Full, 1) => per_layer(sp.body + sp.norms).max(sp.embed),
+                (Method::Full, _) => (sp.largest_layer + per_layer(sp.norms)).max(sp.embed),
                 _ => per_layer(trainable),
             };
-            largest.min(trainable)
+            largest.min(trainable) * w16 / shard(2)
         } else {
-            trainable
+            sharded(trainable * w16, routed * w16, 2)
         };
         ModelStates {
-            params: (weights_full + frozen_bytes) / shard(3),
-            grads: grads * w16 / shard(2),
+            params: sharded(weights_full + frozen_bytes, routed * w16 + frozen_routed, 3),
+            grads,
             optimizer,
             host_optimizer,
             trainable,
@@ -453,24 +706,24 @@ impl Trainer<'_> {
         let l = &self.layout;
         let m = (l.global_batch / (l.dp * micro_batch).max(1)).max(1);
         let in_flight = if first && l.pp > 1 { l.pp.min(m) } else { 1 };
-        let per_layer = activation_bytes_per_layer(
-            self.model,
-            &self.act_shape(micro_batch, self.cfg.recompute),
-        );
-        let mut total = per_layer * l.layers_per_stage as f64 * in_flight as f64;
-        // rebuilding one layer in backward holds what it did not keep
+        let range = self.stage_range(first, last);
+        let kept = self.act_shape(micro_batch, self.cfg.recompute);
+        let all = self.act_shape(micro_batch, Recompute::None);
+        let of = |kind: &LayerKind, a: &ActivationShape| activation_bytes_of(self.model, kind, a);
+        let stage = layers::sum_over(self.model, range.clone(), |k| of(k, &kept));
+        let per_layer = match self.model.kinds[..] {
+            [only] => of(&only, &kept),
+            _ => stage / l.layers_per_stage.max(1) as f64,
+        };
+        let mut total = stage * in_flight as f64;
+        // rebuilding one layer in backward holds what it did not keep (the largest
+        // such layer of the stage)
         match self.cfg.recompute {
             Recompute::Full => {
-                total += activation_bytes_per_layer(
-                    self.model,
-                    &self.act_shape(micro_batch, Recompute::None),
-                );
+                total += layers::max_over(self.model, range, |k| of(k, &all));
             }
             Recompute::Op => {
-                total += activation_bytes_per_layer(
-                    self.model,
-                    &self.act_shape(micro_batch, Recompute::None),
-                ) - per_layer;
+                total += layers::max_over(self.model, range, |k| of(k, &all) - of(k, &kept));
             }
             _ => {}
         }
@@ -499,7 +752,7 @@ impl Trainer<'_> {
             Method::Full => self.cfg.precision.weight_format().bytes(),
             _ => self.frozen.bytes(),
         };
-        2.0 * (sp.body / l.layers_per_stage as f64) * bytes
+        2.0 * sp.largest_layer * bytes
     }
 
     /// Memory of one pipeline stage (`first`/`last` as in [`stage_params`]).
@@ -509,9 +762,8 @@ impl Trainer<'_> {
         first: bool,
         last: bool,
     ) -> (TrainMemory, MemoryDetail) {
-        let l = &self.layout;
-        let sp = stage_params(self.model, l.tp, l.layers_per_stage, first, last);
-        let states = self.model_states(&sp);
+        let sp = self.stage(first, last);
+        let states = self.model_states(&sp, self.stage_range(first, last));
         let act = self.activations(micro_batch, first, last);
         let gather = self.gather_buffers(&sp);
         let frag = self.overhead.fragmentation * act.total;

@@ -17,13 +17,18 @@
 //! A [`Trainer`] validates one configuration on one model and device; [`Trainer::memory`]
 //! and [`Trainer::step`] evaluate it, [`Trainer::report`] (or [`train`]) gives both.
 //!
-//! Not modelled: context and expert parallelism, the extra activations an interleaved
+//! Every layer kind the layer graph reads trains: softmax, latent and linear attention,
+//! state-space blocks, dense MLPs and mixtures of experts (with shared experts), each
+//! stage's layers counted by their kinds; routed experts split over `ep` ranks.
+//!
+//! Not modelled: context parallelism, the extra activations an interleaved
 //! schedule keeps in flight, the CPU's own optimizer-update time under offload, power
 //! capping, and framework-specific recomputation policies other than Korthikanti's.
 
 pub mod config;
 pub mod efficiency;
 mod kinds;
+mod layers;
 pub mod memory;
 pub mod notes;
 pub mod report;
@@ -37,8 +42,8 @@ pub use config::{
 pub use efficiency::{BUILTIN_TRAINING_TOML, EfficiencyTable, TableEntry, TrainEfficiency};
 pub use memory::{
     ActivationShape, DEFAULT_OVERHEAD, FrameworkOverhead, MemoryDetail, TrainMemory,
-    activation_bytes_per_layer, adafactor_factored_bytes_per_param, lora_matrices_per_layer,
-    lora_params_per_layer, max_lora_rank,
+    activation_bytes_of, activation_bytes_per_layer, adafactor_factored_bytes_per_param,
+    lora_matrices_per_layer, lora_params_in, lora_params_per_layer, max_lora_rank,
 };
 pub use report::{HardwareInfo, MemoryReport, ModelInfo, TrainNote, TrainReport};
 pub use step::{StepReport, backward_cost};
@@ -125,15 +130,6 @@ impl<'a> Trainer<'a> {
     /// [`MIN_INTER_NODE_BYTES_PER_S`] (or not finite), offload without a host link,
     /// efficiency factors outside their ranges (or `attention > compute`).
     pub fn new(model: &'a ModelConfig, hardware: &'a Hardware, cfg: &TrainConfig) -> Result<Self> {
-        if !model.is_uniform() {
-            return Err(crate::Error::invalid(
-                "model",
-                format!(
-                    "{} mixes layer kinds (latent or linear attention, state-space blocks, dense and MoE layers, or experts narrower than its MLP): training such models is not modelled yet",
-                    model.id
-                ),
-            ));
-        }
         let layout = config::layout(model, hardware, cfg)?;
         let eff = match &cfg.efficiency {
             Some(e) => e.clone(),

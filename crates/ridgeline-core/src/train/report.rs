@@ -3,7 +3,7 @@
 use super::Trainer;
 use super::config::{Layout, Method, Offload, TrainConfig};
 use super::efficiency::TrainEfficiency;
-use super::memory::{MemoryDetail, TrainMemory, lora_params_per_layer};
+use super::memory::{MemoryDetail, TrainMemory, lora_params_in};
 use super::step::StepReport;
 use serde::Serialize;
 use serde::ser::{SerializeStruct, Serializer};
@@ -158,14 +158,12 @@ impl Trainer<'_> {
     pub fn trainable_params(&self) -> f64 {
         match self.cfg.method {
             Method::Full => self.model.params().total as f64,
-            _ => {
-                self.model.layers as f64
-                    * lora_params_per_layer(
-                        self.model,
-                        self.cfg.effective_lora_rank(),
-                        self.cfg.lora_targets,
-                    )
-            }
+            _ => lora_params_in(
+                self.model,
+                0..self.model.layer_kinds.len(),
+                self.cfg.effective_lora_rank(),
+                self.cfg.lora_targets,
+            ),
         }
     }
 

@@ -58,7 +58,7 @@
 
 use super::Trainer;
 use super::config::{Method, Offload, Recompute};
-use super::memory::{lora_matrices_per_layer, lora_params_per_layer, stage_params};
+use super::layers;
 use crate::dtype::ComputeDtype;
 use crate::model::graph::{self, OpInstance, OpKind, Step, Unit};
 use crate::ops::{ByteClasses, Cost};
@@ -106,6 +106,9 @@ pub struct StepReport {
     pub memory_time_s: f64,
     /// Tensor-parallel collective time per step before overlap, s.
     pub tp_comm_time_s: f64,
+    /// Expert-parallel all-to-all time per step (dispatch and combine, forward and
+    /// backward) before overlap, s; it overlaps like the tensor-parallel collectives.
+    pub ep_comm_time_s: f64,
     /// Data-parallel (gradient, ZeRO) communication per step before overlap, s.
     pub dp_comm_time_s: f64,
     /// Pipeline sends per step, s.
@@ -130,6 +133,8 @@ enum KernelClass {
     Attention,
     /// A tensor-parallel collective.
     Collective,
+    /// The all-to-all of expert parallelism (dispatch and combine).
+    ExpertAllToAll,
     /// Everything else (projections, norms, elementwise).
     Other,
 }
@@ -153,6 +158,8 @@ struct MicroBatch {
     memory_s: f64,
     /// Tensor-parallel collectives before overlap, s.
     tp_s: f64,
+    /// Expert-parallel all-to-alls (dispatch and combine) before overlap, s.
+    ep_s: f64,
     /// Executed FLOPs.
     flops: f64,
     /// Of those, recomputation.
@@ -251,6 +258,21 @@ impl Trainer<'_> {
             OpKind::UpProj => 0.0,
             OpKind::DownProj if self.model.gated_mlp => 0.0,
             OpKind::DownProj => 1.0,
+            // shared experts (one op): up of gate, up, down; down of up, down
+            OpKind::SharedExperts if self.model.gated_mlp => 1.0 / 3.0,
+            OpKind::SharedExperts => 0.5,
+            // latent attention keeps its latents (q_a and kv_a outputs) and recomputes
+            // the up-projections q_b and kv_b
+            OpKind::MlaQProj => match self.model.mla {
+                Some(m) if m.q_lora_rank.is_some() => {
+                    let qk = (self.model.heads * m.qk_head_dim()) as f64;
+                    qk / (self.model.hidden as f64 + qk)
+                }
+                _ => 1.0,
+            },
+            OpKind::MlaKvAProj => 0.0,
+            // the recurrences keep their outputs, like the attention core
+            OpKind::DeltaRule | OpKind::SsmScan => 0.0,
             k if k.is_attention_core() => 0.0,
             _ => 1.0,
         }
@@ -262,7 +284,9 @@ impl Trainer<'_> {
         let frozen = self.cfg.method != Method::Full;
         let mut fwd = op.total();
         let is_comm = op.cost.link_bytes > 0.0;
-        let class = if is_comm {
+        let class = if is_comm && matches!(op.kind, OpKind::MoeDispatch | OpKind::MoeCombine) {
+            KernelClass::ExpertAllToAll
+        } else if is_comm {
             KernelClass::Collective
         } else if op.kind.is_attention_matmul() {
             KernelClass::Attention
@@ -325,18 +349,16 @@ impl Trainer<'_> {
     fn adapter_kernels(&self, out: &mut Vec<Kernel>) {
         let l = &self.layout;
         let tokens = l.micro_batch as f64 * self.cfg.seq as f64;
-        let layers = l.layers_per_stage as f64;
-        let adapters = layers
-            * lora_params_per_layer(
-                self.model,
-                self.cfg.effective_lora_rank(),
-                self.cfg.lora_targets,
-            )
-            / l.tp as f64;
+        let range = self.stage_range(l.pp == 1, true);
+        let sp = self.stage(l.pp == 1, true);
+        let adapters = self.trainable(&sp, range.clone());
         let r = self.cfg.effective_lora_rank() as f64;
         let e = self.precision.activations.bytes();
         let io = if r > 0.0 { adapters / r } else { 0.0 };
-        let bottleneck = layers * lora_matrices_per_layer(self.model, self.cfg.lora_targets) * r;
+        let targets = self.cfg.lora_targets;
+        let bottleneck = layers::sum_over(self.model, range, |k| {
+            layers::lora_matrices_of(self.model, k, targets)
+        }) * r;
         let act = tokens * (io / 2.0 + bottleneck) * e;
         let fwd = Cost {
             flops: 2.0 * tokens * adapters,
@@ -367,7 +389,7 @@ impl Trainer<'_> {
     /// 16-bit copies.
     fn dequantize_kernel(&self) -> Kernel {
         let l = &self.layout;
-        let body = stage_params(self.model, l.tp, l.layers_per_stage, false, false).body;
+        let body = self.stage(l.pp == 1, true).body;
         let dq = Cost {
             read: ByteClasses {
                 weights: body * self.frozen.bytes(),
@@ -402,12 +424,24 @@ impl Trainer<'_> {
             logits_per_sequence: self.cfg.seq,
             decode: false,
         };
-        let g = graph::forward(
+        // with expert parallelism the graph's `ep` groups are `ep` data-parallel ranks,
+        // each with its own micro-batch: attention runs one, the experts the tokens of
+        // all `ep` routed to the device's share of them
+        let step = Step {
+            batch: l.micro_batch.saturating_mul(l.ep.max(1)),
+            ..step
+        };
+        let g = graph::forward_layers(
             self.model,
             &step,
             &self.precision,
-            &graph::Shard::tp(l.tp, l.layers_per_stage),
+            &graph::Shard {
+                tp: l.tp,
+                ep: l.ep.max(1),
+                layers: l.layers_per_stage,
+            },
             self.cfg.flash,
+            self.stage_range(l.pp == 1, true),
         );
         let mut out = Vec::with_capacity(3 * g.ops().len() + 4);
         for op in g.ops() {
@@ -437,9 +471,14 @@ impl Trainer<'_> {
             link: self.eff.link,
             overhead_s: 0.0,
         };
+        let a2a = Ceilings {
+            link_bytes_per_s: Some(self.group_bandwidth(self.layout.ep, self.layout.tp)),
+            ..vector
+        };
         let mut mb = MicroBatch::default();
         for k in self.micro_batch_kernels() {
             let (ceil, eff) = match k.unit {
+                _ if k.class == KernelClass::ExpertAllToAll => (a2a, base_eff),
                 Unit::Matrix(d) | Unit::Dequant(d) => (
                     Ceilings {
                         peak_flops_per_s: hw.sustained_peak(d).0,
@@ -462,7 +501,9 @@ impl Trainer<'_> {
                 mb.recomputed_flops += k.cost.flops;
             }
             let p = place(&k.cost, &ceil, &eff);
-            if k.class == KernelClass::Collective {
+            if k.class == KernelClass::ExpertAllToAll {
+                mb.ep_s += p.time_s;
+            } else if k.class == KernelClass::Collective {
                 mb.tp_s += p.time_s;
             } else if p.bound == Bound::Compute {
                 mb.compute_s += p.time_s;
@@ -493,32 +534,63 @@ impl Trainer<'_> {
         let pp_s = m * time_at(pp_bytes, pp_bw * self.eff.link);
 
         // data-parallel gradient synchronisation / ZeRO traffic per step
-        let sp = stage_params(self.model, l.tp, l.layers_per_stage, l.pp == 1, true);
-        let trainable = self.trainable(&sp, l.layers_per_stage);
+        let sp = self.stage(l.pp == 1, true);
+        let range = self.stage_range(l.pp == 1, true);
+        let trainable = self.trainable(&sp, range.clone());
+        // routed experts under expert parallelism synchronise over the `dp / ep` ranks
+        // holding the same experts
+        let routed = self.trainable_routed(&sp, range);
         let grad_b = self.cfg.precision.weight_format().bytes();
         let frozen_bytes = match self.cfg.method {
             Method::Full => 0.0,
             _ => self.frozen_bytes(&sp),
         };
-        let n = l.dp as f64;
-        let ring = if l.dp > 1 { (n - 1.0) / n } else { 0.0 };
-        let (dp_bytes, overlappable) = if self.cfg.zero >= 3 {
-            // per micro-batch: all-gather weights for forward and again for backward,
-            // reduce-scatter gradients.
-            let w = trainable * grad_b + frozen_bytes;
-            (m * ring * (2.0 * w + trainable * grad_b), m * op_s)
-        } else {
-            // once per step: all-reduce (ZeRO-0) or reduce-scatter + all-gather (1, 2)
-            // of the gradients, overlapping the last micro-batch's backward.
-            (2.0 * ring * trainable * grad_b, op_s)
+        let frozen_routed = match self.cfg.method {
+            Method::Full => 0.0,
+            _ if routed > 0.0 || l.ep > 1 => sp.routed * self.frozen.bytes(),
+            _ => 0.0,
         };
-        let dp_bw = self.group_bandwidth(l.dp, l.tp);
-        let dp_s = time_at(dp_bytes, dp_bw * self.eff.link);
+        let ep = l.ep.max(1);
+        let sync_time = |trainable: f64, frozen: f64, ranks: u64, stride: u64| {
+            let n = ranks as f64;
+            let ring = if ranks > 1 { (n - 1.0) / n } else { 0.0 };
+            let dp_bytes = if self.cfg.zero >= 3 {
+                // per micro-batch: all-gather weights for forward and again for backward,
+                // reduce-scatter gradients.
+                let w = trainable * grad_b + frozen;
+                m * ring * (2.0 * w + trainable * grad_b)
+            } else {
+                // once per step: all-reduce (ZeRO-0) or reduce-scatter + all-gather (1, 2)
+                // of the gradients, overlapping the last micro-batch's backward.
+                2.0 * ring * trainable * grad_b
+            };
+            time_at(
+                dp_bytes,
+                self.group_bandwidth(ranks, stride) * self.eff.link,
+            )
+        };
+        let overlappable = if self.cfg.zero >= 3 { m * op_s } else { op_s };
+        let dp_s = if ep > 1 {
+            sync_time(trainable - routed, frozen_bytes - frozen_routed, l.dp, l.tp)
+                + sync_time(routed, frozen_routed, l.dp / ep, l.tp * ep)
+        } else {
+            sync_time(trainable, frozen_bytes, l.dp, l.tp)
+        };
         let dp_exposed_s = dp_s - (self.eff.overlap_dp * dp_s).min(overlappable);
 
         // optimizer update (sharded by ZeRO >= 1)
+        let n = l.dp as f64;
         let shard = if self.cfg.zero >= 1 { n } else { 1.0 };
-        let upd = trainable / shard;
+        let shard_e = if self.cfg.zero >= 1 {
+            (n / ep as f64).max(1.0)
+        } else {
+            1.0
+        };
+        let upd = if ep > 1 {
+            (trainable - routed) / shard + routed / shard_e
+        } else {
+            trainable / shard
+        };
         let bw = self.hardware.memory.bandwidth_bytes_per_s;
         let (optimizer_s, offload_s) = match self.cfg.offload {
             Offload::None => (
@@ -560,10 +632,8 @@ impl Trainer<'_> {
             } else {
                 0.0
             };
-        let expert_inactive = self.model.layers as f64
-            * self.model.expert_params() as f64
-            * (self.model.experts - self.model.experts_per_token) as f64;
-        let n = p.total as f64 - table_lookup - expert_inactive;
+        // the parameters one token multiplies: inactive routed experts left out
+        let n = p.active as f64 - table_lookup;
         let dense = match self.cfg.method {
             Method::Full => 6.0 * n,
             _ => 4.0 * n + 6.0 * self.trainable_params(),
@@ -590,11 +660,21 @@ impl Trainer<'_> {
     /// `2 · pairs(s, w) / s - 1` (`s` itself without a window).
     pub(super) fn attention_flops_per_token(&self) -> f64 {
         let s = self.cfg.seq;
-        let q = self.model.q_width() as f64;
         self.model
             .kind_counts()
             .iter()
             .map(|(kind, layers)| {
+                // the width the score and value matmuls multiply over, per side: latent
+                // attention's queries and keys are `H·(d_nope + d_rope)` wide, its
+                // values `H·d_v`; recurrences (linear attention, state-space blocks)
+                // have no quadratic term in the convention
+                let q = match (kind.mixer, self.model.mla) {
+                    (crate::model::Mixer::Attention, _) => self.model.q_width() as f64,
+                    (crate::model::Mixer::Mla, Some(m)) => {
+                        (self.model.heads * (m.qk_head_dim() + m.v_head_dim)) as f64 / 2.0
+                    }
+                    _ => 0.0,
+                };
                 let span = match kind.window {
                     Some(w) if w < s => 2.0 * crate::ops::windowed_pairs(s, s, w) / s as f64 - 1.0,
                     _ => s as f64,
@@ -609,7 +689,8 @@ impl Trainer<'_> {
         let l = &self.layout;
         let mb = self.micro_batch();
         let op_s = mb.compute_s + mb.memory_s;
-        let tp_exposed = mb.tp_s - (self.eff.overlap_tp * mb.tp_s).min(op_s);
+        let comm_s = mb.tp_s + mb.ep_s;
+        let tp_exposed = comm_s - (self.eff.overlap_tp * comm_s).min(op_s);
         let t_micro = op_s + tp_exposed;
         let m = l.micro_batches as f64;
         let n = l.layers_per_stage.max(1);
@@ -662,6 +743,7 @@ impl Trainer<'_> {
             compute_time_s: scale_mb * mb.compute_s,
             memory_time_s: scale_mb * mb.memory_s + tr.optimizer_s,
             tp_comm_time_s: m * mb.tp_s,
+            ep_comm_time_s: m * mb.ep_s,
             dp_comm_time_s: tr.dp_s,
             pp_comm_time_s: tr.pp_s,
             exposed_comm_time_s: comm_exposed,

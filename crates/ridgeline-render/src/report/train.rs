@@ -140,8 +140,12 @@ fn step(r: &TrainReport) -> String {
             fmt_seconds(st.memory_time_s)
         ),
         format!(
-            "  communication: tensor-parallel {}, data-parallel {}, pipeline {}; exposed {}",
+            "  communication: tensor-parallel {}{}, data-parallel {}, pipeline {}; exposed {}",
             fmt_seconds(st.tp_comm_time_s),
+            when(r.layout.ep > 1, || format!(
+                ", expert all-to-all {}",
+                fmt_seconds(st.ep_comm_time_s)
+            )),
             fmt_seconds(st.dp_comm_time_s),
             fmt_seconds(st.pp_comm_time_s),
             fmt_seconds(st.exposed_comm_time_s)

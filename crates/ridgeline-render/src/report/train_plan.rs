@@ -204,6 +204,10 @@ pub fn render(p: &TrainPlan) -> String {
     if p.best.is_none() {
         s.push_str("No configuration meets the targets.\n");
     }
+    for n in &p.near_ties {
+        s.push_str(&wrap(&format!("Chosen on a {n}"), 96, "  "));
+        s.push('\n');
+    }
     for b in &p.binding {
         let who = match b.answer {
             Answer::Best => "Why the best",
@@ -273,6 +277,9 @@ pub fn markdown(p: &TrainPlan) -> String {
     }
     if p.best.is_none() {
         s.push_str("**No configuration meets the targets.**\n\n");
+    }
+    for n in &p.near_ties {
+        s.push_str(&format!("- Chosen on a {n}\n"));
     }
     for b in &p.binding {
         s.push_str(&format!(

@@ -28,7 +28,7 @@ mod kind;
 mod pass;
 
 pub use kind::OpKind;
-pub use pass::{draft_head, forward};
+pub use pass::{draft_head, forward, forward_layers};
 
 /// Most operators one forward pass can have.
 pub const MAX_OPS: usize = 64;

@@ -490,8 +490,24 @@ pub fn draft_head(
 /// Layers whose weights a format keeps in 16-bit (see [`crate::dtype::Format`]) are costed so.
 pub fn forward(cfg: &ModelConfig, step: &Step, p: &Precision, shard: &Shard, flash: bool) -> Graph {
     let n = (shard.layers as usize).min(cfg.layer_kinds.len());
+    forward_layers(cfg, step, p, shard, flash, 0..n)
+}
+
+/// [`forward`] over the layers `range` of the model (a pipeline stage other than the
+/// first: a training step's last stage), with the embeddings and the head; `shard.layers`
+/// is not used.
+pub fn forward_layers(
+    cfg: &ModelConfig,
+    step: &Step,
+    p: &Precision,
+    shard: &Shard,
+    flash: bool,
+    range: std::ops::Range<usize>,
+) -> Graph {
+    let n = cfg.layer_kinds.len();
+    let range = range.start.min(n)..range.end.min(n);
     build(cfg, step, p, shard, flash, |pass, g| {
-        for (kind, count) in cfg.kinds_in(0..n) {
+        for (kind, count) in cfg.kinds_in(range) {
             pass.layer(g, &kind, count as f64);
         }
     })

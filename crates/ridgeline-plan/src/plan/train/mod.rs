@@ -235,6 +235,8 @@ pub struct TrainEntry {
     pub tp: u64,
     /// Pipeline-parallel degree.
     pub pp: u64,
+    /// Expert-parallel degree (1: none), a divisor of `dp`.
+    pub ep: u64,
     /// Data-parallel degree.
     pub dp: u64,
     /// ZeRO stage.
@@ -283,6 +285,7 @@ impl TrainEntry {
             gpus: self.gpus,
             tp: self.tp,
             pp: self.pp,
+            ep: self.ep,
             opt: search::Opt {
                 method: self.method,
                 zero: self.zero,
@@ -342,6 +345,10 @@ pub struct TrainPlan {
     /// The highlighted options (best, fastest, cheapest of each method) with what binds
     /// each: the plain-language explanation's data.
     pub options: Vec<OptionStory>,
+    /// Where the best or the fastest is a near-tie (within 2% of the objective) chosen
+    /// for fewer devices or a simpler layout, the sentence saying so (`best: ...`,
+    /// `fastest: ...`); empty otherwise.
+    pub near_ties: Vec<String>,
 }
 
 /// Checks the request; errors name the [`TrainPlanRequest`] fields.
@@ -409,8 +416,13 @@ pub fn plan_training(req: &TrainPlanRequest) -> Result<TrainPlan> {
     let (cands, invalid) = search::evaluate(req, &layouts);
     let t = &req.targets;
     let feasible: Vec<&Cand> = cands.iter().filter(|c| c.meets(t)).collect();
-    let best = search::best(&feasible);
-    let fastest = search::fastest(&feasible);
+    let (best, best_tie) = search::best(&feasible);
+    let (fastest, fastest_tie) = search::fastest(&feasible);
+    let near_ties: Vec<String> = best_tie
+        .map(|n| format!("best: {n}"))
+        .into_iter()
+        .chain(fastest_tie.map(|n| format!("fastest: {n}")))
+        .collect();
     let entry = |c: &Cand| c.entry(&req.pools);
     let ctx = binding::Context {
         cands: &cands,
@@ -456,5 +468,6 @@ pub fn plan_training(req: &TrainPlanRequest) -> Result<TrainPlan> {
         pareto_by_method,
         binding,
         options,
+        near_ties,
     })
 }

@@ -15,6 +15,8 @@ pub(super) struct Layout {
     pub gpus: u64,
     pub tp: u64,
     pub pp: u64,
+    /// Expert-parallel degree (1: none; MoE models only).
+    pub ep: u64,
 }
 
 impl Layout {
@@ -40,6 +42,7 @@ pub(super) struct Setting {
     pub gpus: u64,
     pub tp: u64,
     pub pp: u64,
+    pub ep: u64,
     pub opt: Opt,
     pub micro_batch: u64,
     pub global_batch: u64,
@@ -53,6 +56,7 @@ impl Setting {
             gpus: self.gpus,
             tp: self.tp,
             pp: self.pp,
+            ep: self.ep,
             zero: self.opt.zero,
             micro_batch: self.micro_batch,
             global_batch: Some(self.global_batch),
@@ -139,6 +143,7 @@ impl Cand {
             gpus: self.layout.gpus,
             tp: self.layout.tp,
             pp: self.layout.pp,
+            ep: self.layout.ep,
             opt: self.opt,
             micro_batch: self.micro_batch,
             global_batch: self.global_batch,
@@ -160,6 +165,7 @@ impl Cand {
             gpus: l.gpus,
             tp: l.tp,
             pp: l.pp,
+            ep: l.ep,
             dp: l.dp(),
             zero: self.opt.zero,
             recompute: self.opt.recompute,
@@ -237,12 +243,26 @@ pub(super) fn layouts(req: &TrainPlanRequest) -> Result<(Vec<Layout>, u64)> {
                         && pp <= m.layers
                         && (!req.base.sequence_parallel || seq.is_multiple_of(tp));
                     if possible {
-                        out.push(Layout {
-                            pool: i,
-                            gpus,
-                            tp,
-                            pp,
-                        });
+                        // expert parallelism for MoE models: powers of two dividing
+                        // the data-parallel degree and the routed experts
+                        let dp = gpus / (tp * pp);
+                        let eps = std::iter::successors(Some(1u64), |e| e.checked_mul(2))
+                            .take_while(|&e| e <= dp)
+                            .filter(|&e| {
+                                e == 1
+                                    || (m.is_moe()
+                                        && dp.is_multiple_of(e)
+                                        && m.experts.is_multiple_of(e))
+                            });
+                        for ep in eps {
+                            out.push(Layout {
+                                pool: i,
+                                gpus,
+                                tp,
+                                pp,
+                                ep,
+                            });
+                        }
                     } else {
                         impossible += 1;
                     }
@@ -326,6 +346,7 @@ fn evaluate_option(req: &TrainPlanRequest, pool: &Pool, l: &Layout, o: Opt) -> O
         gpus: l.gpus,
         tp: l.tp,
         pp: l.pp,
+        ep: l.ep,
         opt: o,
         micro_batch: mb,
         global_batch: round_up(req.global_batch, mb * dp),
@@ -375,24 +396,124 @@ fn evaluate_option(req: &TrainPlanRequest, pool: &Pool, l: &Layout, o: Opt) -> O
     })
 }
 
-/// The cheapest (ties: faster, fewer devices).
-pub(super) fn best<'c>(feasible: &[&'c Cand]) -> Option<&'c Cand> {
-    feasible.iter().copied().min_by(|a, b| {
+/// How close to the best objective another candidate counts as a near-tie: within 2%.
+pub const NEAR_TIE: f64 = 0.02;
+
+/// Devices, then the parallel dimensions and offloads in use (tp, pp, ep > 1, CPU
+/// offload): what a near-tie prefers fewer of.
+fn complexity(c: &Cand) -> (u64, u32) {
+    let l = &c.layout;
+    (
+        l.gpus,
+        u32::from(l.tp > 1)
+            + u32::from(l.pp > 1)
+            + u32::from(l.ep > 1)
+            + u32::from(c.opt.offload != Offload::None),
+    )
+}
+
+/// `tp 1 pp 1 dp 8, ep 2` and the devices.
+fn shape(c: &Cand) -> String {
+    let l = &c.layout;
+    let ep = if l.ep > 1 {
+        format!(", ep {}", l.ep)
+    } else {
+        String::new()
+    };
+    format!(
+        "{} devices (tp {} pp {} dp {}{ep})",
+        l.gpus,
+        l.tp,
+        l.pp,
+        l.dp()
+    )
+}
+
+/// The first of `feasible` by `order`, unless a candidate within [`NEAR_TIE`] of its
+/// `objective` needs fewer devices or a simpler layout ([`complexity`]): then that one,
+/// with a sentence saying so (`what` names the objective: "cheapest", "fastest").
+fn near_tie<'c>(
+    feasible: &[&'c Cand],
+    order: impl Fn(&Cand, &Cand) -> std::cmp::Ordering,
+    objective: impl Fn(&Cand) -> f64,
+    show: impl Fn(f64) -> String,
+    what: &str,
+) -> (Option<&'c Cand>, Option<String>) {
+    let Some(first) = feasible.iter().copied().min_by(|a, b| order(a, b)) else {
+        return (None, None);
+    };
+    let goal = objective(first);
+    if !goal.is_finite() {
+        return (Some(first), None);
+    }
+    let chosen = feasible
+        .iter()
+        .copied()
+        .filter(|c| objective(c) <= goal * (1.0 + NEAR_TIE))
+        .min_by(|a, b| complexity(a).cmp(&complexity(b)).then(order(a, b)))
+        .unwrap_or(first);
+    if complexity(chosen) >= complexity(first) {
+        return (Some(first), None);
+    }
+    let why = if chosen.layout.gpus < first.layout.gpus {
+        "fewer devices"
+    } else {
+        "a simpler layout"
+    };
+    let note = format!(
+        "near-tie: {} at {} is within 2% of the {what}, {} at {}, and takes {why}",
+        shape(chosen),
+        show(objective(chosen)),
+        shape(first),
+        show(goal)
+    );
+    (Some(chosen), Some(note))
+}
+
+/// The cheapest (ties: faster, fewer devices; without prices, the fastest), or a
+/// near-tie with fewer devices or a simpler layout (see [`near_tie`]).
+pub(super) fn best<'c>(feasible: &[&'c Cand]) -> (Option<&'c Cand>, Option<String>) {
+    let order = |a: &Cand, b: &Cand| {
         a.cost()
             .total_cmp(&b.cost())
             .then(a.hours.total_cmp(&b.hours))
             .then(a.layout.gpus.cmp(&b.layout.gpus))
-    })
+    };
+    let priced = feasible.iter().any(|c| c.usd.is_some());
+    if priced {
+        near_tie(
+            feasible,
+            order,
+            Cand::cost,
+            |usd| format!("${usd:.2}"),
+            "cheapest",
+        )
+    } else {
+        near_tie(
+            feasible,
+            order,
+            |c| c.hours,
+            |h| format!("{h:.3} h"),
+            "fastest",
+        )
+    }
 }
 
-/// The fastest (ties: cheaper, fewer devices).
-pub(super) fn fastest<'c>(feasible: &[&'c Cand]) -> Option<&'c Cand> {
-    feasible.iter().copied().min_by(|a, b| {
-        a.hours
-            .total_cmp(&b.hours)
-            .then(a.cost().total_cmp(&b.cost()))
-            .then(a.layout.gpus.cmp(&b.layout.gpus))
-    })
+/// The fastest (ties: cheaper, fewer devices), or a near-tie with fewer devices or a
+/// simpler layout (see [`near_tie`]).
+pub(super) fn fastest<'c>(feasible: &[&'c Cand]) -> (Option<&'c Cand>, Option<String>) {
+    near_tie(
+        feasible,
+        |a, b| {
+            a.hours
+                .total_cmp(&b.hours)
+                .then(a.cost().total_cmp(&b.cost()))
+                .then(a.layout.gpus.cmp(&b.layout.gpus))
+        },
+        |c| c.hours,
+        |h| format!("{h:.3} h"),
+        "fastest",
+    )
 }
 
 /// The configurations no other beats on both cost and time (unknown cost = +inf),

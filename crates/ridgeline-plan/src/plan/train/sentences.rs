@@ -70,6 +70,9 @@ pub fn devices(e: &TrainEntry) -> String {
 /// The layout and options of an entry in a few words.
 pub fn layout(e: &TrainEntry) -> String {
     let mut parts = vec![format!("tp {} pp {} dp {}", e.tp, e.pp, e.dp)];
+    if e.ep > 1 {
+        parts.push(format!("ep {}", e.ep));
+    }
     if e.dp > 1 || e.zero > 0 {
         parts.push(format!("ZeRO-{}", e.zero));
     }

@@ -87,7 +87,7 @@ pub(super) fn options<'c>(
             .copied()
             .filter(|c| c.opt.method == m)
             .collect();
-        add(OptionRole::Cheapest, search::best(&of_method));
+        add(OptionRole::Cheapest, search::best(&of_method).0);
     }
     picked
         .into_iter()
