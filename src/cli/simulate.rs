@@ -37,6 +37,12 @@ pub struct SimulateArgs {
     /// How devices split the model.
     #[arg(long, value_enum, default_value_t = Parallel::Tp)]
     pub parallel: Parallel,
+    /// Expert-parallel groups for a mixture-of-experts model: the routed experts spread
+    /// over N groups of --gpus/N tensor-parallel devices, attention data-parallel across
+    /// the groups (each group serves its share of the running sequences), tokens sent
+    /// to their experts by all-to-all.
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=MAX_DEVICES), conflicts_with = "disagg")]
+    pub ep: u64,
     /// Formats, engine (its scheduler fields: max_num_seqs, max_batched_tokens,
     /// kv_block_tokens) and attention kernel.
     #[command(flatten)]
@@ -92,6 +98,7 @@ impl SimulateArgs {
             kv: self.run.kv,
             gpus: self.gpus.unwrap_or(1),
             parallel: self.parallel,
+            ep: self.ep,
             flash: self.run.attention.fused(),
             ..Scenario::default()
         }

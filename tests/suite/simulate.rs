@@ -576,3 +576,65 @@ fn rate_plans_size_fleets_that_meet_the_targets() {
         );
     }
 }
+
+/// Expert parallelism (`--ep 8`, DeepSeek-V3 on 8 x H200): at a vanishing rate each
+/// request runs alone and its TTFT and TPOT are batch-1 predict's with the same
+/// layout; a closed loop of C users is predict's static batch of C within 15%, as for
+/// dense models (the iteration gives each group its share of the sequences, the routed
+/// experts the tokens of all groups).
+#[test]
+fn expert_parallel_serving_matches_predict() {
+    let s = setup("deepseek-v3", "h200", "sglang");
+    let scenario = Scenario {
+        gpus: 8,
+        ep: 8,
+        ..Scenario::default()
+    };
+    let p = Predictor::new(&s.model, s.gpu, s.engine, &scenario).unwrap();
+    let sim = |w: &Workload| {
+        simulate(&s.model, s.gpu, s.engine, &scenario, &Serving::default(), w).unwrap()
+    };
+    let g = p.predict(1, 512, 128).unwrap().generation;
+    let run = sim(&fixed(Arrivals::Poisson { rate: 0.001 }, 20, 512, 128));
+    within(run.ttft_s.p50, g.ttft_s, 0.01, "TTFT p50");
+    within(run.tpot_s.p50, g.tpot_s, 0.01, "TPOT p50");
+    for c in [16u64, 64] {
+        let run = sim(&fixed(Arrivals::Closed { concurrency: c }, 4 * c, 512, 128));
+        let static_ = p
+            .predict(c, 512, 128)
+            .unwrap()
+            .generation
+            .output_tokens_per_s;
+        within(
+            run.throughput.output_tokens_per_s,
+            static_,
+            0.15,
+            &format!("concurrency {c}"),
+        );
+    }
+    // and the CLI takes --ep
+    let out = Command::new(BIN)
+        .args([
+            "simulate",
+            "--model",
+            "deepseek-v3",
+            "--gpu",
+            "h200",
+            "--gpus",
+            "8",
+            "--ep",
+            "8",
+            "--rate",
+            "0.5",
+            "--requests",
+            "20",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -334,6 +334,13 @@ pub fn expert_matrices(model: &ModelConfig) -> u64 {
         .sum()
 }
 
+impl Predictor<'_> {
+    /// Expert-parallel groups (1: none).
+    pub fn ep(&self) -> u64 {
+        self.ep
+    }
+}
+
 impl<'a> Predictor<'a> {
     /// Validates the layout and precomputes ceilings, efficiencies and the memory model.
     pub fn new(

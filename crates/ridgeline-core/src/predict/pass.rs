@@ -226,6 +226,7 @@ impl Predictor<'_> {
                 context: done,
                 logits_per_sequence: u64::from(done == prompt),
                 decode: false,
+                all_tokens: None,
             };
             each(&step, batch as f64 / together as f64);
         }

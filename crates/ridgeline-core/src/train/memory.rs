@@ -381,7 +381,7 @@ pub fn activation_bytes_of(cfg: &ModelConfig, kind: &LayerKind, a: &ActivationSh
 }
 
 /// Adafactor's factored second moment per parameter: `4 · Σ(rows + cols) / params` over
-/// the model's weight matrices (every layer kind's, see [`super::layers`]), with full
+/// the model's weight matrices (every layer kind's, see the `train::layers` module), with full
 /// (unfactored) statistics for norm vectors.
 pub fn adafactor_factored_bytes_per_param(cfg: &ModelConfig) -> f64 {
     let (h, v) = (cfg.hidden as f64, cfg.vocab as f64);

@@ -423,6 +423,7 @@ impl Trainer<'_> {
             context: self.cfg.seq,
             logits_per_sequence: self.cfg.seq,
             decode: false,
+            all_tokens: None,
         };
         // with expert parallelism the graph's `ep` groups are `ep` data-parallel ranks,
         // each with its own micro-batch: attention runs one, the experts the tokens of

@@ -49,6 +49,11 @@ pub struct Step {
     /// a chunk of one, a training step): latent attention then runs its
     /// weight-absorbed form over the cached latents instead of expanding them.
     pub decode: bool,
+    /// Tokens of the pass over all expert-parallel groups, where they are not the
+    /// `batch · new_tokens` this step gives (`None`): a mixed serving iteration whose
+    /// busiest group runs fewer tokens than an even share of them. The routed experts
+    /// see these tokens; attention and the dense parts run the step's own share.
+    pub all_tokens: Option<u64>,
 }
 
 impl Step {
@@ -60,6 +65,7 @@ impl Step {
             context: prompt,
             logits_per_sequence: 1,
             decode: false,
+            all_tokens: None,
         }
     }
 
@@ -71,6 +77,7 @@ impl Step {
             context,
             logits_per_sequence: 1,
             decode: true,
+            all_tokens: None,
         }
     }
 }

@@ -528,7 +528,9 @@ fn build(
         len: 0,
     };
     let (tp, ep) = (shard.tp.max(1), shard.ep.max(1));
-    let all_tokens = step.batch.saturating_mul(step.new_tokens);
+    let all_tokens = step
+        .all_tokens
+        .unwrap_or_else(|| step.batch.saturating_mul(step.new_tokens));
     let local = Step {
         batch: step.batch.div_ceil(ep),
         ..*step

@@ -152,6 +152,26 @@ impl ByCount {
         }
     }
 
+    /// Under expert parallelism (`ep > 1`): the token ops of a pass whose busiest group
+    /// runs `local` of the `all` tokens the routed experts see.
+    fn get_ep(&mut self, p: &Predictor<'_>, local: u64, all: u64, ep: u64) -> PassResult {
+        let key = (local << 32) ^ all;
+        if let Some(r) = self.map.get(&key) {
+            return *r;
+        }
+        if self.map.len() >= MAP_ENTRIES {
+            self.map.clear();
+        }
+        let step = Step {
+            batch: local.saturating_mul(ep),
+            all_tokens: Some(all),
+            ..Step::decode(1, 1)
+        };
+        let r = class_pass(p, &step, self.class);
+        self.map.insert(key, r);
+        r
+    }
+
     fn get(&mut self, p: &Predictor<'_>, n: u64) -> PassResult {
         if n == 0 {
             return PassResult::default();
@@ -421,6 +441,9 @@ pub struct IterationCost<'p, 'a> {
     prefill_costs: [Arr; MAX_SEQ_OPS],
     prefill_tokens: u64,
     n_chunks: u64,
+    /// The longest prefill chunk of the iteration (what one expert-parallel group runs
+    /// at least).
+    max_chunk: u64,
     /// Chunks whose ops did not match the template, placed apart.
     apart: PassResult,
     /// The decode group's per-op costs (kept to save clearing them every iteration).
@@ -446,6 +469,7 @@ impl<'p, 'a> IterationCost<'p, 'a> {
             prefill_costs: [[0.0; 8]; MAX_SEQ_OPS],
             prefill_tokens: 0,
             n_chunks: 0,
+            max_chunk: 0,
             apart: PassResult::default(),
             scratch: [[0.0; 8]; MAX_SEQ_OPS],
         }
@@ -483,6 +507,7 @@ impl<'p, 'a> IterationCost<'p, 'a> {
             c => {
                 self.prefill_tokens += c;
                 self.n_chunks += 1;
+                self.max_chunk = self.max_chunk.max(c);
                 self.chunk_costs(c, context);
             }
         }
@@ -500,6 +525,7 @@ impl<'p, 'a> IterationCost<'p, 'a> {
                 context: k,
                 logits_per_sequence: 1,
                 decode: false,
+                all_tokens: None,
             };
             match Template::of(self.p, &step) {
                 Some((got, costs)) if got == t => {
@@ -525,6 +551,7 @@ impl<'p, 'a> IterationCost<'p, 'a> {
         let p = self.p;
         let s = std::mem::take(&mut self.sums);
         let (pt, n_chunks) = (self.prefill_tokens, self.n_chunks);
+        let max_chunk = std::mem::take(&mut self.max_chunk);
         let apart = std::mem::take(&mut self.apart);
         self.prefill_tokens = 0;
         self.n_chunks = 0;
@@ -532,32 +559,62 @@ impl<'p, 'a> IterationCost<'p, 'a> {
         if tokens == 0 {
             return PassResult::default();
         }
+        // under expert parallelism the sequences spread over the `ep` groups and every
+        // MoE layer waits for the busiest: an even share of the tokens, but at least the
+        // longest prompt chunk (a chunk runs in one group); the routed experts see all
+        let ep = p.ep();
+        let (token, prefill_only) = if ep > 1 {
+            let local = tokens.div_ceil(ep).max(max_chunk).min(tokens);
+            let local_prefill = pt.div_ceil(ep).max(max_chunk).min(pt);
+            (
+                self.token.get_ep(p, local, tokens, ep),
+                self.prefill_only.get(p, local_prefill),
+            )
+        } else {
+            (self.token.get(p, tokens), self.prefill_only.get(p, pt))
+        };
         let mut r = add(
-            add(
-                self.token.get(p, tokens),
-                self.head.get(p, s.sequences + n_chunks),
-            ),
-            add(
-                self.decode_only.get(p, s.sequences),
-                self.prefill_only.get(p, pt),
-            ),
+            add(token, self.head.get(p, s.sequences + n_chunks)),
+            add(self.decode_only.get(p, s.sequences), prefill_only),
         );
         r = add(r, apart);
+        // each group runs attention for its own sequences: the busiest `ceil(n / ep)`
+        // of the `n` decoding (the graph's share, balanced), of the chunks likewise
+        let share_of = |n: u64| {
+            if ep > 1 && n > 0 {
+                n.div_ceil(ep) as f64 / n as f64
+            } else {
+                1.0
+            }
+        };
+        let share = share_of(s.sequences);
         if s.sequences > 0 {
             match &self.decode {
                 Some(m) => {
                     m.costs(&s, self.windows.len(), &mut self.scratch);
+                    if share < 1.0 {
+                        for c in self.scratch[..m.template.n].iter_mut() {
+                            c.iter_mut().for_each(|x| *x *= share);
+                        }
+                    }
                     m.template.place(p, &self.scratch[..m.template.n], &mut r);
                 }
                 None => {
                     // not affine between the windows: the plain graph at the mean context
+                    // (whose expert-parallel groups take their share themselves)
                     let mean = (s.context / s.sequences as f64).round() as u64;
                     let step = Step::decode(s.sequences, mean.max(1));
                     r = add(r, class_pass(p, &step, Class::PerSequence));
                 }
             }
         }
+        let share = share_of(n_chunks);
         if let Some(t) = self.prefill.as_ref().filter(|_| n_chunks > 0) {
+            if share < 1.0 {
+                for c in self.prefill_costs[..t.n].iter_mut() {
+                    c.iter_mut().for_each(|x| *x *= share);
+                }
+            }
             t.place(p, &self.prefill_costs[..t.n], &mut r);
             self.prefill_costs[..t.n].fill([0.0; 8]);
         }
