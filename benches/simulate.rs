@@ -98,6 +98,8 @@ fn plan(c: &mut Criterion) {
         weights: None,
         kv: None,
         flash: true,
+        ownership: Default::default(),
+        price_basis: Default::default(),
     };
     let target = RateTarget {
         rate_per_s: 50.0,

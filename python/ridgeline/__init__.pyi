@@ -78,6 +78,8 @@ def predict(
     hardware_file: Optional[FilesArg] = None,
     engine_file: Optional[FilesArg] = None,
     instances_file: Optional[FilesArg] = None,
+    price_file: Optional[FilesArg] = None,
+    provider: Optional[str] = None,
 ) -> Prediction:
     """Memory, time to first token, time per output token and tokens/s of one
     configuration: ``ridgeline predict --json``; with ``max=True`` the planning
@@ -106,6 +108,8 @@ def explain(
     hardware_file: Optional[FilesArg] = None,
     engine_file: Optional[FilesArg] = None,
     instances_file: Optional[FilesArg] = None,
+    price_file: Optional[FilesArg] = None,
+    provider: Optional[str] = None,
 ) -> str:
     """What binds, why, and what would help: ``ridgeline explain``'s text."""
 
@@ -140,6 +144,8 @@ def train(
     hardware_file: Optional[FilesArg] = None,
     engine_file: Optional[FilesArg] = None,
     instances_file: Optional[FilesArg] = None,
+    price_file: Optional[FilesArg] = None,
+    provider: Optional[str] = None,
 ) -> Report:
     """Training memory per device and step time: ``ridgeline train --json``."""
 
@@ -163,6 +169,11 @@ def plan(
     p99_tpot_ms: Optional[float] = None,
     requests: Optional[int] = None,
     seed: Optional[int] = None,
+    own_life_years: Optional[float] = None,
+    own_utilisation: Optional[float] = None,
+    pue: Optional[float] = None,
+    usd_per_kwh: Optional[float] = None,
+    price_basis: Optional[str] = None,
     train: Optional[bool] = None,
     tokens: Optional[Union[str, int, float]] = None,
     seq: Optional[int] = None,
@@ -175,6 +186,8 @@ def plan(
     hardware_file: Optional[FilesArg] = None,
     engine_file: Optional[FilesArg] = None,
     instances_file: Optional[FilesArg] = None,
+    price_file: Optional[FilesArg] = None,
+    provider: Optional[str] = None,
 ) -> Report:
     """The cheapest configuration meeting the targets and the Pareto front
     (``ridgeline plan --json``); ``rate=`` sizes replicas, ``train=True`` plans
@@ -208,6 +221,8 @@ def simulate(
     hardware_file: Optional[FilesArg] = None,
     engine_file: Optional[FilesArg] = None,
     instances_file: Optional[FilesArg] = None,
+    price_file: Optional[FilesArg] = None,
+    provider: Optional[str] = None,
 ) -> Report:
     """Serving simulated iteration by iteration: ``ridgeline simulate --json``."""
 
@@ -223,6 +238,8 @@ def calibrate(
     hardware_file: Optional[FilesArg] = None,
     engine_file: Optional[FilesArg] = None,
     instances_file: Optional[FilesArg] = None,
+    price_file: Optional[FilesArg] = None,
+    provider: Optional[str] = None,
 ) -> Report:
     """Engine efficiency factors fitted to measurements: ``ridgeline calibrate --json``
     (``report=True``: the errors against the pure roofline and a flat bandwidth factor,
@@ -252,6 +269,8 @@ def sweep(
     hardware_file: Optional[FilesArg] = None,
     engine_file: Optional[FilesArg] = None,
     instances_file: Optional[FilesArg] = None,
+    price_file: Optional[FilesArg] = None,
+    provider: Optional[str] = None,
 ) -> SweepColumns:
     """Every combination, on all cores with the GIL released: the columns of
     ``ridgeline sweep``'s CSV as NumPy arrays; with ``rate``, the serving simulation's
@@ -280,6 +299,8 @@ def roofline_svg(
     hardware_file: Optional[FilesArg] = None,
     engine_file: Optional[FilesArg] = None,
     instances_file: Optional[FilesArg] = None,
+    price_file: Optional[FilesArg] = None,
+    provider: Optional[str] = None,
 ) -> Chart:
     """The roofline chart of the model's ops (``ridgeline roofline --out``)."""
 
@@ -305,6 +326,8 @@ def throughput_svg(
     hardware_file: Optional[FilesArg] = None,
     engine_file: Optional[FilesArg] = None,
     instances_file: Optional[FilesArg] = None,
+    price_file: Optional[FilesArg] = None,
+    provider: Optional[str] = None,
 ) -> Chart:
     """Decode throughput and latency against batch (``predict --chart throughput``)."""
 
@@ -330,6 +353,8 @@ def memory_svg(
     hardware_file: Optional[FilesArg] = None,
     engine_file: Optional[FilesArg] = None,
     instances_file: Optional[FilesArg] = None,
+    price_file: Optional[FilesArg] = None,
+    provider: Optional[str] = None,
 ) -> Chart:
     """Memory per device by weight format (``predict --chart memory``)."""
 
@@ -351,6 +376,8 @@ def hardware(
     hardware_file: Optional[FilesArg] = None,
     engine_file: Optional[FilesArg] = None,
     instances_file: Optional[FilesArg] = None,
+    price_file: Optional[FilesArg] = None,
+    provider: Optional[str] = None,
 ) -> Any:
     """Every device (a list of dicts), or one device with its sources (a dict)."""
 
@@ -359,6 +386,8 @@ def models(
     hardware_file: Optional[FilesArg] = None,
     engine_file: Optional[FilesArg] = None,
     instances_file: Optional[FilesArg] = None,
+    price_file: Optional[FilesArg] = None,
+    provider: Optional[str] = None,
 ) -> List[Dict[str, Any]]:
     """The bundled models: ``ridgeline models --json``."""
 
@@ -367,6 +396,8 @@ def instances(
     hardware_file: Optional[FilesArg] = None,
     engine_file: Optional[FilesArg] = None,
     instances_file: Optional[FilesArg] = None,
+    price_file: Optional[FilesArg] = None,
+    provider: Optional[str] = None,
 ) -> List[Dict[str, Any]]:
     """Cloud instance shapes with prices: ``ridgeline instances --json``."""
 

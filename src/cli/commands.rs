@@ -339,6 +339,8 @@ pub fn plan(ctx: &Ctx, a: &PlanArgs, t: &PlanTrainArgs, json: bool) -> Result<St
             .map(|k| super::format_list("kv", k))
             .transpose()?,
         flash: !a.no_flash,
+        ownership: a.ownership()?,
+        price_basis: a.price_basis,
     };
     let report = match a.rate.target() {
         Some(t) => crate::plan::plan_rate(&req, &t)?,

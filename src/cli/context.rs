@@ -6,7 +6,7 @@ use super::{
     Cli, DecodingArgs, PlanArgs, PlanTrainArgs, PredictArgs, SimulateArgs, SweepArgs, TrainArgs,
 };
 use crate::engine::EngineDb;
-use crate::hardware::{Hardware, HardwareDb};
+use crate::hardware::{Hardware, HardwareDb, PriceBook};
 use crate::instances::InstanceDb;
 use crate::model::{ModelConfig, ModelDb};
 use crate::predict::{Predictor, Scenario};
@@ -51,6 +51,19 @@ impl Ctx {
                 );
             }
         }
+        // every device priced from the bundled offers, the instance shapes and the
+        // user's price files (these last replace the prices of the devices they name)
+        let mut book = PriceBook::builtin(&hardware)?;
+        for mut o in instances.offers() {
+            o.gpu = hardware.get(&o.gpu)?.id.clone();
+            book.offers.push(o);
+        }
+        for f in &cli.price_files {
+            let text = std::fs::read_to_string(f).map_err(|e| Error::read(f, e))?;
+            let mine = PriceBook::from_toml(&text, &f.display().to_string(), &hardware)?;
+            book = book.overridden_by(&mine);
+        }
+        hardware.apply_prices(&book, cli.provider.as_deref())?;
         Ok(Ctx {
             hardware,
             engines,

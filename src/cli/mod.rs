@@ -54,6 +54,14 @@ pub struct Cli {
     /// Extra cloud instance shapes (TOML, same schema as data/instances.toml).
     #[arg(long = "instances-file", global = true, value_name = "FILE")]
     pub instances_files: Vec<PathBuf>,
+    /// Negotiated or other prices (TOML, same schema as data/prices.toml): each device
+    /// the file names is priced from the file alone.
+    #[arg(long = "price-file", global = true, value_name = "FILE")]
+    pub price_files: Vec<PathBuf>,
+    /// Price devices from one provider's offers only (`aws`, `runpod`, `lambda`, ...);
+    /// devices it does not rent are unpriced.
+    #[arg(long, global = true, value_name = "NAME")]
+    pub provider: Option<String>,
     /// The command.
     #[command(subcommand)]
     pub command: Command,
@@ -559,9 +567,57 @@ pub struct PlanArgs {
     /// Serving at a request rate (`--rate`).
     #[command(flatten)]
     pub rate: PlanRateArgs,
+    /// Buy or rent: years a purchased device is written off over.
+    #[arg(
+        long = "own-life-years",
+        default_value_t = 3.0,
+        allow_negative_numbers = true,
+        conflicts_with = "train"
+    )]
+    pub own_life_years: f64,
+    /// Buy or rent: fraction of the hours an owned device does useful work.
+    #[arg(
+        long = "own-utilisation",
+        default_value_t = 0.6,
+        allow_negative_numbers = true,
+        conflicts_with = "train"
+    )]
+    pub own_utilisation: f64,
+    /// Buy or rent: power usage effectiveness of the room (facility / IT power).
+    #[arg(
+        long,
+        default_value_t = 1.3,
+        allow_negative_numbers = true,
+        conflicts_with = "train"
+    )]
+    pub pue: f64,
+    /// What configurations are ranked by: `rent` (rental prices) or `own` (the cost of
+    /// owning the devices, for devices with a purchase price).
+    #[arg(long = "price-basis", default_value = "rent", value_parser = crate::plan::PriceBasis::parse, conflicts_with = "train")]
+    pub price_basis: crate::plan::PriceBasis,
+    /// Buy or rent: electricity, USD per kWh.
+    #[arg(
+        long = "usd-per-kwh",
+        default_value_t = 0.12,
+        allow_negative_numbers = true,
+        conflicts_with = "train"
+    )]
+    pub usd_per_kwh: f64,
 }
 
 impl PlanArgs {
+    /// The buy-or-rent assumptions, checked (errors name the option).
+    pub fn ownership(&self) -> crate::Result<crate::hardware::Ownership> {
+        let o = crate::hardware::Ownership {
+            life_years: self.own_life_years,
+            utilisation: self.own_utilisation,
+            pue: self.pue,
+            usd_per_kwh: self.usd_per_kwh,
+        };
+        o.validate()?;
+        Ok(o)
+    }
+
     /// The targets in SI units.
     pub fn targets(&self) -> crate::plan::Targets {
         crate::plan::Targets {

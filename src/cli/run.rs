@@ -26,7 +26,8 @@ pub fn flag_of(field: &str) -> Option<String> {
         | "optimizer" | "measurements" | "ep" | "spec_k" | "spec_accept" | "draft" | "tokens"
         | "max_hours" | "budget_usd" | "instance" | "rate" | "concurrency" | "trace"
         | "requests" | "seed" | "max_num_seqs" | "max_batched_tokens" | "prefix_hit" | "disagg"
-        | "host" | "port" => {
+        | "host" | "port" | "own_life_years" | "own_utilisation" | "pue" | "usd_per_kwh"
+        | "price_basis" | "provider" | "emit" => {
             return Some(format!("--{}", field.replace('_', "-")));
         }
         _ => return None,

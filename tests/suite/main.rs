@@ -27,6 +27,7 @@ mod memory;
 mod models;
 mod models_2025;
 mod plan;
+mod prices;
 mod properties;
 mod prose_numbers;
 mod reference;

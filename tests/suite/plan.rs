@@ -276,7 +276,7 @@ fn budget_and_unpriced_devices() {
         assert!(e["usd_per_hour"].as_f64().unwrap() <= 3.0, "{e}");
     }
     // a device without a price: chosen by tokens/s per device, cost null
-    let v = plan_json(&["--model", "llama-3-8b", "--gpu", "a10", "--gpus", "1"]);
+    let v = plan_json(&["--model", "llama-3-8b", "--gpu", "h800-sxm", "--gpus", "1"]);
     assert_eq!(v["best_by"], "output_tokens_per_s_per_gpu");
     assert!(v["best"]["usd_per_million_tokens"].is_null());
     // bad targets are rejected with exit 2, naming the flag
@@ -302,6 +302,8 @@ fn library_plan_counts_and_layouts() {
         weights: Some(vec![None]),
         kv: Some(vec![None]),
         flash: true,
+        ownership: Default::default(),
+        price_basis: Default::default(),
     };
     let p = plan(&req).unwrap();
     // 1: tp; 3: tp (32 heads: skipped) and pp; 16: beyond a node of 8, pp only

@@ -521,6 +521,8 @@ fn rate_plans_size_fleets_that_meet_the_targets() {
         weights: Some(vec![None]),
         kv: Some(vec![None]),
         flash: true,
+        ownership: Default::default(),
+        price_basis: Default::default(),
     };
     let t = RateTarget {
         rate_per_s: 30.0,

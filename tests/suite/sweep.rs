@@ -23,14 +23,27 @@ fn sweep_csv(args: &[&str]) -> (Vec<String>, Vec<Vec<String>>) {
     let text = String::from_utf8(out.stdout).unwrap();
     let mut lines = text.lines();
     let header = lines.next().unwrap().split(',').map(String::from).collect();
-    let rows = lines
-        .map(|l| {
-            l.splitn(COLUMNS.len(), ',')
-                .map(String::from)
-                .collect::<Vec<_>>()
-        })
-        .collect();
+    let rows = lines.map(csv_cells).collect();
     (header, rows)
+}
+
+/// The cells of one CSV line (RFC 4180: a quoted field may hold commas; quotes kept,
+/// as the callers compare them trimmed).
+fn csv_cells(line: &str) -> Vec<String> {
+    let mut cells = vec![String::new()];
+    let mut quoted = false;
+    for ch in line.chars() {
+        match ch {
+            '"' => {
+                quoted = !quoted;
+                cells.last_mut().unwrap().push(ch);
+            }
+            ',' if !quoted => cells.push(String::new()),
+            _ => cells.last_mut().unwrap().push(ch),
+        }
+    }
+    assert_eq!(cells.len(), COLUMNS.len(), "{line}");
+    cells
 }
 
 fn col(header: &[String], name: &str) -> usize {

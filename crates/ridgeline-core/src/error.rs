@@ -95,6 +95,7 @@ fn field_of_kind(kind: &str) -> Option<&'static str> {
         "hardware id" => Some("gpu"),
         "model id" | "model" => Some("model"),
         "engine" => Some("engine"),
+        "provider" => Some("provider"),
         _ => None,
     }
 }

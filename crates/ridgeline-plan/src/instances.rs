@@ -15,7 +15,7 @@
 //! the key.
 
 use crate::error::{Error, Result, require_in};
-use crate::hardware::{Hardware, HardwareDb, Link, Price};
+use crate::hardware::{Hardware, HardwareDb, Link, Offer, Price};
 use serde::{Deserialize, Serialize};
 use std::sync::OnceLock;
 
@@ -168,6 +168,23 @@ impl Instance {
         self.price.usd_per_hour / self.count as f64
     }
 
+    /// The shape as a rental offer (for the price book: see
+    /// [`crate::hardware::prices`]).
+    pub fn offer(&self) -> Offer {
+        Offer {
+            gpu: self.gpu.clone(),
+            provider: self.provider.to_ascii_lowercase(),
+            shape: self.name.clone(),
+            gpus: self.count,
+            usd_per_hour: self.price.usd_per_hour,
+            spot_usd_per_hour: None,
+            marketplace: false,
+            region: self.notes.split('.').next().unwrap_or_default().to_string(),
+            date: self.price.date.clone(),
+            source: self.price.source.clone(),
+        }
+    }
+
     /// Host memory per device, bytes: the instance's over its devices.
     pub fn host_memory_per_gpu_bytes(&self) -> f64 {
         self.host_memory_bytes / self.count as f64
@@ -207,6 +224,9 @@ impl Instance {
             usd_per_hour: self.usd_per_gpu_hour(),
             date: self.price.date.clone(),
             source: self.price.source.clone(),
+            provider: Some(self.provider.to_ascii_lowercase()),
+            shape: Some(self.name.clone()),
+            spot_usd_per_hour: None,
         });
         Ok(hw)
     }
@@ -251,6 +271,11 @@ fn in_file(source_name: &str, name: &str, e: Error) -> Error {
 }
 
 impl InstanceDb {
+    /// Every shape as a rental offer (see [`Instance::offer`]).
+    pub fn offers(&self) -> Vec<Offer> {
+        self.instances.iter().map(Instance::offer).collect()
+    }
+
     /// The bundled shapes (parsed and checked against the built-in devices once).
     pub fn builtin() -> Result<&'static InstanceDb> {
         static DB: OnceLock<Result<InstanceDb>> = OnceLock::new();

@@ -10,7 +10,10 @@ use crate::roofline::Ceilings;
 use serde::{Deserialize, Serialize};
 use std::sync::OnceLock;
 
+pub mod prices;
 mod report;
+
+pub use prices::{Offer, Ownership, PriceBook, Purchase};
 
 pub use report::{HardwareReport, MemoryReport, PeakReport};
 
@@ -267,6 +270,15 @@ pub struct Price {
     pub date: String,
     /// Where it was seen.
     pub source: String,
+    /// Provider the price is from (lower case), where known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    /// The provider's shape the device-hour comes from (its price over its devices).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shape: Option<String>,
+    /// Spot / interruptible USD per device-hour, where published.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spot_usd_per_hour: Option<f64>,
 }
 
 /// One way publications name a device (see [`Hardware::publication_names`]). In TOML
@@ -435,9 +447,18 @@ pub struct Hardware {
     /// Link between devices (NVLink, ...), if any.
     #[serde(default)]
     pub scaleup_link: Option<Link>,
-    /// Rental price, if known.
+    /// Rental price per device-hour, if known (see [`prices`]: the cheapest offer).
     #[serde(default)]
     pub price: Option<Price>,
+    /// Purchase price, if the device is sold and a price was published.
+    #[serde(default)]
+    pub purchase: Option<Purchase>,
+    /// The hardware file's own `[price]` (what [`HardwareDb::apply_prices`] starts from).
+    #[serde(skip)]
+    pub file_price: Option<Price>,
+    /// The hardware file's own `[purchase]`.
+    #[serde(skip)]
+    pub file_purchase: Option<Purchase>,
     /// A user file may replace a device already loaded (same id or alias) only when it
     /// says so (`override = true`).
     #[serde(
@@ -460,6 +481,9 @@ impl Hardware {
             source_name: source_name.to_string(),
             message: e.to_string(),
         })?;
+        let mut hw = hw;
+        hw.file_price = hw.price.clone();
+        hw.file_purchase = hw.purchase.clone();
         Ok(hw)
     }
 
@@ -558,6 +582,9 @@ impl Hardware {
         }
         if let Some(p) = &self.price {
             require_in("price.usd_per_hour", p.usd_per_hour, 1e-4, 1e4)?;
+        }
+        if let Some(p) = &self.purchase {
+            require_in("purchase.usd", p.usd, 1.0, 1e7)?;
         }
         if let Some(t) = self.tdp_w {
             require_in("tdp_w", t, 0.1, 1e5)?;
@@ -693,6 +720,9 @@ impl Hardware {
         if let Some(p) = &self.price {
             push(&p.source);
         }
+        if let Some(p) = &self.purchase {
+            push(&p.source);
+        }
         out
     }
 }
@@ -718,6 +748,8 @@ impl HardwareDb {
                 source_name: format!("data/hardware/{id}.toml"),
                 message: e.to_string(),
             })?;
+            let book = PriceBook::builtin(&db)?;
+            db.apply_prices(&book, None)?;
             Ok(db)
         })
         .as_ref()

@@ -42,6 +42,14 @@ impl Hardware {
             release_year: self.release_year,
             price_usd_per_hour: self.price.as_ref().map(|p| p.usd_per_hour),
             price_date: self.price.as_ref().map(|p| p.date.clone()),
+            price_source: self.price.as_ref().map(|p| p.source.clone()),
+            price_provider: self.price.as_ref().and_then(|p| p.provider.clone()),
+            price_shape: self.price.as_ref().and_then(|p| p.shape.clone()),
+            price_spot_usd_per_hour: self.price.as_ref().and_then(|p| p.spot_usd_per_hour),
+            purchase_usd: self.purchase.as_ref().map(|p| p.usd),
+            purchase_what: self.purchase.as_ref().map(|p| p.what.clone()),
+            purchase_date: self.purchase.as_ref().map(|p| p.date.clone()),
+            purchase_source: self.purchase.as_ref().map(|p| p.source.clone()),
             sparse_halved: p.sparse_halved,
             sources: self.all_sources(),
             notes: self.notes.clone(),
@@ -133,6 +141,30 @@ pub struct HardwareReport {
     pub price_usd_per_hour: Option<f64>,
     /// Date of the price.
     pub price_date: Option<String>,
+    /// Where the price was read.
+    #[serde(default)]
+    pub price_source: Option<String>,
+    /// Provider of the price (lower case), where known.
+    #[serde(default)]
+    pub price_provider: Option<String>,
+    /// The provider's shape the device-hour comes from.
+    #[serde(default)]
+    pub price_shape: Option<String>,
+    /// Spot USD per device-hour, where published.
+    #[serde(default)]
+    pub price_spot_usd_per_hour: Option<f64>,
+    /// Purchase price of one device, USD.
+    #[serde(default)]
+    pub purchase_usd: Option<f64>,
+    /// What the purchase price buys.
+    #[serde(default)]
+    pub purchase_what: Option<String>,
+    /// Date of the purchase price.
+    #[serde(default)]
+    pub purchase_date: Option<String>,
+    /// Where the purchase price was read.
+    #[serde(default)]
+    pub purchase_source: Option<String>,
     /// Whether sparse datasheet figures were halved.
     pub sparse_halved: bool,
     /// Source URLs.

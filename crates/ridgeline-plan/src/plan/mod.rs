@@ -37,7 +37,7 @@ pub use sentences::target_flag;
 use crate::dtype::Format;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::hardware::{Hardware, HardwareDb};
+use crate::hardware::{Hardware, HardwareDb, Ownership};
 use crate::memory::Parallel;
 use crate::model::ModelConfig;
 use crate::predict::Scenario;
@@ -86,11 +86,43 @@ pub struct PlanRequest<'a> {
     pub kv: Option<Vec<Option<Format>>>,
     /// Fused attention.
     pub flash: bool,
+    /// What owning a device costs (the buy-or-rent figures of each entry, and the price
+    /// with `price_basis` `own`).
+    pub ownership: Ownership,
+    /// What configurations are ranked by: rental prices (`rent`, the default) or the
+    /// cost of owning the devices (`own`); devices without that price are unpriced.
+    pub price_basis: PriceBasis,
 }
 
-/// Every device with a price, or every device when none has one.
+crate::named_enum! {
+    /// What a plan entry's price is and what configurations are ranked by: the
+    /// devices' rental price, or the cost of owning them per hour of use ([`Ownership`]).
+    #[derive(Default)]
+    pub enum PriceBasis: "price basis" {
+        /// Rented: the device's cheapest offer per device-hour.
+        #[default]
+        Rent = "rent",
+        /// Owned: purchase over the stated life and utilisation, plus power.
+        Own = "own",
+    }
+}
+
+/// What one device-hour of `hw` costs in a plan ranked by `basis`: its rental price, or
+/// what owning it costs per hour of use; `None`: unpriced on that basis.
+pub fn device_hour(hw: &Hardware, own: &Ownership, basis: PriceBasis) -> Option<f64> {
+    match basis {
+        PriceBasis::Rent => hw.price.as_ref().map(|p| p.usd_per_hour),
+        PriceBasis::Own => own.own_usd_per_hour(hw),
+    }
+}
+
+/// Every device with a rental or a purchase price, or every device when none has one.
 pub fn default_devices(db: &HardwareDb) -> Vec<&Hardware> {
-    let priced: Vec<&Hardware> = db.devices().iter().filter(|d| d.price.is_some()).collect();
+    let priced: Vec<&Hardware> = db
+        .devices()
+        .iter()
+        .filter(|d| d.price.is_some() || d.purchase.is_some())
+        .collect();
     if priced.is_empty() {
         db.devices().iter().collect()
     } else {
@@ -156,6 +188,21 @@ pub struct Entry {
     pub usd_per_hour: Option<f64>,
     /// USD per million output tokens (null: device without a price).
     pub usd_per_million_tokens: Option<f64>,
+    /// Whether the entry has a price (false: ranked by devices needed, not by cost).
+    pub priced: bool,
+    /// What `usd_per_hour` is: `rent` (the device's rental price) or `own` (the cost of
+    /// owning the devices per hour of use, with `--price-basis own`); null when unpriced.
+    pub price_basis: Option<PriceBasis>,
+    /// Provider of the rental price, where known.
+    pub price_provider: Option<String>,
+    /// When the price (rental, else purchase) was read, YYYY-MM-DD: its age.
+    pub price_date: Option<String>,
+    /// Cost of owning the replica's devices per hour of use, USD, under the plan's
+    /// `ownership` assumptions (null: no purchase price).
+    pub own_usd_per_hour: Option<f64>,
+    /// Utilisation from which owning costs less than renting (null: not both prices;
+    /// above 1: renting wins at any use).
+    pub breakeven_utilisation: Option<f64>,
     /// With a rate ([`plan_rate`]): replicas of this configuration the rate needs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replicas: Option<u64>,
@@ -281,7 +328,20 @@ pub struct Plan {
     /// in the order searched (absent without a rate).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unserved: Option<Vec<Unserved>>,
+    /// When some feasible devices have a price and others do not: the best feasible
+    /// configuration of each unpriced device, fewest devices first (ties: more output
+    /// tokens/s per device). Shown and marked, never ranked against the priced.
+    pub unpriced: Vec<Entry>,
+    /// Why `best` is not the first by its objective: a candidate within 2% of it
+    /// (see [`NEAR_TIE`]) that needs fewer devices or a simpler layout, one sentence.
+    pub near_ties: Vec<String>,
+    /// The assumptions behind `own_usd_per_hour` and `breakeven_utilisation`.
+    pub ownership: Ownership,
 }
+
+/// How close to the best's objective (relative) a candidate with fewer devices or a
+/// simpler layout is preferred.
+pub const NEAR_TIE: f64 = 0.02;
 
 /// What `best` is chosen by: the cost when some feasible device has a price (or there
 /// is no best), else output tokens/s per device.
@@ -357,6 +417,8 @@ pub(crate) fn check_choices(
 ///     weights: None,
 ///     kv: None,
 ///     flash: true,
+///     ownership: Default::default(),
+///     price_basis: Default::default(),
 /// };
 /// let p = plan(&req)?;
 /// let best = p.best.expect("an 8B model meets 50 ms per token somewhere");
@@ -372,7 +434,7 @@ pub fn plan(req: &PlanRequest<'_>) -> Result<Plan> {
     let t = &req.targets;
     let feasible: Vec<&Cand> = cands.iter().filter(|c| c.meets(t)).collect();
     let priced = feasible.iter().any(|c| c.usd_per_million_tokens.is_some());
-    let best = search::best(&feasible, &layouts, priced);
+    let (best, near_tie) = search::best(&feasible, &layouts, priced);
     let ctx = binding::Context {
         cands: &cands,
         targets: t,
@@ -383,7 +445,11 @@ pub fn plan(req: &PlanRequest<'_>) -> Result<Plan> {
         Some(b) => ctx.why_best(b, priced),
         None => ctx.why_none(),
     };
-    let entry = |c: &Cand| layouts[c.layout].entry(c, &req.model, req.prompt, req.gen_tokens);
+    let entry = |c: &Cand| layouts[c.layout].entry(c, req);
+    let unpriced = search::unpriced(&feasible, &layouts, priced, |c| layouts[c.layout].gpus)
+        .into_iter()
+        .map(entry)
+        .collect();
     Ok(Plan {
         model: req.model.id.clone(),
         prompt: req.prompt,
@@ -398,5 +464,8 @@ pub fn plan(req: &PlanRequest<'_>) -> Result<Plan> {
         binding,
         pareto: search::pareto(&feasible).into_iter().map(entry).collect(),
         unserved: None,
+        unpriced,
+        near_ties: near_tie.into_iter().collect(),
+        ownership: req.ownership,
     })
 }

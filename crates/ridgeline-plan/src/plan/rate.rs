@@ -189,10 +189,8 @@ pub fn plan_rate(req: &PlanRequest<'_>, target: &RateTarget) -> Result<Plan> {
             }
         };
         let replicas = (target.rate_per_s / f.rate).ceil().max(1.0) as u64;
-        let per_hour =
-            l.hw.price
-                .as_ref()
-                .map(|x| x.usd_per_hour * (l.gpus * replicas) as f64);
+        let per_hour = super::device_hour(l.hw, &req.ownership, req.price_basis)
+            .map(|x| x * (l.gpus * replicas) as f64);
         let tokens_per_hour = target.rate_per_s * gen_tokens * 3600.0;
         cands.push(Cand {
             layout: i,
@@ -219,17 +217,27 @@ pub fn plan_rate(req: &PlanRequest<'_>, target: &RateTarget) -> Result<Plan> {
         })
         .collect();
     let priced = feasible.iter().any(|c| c.usd_per_million_tokens.is_some());
-    let best = search::best(&feasible, &layouts, priced);
+    let (best, near_tie) = search::best(&feasible, &layouts, priced);
     let entry = |c: &Cand| -> Entry {
         let k = cands.iter().position(|x| std::ptr::eq(x, c)).unwrap_or(0);
         let (replicas, rate, limited_by) = extra[k];
+        let mut e = layouts[c.layout].entry(c, req);
+        e.own_usd_per_hour = e.own_usd_per_hour.map(|h| h * replicas as f64);
         Entry {
             replicas: Some(replicas),
             rate_per_replica: Some(rate),
             limited_by: Some(limited_by),
-            ..layouts[c.layout].entry(c, &req.model, req.prompt, req.gen_tokens)
+            ..e
         }
     };
+    let fleet = |c: &Cand| {
+        let k = cands.iter().position(|x| std::ptr::eq(x, c)).unwrap_or(0);
+        extra[k].0 * layouts[c.layout].gpus
+    };
+    let unpriced = search::unpriced(&feasible, &layouts, priced, fleet)
+        .into_iter()
+        .map(entry)
+        .collect();
     Ok(Plan {
         model: req.model.id.clone(),
         prompt: req.prompt,
@@ -244,5 +252,8 @@ pub fn plan_rate(req: &PlanRequest<'_>, target: &RateTarget) -> Result<Plan> {
         binding: Vec::new(),
         pareto: search::pareto(&feasible).into_iter().map(entry).collect(),
         unserved: Some(unserved),
+        unpriced,
+        near_ties: near_tie.into_iter().collect(),
+        ownership: req.ownership,
     })
 }

@@ -2,7 +2,9 @@
 //! allows, each at powers of two up to the largest batch that fits; the cheapest, and
 //! the Pareto front of what meets every target.
 
-use super::{Config, Entry, PlanRequest, Target, Targets, default_weight_formats};
+use super::{
+    Config, Entry, NEAR_TIE, PlanRequest, PriceBasis, Target, Targets, default_weight_formats,
+};
 use crate::dtype::Format;
 use crate::engine::Engine;
 use crate::hardware::Hardware;
@@ -121,8 +123,12 @@ impl Layout<'_> {
     }
 
     /// The report entry of `c` in this layout.
-    pub fn entry(&self, c: &Cand, model: &ModelConfig, prompt: u64, gen_tokens: u64) -> Entry {
+    pub fn entry(&self, c: &Cand, req: &PlanRequest<'_>) -> Entry {
+        let (model, prompt, gen_tokens) = (&req.model, req.prompt, req.gen_tokens);
         let cfg = self.config(c, model);
+        let own = &req.ownership;
+        let n = self.gpus as f64;
+        let basis = c.usd_per_hour.map(|_| req.price_basis);
         Entry {
             model: model.id.clone(),
             gpu: cfg.gpu,
@@ -144,6 +150,16 @@ impl Layout<'_> {
             max_batch: c.max_batch,
             usd_per_hour: c.usd_per_hour,
             usd_per_million_tokens: c.usd_per_million_tokens,
+            priced: c.usd_per_hour.is_some(),
+            price_basis: basis,
+            price_provider: self.hw.price.as_ref().and_then(|p| p.provider.clone()),
+            price_date: match basis {
+                Some(PriceBasis::Rent) => self.hw.price.as_ref().map(|p| p.date.clone()),
+                Some(PriceBasis::Own) => self.hw.purchase.as_ref().map(|p| p.date.clone()),
+                None => None,
+            },
+            own_usd_per_hour: own.own_usd_per_hour(self.hw).map(|h| h * n),
+            breakeven_utilisation: own.breakeven_utilisation(self.hw),
             replicas: None,
             rate_per_replica: None,
             limited_by: None,
@@ -228,7 +244,8 @@ fn evaluate_layout(req: &PlanRequest<'_>, i: usize, l: &Layout<'_>) -> Option<Ve
         ..l.scenario(req.flash)
     };
     let p = Predictor::new(&req.model, l.hw, l.engine, &s).ok()?;
-    let price = l.hw.price.as_ref().map(|x| x.usd_per_hour * l.gpus as f64);
+    let price =
+        super::device_hour(l.hw, &req.ownership, req.price_basis).map(|x| x * l.gpus as f64);
     let max_batch = p.max_batch(prompt, gen_tokens);
     let top = max_batch.clamp(1, MAX_PLAN_BATCH);
     let mut batches: Vec<u64> =
@@ -257,27 +274,125 @@ fn evaluate_layout(req: &PlanRequest<'_>, i: usize, l: &Layout<'_>) -> Option<Ve
     Some(batches.into_iter().map(cand).collect())
 }
 
+/// Devices, then whether the model is split at all: what a near-tie prefers fewer of
+/// (a serving layout splits over one dimension, tensor or pipeline).
+fn complexity(l: &Layout<'_>) -> (u64, u32) {
+    (l.gpus, u32::from(l.gpus > 1))
+}
+
 /// The cheapest feasible candidate (ties: lower TPOT, fewer devices); without prices,
-/// the most output tokens/s per device.
+/// the most output tokens/s per device. A candidate within [`NEAR_TIE`] of that
+/// objective with fewer devices or a simpler layout ([`complexity`]) is chosen instead,
+/// with a sentence saying so.
 pub(super) fn best<'c>(
     feasible: &[&'c Cand],
     layouts: &[Layout<'_>],
     priced: bool,
-) -> Option<&'c Cand> {
+) -> (Option<&'c Cand>, Option<String>) {
     let gpus = |c: &Cand| layouts[c.layout].gpus as f64;
-    let key = |c: &Cand| {
+    // the objective, lower is better
+    let objective = |c: &Cand| {
         if priced {
-            (c.cost(), c.tpot_s, gpus(c))
+            c.cost()
         } else {
-            (-c.output_tokens_per_s / gpus(c), c.tpot_s, gpus(c))
+            -c.output_tokens_per_s / gpus(c)
         }
     };
-    feasible.iter().copied().min_by(|a, b| {
-        let (ka, kb) = (key(a), key(b));
-        ka.0.total_cmp(&kb.0)
-            .then(ka.1.total_cmp(&kb.1))
-            .then(ka.2.total_cmp(&kb.2))
-    })
+    let order = |a: &&Cand, b: &&Cand| {
+        objective(a)
+            .total_cmp(&objective(b))
+            .then(a.tpot_s.total_cmp(&b.tpot_s))
+            .then(gpus(a).total_cmp(&gpus(b)))
+    };
+    let Some(first) = feasible.iter().copied().min_by(order) else {
+        return (None, None);
+    };
+    let goal = objective(first);
+    if !goal.is_finite() {
+        return (Some(first), None);
+    }
+    // within 2% of the goal: at most 1.02 x the cost, at least 0.98 x the tokens/s
+    let close = |c: &Cand| objective(c) <= goal + NEAR_TIE * goal.abs();
+    let simplest = |c: &&Cand| complexity(&layouts[c.layout]);
+    let chosen = feasible
+        .iter()
+        .copied()
+        .filter(|c| close(c))
+        .min_by(|a, b| simplest(a).cmp(&simplest(b)).then(order(a, b)))
+        .unwrap_or(first);
+    if simplest(&chosen) >= simplest(&first) {
+        return (Some(first), None);
+    }
+    let (lc, lf) = (&layouts[chosen.layout], &layouts[first.layout]);
+    let why = if lc.gpus < lf.gpus {
+        "fewer devices"
+    } else {
+        "a simpler layout"
+    };
+    let show = |c: &Cand| {
+        if priced {
+            format!("${:.3} per million output tokens", c.cost())
+        } else {
+            format!(
+                "{:.0} output tokens/s per device",
+                c.output_tokens_per_s / gpus(c)
+            )
+        }
+    };
+    let name = |l: &Layout<'_>| {
+        if l.gpus > 1 {
+            format!("{} x {} ({})", l.gpus, l.hw.id, l.parallel.name())
+        } else {
+            format!("1 x {}", l.hw.id)
+        }
+    };
+    let note = format!(
+        "near-tie: {} at {} is within 2% of the best by the objective, {} at {}, and takes {why}",
+        name(lc),
+        show(chosen),
+        name(lf),
+        show(first)
+    );
+    (Some(chosen), Some(note))
+}
+
+/// Without a price, a feasible candidate is ranked apart: for each unpriced device,
+/// its candidate needing the fewest devices (`devices`), ties broken by more output
+/// tokens/s per device; fewest devices first. Empty when nothing feasible is priced
+/// (then `best` ranks them all by tokens/s per device).
+pub(super) fn unpriced<'c>(
+    feasible: &[&'c Cand],
+    layouts: &[Layout<'_>],
+    priced: bool,
+    devices: impl Fn(&Cand) -> u64,
+) -> Vec<&'c Cand> {
+    if !priced {
+        return Vec::new();
+    }
+    let per_device = |c: &Cand| c.output_tokens_per_s / layouts[c.layout].gpus as f64;
+    let rank = |a: &&Cand, b: &&Cand| {
+        devices(a)
+            .cmp(&devices(b))
+            .then(per_device(b).total_cmp(&per_device(a)))
+    };
+    let mut out: Vec<&Cand> = Vec::new();
+    for c in feasible
+        .iter()
+        .copied()
+        .filter(|c| c.usd_per_hour.is_none())
+    {
+        let id = &layouts[c.layout].hw.id;
+        match out.iter_mut().find(|o| &layouts[o.layout].hw.id == id) {
+            Some(o) => {
+                if rank(&c, o).is_lt() {
+                    *o = c;
+                }
+            }
+            None => out.push(c),
+        }
+    }
+    out.sort_by(rank);
+    out
 }
 
 /// The Pareto front over (cost, TPOT, -throughput), unknown cost = +inf, cheapest first.
@@ -301,4 +416,60 @@ pub(super) fn pareto<'c>(feasible: &[&'c Cand]) -> Vec<&'c Cand> {
         }
     }
     front
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::EngineDb;
+    use crate::hardware::HardwareDb;
+
+    fn cand(layout: usize, usd_m: f64) -> Cand {
+        Cand {
+            layout,
+            batch: 8,
+            max_batch: 8,
+            fits: true,
+            ttft_s: 0.1,
+            tpot_s: 0.01,
+            decode_tokens_per_s: 100.0,
+            output_tokens_per_s: 100.0,
+            total_bytes: 1.0,
+            capacity_bytes: 2.0,
+            usd_per_hour: Some(1.0),
+            usd_per_million_tokens: Some(usd_m),
+        }
+    }
+
+    #[test]
+    fn a_near_tie_takes_fewer_devices_and_says_so() {
+        let hw = HardwareDb::builtin().unwrap().get("h100-sxm").unwrap();
+        let engine = EngineDb::builtin().unwrap().get("typical").unwrap();
+        let layout = |gpus| Layout {
+            hw,
+            gpus,
+            parallel: Parallel::Tp,
+            weights: None,
+            kv: None,
+            engine,
+        };
+        let layouts = [layout(1), layout(2)];
+        // 2 devices 1% cheaper ($0.99 vs $1.00 per million tokens): within 2%, so 1 device
+        let (one, two) = (cand(0, 1.00), cand(1, 0.99));
+        let (chosen, note) = best(&[&two, &one], &layouts, true);
+        assert_eq!(chosen.unwrap().layout, 0);
+        let note = note.unwrap();
+        assert!(
+            note.contains("1 x h100-sxm") && note.contains("fewer devices"),
+            "{note}"
+        );
+        // 3% cheaper is not a near-tie: the cheaper, without a note
+        let two = cand(1, 0.97);
+        let (chosen, note) = best(&[&one, &two], &layouts, true);
+        assert_eq!((chosen.unwrap().layout, note), (1, None));
+        // the single device already cheapest: no note
+        let two = cand(1, 1.01);
+        let (chosen, note) = best(&[&one, &two], &layouts, true);
+        assert_eq!((chosen.unwrap().layout, note), (0, None));
+    }
 }

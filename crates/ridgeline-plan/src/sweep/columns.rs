@@ -128,6 +128,7 @@ struct Builder {
     codes: [Vec<u32>; 6],
     counts: [Vec<u64>; 4],
     fits: Vec<bool>,
+    priced: Vec<bool>,
     numbers: [Vec<f64>; 8],
     bound: Vec<u32>,
     error: Vec<u32>,
@@ -147,6 +148,7 @@ impl Builder {
         b.counts.iter_mut().for_each(|v| v.reserve(n));
         b.numbers.iter_mut().for_each(|v| v.reserve(n));
         b.fits.reserve(n);
+        b.priced.reserve(n);
         b.bound.reserve(n);
         b.error.reserve(n);
         b
@@ -179,6 +181,7 @@ impl Builder {
             v.push(x);
         }
         self.fits.push(r.is_ok_and(|p| p.fits()));
+        self.priced.push(r.is_ok_and(|p| p.usd_per_hour.is_some()));
         match r {
             Ok(p) => {
                 let b = p.decode_bound();
@@ -206,6 +209,7 @@ impl Builder {
             a.extend_from_slice(b);
         }
         self.fits.extend_from_slice(&o.fits);
+        self.priced.extend_from_slice(&o.priced);
         self.bound.extend_from_slice(&o.bound);
         let map: HashMap<u32, u32> = std::mem::take(&mut o.errors)
             .into_iter()
@@ -248,6 +252,7 @@ impl Builder {
             Column::Number(usd),
             Column::Number(speedup),
             text(self.errors, self.error),
+            Column::Flag(self.priced),
         ];
         Columns {
             rows,

@@ -66,7 +66,7 @@ pub const MAX_VALUE: u64 = crate::predict::MAX_COUNT;
 pub use crate::predict::MAX_GPUS;
 
 /// The CSV header (and the JSON keys, in order).
-pub const COLUMNS: [&str; 21] = [
+pub const COLUMNS: [&str; 22] = [
     "model",
     "gpu",
     "gpus",
@@ -88,6 +88,7 @@ pub const COLUMNS: [&str; 21] = [
     "usd_per_million_tokens",
     "spec_speedup",
     "error",
+    "priced",
 ];
 
 /// A sweep: one list per axis; every combination is evaluated.

@@ -322,6 +322,12 @@ fn row(buf: &mut Vec<u8>, s: &Sweep<'_>, l: &Labels, ix: &[usize; 9], r: &Outcom
         Ok(_) => buf.extend_from_slice(missing),
         Err(e) => buf.extend_from_slice(l.syntax.quote(&e.to_string()).as_bytes()),
     }
+    buf.extend_from_slice(l.key(FIRST_METRIC + 10));
+    buf.extend_from_slice(if r.is_ok_and(|p| p.usd_per_hour.is_some()) {
+        b"true"
+    } else {
+        b"false"
+    });
     buf.extend_from_slice(if json { b"}" } else { b"\n" });
 }
 

@@ -1,7 +1,7 @@
 //! Human-readable text of a capacity plan (`ridgeline plan`).
 
 pub use crate::plan::target_flag;
-use crate::plan::{Entry, Plan, Unserved};
+use crate::plan::{Entry, Plan, PriceBasis, Unserved};
 use crate::units::fmt_seconds;
 
 /// How many Pareto entries the text shows (`--json` has them all).
@@ -22,6 +22,77 @@ fn config(e: &Entry) -> String {
         e.engine,
         e.batch
     )
+}
+
+/// Where the best's price comes from, its age, and buy or rent, as lines under it.
+fn price_notes(p: &Plan, b: &Entry) -> String {
+    let mut s = String::new();
+    let o = &p.ownership;
+    let assumptions = format!(
+        "{} years, {:.0}% utilisation, PUE {}, ${}/kWh",
+        crate::units::sig3(o.life_years),
+        o.utilisation * 100.0,
+        crate::units::sig3(o.pue),
+        crate::units::sig3(o.usd_per_kwh)
+    );
+    match b.price_basis {
+        Some(PriceBasis::Rent) => s.push_str(&format!(
+            "  price: rented{}, read {}\n",
+            b.price_provider
+                .as_deref()
+                .map(|p| format!(" from {p}"))
+                .unwrap_or_default(),
+            b.price_date.as_deref().unwrap_or("undated")
+        )),
+        Some(PriceBasis::Own) => s.push_str(&format!(
+            "  price: owned (--price-basis own): purchase price of {}, written off over {assumptions}\n",
+            b.price_date.as_deref().unwrap_or("undated")
+        )),
+        None => {}
+    }
+    if let (Some(own), Some(PriceBasis::Rent)) = (b.own_usd_per_hour, b.price_basis) {
+        let rent = b.usd_per_hour.unwrap_or(f64::NAN);
+        let when = match b.breakeven_utilisation {
+            Some(u) if u <= 1.0 => format!("buying wins from {:.0}% utilisation up", u * 100.0),
+            _ => "renting wins at any utilisation".to_string(),
+        };
+        s.push_str(&format!(
+            "  buy or rent: owning costs ${own:.2} per hour of use against ${rent:.2} rented ({assumptions}); {when}\n"
+        ));
+    }
+    for n in &p.near_ties {
+        s.push_str(&format!("  chosen on a {n}\n"));
+    }
+    s
+}
+
+/// Feasible configurations on devices without a price: shown, marked, ranked by the
+/// devices they need.
+fn unpriced_section(p: &Plan, line: impl Fn(&Entry) -> String) -> String {
+    if p.unpriced.is_empty() {
+        return String::new();
+    }
+    let mut s = format!(
+        "\nNot priced ({} device{}; ranked by devices needed, not against the priced; give a price with --price-file):\n",
+        p.unpriced.len(),
+        if p.unpriced.len() == 1 { "" } else { "s" }
+    );
+    for e in p.unpriced.iter().take(PARETO_SHOWN) {
+        let own = e
+            .own_usd_per_hour
+            .map(|h| {
+                format!("; owning it: ${h:.2} per hour of use (--price-basis own ranks by that)")
+            })
+            .unwrap_or_default();
+        s.push_str(&format!("  unpriced  {}{own}\n", line(e)));
+    }
+    if p.unpriced.len() > PARETO_SHOWN {
+        s.push_str(&format!(
+            "  ... {} more (--json lists them all)\n",
+            p.unpriced.len() - PARETO_SHOWN
+        ));
+    }
+    s
 }
 
 fn usd_m(e: &Entry) -> String {
@@ -81,6 +152,7 @@ fn render_rate(p: &Plan, t: &crate::plan::RateTarget) -> String {
                     }
                 ));
             }
+            s.push_str(&price_notes(p, b));
         }
         None => s.push_str("No layout serves the targets, even at a vanishing rate.\n"),
     }
@@ -93,6 +165,7 @@ fn render_rate(p: &Plan, t: &crate::plan::RateTarget) -> String {
             s.push_str(&format!("  ${:>8}  {}\n", usd_m(e), line(e)));
         }
     }
+    s.push_str(&unpriced_section(p, line));
     if !unserved.is_empty() {
         s.push_str(&format!(
             "\nServe no rate within the targets: {} layout{}\n",
@@ -194,6 +267,7 @@ pub fn render(p: &Plan) -> String {
                 b.total_bytes / 1e9,
                 b.capacity_bytes / 1e9
             ));
+            s.push_str(&price_notes(p, b));
             for why in &p.binding {
                 s.push_str(&format!(
                     "Why this one: {} binds: {}\n",
@@ -235,5 +309,14 @@ pub fn render(p: &Plan) -> String {
             ));
         }
     }
+    s.push_str(&unpriced_section(p, |e| {
+        format!(
+            "{}: TPOT {}, TTFT {}, {:.0} output tokens/s",
+            config(e),
+            fmt_seconds(e.tpot_s),
+            fmt_seconds(e.ttft_s),
+            e.output_tokens_per_s
+        )
+    }));
     s
 }
