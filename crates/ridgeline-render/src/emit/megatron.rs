@@ -107,7 +107,10 @@ pub(crate) fn emit(t: &Training) -> Result<Vec<EmittedFile>> {
         }
     }
     if t.offload == Offload::Cpu {
+        // the hybrid device optimizer runs on the precision-aware optimizer's code path
+        // (an assertion of arguments.py)
         cmd.switch("--optimizer-cpu-offload");
+        cmd.switch("--use-precision-aware-optimizer");
     }
     match t.optimizer {
         Optimizer::Adamw => {
