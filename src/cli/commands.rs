@@ -53,7 +53,7 @@ fn check_svg_name(flag: &str, path: &Path) -> Result<()> {
 /// second path cannot leave the first replaced: each `(flag, path)` must have its
 /// suffix (`svg` or `html`), a folder that exists, not be a folder itself, and name a
 /// file no other output of the run names.
-pub(super) fn check_outputs(outputs: &[(&str, &Path)]) -> Result<()> {
+fn check_outputs(outputs: &[(&str, &Path)]) -> Result<()> {
     for (k, &(flag, path)) in outputs.iter().enumerate() {
         let ext = path
             .extension()
@@ -139,12 +139,11 @@ fn predict_chart(
 
 /// `ridgeline predict`.
 pub fn predict(ctx: &Ctx, a: &PredictArgs, out: &PredictOutputs, json: bool) -> Result<String> {
-    let outputs: Vec<(&str, &Path)> = [("--svg", out.svg), ("--html", out.html)]
+    let outputs: Vec<(&'static str, &Path)> = [("--svg", out.svg), ("--html", out.html)]
         .into_iter()
         .filter_map(|(f, p)| p.map(|p| (f, p)))
         .collect();
-    check_outputs(&outputs)?;
-    launch::check(out.emit, &outputs)?;
+    check_outputs(&launch::with_out(outputs, out.emit))?;
     ctx.with_predictor(a, |pred| {
         let p = pred.predict(a.batch, a.prompt, a.gen_tokens)?;
         if let Some(format) = out.emit.emit {
@@ -279,8 +278,10 @@ pub fn train(
     emit: &EmitArgs,
     json: bool,
 ) -> Result<String> {
-    let svgs: Vec<(&str, &Path)> = svg.map(|p| ("--svg", p)).into_iter().collect();
-    launch::check(emit, &svgs)?;
+    if emit.out.is_some() {
+        let svgs: Vec<(&'static str, &Path)> = svg.map(|p| ("--svg", p)).into_iter().collect();
+        check_outputs(&launch::with_out(svgs, emit))?;
+    }
     let (model, hw, cfg) = train_setup(ctx, a)?;
     let report = crate::train::train(&model, &hw, &cfg)?;
     if let Some(format) = emit.emit {
@@ -311,8 +312,10 @@ pub fn simulate(
     if let Some(path) = svg {
         check_svg_name("--svg", path)?;
     }
-    let svgs: Vec<(&str, &Path)> = svg.map(|p| ("--svg", p)).into_iter().collect();
-    launch::check(emit, &svgs)?;
+    if emit.out.is_some() {
+        let svgs: Vec<(&'static str, &Path)> = svg.map(|p| ("--svg", p)).into_iter().collect();
+        check_outputs(&launch::with_out(svgs, emit))?;
+    }
     let sweep = simulate_rows(ctx, a)?;
     if let Some(format) = emit.emit {
         let model = ctx.model(&a.model)?;
@@ -349,8 +352,11 @@ pub fn plan(
 ) -> Result<String> {
     use crate::list::{parse_names, parse_u64_list_in};
     use crate::plan::{DEFAULT_GPU_COUNTS, PlanRequest};
-    let svgs: Vec<(&str, &Path)> = t.svg.as_deref().map(|p| ("--svg", p)).into_iter().collect();
-    launch::check(emit, &svgs)?;
+    if emit.out.is_some() {
+        let svgs: Vec<(&'static str, &Path)> =
+            t.svg.as_deref().map(|p| ("--svg", p)).into_iter().collect();
+        check_outputs(&launch::with_out(svgs, emit))?;
+    }
     if t.train {
         return plan_train(ctx, a, t, emit, json);
     }

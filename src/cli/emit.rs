@@ -3,7 +3,6 @@
 //! or written atomically beside each other while the report prints as usual.
 
 use super::EmitArgs;
-use super::commands::check_outputs;
 use super::context::{Ctx, named, to_json};
 use crate::emit::{EmittedFile, Format, Launch, emit};
 use crate::{Error, Result, files};
@@ -20,15 +19,15 @@ pub(super) fn devices_per_node(ctx: &Ctx, gpu: &str) -> Result<u64> {
         }))
 }
 
-/// Checks `--out` before the command runs (its folder exists, it is not a folder, no
-/// other output of the run names it).
-pub(super) fn check(e: &EmitArgs, others: &[(&str, &Path)]) -> Result<()> {
+/// The outputs of a run with `--out` among them, to check together before it runs.
+pub(super) fn with_out<'a>(
+    mut outputs: Vec<(&'static str, &'a Path)>,
+    e: &'a EmitArgs,
+) -> Vec<(&'static str, &'a Path)> {
     if let Some(out) = &e.out {
-        let mut all = others.to_vec();
-        all.push(("--out", out));
-        check_outputs(&all)?;
+        outputs.push(("--out", out));
     }
-    Ok(())
+    outputs
 }
 
 /// The launch files of `launch` for `--emit`: `Some(text)` to print instead of the
@@ -85,29 +84,26 @@ fn write(out: &Path, files: &[EmittedFile]) -> Result<()> {
             }
         })
         .collect();
-    let flags: Vec<String> = files
-        .iter()
-        .enumerate()
-        .map(|(k, f)| {
-            if k == 0 {
-                "--out".to_string()
-            } else {
-                format!("--out's companion {}", f.name)
-            }
-        })
-        .collect();
-    let outputs: Vec<(&str, &Path)> = flags
-        .iter()
-        .map(String::as_str)
-        .zip(paths.iter().map(PathBuf::as_path))
-        .collect();
-    check_outputs(&outputs).map_err(|e| match e {
-        Error::Conflict { message, .. } => Error::invalid(
-            "out",
-            format!("{message} (the companion files are written beside it)"),
-        ),
-        other => other,
-    })?;
+    // the script's path was checked with the run's outputs; a companion must not be a
+    // folder nor the script itself
+    for (f, path) in files.iter().zip(&paths).skip(1) {
+        if path.is_dir() {
+            return Err(Error::write(
+                format!("--out's companion {}", path.display()),
+                "is a directory",
+            ));
+        }
+        if out.file_name() == path.file_name() {
+            return Err(Error::invalid(
+                "out",
+                format!(
+                    "{} is the name of the companion file {} written beside it: give the script another name",
+                    out.display(),
+                    f.name
+                ),
+            ));
+        }
+    }
     for (f, path) in files.iter().zip(&paths) {
         files::write_atomic(path, f.contents.as_bytes()).map_err(|e| named("--out", e))?;
         eprintln!("wrote {}", path.display());

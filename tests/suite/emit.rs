@@ -1132,6 +1132,27 @@ fn out_writes_the_files_atomically_beside_each_other() {
     ]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--out"));
+    // a script named as its companion file would be overwritten by it: refused
+    let clash = dir.join("ds_config.json");
+    let out = run(&[
+        "train",
+        "--model",
+        "llama-3.1-8b",
+        "--gpu",
+        "h100",
+        "--emit",
+        "deepspeed",
+        "--out",
+        clash.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--out"));
+    let cfg: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&clash).unwrap()).unwrap();
+    assert_eq!(
+        cfg["zero_optimization"]["stage"], 3,
+        "the earlier file is untouched"
+    );
     // --out needs --emit
     let out = run(&[
         "predict",

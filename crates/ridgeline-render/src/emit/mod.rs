@@ -136,10 +136,18 @@ impl Format {
         )
     }
 
+    /// The checked-in flag list of this format's tool (a [`FLAG_LISTS`] document).
+    pub fn flag_list(self) -> &'static str {
+        FLAG_LISTS
+            .iter()
+            .find(|(name, _)| *name == self.name())
+            .map_or("", |(_, text)| text)
+    }
+
     /// The tool version the flags are checked against (from `data/emit/`).
     pub fn version(self) -> String {
-        let text = FLAG_LISTS[Format::ALL.iter().position(|&f| f == self).unwrap_or(0)].1;
-        text.lines()
+        self.flag_list()
+            .lines()
             .find_map(|l| l.strip_prefix("version = \""))
             .and_then(|v| v.strip_suffix('"'))
             .unwrap_or("unknown")

@@ -8,7 +8,7 @@ use crate::train::{LoraTargets, Method, Offload, Optimizer, Recompute, TrainPrec
 
 /// The config directory and the configs torchtune ships for a ridgeline model id.
 fn configs(model: &str) -> Option<(String, Vec<String>)> {
-    let text = super::FLAG_LISTS[7].1;
+    let text = Format::Torchtune.flag_list();
     let mut in_table = false;
     for line in text.lines() {
         let line = line.trim();
