@@ -218,7 +218,47 @@ fn listed(tool: &str) -> (BTreeSet<String>, BTreeSet<String>) {
     (set("flags"), set("keys"))
 }
 
-/// Flags and keys of one emitted file not in the tool's list (empty: all listed).
+/// The values a tool's list allows for a flag or key that takes a choice (`None`: any).
+fn choices(tool: &str, flag_or_key: &str) -> Option<BTreeSet<String>> {
+    let list = match flag_or_key {
+        "--kv-cache-dtype" | "kv_cache_config.dtype" => "kv_cache_dtype",
+        "--quantization" => "quantization",
+        "--split-mode" => "split_mode",
+        "--cache-type-k" | "--cache-type-v" => "cache_type",
+        "--fp8-format" => "fp8_format",
+        "--optimizer" => "optimizer",
+        "fsdp_config.fsdp_sharding_strategy" => "sharding_strategy",
+        "mixed_precision" => "mixed_precision",
+        _ => return None,
+    };
+    let path = format!("{}/data/emit/{tool}.toml", env!("CARGO_MANIFEST_DIR"));
+    let doc: toml::Value = toml::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let values = doc.get(list)?.as_array()?;
+    Some(
+        values
+            .iter()
+            .map(|v| v.as_str().unwrap().to_string())
+            .collect(),
+    )
+}
+
+/// Values outside the tool's choices, as `flag=value`.
+fn bad_choices<'a>(
+    tool: &str,
+    pairs: impl IntoIterator<Item = (&'a String, Option<&'a String>)>,
+) -> Vec<String> {
+    pairs
+        .into_iter()
+        .filter_map(|(k, v)| {
+            let v = v?;
+            let allowed = choices(tool, k)?;
+            (!allowed.contains(v)).then(|| format!("{k}={v}"))
+        })
+        .collect()
+}
+
+/// Flags and keys of one emitted file not in the tool's list (empty: all listed), and
+/// values outside the choices it lists.
 fn unlisted(format: &str, name: &str, text: &str) -> Vec<String> {
     let (mut flags, keys) = listed(format);
     if format == "k8s" {
@@ -230,6 +270,11 @@ fn unlisted(format: &str, name: &str, text: &str) -> Vec<String> {
         for c in commands(text) {
             bad.extend(c.flags.keys().filter(|f| !flags.contains(*f)).cloned());
             bad.extend(c.overrides.keys().filter(|k| !keys.contains(*k)).cloned());
+            let tool = if format == "k8s" { "vllm" } else { format };
+            bad.extend(bad_choices(
+                tool,
+                c.flags.iter().map(|(k, v)| (k, v.as_ref())),
+            ));
         }
     } else if name.ends_with(".json") {
         fn walk(v: &serde_json::Value, at: &str, out: &mut Vec<String>) {
@@ -250,6 +295,10 @@ fn unlisted(format: &str, name: &str, text: &str) -> Vec<String> {
         bad.extend(paths.into_iter().filter(|p| !keys.contains(p)));
     } else {
         let (values, lists) = yaml(text);
+        bad.extend(bad_choices(
+            format,
+            values.iter().map(|(k, v)| (k, Some(v))),
+        ));
         let leaf_keys: BTreeSet<String> = values
             .keys()
             .chain(lists.keys())
@@ -263,6 +312,10 @@ fn unlisted(format: &str, name: &str, text: &str) -> Vec<String> {
                 if p.ends_with("command") && items.first().map(String::as_str) == Some("vllm") {
                     let line = parse_words(items);
                     bad.extend(line.flags.keys().filter(|f| !flags.contains(*f)).cloned());
+                    bad.extend(bad_choices(
+                        "vllm",
+                        line.flags.iter().map(|(k, v)| (k, v.as_ref())),
+                    ));
                 }
                 if p.ends_with("command") && items.first().map(String::as_str) == Some("sh") {
                     for part in items[2].split("&&") {
@@ -318,6 +371,11 @@ fn the_flag_checker_rejects_what_is_not_listed() {
     assert_eq!(
         unlisted("vllm", "vllm.sh", script),
         vec!["--tensor-paralel-size"]
+    );
+    let script = "#!/bin/sh\nvllm serve m \\\n  --kv-cache-dtype int8\n";
+    assert_eq!(
+        unlisted("vllm", "vllm.sh", script),
+        vec!["--kv-cache-dtype=int8"]
     );
     let cfg = r#"{"train_batch_size": 8, "zero_optimisation": {"stage": 2}}"#;
     assert_eq!(
