@@ -64,7 +64,6 @@ pub(crate) fn emit(t: &Training) -> Result<Vec<EmittedFile>> {
         Method::Lora => "lora",
         Method::Qlora => "qlora",
     };
-    let size = dir.rsplit('/').next().unwrap_or(&dir).to_string();
     let single = format!("{method}_single_device");
     let (recipe, config, distributed) = if t.gpus == 1 && have.contains(&single) {
         let recipe = match t.method {
@@ -82,10 +81,9 @@ pub(crate) fn emit(t: &Training) -> Result<Vec<EmittedFile>> {
         return Err(refuse(
             f,
             format!(
-                "{} has no {method} config for {} {} on {} device(s) (it has: {})",
+                "{} has no {method} config for {} ({dir}) on {} device(s) (it has: {})",
                 f.version(),
                 t.model.id,
-                size,
                 t.gpus,
                 have.join(", ")
             ),
