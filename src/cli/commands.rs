@@ -326,7 +326,7 @@ pub fn simulate(
             &model,
             longest,
             devices_per_node(ctx, &a.gpu)?,
-        );
+        )?;
         if let Some(text) = launch::deliver(emit, format, Launch::Serving(&s), json)? {
             return Ok(text);
         }

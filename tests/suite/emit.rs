@@ -1128,6 +1128,25 @@ fn simulate_emits_its_scheduler_limits() {
     assert_eq!(c.num("--max-num-batched-tokens"), 8192);
     assert_eq!(c.num("--max-model-len"), 1028);
     assert_eq!(c.num("--tensor-parallel-size"), 1);
+    // two pools and a KV transfer are not one server
+    refused(
+        &[
+            "simulate",
+            "--model",
+            "llama-3-8b",
+            "--gpu",
+            "h100",
+            "--disagg",
+            "1:1",
+            "--rate",
+            "1",
+            "--requests",
+            "20",
+            "--emit",
+            "vllm",
+        ],
+        "disaggregated",
+    );
 }
 
 #[test]

@@ -276,14 +276,22 @@ impl Serving {
 
     /// A simulated run: its deployment (`max_num_seqs`, `max_batched_tokens` as the
     /// scheduler had them), the layout and formats it was given, and the longest request
-    /// of its workload.
+    /// of its workload. A disaggregated deployment (two pools) is refused: it is two
+    /// servers and a KV transfer, not one launch line.
     pub fn from_run(
         r: &crate::simulate::RunConfig,
         layout: &crate::predict::Scenario,
         model: &ModelConfig,
         max_model_len: u64,
         devices_per_node: u64,
-    ) -> Serving {
+    ) -> Result<Serving> {
+        if r.disagg.is_some() {
+            return Err(Error::invalid(
+                "emit",
+                "a disaggregated deployment (--disagg) is two pools joined by a KV transfer, \
+                 not one server: emit each pool from its own simulate or predict",
+            ));
+        }
         let ep = layout.ep.max(1);
         let group = (r.gpus / ep).max(1);
         let pp = match layout.parallel {
@@ -297,7 +305,7 @@ impl Serving {
         // no sequence limit: each running sequence takes at least one token of an
         // iteration, so the token budget bounds them
         let max_num_seqs = r.max_num_seqs.unwrap_or(max_batched_tokens);
-        Serving {
+        Ok(Serving {
             model: model.clone(),
             gpu: r.gpu.clone(),
             gpus: r.gpus,
@@ -311,7 +319,7 @@ impl Serving {
             max_num_seqs,
             max_batched_tokens,
             max_model_len,
-        }
+        })
     }
 }
 
@@ -709,4 +717,50 @@ pub(crate) fn python_engine_weights(format: Format, s: &Serving) -> Result<Weigh
             other.name()
         )),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::ModelDb;
+
+    #[test]
+    fn hf_repo_is_read_from_the_config_source() {
+        let db = ModelDb::builtin().unwrap();
+        let repo = |id: &str| hf_repo(&db.resolve(id).unwrap());
+        assert_eq!(
+            repo("llama-3-8b").as_deref(),
+            Some("meta-llama/Meta-Llama-3-8B")
+        );
+        // a source with a note after the address
+        assert_eq!(
+            repo("gemma-3-12b").as_deref(),
+            Some("google/gemma-3-12b-it")
+        );
+        // GPT-3's shape comes from the paper: no repo
+        assert_eq!(repo("gpt3-175b"), None);
+    }
+
+    #[test]
+    fn formats_parse_by_name_and_alias() {
+        for f in Format::ALL {
+            assert_eq!(Format::parse(f.name()).unwrap(), f);
+            assert_eq!(f.is_training(), Format::ALL[5..].contains(&f));
+        }
+        assert_eq!(Format::parse("TRTLLM").unwrap(), Format::TrtLlm);
+        assert_eq!(Format::parse("llama-cpp").unwrap(), Format::LlamaCpp);
+        let e = Format::parse("vllm2").unwrap_err().to_string();
+        assert!(e.contains("vllm"), "{e}");
+    }
+
+    #[test]
+    fn shell_words_quote_only_where_needed() {
+        assert_eq!(
+            shell::quote("meta-llama/Meta-Llama-3-8B"),
+            "meta-llama/Meta-Llama-3-8B"
+        );
+        assert_eq!(shell::quote("[q_proj,v_proj]"), "'[q_proj,v_proj]'");
+        assert_eq!(shell::quote("it's"), r"'it'\''s'");
+        assert_eq!(shell::quote(""), "''");
+    }
 }
