@@ -1060,6 +1060,33 @@ fn plans_emit_their_best() {
         best["global_batch"].as_u64().unwrap() / (mb * dp)
     );
 
+    // a plan for a rate: the Deployment runs its replicas (400 requests/s needs 4 of
+    // one H100 each at these targets)
+    let args = [
+        "plan",
+        "--model",
+        "llama-3-8b",
+        "--gpu",
+        "h100",
+        "--gpus",
+        "1,2",
+        "--rate",
+        "400",
+        "--p99-ttft-ms",
+        "1000",
+        "--p99-tpot-ms",
+        "50",
+    ];
+    let best = json(&[&args[..], &["--json"]].concat())["best"].clone();
+    let files = emitted(&[&args[..], &["--emit", "k8s", "--json"]].concat());
+    let (values, _) = yaml(&files["k8s.yaml"]);
+    assert_eq!(values["spec.replicas"], best["replicas"].to_string());
+    assert!(best["replicas"].as_u64().unwrap() > 1);
+    assert_eq!(
+        values["spec.template.spec.containers.resources.limits.nvidia.com/gpu"],
+        best["gpus"].to_string()
+    );
+
     // bad combinations: a training launch of a serving plan, a plan with no best
     refused(
         &[
@@ -1390,4 +1417,43 @@ fn every_flag_of_every_format_is_listed() {
             }
         }
     }
+}
+
+#[test]
+fn the_json_document_is_the_documented_one() {
+    let doc = json(&[
+        "train",
+        "--model",
+        "llama-3.1-8b",
+        "--gpu",
+        "h100",
+        "--emit",
+        "deepspeed",
+        "--json",
+    ]);
+    let mut produced = BTreeSet::new();
+    for (k, v) in doc.as_object().unwrap() {
+        produced.insert(k.clone());
+        if let Some(items) = v.as_array() {
+            for item in items {
+                for key in item.as_object().unwrap().keys() {
+                    produced.insert(format!("{k}[].{key}"));
+                }
+            }
+        }
+    }
+    let reference = include_str!("../../docs/reference.md");
+    let section = reference
+        .split("### --emit --json")
+        .nth(1)
+        .expect("docs/reference.md has a ### --emit --json section");
+    let documented: BTreeSet<String> = section
+        .lines()
+        .skip_while(|l| !l.starts_with('|'))
+        .take_while(|l| l.starts_with('|'))
+        .skip(2)
+        .filter_map(|l| l.split('`').nth(1).map(String::from))
+        .collect();
+    assert_eq!(documented, produced);
+    assert_eq!(doc["version"], Format::Deepspeed.version());
 }
