@@ -72,6 +72,7 @@
 //! | [`series`] | chart data: throughput and latency vs batch, memory by weight format and by ZeRO stage |
 //! | [`simulate`] | serving at a request rate: continuous batching, chunked prefill, preemption, disaggregation, latency percentiles |
 //! | [`report`] | text, Markdown and plain-language renderers of the report structs |
+//! | [`emit`] | launch files (`--emit`): vLLM, SGLang, TensorRT-LLM, llama.cpp, Kubernetes; DeepSpeed, FSDP, torchtune, Megatron-LM |
 //! | [`plot`] | SVG charts: roofline, throughput and latency vs batch, memory breakdown, training cost vs time |
 //! | [`train`] | training memory and step time (ZeRO, 3D parallelism, LoRA/QLoRA, offload) |
 //! | [`intervals`] | 80% prediction intervals from held-out errors per kind and engine (`data/intervals.toml`) |
@@ -94,7 +95,7 @@ pub use ridgeline_core::{
 #[cfg(feature = "plan")]
 pub use ridgeline_plan::{instances, plan, series, sweep};
 #[cfg(feature = "render")]
-pub use ridgeline_render::plot;
+pub use ridgeline_render::{emit, plot};
 
 #[cfg(feature = "fit")]
 pub use ridgeline_fit::calibrate;

@@ -207,8 +207,10 @@ def run(*words: str) -> str:
 def predict(model: Any = None, gpu: Any = None, **options: Any) -> Prediction:
     """Memory, time to first token, time per output token and tokens/s of one
     configuration: ``ridgeline predict --json`` as a :class:`Prediction` (a dict).
-    With ``max=True``, the planning limits instead (largest batch, longest context)."""
-    cls = Report if options.get("max") else Prediction
+    With ``max=True``, the planning limits instead (largest batch, longest context);
+    with ``emit="vllm"`` (or another launch format) the launch files
+    (``{"emit", "version", "files": [{"name", "contents"}]}``)."""
+    cls = Report if options.get("max") or options.get("emit") else Prediction
     return _report(["predict"], dict(model=model, gpu=gpu, **options), cls)
 
 
@@ -268,6 +270,11 @@ def instances(**options: Any) -> List[Dict[str, Any]]:
 
 def _chart(command: Sequence[str], kwargs: Dict[str, Any], fixed: Sequence[str] = ()) -> Chart:
     kwargs.pop("svg", None)
+    if kwargs.get("emit") is not None:
+        raise RidgelineError(
+            "invalid --emit: a chart function returns its chart; "
+            "predict(emit=...), simulate, train and plan give the launch files"
+        )
     if kwargs.get("html") is not None:
         raise RidgelineError(
             "invalid --html: a chart function returns its chart; "

@@ -393,8 +393,26 @@ def test_every_function_is_stubbed_with_real_options():
         if name.endswith("_svg"):
             missing.discard("max")  # limits, not a chart
             missing.discard("html")  # a report file, refused by chart functions
+            missing.discard("emit")  # launch files, refused by chart functions
         assert not missing, (name, missing)
     assert "max_tpot_ms" in ridgeline.plan.__doc__  # options listed with their help
+
+
+def test_emit_gives_the_launch_files():
+    # llama-3-8b on 2 devices, tensor parallel: vllm serve with tp 2
+    doc = ridgeline.predict("llama-3-8b", "h100", gpus=2, emit="vllm")
+    assert doc["emit"] == "vllm"
+    (script,) = doc["files"]
+    assert script["name"] == "vllm.sh"
+    assert "--tensor-parallel-size 2" in script["contents"]
+    doc = ridgeline.train("llama-3.1-8b", "h100", gpus=8, zero=3, emit="deepspeed")
+    names = [f["name"] for f in doc["files"]]
+    assert names == ["deepspeed.sh", "ds_config.json"]
+    assert json.loads(doc["files"][1]["contents"])["zero_optimization"]["stage"] == 3
+    with pytest.raises(ridgeline.RidgelineError, match="--emit"):
+        ridgeline.plan("llama-3-8b", gpu="h100", emit="deepspeed")
+    with pytest.raises(ridgeline.RidgelineError, match="--emit"):
+        ridgeline.throughput_svg("llama-3-8b", "h100", emit="vllm")
 
 
 def test_run_gives_the_cli_text(cli):

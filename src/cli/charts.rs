@@ -90,7 +90,7 @@ pub(super) fn of_command(ctx: &Ctx, cli: &Cli, chart: Chart) -> Result<String> {
         (Command::Simulate { args, .. }, Serving) => {
             serving(&context::simulate_rows(ctx, args)?, args)
         }
-        (Command::Plan { args, train }, CostTime) if train.train => {
+        (Command::Plan { args, train, .. }, CostTime) if train.train => {
             crate::plot::cost_time::cost_time(&context::train_plan(ctx, args, train)?)
         }
         (Command::Train { args, .. }, Zero) => zero(ctx, args),

@@ -2,10 +2,12 @@
 //! returns what goes to stdout. One predictor per command. [`super::run`] dispatches.
 
 use super::charts::{self, Chart};
+use super::emit::{self as launch, devices_per_node};
 use super::{
-    ChartArg, HardwareAction, PlanArgs, PlanTrainArgs, PredictArgs, SimulateArgs, SweepArgs,
-    TrainArgs,
+    ChartArg, EmitArgs, HardwareAction, PlanArgs, PlanTrainArgs, PredictArgs, SimulateArgs,
+    SweepArgs, TrainArgs,
 };
+use crate::emit::{Launch, Serving, Training};
 use crate::hardware::Hardware;
 use crate::model::{ModelConfig, ModelDb};
 use crate::predict::{Prediction, Predictor, Scenario};
@@ -16,7 +18,8 @@ use std::path::Path;
 pub use super::calibration::{calibrate, calibrate_intervals, calibrate_train};
 pub use super::context::Ctx;
 use super::context::{
-    build_predictor, named, plan_devices, simulate_rows, to_json, train_plan, train_setup,
+    build_predictor, named, plan_devices, simulate_rows, to_json, train_plan, train_plan_base,
+    train_setup,
 };
 
 /// Writes a chart to `path` (given by `flag`) atomically and says so on stderr; the
@@ -136,13 +139,20 @@ fn predict_chart(
 
 /// `ridgeline predict`.
 pub fn predict(ctx: &Ctx, a: &PredictArgs, out: &PredictOutputs, json: bool) -> Result<String> {
-    let outputs: Vec<(&str, &Path)> = [("--svg", out.svg), ("--html", out.html)]
+    let outputs: Vec<(&'static str, &Path)> = [("--svg", out.svg), ("--html", out.html)]
         .into_iter()
         .filter_map(|(f, p)| p.map(|p| (f, p)))
         .collect();
-    check_outputs(&outputs)?;
+    check_outputs(&launch::with_out(outputs, out.emit))?;
     ctx.with_predictor(a, |pred| {
         let p = pred.predict(a.batch, a.prompt, a.gen_tokens)?;
+        if let Some(format) = out.emit.emit {
+            let s =
+                Serving::from_prediction(&p, &ctx.model(&a.model)?, devices_per_node(ctx, &a.gpu)?);
+            if let Some(text) = launch::deliver(out.emit, format, Launch::Serving(&s), json)? {
+                return Ok(text);
+            }
+        }
         if let Some(path) = out.svg {
             let chart = out.chart.unwrap_or(ChartArg::Throughput);
             write_chart(
@@ -179,6 +189,8 @@ pub struct PredictOutputs<'a> {
     pub chart: Option<ChartArg>,
     /// `--html FILE`.
     pub html: Option<&'a Path>,
+    /// `--emit FORMAT [--out FILE]`.
+    pub emit: &'a EmitArgs,
 }
 
 /// `ridgeline explain`.
@@ -259,9 +271,25 @@ pub fn roofline_cmd(
 }
 
 /// `ridgeline train`.
-pub fn train(ctx: &Ctx, a: &TrainArgs, svg: Option<&Path>, json: bool) -> Result<String> {
+pub fn train(
+    ctx: &Ctx,
+    a: &TrainArgs,
+    svg: Option<&Path>,
+    emit: &EmitArgs,
+    json: bool,
+) -> Result<String> {
+    if emit.out.is_some() {
+        let svgs: Vec<(&'static str, &Path)> = svg.map(|p| ("--svg", p)).into_iter().collect();
+        check_outputs(&launch::with_out(svgs, emit))?;
+    }
     let (model, hw, cfg) = train_setup(ctx, a)?;
     let report = crate::train::train(&model, &hw, &cfg)?;
+    if let Some(format) = emit.emit {
+        let t = Training::from_report(&report, &model);
+        if let Some(text) = launch::deliver(emit, format, Launch::Training(&t), json)? {
+            return Ok(text);
+        }
+    }
     if let Some(path) = svg {
         let chart = charts::zero(ctx, a)?;
         write_chart("--svg", path, &chart, "ZeRO memory chart to ")?;
@@ -274,11 +302,35 @@ pub fn train(ctx: &Ctx, a: &TrainArgs, svg: Option<&Path>, json: bool) -> Result
 }
 
 /// `simulate`: one run, or a row per rate with the knee.
-pub fn simulate(ctx: &Ctx, a: &SimulateArgs, svg: Option<&Path>, json: bool) -> Result<String> {
+pub fn simulate(
+    ctx: &Ctx,
+    a: &SimulateArgs,
+    svg: Option<&Path>,
+    emit: &EmitArgs,
+    json: bool,
+) -> Result<String> {
     if let Some(path) = svg {
         check_svg_name("--svg", path)?;
     }
+    if emit.out.is_some() {
+        let svgs: Vec<(&'static str, &Path)> = svg.map(|p| ("--svg", p)).into_iter().collect();
+        check_outputs(&launch::with_out(svgs, emit))?;
+    }
     let sweep = simulate_rows(ctx, a)?;
+    if let Some(format) = emit.emit {
+        let model = ctx.model(&a.model)?;
+        let longest = crate::emit::longest_request(&a.workload()?, &model);
+        let s = Serving::from_run(
+            &sweep.rows[0].config,
+            &a.scenario(),
+            &model,
+            longest,
+            devices_per_node(ctx, &a.gpu)?,
+        )?;
+        if let Some(text) = launch::deliver(emit, format, Launch::Serving(&s), json)? {
+            return Ok(text);
+        }
+    }
     if let Some(path) = svg {
         let chart = charts::serving(&sweep, a)?;
         write_chart("--svg", path, &chart, "serving chart to ")?;
@@ -291,11 +343,22 @@ pub fn simulate(ctx: &Ctx, a: &SimulateArgs, svg: Option<&Path>, json: bool) -> 
 }
 
 /// `ridgeline plan` (inference, `--rate`, or `--train`).
-pub fn plan(ctx: &Ctx, a: &PlanArgs, t: &PlanTrainArgs, json: bool) -> Result<String> {
+pub fn plan(
+    ctx: &Ctx,
+    a: &PlanArgs,
+    t: &PlanTrainArgs,
+    emit: &EmitArgs,
+    json: bool,
+) -> Result<String> {
     use crate::list::{parse_names, parse_u64_list_in};
     use crate::plan::{DEFAULT_GPU_COUNTS, PlanRequest};
+    if emit.out.is_some() {
+        let svgs: Vec<(&'static str, &Path)> =
+            t.svg.as_deref().map(|p| ("--svg", p)).into_iter().collect();
+        check_outputs(&launch::with_out(svgs, emit))?;
+    }
     if t.train {
-        return plan_train(ctx, a, t, json);
+        return plan_train(ctx, a, t, emit, json);
     }
     // clap's `requires = "train"` is not enforced with --prompt and --gen given: the
     // options of a training plan must not pass silently into a serving plan
@@ -346,6 +409,14 @@ pub fn plan(ctx: &Ctx, a: &PlanArgs, t: &PlanTrainArgs, json: bool) -> Result<St
         Some(t) => crate::plan::plan_rate(&req, &t)?,
         None => crate::plan::plan(&req)?,
     };
+    if let Some(format) = emit.emit {
+        let best = report.best.as_ref().ok_or_else(no_best)?;
+        let dpn = devices_per_node(ctx, &best.gpu)?;
+        let s = Serving::from_entry(best, &req.model, dpn);
+        if let Some(text) = launch::deliver(emit, format, Launch::Serving(&s), json)? {
+            return Ok(text);
+        }
+    }
     if json {
         to_json(&report)
     } else {
@@ -354,11 +425,26 @@ pub fn plan(ctx: &Ctx, a: &PlanArgs, t: &PlanTrainArgs, json: bool) -> Result<St
 }
 
 /// `plan --train`: the training-plan search, its text, Markdown or JSON, and the chart.
-fn plan_train(ctx: &Ctx, a: &PlanArgs, t: &PlanTrainArgs, json: bool) -> Result<String> {
+fn plan_train(
+    ctx: &Ctx,
+    a: &PlanArgs,
+    t: &PlanTrainArgs,
+    emit: &EmitArgs,
+    json: bool,
+) -> Result<String> {
     if let Some(path) = &t.svg {
         check_svg_name("--svg", path)?;
     }
     let plan = train_plan(ctx, a, t)?;
+    if let Some(format) = emit.emit {
+        let best = plan.best.as_ref().ok_or_else(no_best)?;
+        let model = ctx.model(&a.model)?;
+        let dpn = devices_per_node(ctx, &best.gpu)?;
+        let tr = Training::from_entry(best, &train_plan_base(a, t), &model, dpn);
+        if let Some(text) = launch::deliver(emit, format, Launch::Training(&tr), json)? {
+            return Ok(text);
+        }
+    }
     if let Some(path) = &t.svg {
         let svg = crate::plot::cost_time::cost_time(&plan)?;
         write_chart("--svg", path, &svg, "cost vs time chart to ")?;
@@ -370,6 +456,14 @@ fn plan_train(ctx: &Ctx, a: &PlanArgs, t: &PlanTrainArgs, json: bool) -> Result<
     } else {
         Ok(report::train_plan::render(&plan))
     }
+}
+
+/// `--emit` on a plan without a best configuration.
+fn no_best() -> Error {
+    Error::invalid(
+        "emit",
+        "the plan has no best configuration to launch: nothing meets the targets (see the plan without --emit)",
+    )
 }
 
 /// `ridgeline instances`: the instance shapes.

@@ -258,6 +258,17 @@ fn train_pools(
     Ok(pools)
 }
 
+/// The configuration every entry of a training plan builds on (`--seq`, `--stack`,
+/// `--no-flash`).
+pub(super) fn train_plan_base(a: &PlanArgs, t: &PlanTrainArgs) -> crate::train::TrainConfig {
+    crate::train::TrainConfig {
+        seq: t.seq,
+        stack: t.stack,
+        flash: !a.no_flash,
+        ..crate::train::TrainConfig::default()
+    }
+}
+
 /// The training plan of `plan --train` options.
 pub(super) fn train_plan(
     ctx: &Ctx,
@@ -278,9 +289,7 @@ pub(super) fn train_plan(
         max_hours: t.max_hours,
         budget_usd: t.budget_usd,
     };
-    req.base.seq = t.seq;
-    req.base.stack = t.stack;
-    req.base.flash = !a.no_flash;
+    req.base = train_plan_base(a, t);
     if let Some(g) = a.gpus.as_deref() {
         req.gpu_counts =
             crate::list::parse_u64_list_in("gpus", g, 1, crate::plan::train::MAX_TRAIN_PLAN_GPUS)?;

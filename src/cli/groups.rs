@@ -89,3 +89,20 @@ fn probability(s: &str) -> std::result::Result<f64, String> {
         Err(format!("must be a probability in 0..1, got {s}"))
     }
 }
+
+/// `--emit FORMAT [--out FILE]` (predict, simulate, plan, train): the launch file(s) of
+/// the configuration.
+#[derive(Args, Clone, Default)]
+pub struct EmitArgs {
+    /// Print the launch file(s) of the configuration instead of the report: vllm, sglang,
+    /// trt-llm, llama.cpp, k8s (serving: predict, simulate, plan's best) or deepspeed,
+    /// fsdp, torchtune, megatron (training: train, plan --train's best). With --json, a
+    /// document of the files.
+    #[arg(long, value_name = "FORMAT", value_parser = crate::emit::Format::parse)]
+    pub emit: Option<crate::emit::Format>,
+    /// With --emit: write the launch script to FILE (atomically; its companion files,
+    /// such as ds_config.json, beside it under their own names) and print the report
+    /// as usual.
+    #[arg(long, value_name = "FILE", requires = "emit")]
+    pub out: Option<std::path::PathBuf>,
+}

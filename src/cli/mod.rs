@@ -20,9 +20,10 @@ pub mod charts;
 pub mod commands;
 mod context;
 mod embed;
+mod emit;
 mod groups;
 pub use embed::{OptionInfo, options, sweep_columns_args};
-pub use groups::{AttentionArgs, DecodingArgs, RunArgs};
+pub use groups::{AttentionArgs, DecodingArgs, EmitArgs, RunArgs};
 mod html;
 mod run;
 pub use charts::Chart;
@@ -101,6 +102,9 @@ pub enum Command {
         /// explanation, inline charts; readable offline and printable).
         #[arg(long, value_name = "FILE.html")]
         html: Option<PathBuf>,
+        /// `--emit FORMAT [--out FILE]`: the launch files.
+        #[command(flatten)]
+        emit: EmitArgs,
     },
     /// Plain-language report: what binds, why, and what would help.
     Explain {
@@ -143,6 +147,9 @@ pub enum Command {
         /// The training-plan options (`--train`).
         #[command(flatten)]
         train: PlanTrainArgs,
+        /// `--emit FORMAT [--out FILE]`: the launch files.
+        #[command(flatten)]
+        emit: EmitArgs,
     },
     /// Serve a request rate: continuous batching simulated iteration by iteration.
     ///
@@ -160,6 +167,9 @@ pub enum Command {
         /// and a timeline of the batch and KV cache use at one rate.
         #[arg(long, value_name = "FILE.svg")]
         svg: Option<PathBuf>,
+        /// `--emit FORMAT [--out FILE]`: the launch files.
+        #[command(flatten)]
+        emit: EmitArgs,
     },
     /// Cloud instance shapes (devices, links, host memory, network, on-demand price).
     Instances,
@@ -171,6 +181,9 @@ pub enum Command {
         /// Also write a chart of memory per device at ZeRO stages 0-3 (SVG).
         #[arg(long, value_name = "FILE.svg")]
         svg: Option<PathBuf>,
+        /// `--emit FORMAT [--out FILE]`: the launch files.
+        #[command(flatten)]
+        emit: EmitArgs,
     },
     /// Fit engine efficiency factors to published measurements (CSV) and report errors.
     Calibrate {

@@ -27,7 +27,7 @@ pub fn flag_of(field: &str) -> Option<String> {
         | "max_hours" | "budget_usd" | "instance" | "rate" | "concurrency" | "trace"
         | "requests" | "seed" | "max_num_seqs" | "max_batched_tokens" | "prefix_hit" | "disagg"
         | "host" | "port" | "own_life_years" | "own_utilisation" | "pue" | "usd_per_kwh"
-        | "price_basis" | "provider" | "emit" => {
+        | "price_basis" | "provider" | "emit" | "out" => {
             return Some(format!("--{}", field.replace('_', "-")));
         }
         _ => return None,
@@ -257,6 +257,7 @@ fn dispatch(cli: &Cli, ctx: &Ctx) -> Result<String> {
             svg,
             chart,
             html,
+            emit,
         } => {
             let out = commands::PredictOutputs {
                 markdown: *markdown,
@@ -264,6 +265,7 @@ fn dispatch(cli: &Cli, ctx: &Ctx) -> Result<String> {
                 svg: svg.as_deref(),
                 chart: *chart,
                 html: html.as_deref(),
+                emit,
             };
             commands::predict(ctx, args, &out, json)
         }
@@ -271,10 +273,14 @@ fn dispatch(cli: &Cli, ctx: &Ctx) -> Result<String> {
             commands::explain(ctx, args, svg.as_deref(), html.as_deref(), json)
         }
         Command::Sweep { args } => commands::sweep(ctx, args, json),
-        Command::Plan { args, train } => commands::plan(ctx, args, train, json),
+        Command::Plan { args, train, emit } => commands::plan(ctx, args, train, emit, json),
         Command::Instances => commands::instances(ctx, json),
-        Command::Train { args, svg } => commands::train(ctx, args, svg.as_deref(), json),
-        Command::Simulate { args, svg } => commands::simulate(ctx, args, svg.as_deref(), json),
+        Command::Train { args, svg, emit } => {
+            commands::train(ctx, args, svg.as_deref(), emit, json)
+        }
+        Command::Simulate { args, svg, emit } => {
+            commands::simulate(ctx, args, svg.as_deref(), emit, json)
+        }
         Command::Calibrate { args } => super::calibration::run(ctx, args, json),
         Command::Roofline { args, out, links } => {
             commands::roofline_cmd(ctx, args, out, *links, json)

@@ -13,6 +13,7 @@ mod calibrate_report;
 mod chunked_prefill;
 mod cli;
 mod decoding;
+mod emit;
 mod engine_files;
 mod fuzz_corpus;
 mod golden;

@@ -3,12 +3,14 @@
 //! Every format a person reads: text, Markdown, the plain-language explanation, HTML
 //! reports ([`report`]) and SVG charts drawn with plotters ([`plot`]: roofline,
 //! throughput and latency vs batch, memory breakdown, serving vs rate, training cost vs
-//! time). Renderers read finished report structs and chart series; they compute
+//! time) and launch files for serving engines and training stacks ([`emit`]).
+//! Renderers read finished report structs and chart series; they compute
 //! nothing but the page.
 //!
 //! Depends on `ridgeline-core`, `ridgeline-sim` and `ridgeline-plan`.
 #![deny(missing_docs)]
 
+pub mod emit;
 pub mod plot;
 pub mod report;
 
