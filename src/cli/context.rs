@@ -193,7 +193,16 @@ pub(super) fn simulate_rows(ctx: &Ctx, a: &SimulateArgs) -> Result<crate::simula
     let model = ctx.model(&a.model)?;
     let hw = ctx.hardware.get(&a.gpu)?;
     let engine = ctx.engines.get(&a.run.engine)?;
+    if a.draft.is_some() {
+        return Err(Error::conflict(
+            &["--draft", "simulate"],
+            "the simulator drafts from the model's own head (its MTP module, or an EAGLE-style head): a separate draft model is not simulated; drop --draft",
+        ));
+    }
     let (s, serving) = (a.scenario(), a.serving()?);
+    if let Some(sp) = &s.spec {
+        sp.validate()?;
+    }
     let workload = a.workload()?;
     Ok(match &a.rate {
         Some(list) => {

@@ -78,7 +78,7 @@ impl DecodingArgs {
 }
 
 /// A probability on the command line: a finite number in 0..=1.
-fn probability(s: &str) -> std::result::Result<f64, String> {
+pub(super) fn probability(s: &str) -> std::result::Result<f64, String> {
     let v: f64 = s
         .trim()
         .parse()

@@ -256,3 +256,32 @@ fn bad_price_inputs_exit_2_naming_the_option() {
     let e = err(&["hardware", "--price-file", &path]);
     assert!(e.contains("gpus"), "{e}");
 }
+
+#[test]
+fn a_rate_plan_without_prices_takes_the_smallest_fleet() {
+    // h800-sxm has no price: the best is the layout whose replicas need the fewest
+    // devices in all, not the most tokens/s of one replica per device
+    let v = json(&[
+        "plan",
+        "--model",
+        "llama-3-8b",
+        "--gpu",
+        "h800-sxm",
+        "--gpus",
+        "1,2,4",
+        "--rate",
+        "40",
+        "--p99-tpot-ms",
+        "40",
+        "--requests",
+        "60",
+        "--json",
+    ]);
+    assert_eq!(v["best_by"], "fleet_gpus");
+    let fleet =
+        |e: &serde_json::Value| e["gpus"].as_u64().unwrap() * e["replicas"].as_u64().unwrap();
+    let best = fleet(&v["best"]);
+    for e in v["pareto"].as_array().unwrap() {
+        assert!(best <= fleet(e), "{best} > {} of {e}", fleet(e));
+    }
+}

@@ -5,7 +5,7 @@
 
 use proptest::prelude::*;
 use ridgeline::model::graph::Step;
-use ridgeline::predict::IterationCost;
+use ridgeline::predict::{IterationCost, Speculation};
 use ridgeline::prelude::*;
 use ridgeline::simulate::*;
 use std::process::Command;
@@ -639,4 +639,96 @@ fn expert_parallel_serving_matches_predict() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+#[test]
+fn speculative_serving_matches_predict() {
+    // DeepSeek-V3's MTP module as the draft, k = 2 accepted 80% of the time: a verify
+    // pass yields 1 + 0.8 + 0.64 = 2.44 tokens; alone and in a closed loop the simulator
+    // gives predict's figures, dense (Llama 3.1 8B) and expert-parallel alike
+    for (model, gpu, gpus, ep) in [
+        ("deepseek-v3", "h200", 8, 8),
+        ("llama-3.1-8b", "h100", 1, 1),
+    ] {
+        let s = setup(model, gpu, "sglang");
+        let scenario = Scenario {
+            gpus,
+            ep,
+            spec: Some(Speculation { k: 2, accept: 0.8 }),
+            ..Scenario::default()
+        };
+        assert!((Speculation { k: 2, accept: 0.8 }.tokens_per_verify() - 2.44).abs() < 1e-12);
+        let p = Predictor::new(&s.model, s.gpu, s.engine, &scenario).unwrap();
+        let sim = |w: &Workload| {
+            simulate(&s.model, s.gpu, s.engine, &scenario, &Serving::default(), w).unwrap()
+        };
+        let g = p.predict(1, 512, 128).unwrap().generation;
+        let run = sim(&fixed(Arrivals::Poisson { rate: 0.001 }, 20, 512, 128));
+        within(run.ttft_s.p50, g.ttft_s, 0.01, "TTFT p50");
+        within(run.tpot_s.p50, g.tpot_s, 0.01, "TPOT p50");
+        // speculation pays at batch 1: fewer seconds per token than plain decoding
+        let plain = Predictor::new(
+            &s.model,
+            s.gpu,
+            s.engine,
+            &Scenario {
+                spec: None,
+                ..scenario
+            },
+        )
+        .unwrap()
+        .predict(1, 512, 128)
+        .unwrap()
+        .generation;
+        assert!(
+            run.tpot_s.p50 < plain.tpot_s,
+            "{model}: {} vs {}",
+            run.tpot_s.p50,
+            plain.tpot_s
+        );
+        for c in [16u64, 64] {
+            let run = sim(&fixed(Arrivals::Closed { concurrency: c }, 4 * c, 512, 128));
+            let static_ = p
+                .predict(c, 512, 128)
+                .unwrap()
+                .generation
+                .output_tokens_per_s;
+            within(
+                run.throughput.output_tokens_per_s,
+                static_,
+                0.15,
+                &format!("{model} concurrency {c}"),
+            );
+        }
+    }
+    // the CLI takes --spec-k and --spec-accept, and refuses a separate draft model
+    let args = |extra: &[&str]| {
+        let mut a = vec![
+            "simulate",
+            "--model",
+            "llama-3.1-8b",
+            "--gpu",
+            "h100",
+            "--rate",
+            "1",
+            "--requests",
+            "20",
+            "--spec-k",
+            "3",
+            "--spec-accept",
+            "0.7",
+            "--json",
+        ];
+        a.extend_from_slice(extra);
+        Command::new(BIN).args(a).output().unwrap()
+    };
+    let out = args(&[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = args(&["--draft", "llama-3.2-1b"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--draft"));
 }

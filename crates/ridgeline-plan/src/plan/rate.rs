@@ -217,7 +217,12 @@ pub fn plan_rate(req: &PlanRequest<'_>, target: &RateTarget) -> Result<Plan> {
         })
         .collect();
     let priced = feasible.iter().any(|c| c.usd_per_million_tokens.is_some());
-    let (best, near_tie) = search::best(&feasible, &layouts, priced);
+    // without prices: the fewest devices in all the rate needs (replicas x devices)
+    let fleet_of = |c: &Cand| {
+        let k = cands.iter().position(|x| std::ptr::eq(x, c)).unwrap_or(0);
+        extra[k].0 * layouts[c.layout].gpus
+    };
+    let (best, near_tie) = search::best_with(&feasible, &layouts, priced, |c| fleet_of(c) as f64);
     let entry = |c: &Cand| -> Entry {
         let k = cands.iter().position(|x| std::ptr::eq(x, c)).unwrap_or(0);
         let (replicas, rate, limited_by) = extra[k];
@@ -230,11 +235,7 @@ pub fn plan_rate(req: &PlanRequest<'_>, target: &RateTarget) -> Result<Plan> {
             ..e
         }
     };
-    let fleet = |c: &Cand| {
-        let k = cands.iter().position(|x| std::ptr::eq(x, c)).unwrap_or(0);
-        extra[k].0 * layouts[c.layout].gpus
-    };
-    let unpriced = search::unpriced(&feasible, &layouts, priced, fleet)
+    let unpriced = search::unpriced(&feasible, &layouts, priced, fleet_of)
         .into_iter()
         .map(entry)
         .collect();
@@ -248,7 +249,11 @@ pub fn plan_rate(req: &PlanRequest<'_>, target: &RateTarget) -> Result<Plan> {
         feasible: feasible.len() as u64,
         skipped_layouts: impossible,
         best: best.map(entry),
-        best_by: super::best_by(priced, best.is_some()),
+        best_by: if priced || best.is_none() {
+            super::best_by(priced, best.is_some())
+        } else {
+            "fleet_gpus"
+        },
         binding: Vec::new(),
         pareto: search::pareto(&feasible).into_iter().map(entry).collect(),
         unserved: Some(unserved),

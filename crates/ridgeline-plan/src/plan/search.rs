@@ -290,13 +290,23 @@ pub(super) fn best<'c>(
     priced: bool,
 ) -> (Option<&'c Cand>, Option<String>) {
     let gpus = |c: &Cand| layouts[c.layout].gpus as f64;
+    best_with(feasible, layouts, priced, |c| {
+        -c.output_tokens_per_s / gpus(c)
+    })
+}
+
+/// [`best`] with `unpriced` as the objective (lower is better) when nothing feasible
+/// has a price: `plan --rate` ranks by the devices its fleet needs.
+pub(super) fn best_with<'c>(
+    feasible: &[&'c Cand],
+    layouts: &[Layout<'_>],
+    priced: bool,
+    unpriced: impl Fn(&Cand) -> f64,
+) -> (Option<&'c Cand>, Option<String>) {
+    let gpus = |c: &Cand| layouts[c.layout].gpus as f64;
     // the objective, lower is better
     let objective = |c: &Cand| {
-        if priced {
-            c.cost()
-        } else {
-            -c.output_tokens_per_s / gpus(c)
-        }
+        if priced { c.cost() } else { unpriced(c) }
     };
     let order = |a: &&Cand, b: &&Cand| {
         objective(a)

@@ -129,10 +129,10 @@ impl Sweep<'_> {
                 "with request rates the scheduler chooses the batch: leave batch at 1",
             ));
         }
-        if self.spec.is_some() {
+        if self.draft.is_some() {
             return Err(Error::conflict(
-                &["spec_k", "rate"],
-                "speculative decoding is not simulated",
+                &["draft", "rate"],
+                "the simulator drafts from the model's own head (its MTP module, or an EAGLE-style head): a separate draft model is not simulated; drop --draft",
             ));
         }
         let cells = self.rate_cells(rates.len());
@@ -174,6 +174,7 @@ impl Sweep<'_> {
         let scenario = Scenario {
             prompt,
             gen_tokens,
+            spec: self.spec,
             ..self.layout(ix[2], w, k)
         };
         let workload = Workload {

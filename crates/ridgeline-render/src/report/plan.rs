@@ -152,6 +152,12 @@ fn render_rate(p: &Plan, t: &crate::plan::RateTarget) -> String {
                     }
                 ));
             }
+            if b.usd_per_hour.is_none() {
+                s.push_str(&format!(
+                    "  no prices: chosen by the fewest devices in all ({})\n",
+                    b.gpus * b.replicas.unwrap_or(1)
+                ));
+            }
             s.push_str(&price_notes(p, b));
         }
         None => s.push_str("No layout serves the targets, even at a vanishing rate.\n"),

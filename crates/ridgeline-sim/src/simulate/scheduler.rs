@@ -110,6 +110,9 @@ pub struct Req {
     pub first_token_s: f64,
     /// Time its KV spent on the link (disaggregation), s.
     pub transfer_s: f64,
+    /// With speculative decoding: the fraction of a token its verify passes have made
+    /// beyond the whole tokens counted (each pass yields `tokens_per_verify` on average).
+    pub spec_credit: f64,
 }
 
 impl Req {
@@ -128,6 +131,10 @@ impl Req {
             first_scheduled_s: f64::NAN,
             first_token_s: f64::NAN,
             transfer_s: 0.0,
+            // the carry of whole tokens is spread evenly over [0, 1) in steady state: a
+            // request starts at its mean, so that n tokens take n / tokens_per_verify
+            // passes on average, not one more
+            spec_credit: 0.5,
         }
     }
 
@@ -181,6 +188,9 @@ pub struct Instance<'p, 'a> {
     running: Vec<usize>,
     used_bytes: f64,
     scheduled: Vec<(usize, u64)>,
+    /// With speculative decoding: tokens per verify pass on average, and the draft
+    /// tokens a verify pass writes to the cache beyond the one it makes for sure.
+    spec: Option<(f64, u64)>,
     /// Preemptions so far.
     pub preemptions: u64,
     /// Highest fraction of the pool in use.
@@ -193,6 +203,7 @@ impl<'p, 'a> Instance<'p, 'a> {
         Ok(Instance {
             kv: KvPool::new(p, &limits)?,
             cost: IterationCost::new(p),
+            spec: p.speculation().map(|s| (s.tokens_per_verify(), s.k)),
             limits,
             prefix_hit,
             prefill_only: false,
@@ -356,7 +367,12 @@ impl Instance<'_, '_> {
                 (r.known(), r.computed)
             };
             let n = (known - computed).min(*budget);
-            while !self.reserve(slot, computed + n) {
+            // a verify pass writes its drafts' cache too
+            let drafts = match self.spec {
+                Some((_, k)) if n == 1 && computed > 0 => k,
+                _ => 0,
+            };
+            while !self.reserve(slot, computed + n + drafts) {
                 preempted = true;
                 let victim = self.running.pop().expect("the request itself is running");
                 self.preempt(victim);
@@ -406,15 +422,30 @@ impl Instance<'_, '_> {
     /// every output token made, or with [`Instance::prefill_only`] the first).
     pub fn finish(&mut self, t: f64, done: &mut Vec<Req>) {
         let prefill_only = self.prefill_only;
+        let spec = self.spec;
         let mut left = false;
         for i in 0..self.scheduled.len() {
             let (slot, n) = self.scheduled[i];
             let r = self.req(slot);
+            let decoding = n == 1 && r.generated > 0;
             r.computed += n;
             if r.computed < r.known() {
                 continue;
             }
-            r.generated += 1;
+            // a verify pass makes tokens_per_verify tokens on average: whole ones now,
+            // the fraction carried to the next pass (the accepted drafts' cache is
+            // computed with it)
+            let made = match spec {
+                Some((per_verify, _)) if decoding => {
+                    let credit = r.spec_credit + per_verify;
+                    let whole = (credit.floor() as u64).clamp(1, r.gen_tokens - r.generated);
+                    r.spec_credit = (credit - whole as f64).max(0.0);
+                    whole
+                }
+                _ => 1,
+            };
+            r.computed += made - 1;
+            r.generated += made;
             if r.generated == 1 {
                 r.first_token_s = t;
             }

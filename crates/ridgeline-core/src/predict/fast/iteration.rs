@@ -448,7 +448,18 @@ pub struct IterationCost<'p, 'a> {
     apart: PassResult,
     /// The decode group's per-op costs (kept to save clearing them every iteration).
     scratch: [Arr; MAX_SEQ_OPS],
+    /// With speculative decoding: tokens a verify pass yields on average, the decoding
+    /// sequences of the iteration and the sum of their contexts, and the group's cost
+    /// per `(sequences, context / SPEC_CONTEXT_STEP)` (see [`IterationCost::finish`]).
+    spec: Option<f64>,
+    spec_sequences: u64,
+    spec_context: u64,
+    spec_costs: HashMap<(u64, u64), PassResult>,
 }
+
+/// Contexts of a speculating decode group are costed at multiples of this many tokens
+/// (a verify pass's cost moves by a few parts in 10^5 per token of context).
+const SPEC_CONTEXT_STEP: u64 = 8;
 
 impl<'p, 'a> IterationCost<'p, 'a> {
     /// Measures the decode lines and the prefill template of `p`.
@@ -472,7 +483,17 @@ impl<'p, 'a> IterationCost<'p, 'a> {
             max_chunk: 0,
             apart: PassResult::default(),
             scratch: [[0.0; 8]; MAX_SEQ_OPS],
+            spec: p.speculation().map(|s| s.tokens_per_verify()),
+            spec_sequences: 0,
+            spec_context: 0,
+            spec_costs: HashMap::new(),
         }
+    }
+
+    /// With speculative decoding, the tokens one decode iteration yields per sequence
+    /// on average (`(1 - a^(k+1)) / (1 - a)`); `None` without.
+    pub fn tokens_per_decode(&self) -> Option<f64> {
+        self.spec
     }
 
     /// The predictor costed.
@@ -490,10 +511,44 @@ impl<'p, 'a> IterationCost<'p, 'a> {
         self.decode.is_some()
     }
 
-    /// Adds a sequence decoding one token at `context` (the new token included).
+    /// Adds a sequence decoding one token at `context` (the new token included); with
+    /// speculative decoding, one verify pass of its drafts and the drafts themselves.
     #[inline]
     pub fn add_decode(&mut self, context: u64) {
-        self.sums.add(&self.windows, context);
+        if self.spec.is_some() {
+            self.spec_sequences += 1;
+            self.spec_context += context;
+        } else {
+            self.sums.add(&self.windows, context);
+        }
+    }
+
+    /// The speculating decode group of the iteration: the predictor's decode step at
+    /// the group's mean context (its verify pass and `k` draft steps per
+    /// `tokens_per_verify` output tokens) times `tokens_per_verify`, i.e. one verify pass
+    /// and `k` draft steps, as passes of their own beside the prefill chunks.
+    fn spec_group(&mut self) -> PassResult {
+        let (n, t) = (
+            std::mem::take(&mut self.spec_sequences),
+            self.spec.unwrap_or(1.0),
+        );
+        let total = std::mem::take(&mut self.spec_context);
+        if n == 0 {
+            return PassResult::default();
+        }
+        let mean = (total as f64 / n as f64).round() as u64;
+        let bucket = mean.div_ceil(SPEC_CONTEXT_STEP).max(1);
+        if self.spec_costs.len() >= MAP_ENTRIES {
+            self.spec_costs.clear();
+        }
+        let p = self.p;
+        let r = self
+            .spec_costs
+            .entry((n, bucket))
+            .or_insert_with(|| p.decode_step(n, bucket * SPEC_CONTEXT_STEP, 0.0));
+        let mut out = PassResult::default();
+        out.add_scaled(r, t);
+        out
     }
 
     /// Adds a prefill chunk of `new_tokens` tokens that brings its sequence's KV cache
@@ -548,6 +603,23 @@ impl<'p, 'a> IterationCost<'p, 'a> {
     /// The iteration's pass (per-pass overheads included), and a fresh start for the
     /// next one. An empty iteration costs nothing.
     pub fn finish(&mut self) -> PassResult {
+        let mut spec = self.spec_group();
+        // the draft's own pass over the prompt tokens of the iteration (its cache must
+        // hold them too), as predict's time to first token has it
+        if self.spec.is_some() && self.prefill_tokens > 0 {
+            let p = self.p;
+            let pt = self.prefill_tokens;
+            let r = self
+                .spec_costs
+                .entry((0, pt))
+                .or_insert_with(|| p.draft_prefill(1, pt));
+            spec = add(spec, *r);
+        }
+        let plain = self.finish_plain();
+        add(spec, plain)
+    }
+
+    fn finish_plain(&mut self) -> PassResult {
         let p = self.p;
         let s = std::mem::take(&mut self.sums);
         let (pt, n_chunks) = (self.prefill_tokens, self.n_chunks);
