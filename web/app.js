@@ -383,6 +383,28 @@ async function download(path, params, name) {
   }
 }
 
+// the launch files of the first device's configuration (`--emit FORMAT`): each file of
+// the answer saved under its own name
+const LAUNCH = ['vllm', 'sglang', 'trt-llm', 'llama.cpp', 'k8s'];
+
+async function downloadLaunch(format) {
+  try {
+    const p = query(state.devices[0]);
+    p.set('emit', format);
+    const doc = await (await call('/api/predict', p)).json();
+    for (const f of doc.files) {
+      const url = URL.createObjectURL(new Blob([f.contents], { type: 'text/plain' }));
+      const a = el('a', { href: url, download: f.name });
+      document.body.append(a);
+      a.click();
+      a.remove();
+      setTimeout(() => URL.revokeObjectURL(url), 1000);
+    }
+  } catch (e) {
+    showError(e.message);
+  }
+}
+
 function renderDownloads() {
   const box = $('downloads');
   const button = (label, onClick) => {
@@ -394,6 +416,7 @@ function renderDownloads() {
     button('predict.json (each device)', () => state.devices.forEach((d) => download('/api/predict', query(d), `predict-${d}.json`))),
     button('explain.json', () => download('/api/explain', query(state.devices[0]), 'explain.json')),
     ...CHARTS.map((c) => button(`${c}.svg`, () => download(`/api/${c}.svg`, chartQuery(c), `${c}.svg`))),
+    ...LAUNCH.map((f) => button(`launch: ${f}`, () => downloadLaunch(f))),
   );
 }
 

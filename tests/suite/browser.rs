@@ -380,6 +380,20 @@ fn the_page_works_in_a_real_browser() {
             "/api/roofline.svg?model=llama-3-8b&gpu=a100-80gb-sxm&batch=16"
         ])
     );
+    // and the launch files of the view (`--emit vllm`): the API's files, saved
+    b.js("window.__asked.length = 0");
+    b.js("[...document.querySelectorAll('#downloads button')].find((x) => x.textContent === 'launch: vllm').click()");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while b.js("return window.__asked.length") != 1 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(
+        b.js("return window.__asked"),
+        json!(["/api/predict?model=llama-3-8b&gpu=a100-80gb-sxm&batch=16&emit=vllm"])
+    );
+    // the answer came and nothing went wrong with it
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(b.js("return document.querySelector('#error').hidden"), json!(true));
     let (rows16, _, _) = view(&b);
 
     // the arrow keys move between the chart tabs; a new tab asks for its chart only
