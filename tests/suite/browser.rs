@@ -393,7 +393,10 @@ fn the_page_works_in_a_real_browser() {
     );
     // the answer came and nothing went wrong with it
     std::thread::sleep(Duration::from_millis(500));
-    assert_eq!(b.js("return document.querySelector('#error').hidden"), json!(true));
+    assert_eq!(
+        b.js("return document.querySelector('#error').hidden"),
+        json!(true)
+    );
     let (rows16, _, _) = view(&b);
 
     // the arrow keys move between the chart tabs; a new tab asks for its chart only
