@@ -81,6 +81,7 @@ def predict(
     instances_file: Optional[FilesArg] = None,
     price_file: Optional[FilesArg] = None,
     provider: Optional[str] = None,
+    quiet: Optional[bool] = None,
 ) -> Prediction:
     """Memory, time to first token, time per output token and tokens/s of one
     configuration: ``ridgeline predict --json``; with ``max=True`` the planning
@@ -111,6 +112,7 @@ def explain(
     instances_file: Optional[FilesArg] = None,
     price_file: Optional[FilesArg] = None,
     provider: Optional[str] = None,
+    quiet: Optional[bool] = None,
 ) -> str:
     """What binds, why, and what would help: ``ridgeline explain``'s text."""
 
@@ -148,6 +150,7 @@ def train(
     instances_file: Optional[FilesArg] = None,
     price_file: Optional[FilesArg] = None,
     provider: Optional[str] = None,
+    quiet: Optional[bool] = None,
 ) -> Report:
     """Training memory per device and step time: ``ridgeline train --json``."""
 
@@ -191,6 +194,7 @@ def plan(
     instances_file: Optional[FilesArg] = None,
     price_file: Optional[FilesArg] = None,
     provider: Optional[str] = None,
+    quiet: Optional[bool] = None,
 ) -> Report:
     """The cheapest configuration meeting the targets and the Pareto front
     (``ridgeline plan --json``); ``rate=`` sizes replicas, ``train=True`` plans
@@ -230,6 +234,7 @@ def simulate(
     instances_file: Optional[FilesArg] = None,
     price_file: Optional[FilesArg] = None,
     provider: Optional[str] = None,
+    quiet: Optional[bool] = None,
 ) -> Report:
     """Serving simulated iteration by iteration: ``ridgeline simulate --json``."""
 
@@ -247,6 +252,7 @@ def calibrate(
     instances_file: Optional[FilesArg] = None,
     price_file: Optional[FilesArg] = None,
     provider: Optional[str] = None,
+    quiet: Optional[bool] = None,
 ) -> Report:
     """Engine efficiency factors fitted to measurements: ``ridgeline calibrate --json``
     (``report=True``: the errors against the pure roofline and a flat bandwidth factor,
@@ -278,6 +284,7 @@ def sweep(
     instances_file: Optional[FilesArg] = None,
     price_file: Optional[FilesArg] = None,
     provider: Optional[str] = None,
+    quiet: Optional[bool] = None,
 ) -> SweepColumns:
     """Every combination, on all cores with the GIL released: the columns of
     ``ridgeline sweep``'s CSV as NumPy arrays; with ``rate``, the serving simulation's
@@ -308,6 +315,7 @@ def roofline_svg(
     instances_file: Optional[FilesArg] = None,
     price_file: Optional[FilesArg] = None,
     provider: Optional[str] = None,
+    quiet: Optional[bool] = None,
 ) -> Chart:
     """The roofline chart of the model's ops (``ridgeline roofline --out``)."""
 
@@ -335,6 +343,7 @@ def throughput_svg(
     instances_file: Optional[FilesArg] = None,
     price_file: Optional[FilesArg] = None,
     provider: Optional[str] = None,
+    quiet: Optional[bool] = None,
 ) -> Chart:
     """Decode throughput and latency against batch (``predict --chart throughput``)."""
 
@@ -362,6 +371,7 @@ def memory_svg(
     instances_file: Optional[FilesArg] = None,
     price_file: Optional[FilesArg] = None,
     provider: Optional[str] = None,
+    quiet: Optional[bool] = None,
 ) -> Chart:
     """Memory per device by weight format (``predict --chart memory``)."""
 
@@ -385,6 +395,7 @@ def hardware(
     instances_file: Optional[FilesArg] = None,
     price_file: Optional[FilesArg] = None,
     provider: Optional[str] = None,
+    quiet: Optional[bool] = None,
 ) -> Any:
     """Every device (a list of dicts), or one device with its sources (a dict)."""
 
@@ -395,6 +406,7 @@ def models(
     instances_file: Optional[FilesArg] = None,
     price_file: Optional[FilesArg] = None,
     provider: Optional[str] = None,
+    quiet: Optional[bool] = None,
 ) -> List[Dict[str, Any]]:
     """The bundled models: ``ridgeline models --json``."""
 
@@ -405,6 +417,7 @@ def instances(
     instances_file: Optional[FilesArg] = None,
     price_file: Optional[FilesArg] = None,
     provider: Optional[str] = None,
+    quiet: Optional[bool] = None,
 ) -> List[Dict[str, Any]]:
     """Cloud instance shapes with prices: ``ridgeline instances --json``."""
 

@@ -92,7 +92,7 @@ pub fn calibrate_report(
     json: bool,
 ) -> Result<String> {
     let (_, mapped) = read(ctx, measurements)?;
-    let line = report::calibration::ProgressLine::stderr();
+    let line = report::calibration::ProgressLine::stderr_unless(ctx.quiet);
     let progress = |what: &str, done, total| line.update(what, done, total);
     let r = crate::calibrate::calibration_report(&mapped, &ctx.engines, worst, &progress)?;
     line.finish();
@@ -121,7 +121,7 @@ pub fn calibrate(
         .transpose()?;
     let (_, mapped) = read(ctx, measurements)?;
     // a \r-updated line on a terminal's stderr when the work takes long
-    let line = report::calibration::ProgressLine::stderr();
+    let line = report::calibration::ProgressLine::stderr_unless(ctx.quiet);
     let progress = |what: &str, done, total| line.update(what, done, total);
     if markdown {
         let a = accuracy_with_progress(&mapped, &ctx.engines, &progress)?;

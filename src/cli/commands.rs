@@ -494,7 +494,7 @@ pub fn sweep(ctx: &Ctx, a: &SweepArgs, json: bool) -> Result<String> {
         return rate_sweep(a, &sweep, list, json);
     }
     let opts = WriteOptions {
-        progress: std::io::stderr().is_terminal(),
+        progress: !ctx.quiet && std::io::stderr().is_terminal(),
         ..WriteOptions::default()
     };
     let write = |w: &mut dyn Write| {

@@ -25,6 +25,8 @@ pub struct Ctx {
     /// `Some(limit)`: streamed outputs (sweep) are returned, at most `limit` bytes,
     /// instead of written to stdout.
     pub(super) capture: Option<usize>,
+    /// `--quiet`: no progress line.
+    pub(super) quiet: bool,
 }
 
 impl Ctx {
@@ -70,6 +72,7 @@ impl Ctx {
             instances,
             models: Vec::new(),
             capture: None,
+            quiet: cli.quiet,
         })
     }
 

@@ -63,6 +63,9 @@ pub struct Cli {
     /// devices it does not rent are unpriced.
     #[arg(long, global = true, value_name = "NAME")]
     pub provider: Option<String>,
+    /// No progress line on stderr (none is drawn when stderr is not a terminal).
+    #[arg(long, global = true)]
+    pub quiet: bool,
     /// The command.
     #[command(subcommand)]
     pub command: Command,

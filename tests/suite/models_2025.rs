@@ -757,3 +757,22 @@ fn a_verify_pass_of_latent_attention_is_absorbed_like_decode() {
     );
     assert!(v["speculative"]["speedup"].as_f64().unwrap() > 1.0);
 }
+
+#[test]
+fn listing_names_the_checkpoint_as_it_ships() {
+    // DeepSeek-V3's card counts 685B: 671,026,404,352 of the model and 13,463,426,048 of
+    // its multi-token-prediction module, 684,489,830,400 in all
+    let v = crate::support::cli::json(&["models", "--json"]);
+    let rows = v.as_array().unwrap();
+    let row = |id: &str| rows.iter().find(|m| m["id"] == id).unwrap().clone();
+    let ds = row("deepseek-v3");
+    assert_eq!(ds["params_with_mtp"], 684_489_830_400u64);
+    assert_eq!(ds["format"], "fp8-block");
+    // gpt-oss ships its routed experts in MXFP4, the rest in BF16; Llama 3 has no MTP
+    let oss = row("gpt-oss-120b");
+    assert_eq!(
+        oss["format"],
+        serde_json::json!({"experts": "mxfp4", "other": "bf16"})
+    );
+    assert!(row("llama-3-8b").get("params_with_mtp").is_none());
+}

@@ -577,6 +577,13 @@ pub struct ModelSummary {
     /// `params` (DeepSeek: one); absent when none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mtp_params: Option<u64>,
+    /// `params` plus `mtp_params`: what the checkpoint holds (DeepSeek-V3: 685B with its
+    /// MTP module, 671B without); absent when the model ships none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub params_with_mtp: Option<u64>,
+    /// The checkpoint's format per tensor class: a string where uniform (`bf16`), else
+    /// an object (`{"experts": "mxfp4", "other": "bf16"}`).
+    pub format: serde_json::Value,
     /// Layers.
     pub layers: u64,
     /// Width.
@@ -608,6 +615,13 @@ impl ModelConfig {
             params: p.total,
             active_params: p.active,
             mtp_params: (p.mtp > 0).then_some(p.mtp),
+            params_with_mtp: (p.mtp > 0).then_some(p.total + p.mtp),
+            format: match m.mixed_expert_format() {
+                Some(e) => {
+                    serde_json::json!({"experts": e.name(), "other": m.native_format.name()})
+                }
+                None => serde_json::Value::String(m.native_format.name()),
+            },
             layers: m.layers,
             hidden: m.hidden,
             heads: m.heads,

@@ -215,6 +215,15 @@ impl ProgressLine<std::io::Stderr> {
         let out = err.is_terminal().then_some(err);
         ProgressLine::new(out, Duration::from_millis(500), Duration::from_millis(200))
     }
+
+    /// [`ProgressLine::stderr`], or silent when `quiet` (`--quiet`).
+    pub fn stderr_unless(quiet: bool) -> Self {
+        if quiet {
+            ProgressLine::new(None, Duration::from_millis(500), Duration::from_millis(200))
+        } else {
+            ProgressLine::stderr()
+        }
+    }
 }
 
 impl<W: Write + Send> ProgressLine<W> {
