@@ -319,3 +319,34 @@ fn library_plan_counts_and_layouts() {
             .all(|e| e.gpus != 16 || e.parallel == ridgeline::memory::Parallel::Pp)
     );
 }
+
+#[test]
+fn a_moe_plan_also_tries_expert_parallelism() {
+    // on 1 or 2 devices in bf16: 1 x (tp); 2 x tp, 2 x pp, and for a mixture-of-experts
+    // model 2 x tp with its experts over both (ep 2): 4 layouts, 3 for a dense model
+    let count = |model: &str| {
+        plan_json(&[
+            "--gpu",
+            "h100",
+            "--gpus",
+            "1,2",
+            "--weights",
+            "bf16",
+            "--kv",
+            "bf16",
+            "--rate",
+            "1",
+            "--requests",
+            "30",
+            "--model",
+            model,
+        ])
+    };
+    let moe = count("qwen3-30b-a3b");
+    assert_eq!(moe["evaluated"], 4);
+    assert_eq!(count("llama-3-8b")["evaluated"], 3);
+    let mut all: Vec<&serde_json::Value> = moe["pareto"].as_array().unwrap().iter().collect();
+    all.extend(moe["unserved"].as_array().unwrap());
+    all.push(&moe["best"]);
+    assert!(all.iter().all(|e| e["ep"] == 1 || e["ep"] == 2), "{moe}");
+}

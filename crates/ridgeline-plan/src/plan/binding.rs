@@ -17,6 +17,8 @@ pub struct Config {
     pub gpu: String,
     /// How the devices split the model.
     pub parallel: Parallel,
+    /// Expert-parallel groups (1: none).
+    pub ep: u64,
     /// Weight format.
     pub weights: Format,
     /// KV format.

@@ -155,6 +155,10 @@ pub struct Entry {
     pub gpus: u64,
     /// How the devices split the model.
     pub parallel: Parallel,
+    /// Expert-parallel groups (1: none): a mixture-of-experts model's routed experts
+    /// over `ep` groups of `gpus / ep` tensor-parallel devices, attention data-parallel
+    /// across them.
+    pub ep: u64,
     /// Weight format.
     pub weights: Format,
     /// KV-cache format.
@@ -225,6 +229,8 @@ pub struct Unserved {
     pub gpus: u64,
     /// How the devices split the model.
     pub parallel: Parallel,
+    /// Expert-parallel groups (1: none).
+    pub ep: u64,
     /// Weight format.
     pub weights: Format,
     /// KV-cache format.

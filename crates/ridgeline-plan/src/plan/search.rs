@@ -76,6 +76,8 @@ pub(super) struct Layout<'a> {
     pub hw: &'a Hardware,
     pub gpus: u64,
     pub parallel: Parallel,
+    /// Expert-parallel groups (1: none).
+    pub ep: u64,
     pub weights: Option<Format>,
     pub kv: Option<Format>,
     pub engine: &'a Engine,
@@ -90,6 +92,7 @@ impl Layout<'_> {
             kv: self.kv,
             gpus: self.gpus,
             parallel: self.parallel,
+            ep: self.ep,
             flash,
             ..Scenario::default()
         }
@@ -102,6 +105,7 @@ impl Layout<'_> {
             gpus: self.gpus,
             gpu: self.hw.id.clone(),
             parallel: self.parallel,
+            ep: self.ep,
             weights: prec.weights,
             kv: prec.kv,
             batch: c.batch,
@@ -115,6 +119,7 @@ impl Layout<'_> {
             gpu: self.hw.id.clone(),
             gpus: self.gpus,
             parallel: self.parallel,
+            ep: self.ep,
             weights: prec.weights,
             kv: prec.kv,
             engine: self.engine.id.clone(),
@@ -134,6 +139,7 @@ impl Layout<'_> {
             gpu: cfg.gpu,
             gpus: self.gpus,
             parallel: self.parallel,
+            ep: self.ep,
             weights: cfg.weights,
             kv: cfg.kv,
             engine: self.engine.id.clone(),
@@ -192,21 +198,33 @@ pub(super) fn layouts<'a>(req: &PlanRequest<'a>) -> (Vec<Layout<'a>>, u64) {
             } else {
                 &[Parallel::Pp]
             };
+            // a mixture-of-experts model within a node is also served with its experts
+            // spread over every device and attention data-parallel (expert parallelism
+            // over all of them, as SGLang's and vLLM's wide-EP deployments run)
+            let moe_ep = req.model.experts > 1 && gpus > 1 && gpus <= per_node;
             for &parallel in parallels {
-                if check_layout(&req.model, hw, gpus, parallel, 1).is_err() {
-                    let n = weights.len() * kv_set.len() * req.engines.len();
-                    impossible = impossible.saturating_add(n as u64);
-                    continue;
-                }
-                for (&w, &k, &engine) in product3(&weights, &kv_set, &req.engines) {
-                    layouts.push(Layout {
-                        hw,
-                        gpus,
-                        parallel,
-                        weights: w,
-                        kv: k,
-                        engine,
-                    });
+                let eps: &[u64] = if moe_ep && parallel == Parallel::Tp {
+                    &[1, gpus]
+                } else {
+                    &[1]
+                };
+                for &ep in eps {
+                    if check_layout(&req.model, hw, gpus, parallel, ep).is_err() {
+                        let n = weights.len() * kv_set.len() * req.engines.len();
+                        impossible = impossible.saturating_add(n as u64);
+                        continue;
+                    }
+                    for (&w, &k, &engine) in product3(&weights, &kv_set, &req.engines) {
+                        layouts.push(Layout {
+                            hw,
+                            gpus,
+                            parallel,
+                            ep,
+                            weights: w,
+                            kv: k,
+                            engine,
+                        });
+                    }
                 }
             }
         }
@@ -277,7 +295,7 @@ fn evaluate_layout(req: &PlanRequest<'_>, i: usize, l: &Layout<'_>) -> Option<Ve
 /// Devices, then whether the model is split at all: what a near-tie prefers fewer of
 /// (a serving layout splits over one dimension, tensor or pipeline).
 fn complexity(l: &Layout<'_>) -> (u64, u32) {
-    (l.gpus, u32::from(l.gpus > 1))
+    (l.gpus, u32::from(l.gpus > 1) + u32::from(l.ep > 1))
 }
 
 /// The cheapest feasible candidate (ties: lower TPOT, fewer devices); without prices,
@@ -350,7 +368,15 @@ pub(super) fn best_with<'c>(
         }
     };
     let name = |l: &Layout<'_>| {
-        if l.gpus > 1 {
+        if l.ep > 1 {
+            format!(
+                "{} x {} ({}, ep {})",
+                l.gpus,
+                l.hw.id,
+                l.parallel.name(),
+                l.ep
+            )
+        } else if l.gpus > 1 {
             format!("{} x {} ({})", l.gpus, l.hw.id, l.parallel.name())
         } else {
             format!("1 x {}", l.hw.id)
@@ -459,6 +485,7 @@ mod tests {
             hw,
             gpus,
             parallel: Parallel::Tp,
+            ep: 1,
             weights: None,
             kv: None,
             engine,

@@ -23,7 +23,9 @@ pub fn target_flag(target: Target) -> &'static str {
 impl fmt::Display for Config {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} x {}", self.gpus, self.gpu)?;
-        if self.gpus > 1 {
+        if self.ep > 1 {
+            write!(f, " ({}, ep {})", self.parallel, self.ep)?;
+        } else if self.gpus > 1 {
             write!(f, " ({})", self.parallel)?;
         }
         write!(

@@ -237,7 +237,7 @@ impl Serving {
             gpus: e.gpus,
             devices_per_node,
             pp,
-            ep: 1,
+            ep: e.ep,
             replicas: e.replicas.unwrap_or(1),
             weights: e.weights,
             kv: native_kv(model, e.kv),

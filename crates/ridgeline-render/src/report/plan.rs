@@ -12,11 +12,7 @@ fn config(e: &Entry) -> String {
         "{} x {}{}, weights {}, kv {}, engine {}, batch {}",
         e.gpus,
         e.gpu,
-        if e.gpus > 1 {
-            format!(" ({})", e.parallel)
-        } else {
-            String::new()
-        },
+        split(e.gpus, e.parallel, e.ep),
         e.weights,
         e.kv,
         e.engine,
@@ -201,17 +197,23 @@ fn limit_words(limited_by: Option<&str>) -> &'static str {
     }
 }
 
+/// How a layout splits the model: ` (tp)`, ` (pp)`, ` (tp, ep 8)`, or nothing for one
+/// device.
+fn split(gpus: u64, parallel: crate::memory::Parallel, ep: u64) -> String {
+    match (gpus > 1, ep > 1) {
+        (_, true) => format!(" ({parallel}, ep {ep})"),
+        (true, false) => format!(" ({parallel})"),
+        (false, false) => String::new(),
+    }
+}
+
 /// One layout that serves no rate, and why.
 fn unserved_line(u: &Unserved) -> String {
     format!(
         "{} x {}{}, weights {}, kv {}, engine {}: {}",
         u.gpus,
         u.gpu,
-        if u.gpus > 1 {
-            format!(" ({})", u.parallel)
-        } else {
-            String::new()
-        },
+        split(u.gpus, u.parallel, u.ep),
         u.weights,
         u.kv,
         u.engine,
