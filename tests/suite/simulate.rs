@@ -177,6 +177,18 @@ fn percentiles_never_fall_as_the_rate_rises() {
         .expect("90 requests/s saturates one H100 at these lengths");
     assert!(knee.rate_per_s > 4.0 && knee.capacity_requests_per_s < knee.rate_per_s);
     assert!(sweep.rows.iter().all(|r| r.completed == 800));
+    // saturation is monotone in the rate (the same requests, closer together), and the
+    // capacity is what the saturated runs completed per second, not a start-up burst:
+    // no saturated run completed more, and every one at or above the knee is flagged
+    let flags: Vec<bool> = sweep.rows.iter().map(|r| r.saturated).collect();
+    assert!(flags.windows(2).all(|w| w[0] <= w[1]), "{flags:?}");
+    for r in sweep.rows.iter().filter(|r| r.saturated) {
+        assert!(
+            r.throughput.requests_per_s <= knee.capacity_requests_per_s,
+            "{r:?}"
+        );
+        assert!(r.rate_per_s.unwrap() >= knee.rate_per_s);
+    }
 }
 
 /// No rate serves more than static batching at the largest batch that fits, +15%: here

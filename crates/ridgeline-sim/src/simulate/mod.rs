@@ -352,7 +352,8 @@ pub struct RateSweep {
 pub struct Knee {
     /// The lowest offered rate the deployment could not keep up with, requests/s.
     pub rate_per_s: f64,
-    /// Its capacity: the most any saturated rate sustained, requests/s.
+    /// Its capacity: the most requests/s any saturated run completed over its duration
+    /// (first arrival to last completion), requests/s.
     pub capacity_requests_per_s: f64,
     /// What kept requests waiting there (`max_num_seqs`, `max_batched_tokens`,
     /// `kv_cache`; null: the iterations themselves).
@@ -476,11 +477,27 @@ pub fn simulate_rates(
             simulate(model, hardware, engine, scenario, serving, &w)
         })
         .collect::<Result<Vec<Run>>>()?;
-    // the capacity: the most any saturated rate sustained (deep overload sustains it)
+    let mut rows = rows;
+    // the same requests closer together: a deployment that falls behind at one rate
+    // falls behind at every higher one, whatever one run's window shows (flags monotone)
+    let lowest = rows
+        .iter()
+        .filter(|r| r.saturated)
+        .filter_map(|r| r.rate_per_s)
+        .fold(f64::INFINITY, f64::min);
+    for r in &mut rows {
+        if r.rate_per_s.is_some_and(|x| x >= lowest) {
+            r.saturated = true;
+        }
+    }
+    // the capacity: the most requests/s any saturated run completed over its whole
+    // duration (first arrival to last completion: an overloaded engine runs at its
+    // ceiling from the ramp-up to the drain, so this slightly understates it, never
+    // counts a start-up burst)
     let capacity = rows
         .iter()
         .filter(|r| r.saturated)
-        .map(|r| r.sustained_requests_per_s)
+        .map(|r| r.throughput.requests_per_s)
         .fold(0.0, f64::max);
     let knee = rows
         .iter()
