@@ -369,15 +369,18 @@ function commandLine() {
 
 // ---- downloads: the answers as files
 
+function save(blob, name) {
+  const url = URL.createObjectURL(blob);
+  const a = el('a', { href: url, download: name });
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 1000);
+}
+
 async function download(path, params, name) {
   try {
-    const r = await call(path, params);
-    const url = URL.createObjectURL(await r.blob());
-    const a = el('a', { href: url, download: name });
-    document.body.append(a);
-    a.click();
-    a.remove();
-    setTimeout(() => URL.revokeObjectURL(url), 1000);
+    save(await (await call(path, params)).blob(), name);
   } catch (e) {
     showError(e.message);
   }
@@ -392,14 +395,7 @@ async function downloadLaunch(format) {
     const p = query(state.devices[0]);
     p.set('emit', format);
     const doc = await (await call('/api/predict', p)).json();
-    for (const f of doc.files) {
-      const url = URL.createObjectURL(new Blob([f.contents], { type: 'text/plain' }));
-      const a = el('a', { href: url, download: f.name });
-      document.body.append(a);
-      a.click();
-      a.remove();
-      setTimeout(() => URL.revokeObjectURL(url), 1000);
-    }
+    for (const f of doc.files) save(new Blob([f.contents], { type: 'text/plain' }), f.name);
   } catch (e) {
     showError(e.message);
   }

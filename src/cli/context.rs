@@ -61,9 +61,7 @@ impl Ctx {
             book.offers.push(o);
         }
         for f in &cli.price_files {
-            let text = std::fs::read_to_string(f).map_err(|e| Error::read(f, e))?;
-            let mine = PriceBook::from_toml(&text, &f.display().to_string(), &hardware)?;
-            book = book.overridden_by(&mine);
+            book = book.overridden_by(&PriceBook::from_file(f, &hardware)?);
         }
         hardware.apply_prices(&book, cli.provider.as_deref())?;
         Ok(Ctx {

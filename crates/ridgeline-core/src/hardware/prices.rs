@@ -176,6 +176,12 @@ impl PriceBook {
         Ok(book)
     }
 
+    /// Reads and checks a price file (`--price-file`), as [`PriceBook::from_toml`].
+    pub fn from_file(path: &std::path::Path, db: &HardwareDb) -> Result<PriceBook> {
+        let text = crate::files::read_document(path)?;
+        PriceBook::from_toml(&text, &path.display().to_string(), db)
+    }
+
     /// This book with `other`'s entries in place of every offer and purchase of each
     /// device `other` names (a negotiated price replaces the list prices).
     pub fn overridden_by(mut self, other: &PriceBook) -> PriceBook {

@@ -177,7 +177,8 @@ pub fn plan_rate(req: &PlanRequest<'_>, target: &RateTarget) -> Result<Plan> {
         .collect();
     let gen_tokens = req.gen_tokens as f64;
     let mut cands = Vec::new();
-    let mut extra = Vec::new();
+    // per layout (each gives at most one candidate): replicas, rate per replica, limit
+    let mut extra = vec![(0u64, 0.0f64, ""); layouts.len()];
     let mut unserved = Vec::new();
     for (i, f) in found.into_iter().enumerate() {
         let l = &layouts[i];
@@ -206,7 +207,7 @@ pub fn plan_rate(req: &PlanRequest<'_>, target: &RateTarget) -> Result<Plan> {
             usd_per_hour: per_hour,
             usd_per_million_tokens: per_hour.map(|h| h / tokens_per_hour * 1e6),
         });
-        extra.push((replicas, f.rate, f.limited_by));
+        extra[i] = (replicas, f.rate, f.limited_by);
     }
     let feasible: Vec<&Cand> = cands
         .iter()
@@ -218,14 +219,10 @@ pub fn plan_rate(req: &PlanRequest<'_>, target: &RateTarget) -> Result<Plan> {
         .collect();
     let priced = feasible.iter().any(|c| c.usd_per_million_tokens.is_some());
     // without prices: the fewest devices in all the rate needs (replicas x devices)
-    let fleet_of = |c: &Cand| {
-        let k = cands.iter().position(|x| std::ptr::eq(x, c)).unwrap_or(0);
-        extra[k].0 * layouts[c.layout].gpus
-    };
+    let fleet_of = |c: &Cand| extra[c.layout].0 * layouts[c.layout].gpus;
     let (best, near_tie) = search::best_with(&feasible, &layouts, priced, |c| fleet_of(c) as f64);
     let entry = |c: &Cand| -> Entry {
-        let k = cands.iter().position(|x| std::ptr::eq(x, c)).unwrap_or(0);
-        let (replicas, rate, limited_by) = extra[k];
+        let (replicas, rate, limited_by) = extra[c.layout];
         let mut e = layouts[c.layout].entry(c, req);
         e.own_usd_per_hour = e.own_usd_per_hour.map(|h| h * replicas as f64);
         Entry {
