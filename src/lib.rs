@@ -89,7 +89,7 @@
 pub use ridgeline_core::{Error, Result, named_enum};
 pub use ridgeline_core::{
     dtype, engine, error, files, hardware, intervals, list, measurements, memory, model, names,
-    ops, predict, roofline, search, stats, units,
+    ops, predict, roofline, search, stats, units, work,
 };
 
 #[cfg(feature = "plan")]

@@ -22,21 +22,38 @@ fn print(out: &str) -> std::io::Result<()> {
 }
 
 fn fail(e: ridgeline::Error) -> ExitCode {
-    let code = if e.is_internal() { 1 } else { 2 };
+    let code = match e {
+        _ if e.is_internal() => 1,
+        // as a shell reports a command ended by SIGINT
+        ridgeline::Error::Cancelled { .. } => 130,
+        _ => 2,
+    };
     eprintln!("error: {}", e.rename_fields(cli::flag_of));
     ExitCode::from(code)
 }
 
+/// How long a Ctrl-C waits for the command to stop at its next check before the
+/// process exits anyway.
+const GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
 fn main() -> ExitCode {
-    // Ctrl-C or SIGTERM: remove output files still being written, keep the old ones
-    let _ = ctrlc::set_handler(|| {
+    // the command runs inside one token: Ctrl-C or SIGTERM stops it at its next check
+    // (its output files are never committed, their temporary files removed); a command
+    // that does not stop within GRACE is ended, its temporary files removed
+    let work = ridgeline::work::Work::new();
+    let stopper = work.clone();
+    let _ = ctrlc::set_handler(move || {
+        stopper.cancel(ridgeline::work::Stop::Interrupted);
+        std::thread::sleep(GRACE);
         ridgeline::files::remove_partial_files();
+        eprintln!("error: interrupted");
         std::process::exit(130);
     });
     let cli = cli::parse();
-    match cli::run(cli)
-        .and_then(|out| print(&out).map_err(|e| ridgeline::Error::write("<stdout>", e)))
-    {
+    let bar = cli::progress::Bar::spawn(&work, cli.quiet);
+    let result = work.run(|| cli::run(cli));
+    drop(bar);
+    match result.and_then(|out| print(&out).map_err(|e| ridgeline::Error::write("<stdout>", e))) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fail(e),
     }

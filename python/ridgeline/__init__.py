@@ -16,6 +16,19 @@ or instances file, or a model's ``config.json``, may also be a ``dict``.
 
 Bad input raises :class:`RidgelineError` (a ``ValueError``) with the command line's
 message, which names the flag (``invalid --batch: ...``).
+
+Ctrl-C during a long call (a big sweep, a simulation, a plan, a calibration) raises
+``KeyboardInterrupt`` within a moment: the work stops at its next check. Every
+function takes ``progress=``, a callable given ``(done, total, stage)`` as long work
+advances (from the calling thread, with the GIL), which fits a tqdm bar::
+
+    from tqdm import tqdm
+    bar = tqdm()
+    def show(done, total, stage):
+        bar.set_description(stage); bar.total = total; bar.n = done; bar.refresh()
+    ridgeline.sweep("llama-3-8b", "h100", batch="1..4096", prompt="1..4096", progress=show)
+
+An exception the callable raises stops the work and is raised in its place.
 """
 
 from __future__ import annotations
@@ -176,12 +189,15 @@ class _Words:
 
 def _call(fn: Any, command: Sequence[str], kwargs: Dict[str, Any], fixed: Sequence[str] = ()) -> Any:
     kwargs.pop("json", None)
+    progress = kwargs.pop("progress", None)
+    if progress is not None and not callable(progress):
+        raise RidgelineError("invalid progress: takes a callable (done, total, stage)")
     with _Words(command) as w:
         for key, value in kwargs.items():
             w.add(key, value)
         w.words += list(fixed)
         try:
-            return fn(w.words)
+            return fn(w.words, progress)
         except RidgelineError as e:
             raise RidgelineError(w.message(e)) from None
 
@@ -195,11 +211,12 @@ def _report(command: Sequence[str], kwargs: Dict[str, Any], cls: type = Report) 
     return cls(doc) if isinstance(doc, dict) else doc
 
 
-def run(*words: str) -> str:
+def run(*words: str, progress: Any = None) -> str:
     """Runs a command line's words (``run("predict", "--model", "llama-3-8b",
-    "--gpu", "h100")``) and returns what the CLI prints on stdout."""
+    "--gpu", "h100")``) and returns what the CLI prints on stdout; ``progress`` as for
+    every function."""
     try:
-        return _core.run([str(w) for w in words])
+        return _core.run([str(w) for w in words], progress)
     except RidgelineError as e:
         raise RidgelineError(str(e)) from None
 

@@ -3,7 +3,7 @@ its command takes (the CLI's flags with ``_`` for ``-``). Each returns what the
 command's ``--json`` prints; see ``docs/python.md`` in the repository."""
 
 import os
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy.typing as npt
 
@@ -18,6 +18,8 @@ FileArg = Union[str, "os.PathLike[str]", Dict[str, Any]]
 FilesArg = Union[FileArg, Sequence[FileArg]]
 #: A model id, or a Hugging Face ``config.json`` as a path (file or folder) or a dict.
 ModelArg = Union[str, "os.PathLike[str]", Dict[str, Any]]
+#: Called with ``(done, total, stage)`` as long work advances (a tqdm bar's update).
+Progress = Callable[[int, int, str], object]
 
 class RidgelineError(ValueError):
     """Bad input: the message is the command line's, naming the flag."""
@@ -51,7 +53,7 @@ class SweepColumns(Dict[str, npt.NDArray[Any]]):
 def options(*command: str) -> Dict[str, Tuple[bool, bool, bool, str]]:
     """``{keyword: (takes_value, repeated, required, help)}`` of a command."""
 
-def run(*words: str) -> str:
+def run(*words: str, progress: Optional[Progress] = None) -> str:
     """Runs a command line's words and returns what the CLI prints on stdout."""
 
 def predict(
@@ -82,6 +84,7 @@ def predict(
     price_file: Optional[FilesArg] = None,
     provider: Optional[str] = None,
     quiet: Optional[bool] = None,
+    progress: Optional[Progress] = None,
 ) -> Prediction:
     """Memory, time to first token, time per output token and tokens/s of one
     configuration: ``ridgeline predict --json``; with ``max=True`` the planning
@@ -113,6 +116,7 @@ def explain(
     price_file: Optional[FilesArg] = None,
     provider: Optional[str] = None,
     quiet: Optional[bool] = None,
+    progress: Optional[Progress] = None,
 ) -> str:
     """What binds, why, and what would help: ``ridgeline explain``'s text."""
 
@@ -151,6 +155,7 @@ def train(
     price_file: Optional[FilesArg] = None,
     provider: Optional[str] = None,
     quiet: Optional[bool] = None,
+    progress: Optional[Progress] = None,
 ) -> Report:
     """Training memory per device and step time: ``ridgeline train --json``."""
 
@@ -195,6 +200,7 @@ def plan(
     price_file: Optional[FilesArg] = None,
     provider: Optional[str] = None,
     quiet: Optional[bool] = None,
+    progress: Optional[Progress] = None,
 ) -> Report:
     """The cheapest configuration meeting the targets and the Pareto front
     (``ridgeline plan --json``); ``rate=`` sizes replicas, ``train=True`` plans
@@ -235,6 +241,7 @@ def simulate(
     price_file: Optional[FilesArg] = None,
     provider: Optional[str] = None,
     quiet: Optional[bool] = None,
+    progress: Optional[Progress] = None,
 ) -> Report:
     """Serving simulated iteration by iteration: ``ridgeline simulate --json``."""
 
@@ -253,6 +260,7 @@ def calibrate(
     price_file: Optional[FilesArg] = None,
     provider: Optional[str] = None,
     quiet: Optional[bool] = None,
+    progress: Optional[Progress] = None,
 ) -> Report:
     """Engine efficiency factors fitted to measurements: ``ridgeline calibrate --json``
     (``report=True``: the errors against the pure roofline and a flat bandwidth factor,
@@ -285,6 +293,7 @@ def sweep(
     price_file: Optional[FilesArg] = None,
     provider: Optional[str] = None,
     quiet: Optional[bool] = None,
+    progress: Optional[Progress] = None,
 ) -> SweepColumns:
     """Every combination, on all cores with the GIL released: the columns of
     ``ridgeline sweep``'s CSV as NumPy arrays; with ``rate``, the serving simulation's
@@ -316,6 +325,7 @@ def roofline_svg(
     price_file: Optional[FilesArg] = None,
     provider: Optional[str] = None,
     quiet: Optional[bool] = None,
+    progress: Optional[Progress] = None,
 ) -> Chart:
     """The roofline chart of the model's ops (``ridgeline roofline --out``)."""
 
@@ -344,6 +354,7 @@ def throughput_svg(
     price_file: Optional[FilesArg] = None,
     provider: Optional[str] = None,
     quiet: Optional[bool] = None,
+    progress: Optional[Progress] = None,
 ) -> Chart:
     """Decode throughput and latency against batch (``predict --chart throughput``)."""
 
@@ -372,6 +383,7 @@ def memory_svg(
     price_file: Optional[FilesArg] = None,
     provider: Optional[str] = None,
     quiet: Optional[bool] = None,
+    progress: Optional[Progress] = None,
 ) -> Chart:
     """Memory per device by weight format (``predict --chart memory``)."""
 
@@ -396,6 +408,7 @@ def hardware(
     price_file: Optional[FilesArg] = None,
     provider: Optional[str] = None,
     quiet: Optional[bool] = None,
+    progress: Optional[Progress] = None,
 ) -> Any:
     """Every device (a list of dicts), or one device with its sources (a dict)."""
 
@@ -407,6 +420,7 @@ def models(
     price_file: Optional[FilesArg] = None,
     provider: Optional[str] = None,
     quiet: Optional[bool] = None,
+    progress: Optional[Progress] = None,
 ) -> List[Dict[str, Any]]:
     """The bundled models: ``ridgeline models --json``."""
 
@@ -418,6 +432,7 @@ def instances(
     price_file: Optional[FilesArg] = None,
     provider: Optional[str] = None,
     quiet: Optional[bool] = None,
+    progress: Optional[Progress] = None,
 ) -> List[Dict[str, Any]]:
     """Cloud instance shapes with prices: ``ridgeline instances --json``."""
 

@@ -1,14 +1,20 @@
 //! `ridgeline._ridgeline`: the compiled core of the Python package, a thin layer over
 //! the crate's command line ([`ridgeline::cli`]). It runs a command's words and returns
 //! what the CLI prints, a chart as SVG text, or a sweep's columns as raw buffers that
-//! the Python side wraps as NumPy arrays. Every call releases the GIL while the crate
-//! works; errors become `RidgelineError` (a `ValueError`) with the CLI's message.
+//! the Python side wraps as NumPy arrays. Every call runs the crate on its own thread
+//! inside a [`Work`] token while the calling thread, without the GIL, waits for it:
+//! every 50 ms it checks Python's signals (Ctrl-C raises `KeyboardInterrupt` and stops
+//! the work at its next check) and calls the `progress` callback, if one is given, with
+//! `(done, total, stage)`. Errors become `RidgelineError` (a `ValueError`) with the
+//! CLI's message.
 
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyList, PyTuple};
 use ridgeline::cli;
 use ridgeline::sweep::Column;
+use ridgeline::work::{Stop, Work};
+use std::time::Duration;
 
 pyo3::create_exception!(
     ridgeline,
@@ -27,21 +33,75 @@ fn to_py(e: ridgeline::Error) -> PyErr {
     }
 }
 
+/// How often the waiting thread looks at Python's signals and the progress.
+const POLL: Duration = Duration::from_millis(50);
+
+/// Runs `f` on a thread of its own inside a fresh [`Work`], the GIL released, until it
+/// ends; meanwhile checks Python's signals (an exception, `KeyboardInterrupt` for
+/// Ctrl-C, stops the work and is raised once it has stopped) and calls `progress`
+/// with `(done, total, stage)` when the work's progress changes.
+fn interruptible<T: Send>(
+    py: Python<'_>,
+    progress: Option<&Bound<'_, PyAny>>,
+    f: impl FnOnce() -> ridgeline::Result<T> + Send,
+) -> PyResult<T> {
+    let work = Work::new();
+    let inner = work.clone();
+    std::thread::scope(|s| {
+        let task = s.spawn(move || inner.run(f));
+        let mut last = None;
+        loop {
+            let finished = py.detach(|| {
+                let until = std::time::Instant::now() + POLL;
+                while !task.is_finished() && std::time::Instant::now() < until {
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+                task.is_finished()
+            });
+            if finished {
+                break;
+            }
+            let mut stop = py.check_signals().err();
+            if let (None, Some(cb)) = (&stop, progress) {
+                let p = work.progress();
+                let now = (p.done, p.total, p.stage);
+                if !now.2.is_empty() && last.as_ref() != Some(&now) {
+                    stop = cb.call1(now.clone()).err();
+                    last = Some(now);
+                }
+            }
+            if let Some(e) = stop {
+                work.cancel(Stop::Interrupted);
+                let _ = py.detach(|| task.join());
+                return Err(e);
+            }
+        }
+        match task.join() {
+            Ok(r) => r.map_err(to_py),
+            Err(_) => Err(PyRuntimeError::new_err("ridgeline panicked (a bug; please report it)")),
+        }
+    })
+}
+
 /// Runs a command from its words (`["predict", "--model", "llama-3-8b", "--gpu",
-/// "h100", "--json"]`) and returns what the command line prints on stdout.
+/// "h100", "--json"]`) and returns what the command line prints on stdout;
+/// `progress(done, total, stage)` is called as long work advances.
 #[pyfunction]
-fn run(py: Python<'_>, args: Vec<String>) -> PyResult<String> {
-    py.detach(|| cli::run_args(args)).map_err(to_py)
+#[pyo3(signature = (args, progress=None))]
+fn run(py: Python<'_>, args: Vec<String>, progress: Option<Bound<'_, PyAny>>) -> PyResult<String> {
+    interruptible(py, progress.as_ref(), || cli::run_args(args))
 }
 
 /// Runs a command that draws a chart (`predict`, `explain`, `roofline`, `train`,
 /// `simulate`, `plan --train`) and returns the chart as SVG text; no file is written.
 /// `predict` draws the chart its `--chart` names (throughput by default).
 #[pyfunction]
-fn chart(py: Python<'_>, args: Vec<String>) -> PyResult<String> {
+#[pyo3(signature = (args, progress=None))]
+fn chart(py: Python<'_>, args: Vec<String>, progress: Option<Bound<'_, PyAny>>) -> PyResult<String> {
     let (kind, words) = chart_of(args).map_err(to_py)?;
-    py.detach(|| cli::chart_args(kind, words, &cli::RunOptions::default()))
-        .map_err(to_py)
+    interruptible(py, progress.as_ref(), || {
+        cli::chart_args(kind, words, &cli::RunOptions::default())
+    })
 }
 
 /// The chart the command of `words` draws with `--svg FILE` (`roofline`: `--out`), and
@@ -112,11 +172,13 @@ fn buffer<'py, T: bytemuck::NoUninit>(py: Python<'py>, v: &[T]) -> Bound<'py, Py
 /// bytes), `"count"` (uint64 bytes), `"flag"` (bool bytes) or `"text"` (data is
 /// `(labels, uint32 code bytes)`, a `None` label for a missing value).
 #[pyfunction]
+#[pyo3(signature = (args, progress=None))]
 fn sweep_columns<'py>(
     py: Python<'py>,
     args: Vec<String>,
+    progress: Option<Bound<'py, PyAny>>,
 ) -> PyResult<(usize, Vec<Bound<'py, PyTuple>>)> {
-    let columns = py.detach(|| cli::sweep_columns_args(args)).map_err(to_py)?;
+    let columns = interruptible(py, progress.as_ref(), || cli::sweep_columns_args(args))?;
     let mut out = Vec::with_capacity(columns.columns.len());
     // each column is dropped once copied: the crate and Python hold one column twice,
     // not all of them

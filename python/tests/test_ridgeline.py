@@ -383,7 +383,7 @@ def test_every_function_is_stubbed_with_real_options():
             assert obj.__doc__, f"{name} has no docstring"
     for name, command in commands.items():
         f = functions[name]
-        known = set(ridgeline.options(*command)) | {"id", "flash"}
+        known = set(ridgeline.options(*command)) | {"id", "flash", "progress"}
         args = [a.arg for a in f.args.args + f.args.kwonlyargs]
         unknown = [a for a in args if a not in known]
         assert not unknown, (name, unknown)
@@ -441,3 +441,47 @@ def test_the_example_runs(root, capsys):
     out = capsys.readouterr().out
     assert "configurations" in out and "per million tokens" in out
     assert "error: invalid --gpu: unknown hardware id 'h1000'" in out
+
+
+def test_progress_is_reported_and_a_raising_callback_stops_the_work():
+    seen = []
+    doc = ridgeline.simulate(
+        "llama-3-8b", "h100", requests=20_000, rate="1..5",
+        progress=lambda done, total, stage: seen.append((done, total, stage)),
+    )
+    assert len(doc["rows"]) == 5
+    # 20000 requests x 5 rates, reported in simulated requests as they complete
+    assert seen, "no progress reported"
+    assert all(t == 100_000 and s == "simulate" and 0 <= d <= t for d, t, s in seen)
+    assert [d for d, _, _ in seen] == sorted(d for d, _, _ in seen)
+
+    class Stop(Exception):
+        pass
+
+    def stop(done, total, stage):
+        raise Stop(stage)
+
+    import time
+    t = time.monotonic()
+    with pytest.raises(Stop):
+        # 1e6 requests x 30 rates: far longer than a moment
+        ridgeline.simulate("llama-3-8b", "h100", requests=1_000_000, rate="1..30", progress=stop)
+    assert time.monotonic() - t < 10
+    with pytest.raises(ridgeline.RidgelineError, match="progress"):
+        ridgeline.predict("llama-3-8b", "h100", progress=3)
+
+
+def test_ctrl_c_raises_keyboard_interrupt_and_stops_the_work():
+    import os
+    import signal
+    import threading
+    import time
+
+    # SIGINT to this process after a moment, as Ctrl-C sends
+    timer = threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    t = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        ridgeline.simulate("llama-3-8b", "h100", requests=1_000_000, rate="1..30")
+    assert time.monotonic() - t < 10
+    timer.cancel()

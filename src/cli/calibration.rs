@@ -92,10 +92,8 @@ pub fn calibrate_report(
     json: bool,
 ) -> Result<String> {
     let (_, mapped) = read(ctx, measurements)?;
-    let line = report::calibration::ProgressLine::stderr_unless(ctx.quiet);
-    let progress = |what: &str, done, total| line.update(what, done, total);
+    let progress = progress();
     let r = crate::calibrate::calibration_report(&mapped, &ctx.engines, worst, &progress)?;
-    line.finish();
     if json {
         to_json(&r)
     } else {
@@ -120,16 +118,12 @@ pub fn calibrate(
         .map(|p| files::AtomicFile::create(p).map_err(|e| named("--save", e)))
         .transpose()?;
     let (_, mapped) = read(ctx, measurements)?;
-    // a \r-updated line on a terminal's stderr when the work takes long
-    let line = report::calibration::ProgressLine::stderr_unless(ctx.quiet);
-    let progress = |what: &str, done, total| line.update(what, done, total);
+    let progress = progress();
     if markdown {
         let a = accuracy_with_progress(&mapped, &ctx.engines, &progress)?;
-        line.finish();
         return Ok(report::calibration::accuracy_markdown(&a));
     }
     let cal = calibrate_with_progress(&mapped, &ctx.engines, engine, &progress)?;
-    line.finish();
     if let (Some(mut file), Some(path)) = (target, save) {
         let text = if engine.is_some() {
             engines_toml(&cal, &mapped)?
@@ -196,5 +190,16 @@ pub fn calibrate_intervals(
         to_json(&bands.db)
     } else {
         Ok(report::calibration::intervals(&bands))
+    }
+}
+
+/// The fitter's progress (`what`, rows done of rows) as the stage of the work in force
+/// ([`crate::work`]), which the progress bar draws: `calibrate: fitting vllm`.
+fn progress() -> impl Fn(&str, usize, usize) + Sync {
+    let work = crate::work::current();
+    move |what: &str, done: usize, total: usize| {
+        if let Some(w) = &work {
+            w.set(&format!("calibrate: {what}"), done as u64, total as u64);
+        }
     }
 }

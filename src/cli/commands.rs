@@ -485,7 +485,7 @@ pub fn instances(ctx: &Ctx, json: bool) -> Result<String> {
 /// combinations goes to stderr.
 pub fn sweep(ctx: &Ctx, a: &SweepArgs, json: bool) -> Result<String> {
     use crate::sweep::WriteOptions;
-    use std::io::{BufWriter, IsTerminal, Write};
+    use std::io::{BufWriter, Write};
     if a.csv && json {
         return Err(Error::conflict(&["--csv", "--json"], "choose one"));
     }
@@ -493,10 +493,7 @@ pub fn sweep(ctx: &Ctx, a: &SweepArgs, json: bool) -> Result<String> {
     if let Some(list) = &a.rate {
         return rate_sweep(a, &sweep, list, json);
     }
-    let opts = WriteOptions {
-        progress: !ctx.quiet && std::io::stderr().is_terminal(),
-        ..WriteOptions::default()
-    };
+    let opts = WriteOptions::default();
     let write = |w: &mut dyn Write| {
         let w = BufWriter::with_capacity(1 << 16, w);
         if json {

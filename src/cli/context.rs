@@ -25,8 +25,6 @@ pub struct Ctx {
     /// `Some(limit)`: streamed outputs (sweep) are returned, at most `limit` bytes,
     /// instead of written to stdout.
     pub(super) capture: Option<usize>,
-    /// `--quiet`: no progress line.
-    pub(super) quiet: bool,
 }
 
 impl Ctx {
@@ -70,7 +68,6 @@ impl Ctx {
             instances,
             models: Vec::new(),
             capture: None,
-            quiet: cli.quiet,
         })
     }
 
@@ -205,11 +202,26 @@ pub(super) fn simulate_rows(ctx: &Ctx, a: &SimulateArgs) -> Result<crate::simula
         sp.validate()?;
     }
     let workload = a.workload()?;
-    Ok(match &a.rate {
-        Some(list) => {
-            let rates = crate::list::parse_f64_list("--rate", list, MAX_RATE, 100)?;
-            simulate_rates(&model, hw, engine, &s, &serving, &workload, &rates)?
-        }
+    let rates = match &a.rate {
+        Some(list) => Some(crate::list::parse_f64_list("--rate", list, MAX_RATE, 100)?),
+        None => None,
+    };
+    // the size up front (refused over a server's budget), then the progress in requests
+    let n = rates.as_ref().map_or(1, Vec::len) as u64;
+    let param = if workload.requests >= n {
+        "requests"
+    } else {
+        "rate"
+    };
+    let units = workload.requests as f64 * n as f64;
+    let what = format!(
+        "simulated requests ({} requests x {n} rates)",
+        workload.requests
+    );
+    crate::work::charge(units, param, &what)?;
+    crate::work::start("simulate", workload.requests.saturating_mul(n));
+    Ok(match &rates {
+        Some(rates) => simulate_rates(&model, hw, engine, &s, &serving, &workload, rates)?,
         None => RateSweep {
             rows: vec![simulate(&model, hw, engine, &s, &serving, &workload)?],
             knee: None,

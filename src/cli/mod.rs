@@ -25,6 +25,7 @@ mod groups;
 pub use embed::{OptionInfo, options, sweep_columns_args};
 pub use groups::{AttentionArgs, DecodingArgs, EmitArgs, RunArgs};
 mod html;
+pub mod progress;
 mod run;
 pub use charts::Chart;
 pub use run::{RunOptions, chart_args, flag_of, parse, run, run_args, run_args_with};

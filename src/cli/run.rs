@@ -3,7 +3,7 @@
 
 use super::commands::{self, Ctx};
 use super::{Chart, Cli, Command};
-use crate::Result;
+use crate::{Result, files};
 use clap::Parser;
 
 /// The command-line flag for a library field name (`gen_tokens` -> `--gen`); `None`
@@ -140,7 +140,10 @@ where
 {
     match parse_words(args)? {
         Parsed::Text(text) => Ok(text),
-        Parsed::Cli(cli) => dispatch(&cli, &context(&cli, opts)?),
+        Parsed::Cli(cli) => {
+            let ctx = context(&cli, opts)?;
+            files::all_or_nothing(|| dispatch(&cli, &ctx))
+        }
     }
 }
 
@@ -241,7 +244,8 @@ fn shorten_quoted(message: &str, max: usize) -> String {
 /// are written; notes go to stderr; a sweep streams to stdout).
 pub fn run(cli: Cli) -> Result<String> {
     let ctx = Ctx::new(&cli)?;
-    dispatch(&cli, &ctx)
+    // every output file of the run is committed after the last one is ready, or none
+    files::all_or_nothing(|| dispatch(&cli, &ctx))
 }
 
 /// Runs a parsed command line with its databases.

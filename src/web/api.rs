@@ -134,10 +134,53 @@ fn api(route: &str, req: &Request) -> Response {
             };
             Response::new(200, content_type, body)
         }
-        Err(e) => {
-            let status = if e.is_internal() { 500 } else { 400 };
-            Response::error(status, &e.rename_fields(cli::flag_of).to_string())
+        Err(e) => error_response(e.rename_fields(cli::flag_of)),
+    }
+}
+
+/// The answer to a failed command: 500 for a bug; 503 with `Retry-After` when the
+/// work was stopped at the server's deadline; 413 for work over the server's budget
+/// and 400 for any other bad input, both naming the parameter (`param`).
+pub fn error_response(e: Error) -> Response {
+    let message = e.to_string();
+    match &e {
+        _ if e.is_internal() => Response::error(500, &message),
+        Error::Cancelled { .. } => Response::unavailable(
+            &format!("{message}: ask for less work, or run it with the command line"),
+            super::RETRY_AFTER_S,
+        ),
+        _ => {
+            let status = if matches!(e, Error::TooMuchWork { .. }) {
+                413
+            } else {
+                400
+            };
+            Response::error_param(status, &message, &param_of(&e))
         }
+    }
+}
+
+/// The query parameter an error names: its field without the leading `--`, else the
+/// first `--option` its message mentions, else `body` for a posted document that does
+/// not parse (and `query` for anything else).
+fn param_of(e: &Error) -> String {
+    let strip = |f: &str| f.trim_start_matches("--").to_string();
+    if let Some(f) = e.field() {
+        return strip(f);
+    }
+    let message = e.to_string();
+    if let Some(i) = message.find("--") {
+        let name: String = message[i + 2..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+            .collect();
+        if !name.is_empty() {
+            return name;
+        }
+    }
+    match e {
+        Error::Parse { source_name, .. } if source_name.contains("posted") => "body".into(),
+        _ => "query".into(),
     }
 }
 
@@ -322,6 +365,8 @@ fn meta() -> Response {
         "segment_colors": (0..4).map(|i| hex(crate::plot::memory::segment_color(i))).collect::<Vec<_>>(),
         "max_simulated_requests": MAX_SIMULATED_REQUESTS,
         "max_body_bytes": super::http::MAX_BODY_BYTES,
+        "deadline_s": super::DEADLINE.as_secs_f64(),
+        "work_budget": super::WORK_BUDGET,
     });
     Response::new(200, "application/json", doc.to_string())
 }

@@ -70,6 +70,22 @@ pub enum Error {
     /// parser's message on one line, naming the option.
     #[error("{0}")]
     Usage(String),
+    /// Work stopped before it finished ([`crate::work`]): interrupted, past its
+    /// deadline, or its client gone.
+    #[error("{reason}")]
+    Cancelled {
+        /// Why, in words (`interrupted`, `stopped at its deadline of 30 s`).
+        reason: String,
+    },
+    /// Work refused up front because it asks for more than the budget allows
+    /// ([`crate::work::charge`]).
+    #[error("invalid {param}: {message}")]
+    TooMuchWork {
+        /// The parameter that asked for the most.
+        param: String,
+        /// How much was asked and what the budget is.
+        message: String,
+    },
     /// A failure inside ridgeline that no input should cause (a chart backend error,
     /// a serializer failure): a bug to report, not a bad input.
     #[error("internal error in {what}: {message}")]
@@ -149,6 +165,21 @@ impl Error {
         }
     }
 
+    /// The field or parameter the error names, if it names one: an invalid value's
+    /// field, the first of conflicting ones, the parameter of too much work, or the
+    /// field that takes an unknown name (`gpu` for a hardware id).
+    pub fn field(&self) -> Option<&str> {
+        match self {
+            Error::InvalidValue { field, .. } => Some(field),
+            Error::Conflict { fields, .. } => fields.first().map(String::as_str),
+            Error::TooMuchWork { param, .. } => Some(param),
+            Error::UnknownName { kind, name, .. } => {
+                field_of_kind(kind).or(if *kind == "option" { Some(name) } else { None })
+            }
+            _ => None,
+        }
+    }
+
     /// Whether the error is ridgeline's fault rather than the input's.
     pub fn is_internal(&self) -> bool {
         matches!(self, Error::Internal { .. })
@@ -191,6 +222,10 @@ impl Error {
             },
             Error::Conflict { fields, message } => Error::Conflict {
                 fields: fields.into_iter().map(rename).collect(),
+                message,
+            },
+            Error::TooMuchWork { param, message } => Error::TooMuchWork {
+                param: rename(param),
                 message,
             },
             other => other,

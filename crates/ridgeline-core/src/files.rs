@@ -84,9 +84,95 @@ pub fn remove_partial_files() {
     }
 }
 
+thread_local! {
+    /// The files committed inside [`all_or_nothing`] on this thread, renamed onto
+    /// their targets only when it succeeds (`None`: not inside one).
+    static STAGED: std::cell::RefCell<Option<Vec<AtomicFile>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `f` so that the output files it commits ([`AtomicFile::commit`],
+/// [`write_atomic`]) are all renamed onto their targets after it succeeds, or none
+/// is: a run that fails on its second output leaves the first one's old file in
+/// place, and its temporary files are removed. (The renames themselves run one after
+/// another, after every file is written and flushed.)
+pub fn all_or_nothing<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
+    let outer = STAGED.with(|s| s.borrow_mut().replace(Vec::new()));
+    let result = f();
+    let staged = STAGED.with(|s| std::mem::replace(&mut *s.borrow_mut(), outer));
+    let staged = staged.unwrap_or_default();
+    match result {
+        Ok(v) => {
+            for file in staged {
+                file.rename()?;
+            }
+            Ok(v)
+        }
+        // dropped uncommitted: the temporary files go, the targets stay
+        Err(e) => Err(e),
+    }
+}
+
+/// Removes what a killed run left beside `target`: temporary files named after it
+/// (`.NAME.PID.N.tmp`) whose process is gone (on Linux, no `/proc/PID`; elsewhere,
+/// older than a day).
+fn remove_stale(dir: &Path, name: &str) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let prefix = format!(".{name}.");
+    let ours = std::process::id();
+    for e in entries.flatten() {
+        let file = e.file_name().to_string_lossy().to_string();
+        let Some(rest) = file
+            .strip_prefix(&prefix)
+            .and_then(|r| r.strip_suffix(".tmp"))
+        else {
+            continue;
+        };
+        let mut parts = rest.split('.');
+        let (Some(pid), Some(n), None) = (parts.next(), parts.next(), parts.next()) else {
+            continue;
+        };
+        let (Ok(pid), true) = (pid.parse::<u32>(), n.bytes().all(|b| b.is_ascii_digit())) else {
+            continue;
+        };
+        let gone = if Path::new("/proc/self").exists() {
+            pid != ours && !Path::new(&format!("/proc/{pid}")).exists()
+        } else {
+            e.metadata()
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| t.elapsed().ok())
+                .is_some_and(|age| age.as_secs() > 86_400)
+        };
+        if gone {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+}
+
+/// The file a write to `target` replaces: `target` itself, or for a symbolic link
+/// the file it points to (written through, so the link stays a link); a link to
+/// nothing is refused.
+fn written_path(target: &Path) -> Result<PathBuf> {
+    match std::fs::symlink_metadata(target) {
+        Ok(m) if m.file_type().is_symlink() => std::fs::canonicalize(target).map_err(|e| {
+            Error::write(
+                target,
+                format!("is a symbolic link to a file that cannot be reached ({e})"),
+            )
+        }),
+        _ => Ok(target.to_path_buf()),
+    }
+}
+
 /// An output file being written: a temporary file beside the target, renamed onto
 /// it by [`AtomicFile::commit`]. Dropped without a commit, the temporary file is
-/// removed and the target is untouched.
+/// removed and the target is untouched. A replaced file keeps its permissions; a
+/// target that is a symbolic link is written through (the file it points to is
+/// replaced, the link stays); temporary files a killed run left beside the target are
+/// removed when it is next written.
 #[derive(Debug)]
 pub struct AtomicFile {
     target: PathBuf,
@@ -98,6 +184,8 @@ pub struct AtomicFile {
 impl AtomicFile {
     /// Creates the temporary file for `target`; the error names the target.
     pub fn create(target: &Path) -> Result<AtomicFile> {
+        let shown = target;
+        let target = &written_path(target)?;
         let dir = match target.parent() {
             Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
             _ => PathBuf::from("."),
@@ -108,8 +196,9 @@ impl AtomicFile {
             .to_string_lossy()
             .to_string();
         if target.is_dir() {
-            return Err(Error::write(target, "is a directory"));
+            return Err(Error::write(shown, "is a directory"));
         }
+        remove_stale(&dir, &name);
         let pid = std::process::id();
         for n in 0..100 {
             let temp = dir.join(format!(".{name}.{pid}.{n}.tmp"));
@@ -142,11 +231,31 @@ impl AtomicFile {
         &mut self.file
     }
 
-    /// Flushes to disk and renames the temporary file onto the target.
-    pub fn commit(mut self) -> Result<()> {
+    /// Flushes to disk and renames the temporary file onto the target (inside
+    /// [`all_or_nothing`], once it succeeds). A file it replaces keeps its
+    /// permissions.
+    pub fn commit(self) -> Result<()> {
         self.file
             .sync_all()
             .map_err(|e| Error::write(&self.target, e))?;
+        if let Ok(m) = std::fs::metadata(&self.target) {
+            std::fs::set_permissions(&self.temp, m.permissions())
+                .map_err(|e| Error::write(&self.target, e))?;
+        }
+        let staged = STAGED.with(|s| match s.borrow_mut().as_mut() {
+            Some(list) => {
+                list.push(self);
+                None
+            }
+            None => Some(self),
+        });
+        match staged {
+            Some(file) => file.rename(),
+            None => Ok(()),
+        }
+    }
+
+    fn rename(mut self) -> Result<()> {
         std::fs::rename(&self.temp, &self.target).map_err(|e| Error::write(&self.target, e))?;
         self.committed = true;
         Ok(())
@@ -224,6 +333,86 @@ mod tests {
         assert_eq!(left.len(), 1, "temporary files left: {left:?}");
         let e = write_atomic(&d.join("missing-dir/x.csv"), b"x").unwrap_err();
         assert!(e.to_string().starts_with("cannot write"), "{e}");
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn a_failed_run_commits_none_of_its_outputs() {
+        let d = scratch("all");
+        let (a, b) = (d.join("a.svg"), d.join("b.svg"));
+        std::fs::write(&a, "old a").unwrap();
+        let r: Result<()> = all_or_nothing(|| {
+            write_atomic(&a, b"new a")?;
+            // the first is written and flushed, not yet renamed
+            assert_eq!(std::fs::read_to_string(&a).unwrap(), "old a");
+            write_atomic(&d.join("missing-dir/b.svg"), b"x")
+        });
+        assert!(r.is_err());
+        assert_eq!(std::fs::read_to_string(&a).unwrap(), "old a");
+        // a run that succeeds commits both
+        all_or_nothing(|| {
+            write_atomic(&a, b"new a")?;
+            write_atomic(&b, b"new b")
+        })
+        .unwrap();
+        assert_eq!(std::fs::read_to_string(&a).unwrap(), "new a");
+        assert_eq!(std::fs::read_to_string(&b).unwrap(), "new b");
+        assert_eq!(
+            std::fs::read_dir(&d).unwrap().count(),
+            2,
+            "temporary files left"
+        );
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_replaced_file_keeps_its_mode_and_a_link_is_written_through() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = scratch("mode");
+        let real = d.join("real.csv");
+        std::fs::write(&real, "old").unwrap();
+        std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o600)).unwrap();
+        write_atomic(&real, b"new").unwrap();
+        let mode = std::fs::metadata(&real).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        let link = d.join("link.csv");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        write_atomic(&link, b"through").unwrap();
+        assert!(
+            std::fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert_eq!(std::fs::read_to_string(&real).unwrap(), "through");
+        // a link to nothing is refused, naming the link
+        let dangling = d.join("dangling.csv");
+        std::os::unix::fs::symlink(d.join("nowhere/x"), &dangling).unwrap();
+        let e = write_atomic(&dangling, b"x").unwrap_err().to_string();
+        assert!(
+            e.contains("dangling.csv") && e.contains("symbolic link"),
+            "{e}"
+        );
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn a_killed_runs_temporary_file_is_removed_on_the_next_write() {
+        let d = scratch("stale");
+        let target = d.join("sweep.csv");
+        // pid 0 names no process (/proc/0 does not exist); our own pid's file stays
+        let stale = d.join(".sweep.csv.0.0.tmp");
+        let live = d.join(format!(".sweep.csv.{}.7.tmp", std::process::id()));
+        let other = d.join(".other.csv.0.0.tmp");
+        for p in [&stale, &live, &other] {
+            std::fs::write(p, "partial").unwrap();
+        }
+        write_atomic(&target, b"rows").unwrap();
+        if Path::new("/proc/self").exists() {
+            assert!(!stale.exists());
+        }
+        assert!(live.exists() && other.exists());
         std::fs::remove_dir_all(&d).unwrap();
     }
 }

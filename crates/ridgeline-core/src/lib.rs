@@ -46,6 +46,7 @@
 //! | [`names`] | `named_enum!`: kinds serialized and parsed by name |
 //! | [`list`] | LIST arguments: `1,2,4`, `1..64`, `128..8192:x2`, `0..1000:+50` |
 //! | [`files`] | bounded reads of user files, atomic writes |
+//! | [`work`] | bounded, cancellable work: deadline, budget, progress ([`work::Work`]) |
 //! | [`error`] | one [`Error`] type naming the field, with near matches |
 //!
 //! All internal quantities are `f64` in SI base units (FLOP, byte, second, FLOP/s,
@@ -70,6 +71,7 @@ pub mod search;
 pub mod stats;
 pub mod train;
 pub mod units;
+pub mod work;
 
 pub use error::{Error, Result};
 

@@ -151,12 +151,16 @@ fn held_out(
         bounds: &bounds,
         typical: typical.as_ref(),
     };
+    let w = ridgeline_core::work::current();
     let results: Vec<Result<Vec<(usize, HeldOut)>>> = folds
         .par_iter()
         .map(|(_, out)| {
-            let held = fold.predict(out);
-            tally.add(out.len());
-            held
+            ridgeline_core::work::within(w.as_ref(), || {
+                ridgeline_core::work::check()?;
+                let held = fold.predict(out);
+                tally.add(out.len());
+                held
+            })
         })
         .collect();
     let mut out = Vec::new();

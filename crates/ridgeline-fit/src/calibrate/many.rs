@@ -57,14 +57,18 @@ fn prediction_hash(c: &Case) -> u64 {
 /// Each case under `engine`, in parallel.
 pub(super) fn predict_all(cases: &[&Case], engine: &Engine) -> Vec<Result<f64>> {
     // a handful is cheaper here than handing it to the thread pool and waiting
+    // the fitter's inner loop: stopped work ends here (ridgeline_core::work)
+    let w = ridgeline_core::work::current();
+    let one = |c: &&Case| {
+        if let Some(w) = &w {
+            w.check()?;
+        }
+        predict_case(c, engine)
+    };
     if cases.len() < SERIAL_BELOW {
-        return cases.iter().map(|c| predict_case(c, engine)).collect();
+        return cases.iter().map(one).collect();
     }
-    cases
-        .par_iter()
-        .with_min_len(8)
-        .map(|c| predict_case(c, engine))
-        .collect()
+    cases.par_iter().with_min_len(8).map(one).collect()
 }
 
 /// Fewer cases than this are predicted on the calling thread (a prediction takes a

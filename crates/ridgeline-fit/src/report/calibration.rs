@@ -1,13 +1,9 @@
 //! Text report of `ridgeline calibrate`: fitted factors with intervals, per-row errors
 //! before and after, median errors by kind, and the rows left out; the Markdown
-//! accuracy table (in sample and held out) the README shows; and the progress line a
-//! long calibration shows on a terminal.
+//! accuracy table (in sample and held out) the README shows.
 
 use crate::calibrate::{Accuracy, Calibration, EngineFit, KindAccuracy, ParamKind, Target};
 use crate::report::table::render;
-use std::io::{IsTerminal, Write};
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
 
 fn value(kind: &ParamKind, v: f64) -> String {
     match kind {
@@ -192,98 +188,6 @@ pub fn accuracy_markdown(a: &Accuracy) -> String {
     out
 }
 
-/// A `\r`-updated progress line for a long calibration (`calibrate: fitting llama.cpp:
-/// 2574 of 12775 rows (20%)`): written only once the work has taken [`Self::delay`],
-/// then at most every [`Self::interval`]; cleared by [`Self::finish`] or when dropped.
-/// [`ProgressLine::stderr`] writes to stderr only when it is a terminal.
-pub struct ProgressLine<W: Write + Send> {
-    out: Mutex<Option<W>>,
-    start: Instant,
-    /// How long the work runs before the line appears.
-    pub delay: Duration,
-    /// Least time between two updates.
-    pub interval: Duration,
-    /// When the line was last written (`None`: never).
-    last: Mutex<Option<Instant>>,
-}
-
-impl ProgressLine<std::io::Stderr> {
-    /// On stderr when it is a terminal (a pipe or a file gets nothing); after half a
-    /// second, every 200 ms.
-    pub fn stderr() -> Self {
-        let err = std::io::stderr();
-        let out = err.is_terminal().then_some(err);
-        ProgressLine::new(out, Duration::from_millis(500), Duration::from_millis(200))
-    }
-
-    /// [`ProgressLine::stderr`], or silent when `quiet` (`--quiet`).
-    pub fn stderr_unless(quiet: bool) -> Self {
-        if quiet {
-            ProgressLine::new(None, Duration::from_millis(500), Duration::from_millis(200))
-        } else {
-            ProgressLine::stderr()
-        }
-    }
-}
-
-impl<W: Write + Send> ProgressLine<W> {
-    /// A line written to `out` (`None`: nowhere).
-    pub fn new(out: Option<W>, delay: Duration, interval: Duration) -> Self {
-        ProgressLine {
-            out: Mutex::new(out),
-            start: Instant::now(),
-            delay,
-            interval,
-            last: Mutex::new(None),
-        }
-    }
-
-    /// Shows `done` of `total` rows of `what`, when it is time to.
-    pub fn update(&self, what: &str, done: usize, total: usize) {
-        let now = Instant::now();
-        if now.duration_since(self.start) < self.delay {
-            return;
-        }
-        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
-        if last.is_some_and(|t| now.duration_since(t) < self.interval) {
-            return;
-        }
-        let mut out = self.out.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(w) = out.as_mut() {
-            let pct = done as f64 * 100.0 / total.max(1) as f64;
-            // a progress line that cannot be written is no reason to stop
-            let _ = write!(
-                w,
-                "\rcalibrate: {what}: {done} of {total} rows ({pct:.0}%)\x1b[K"
-            );
-            let _ = w.flush();
-            *last = Some(now);
-        }
-    }
-
-    /// Clears the line, if it was written.
-    pub fn finish(&self) {
-        let last = self.last.lock().unwrap_or_else(|e| e.into_inner()).take();
-        let mut out = self.out.lock().unwrap_or_else(|e| e.into_inner());
-        if let (Some(_), Some(w)) = (last, out.as_mut()) {
-            let _ = write!(w, "\r\x1b[K");
-            let _ = w.flush();
-        }
-    }
-
-    /// The writer, once finished.
-    pub fn into_inner(self) -> Option<W> {
-        self.finish();
-        self.out.lock().unwrap_or_else(|e| e.into_inner()).take()
-    }
-}
-
-impl<W: Write + Send> Drop for ProgressLine<W> {
-    fn drop(&mut self) {
-        self.finish();
-    }
-}
-
 /// Text report of `calibrate --save-intervals`: each band, and the fraction of the
 /// held-out rows of kinds A, B and C inside their own band, in sample and against
 /// bands computed without the row's publication.
@@ -331,29 +235,4 @@ pub fn intervals(bands: &crate::calibrate::IntervalBands) -> String {
         }
     }
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn progress_waits_for_its_delay_then_updates_and_clears() {
-        let quiet = ProgressLine::new(Some(Vec::new()), Duration::from_secs(3600), Duration::ZERO);
-        quiet.update("fitting typical", 10, 100);
-        assert_eq!(quiet.into_inner().unwrap(), b"");
-        let line = ProgressLine::new(Some(Vec::new()), Duration::ZERO, Duration::ZERO);
-        line.update("fitting typical", 0, 300);
-        line.update("comparing rows", 150, 300);
-        let text = String::from_utf8(line.into_inner().unwrap()).unwrap();
-        assert_eq!(
-            text,
-            "\rcalibrate: fitting typical: 0 of 300 rows (0%)\x1b[K\
-             \rcalibrate: comparing rows: 150 of 300 rows (50%)\x1b[K\r\x1b[K"
-        );
-        let nowhere: ProgressLine<Vec<u8>> =
-            ProgressLine::new(None, Duration::ZERO, Duration::ZERO);
-        nowhere.update("x", 1, 2);
-        assert!(nowhere.into_inner().is_none());
-    }
 }

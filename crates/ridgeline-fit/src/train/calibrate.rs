@@ -93,9 +93,15 @@ fn best<T: Copy + Send + Sync>(
     candidates: &[T],
     errors: impl Fn(T) -> Result<Vec<f64>> + Sync,
 ) -> Result<(T, (f64, f64))> {
+    let w = ridgeline_core::work::current();
     let scored: Vec<(T, (f64, f64))> = candidates
         .par_iter()
-        .map(|&c| Ok((c, score(&errors(c)?))))
+        .map(|&c| {
+            ridgeline_core::work::within(w.as_ref(), || {
+                ridgeline_core::work::check()?;
+                Ok((c, score(&errors(c)?)))
+            })
+        })
         .collect::<Result<_>>()?;
     let mut it = scored.into_iter();
     let first = it

@@ -31,7 +31,7 @@ mod sentences;
 pub mod train;
 
 pub use binding::{Better, Config, Miss, Reason};
-pub use rate::{RateTarget, plan_rate};
+pub use rate::{PROBES_CHARGED, RateTarget, plan_rate};
 pub use sentences::target_flag;
 
 use crate::dtype::Format;
@@ -436,6 +436,7 @@ pub fn plan(req: &PlanRequest<'_>) -> Result<Plan> {
     validate(req)?;
     let (layouts, impossible) = search::layouts(req);
     let (cands, failed) = search::evaluate(req, &layouts);
+    ridgeline_core::work::check()?;
     let skipped = impossible + failed;
     let t = &req.targets;
     let feasible: Vec<&Cand> = cands.iter().filter(|c| c.meets(t)).collect();

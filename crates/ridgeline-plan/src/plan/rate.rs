@@ -20,6 +20,7 @@ use crate::search::largest_real;
 use crate::simulate::{Arrivals, Dist, Run, Serving, Workload, check_workload, limits, simulate};
 use crate::units::fmt_seconds;
 use rayon::prelude::*;
+use ridgeline_core::work;
 use serde::Serialize;
 
 /// The rate a plan must serve and its latency targets.
@@ -149,6 +150,30 @@ fn highest_rate(
     })
 }
 
+/// Probes charged per layout when a rate plan states its size up front
+/// ([`work::charge`]): about what a layout's search takes (it takes at most 64).
+pub const PROBES_CHARGED: u64 = 16;
+
+/// Charges a rate plan of `layouts` layouts, each simulating `requests` requests
+/// about [`PROBES_CHARGED`] times, to the work in force; over its budget the error
+/// names `requests` or, where the layouts weigh more, `gpu` (the devices that make
+/// them).
+fn charge_rate_plan(layouts: usize, requests: u64) -> Result<()> {
+    let units = layouts as f64 * requests as f64 * PROBES_CHARGED as f64;
+    let param = if requests as f64 * PROBES_CHARGED as f64 >= layouts as f64 {
+        "requests"
+    } else {
+        "gpu"
+    };
+    work::charge(
+        units,
+        param,
+        &format!(
+            "simulated requests ({layouts} layouts x {requests} requests x {PROBES_CHARGED} probes)"
+        ),
+    )
+}
+
 /// The plan for a rate: every layout of `req` (batch is the engine's business),
 /// each sized to `target.rate_per_s` with as many replicas as it needs.
 pub fn plan_rate(req: &PlanRequest<'_>, target: &RateTarget) -> Result<Plan> {
@@ -171,10 +196,26 @@ pub fn plan_rate(req: &PlanRequest<'_>, target: &RateTarget) -> Result<Plan> {
         seed: target.seed,
     })?;
     let (layouts, impossible) = search::layouts(req);
+    // about the probes a layout's search takes: the work charged up front
+    charge_rate_plan(layouts.len(), target.requests)?;
+    let w = work::current();
+    work::start("plan --rate", layouts.len() as u64);
     let found: Vec<std::result::Result<Found, String>> = layouts
         .par_iter()
-        .map(|l| highest_rate(req, l, target))
+        .map(|l| {
+            work::within(w.as_ref(), || {
+                if work::check().is_err() {
+                    // stopped: the check below reports it
+                    return Err(String::new());
+                }
+                // each layout's simulations count as one layout done
+                let f = work::quietly(|| highest_rate(req, l, target));
+                work::advance(1);
+                f
+            })
+        })
         .collect();
+    work::check()?;
     let gen_tokens = req.gen_tokens as f64;
     let mut cands = Vec::new();
     // per layout (each gives at most one candidate): replicas, rate per replica, limit

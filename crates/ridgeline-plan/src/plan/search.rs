@@ -13,6 +13,7 @@ use crate::model::ModelConfig;
 use crate::predict::{Evaluator, Predictor, Scenario, check_layout, resolve_formats};
 use crate::sweep::Point;
 use rayon::prelude::*;
+use ridgeline_core::work;
 
 use super::MAX_PLAN_BATCH;
 
@@ -245,10 +246,19 @@ fn product3<'s, A, B, C>(
 /// Predicts every layout at powers of two up to its largest batch that fits (and that
 /// batch); returns the candidates and the number of layouts the model cannot use.
 pub(super) fn evaluate(req: &PlanRequest<'_>, layouts: &[Layout<'_>]) -> (Vec<Cand>, u64) {
+    let w = work::current();
+    work::start("plan", layouts.len() as u64);
     let results: Vec<Option<Vec<Cand>>> = layouts
         .par_iter()
         .enumerate()
-        .map(|(i, l)| evaluate_layout(req, i, l))
+        .map(|(i, l)| {
+            // once stopped, the rest is skipped; the caller's check reports it
+            work::within(w.as_ref(), || {
+                let c = work::check().ok().and_then(|_| evaluate_layout(req, i, l));
+                work::advance(1);
+                c
+            })
+        })
         .collect();
     let skipped = results.iter().filter(|r| r.is_none()).count() as u64;
     (results.into_iter().flatten().flatten().collect(), skipped)

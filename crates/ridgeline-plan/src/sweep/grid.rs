@@ -80,11 +80,14 @@ impl Sweep<'_> {
     /// ```
     pub fn grid(&self) -> Result<Grid> {
         let n = self.in_memory()?;
+        self.charge()?;
         const PER: usize = 4096;
         let nan = || vec![f64::NAN; n];
         let (mut ttft, mut tpot, mut dec, mut out, mut bytes, mut usd) =
             (nan(), nan(), nan(), nan(), nan(), nan());
         let (mut fits, mut valid) = (vec![false; n], vec![false; n]);
+        let w = ridgeline_core::work::current();
+        ridgeline_core::work::start("sweep", n as u64);
         (
             ttft.par_chunks_mut(PER),
             tpot.par_chunks_mut(PER),
@@ -98,6 +101,10 @@ impl Sweep<'_> {
             .into_par_iter()
             .enumerate()
             .for_each(|(j, (a, b, c, d, e, u, f, v))| {
+                // once stopped, the rest is skipped; the check below reports it
+                if w.as_ref().is_some_and(|w| w.check().is_err()) {
+                    return;
+                }
                 let start = j * PER;
                 let mut i = 0;
                 self.for_each(start..start + a.len(), |_, r| {
@@ -113,7 +120,11 @@ impl Sweep<'_> {
                     }
                     i += 1;
                 });
+                if let Some(w) = &w {
+                    w.advance(a.len() as u64);
+                }
             });
+        ridgeline_core::work::check()?;
         let shape = IxDyn(&self.shape());
         let arr = |v: Vec<f64>| {
             ArrayD::from_shape_vec(shape.clone(), v).map_err(|e| Error::internal("sweep grid", e))

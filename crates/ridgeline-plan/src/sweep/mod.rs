@@ -425,6 +425,15 @@ impl<'a> Sweep<'a> {
         ]
     }
 
+    /// Charges the sweep's configurations to the work in force
+    /// ([`ridgeline_core::work::charge`]); over its budget the error names the axis
+    /// with the most values (`batch`, `prompt`, ...).
+    pub fn charge(&self) -> Result<()> {
+        let shape = self.shape();
+        let longest = (0..AXES.len()).max_by_key(|&i| shape[i]).unwrap_or(0);
+        ridgeline_core::work::charge(self.len() as f64, AXES[longest], "configurations")
+    }
+
     /// Number of configurations (saturating; [`Sweep::validate`] caps it).
     pub fn len(&self) -> usize {
         self.shape()

@@ -145,10 +145,34 @@ impl Sweep<'_> {
                 ),
             ));
         }
-        Ok(cells
+        let requests = opts.requests;
+        ridgeline_core::work::charge(
+            cells.len() as f64 * requests as f64,
+            if requests as f64 >= cells.len() as f64 {
+                "requests"
+            } else {
+                "rate"
+            },
+            &format!(
+                "simulated requests ({} simulations x {requests} requests)",
+                cells.len()
+            ),
+        )?;
+        let w = ridgeline_core::work::current();
+        ridgeline_core::work::start("sweep --rate", cells.len() as u64);
+        let rows = cells
             .par_iter()
-            .map(|ix| self.rate_row(ix, rates[ix[8]], opts))
-            .collect())
+            .map(|ix| {
+                ridgeline_core::work::within(w.as_ref(), || {
+                    let row =
+                        ridgeline_core::work::quietly(|| self.rate_row(ix, rates[ix[8]], opts));
+                    ridgeline_core::work::advance(1);
+                    row
+                })
+            })
+            .collect();
+        ridgeline_core::work::check()?;
+        Ok(rows)
     }
 
     /// Index tuples `[model, gpu, gpus, prompt, gen, weights, kv, engine, rate]` in row

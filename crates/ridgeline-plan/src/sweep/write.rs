@@ -9,9 +9,6 @@ use std::io::Write;
 /// How to write a sweep.
 #[derive(Debug, Clone, Copy)]
 pub struct WriteOptions {
-    /// Print progress to stderr after each chunk (the CLI sets this only when stderr is
-    /// a terminal).
-    pub progress: bool,
     /// Rows per parallel task; a chunk of `4 x threads x` this many rows is in memory
     /// at once (about 200 bytes a CSV row, 450 a JSON row).
     pub rows_per_task: usize,
@@ -20,7 +17,6 @@ pub struct WriteOptions {
 impl Default for WriteOptions {
     fn default() -> Self {
         WriteOptions {
-            progress: false,
             rows_per_task: 8192,
         }
     }
@@ -70,7 +66,11 @@ fn write_rows<W: Write>(
     let total = sweep.len();
     let mut stats = Stats::default();
     let mut failure: Option<std::io::Error> = None;
-    let mut last_progress = std::time::Instant::now();
+    // the size up front, progress and cancellation through the work in force
+    // (ridgeline_core::work)
+    sweep.charge()?;
+    ridgeline_core::work::start("sweep", total as u64);
+    let mut stopped: Option<Error> = None;
     let write = |out: &mut W, bytes: &[u8], failure: &mut Option<std::io::Error>| {
         if failure.is_none()
             && let Err(e) = out.write_all(bytes)
@@ -104,23 +104,20 @@ fn write_rows<W: Write>(
             (buf, st)
         },
         |(buf, st)| {
+            let rows = st.rows;
             stats.add(st);
             let ok = write(&mut out, &buf, &mut failure);
             pool.lock().unwrap_or_else(|e| e.into_inner()).push(buf);
-            if ok && opts.progress && last_progress.elapsed().as_millis() >= 200 {
-                last_progress = std::time::Instant::now();
-                eprint!(
-                    "\rsweep: {} of {} configurations ({:.0}%)",
-                    stats.rows,
-                    total,
-                    stats.rows as f64 * 100.0 / total.max(1) as f64
-                );
+            ridgeline_core::work::advance(rows);
+            if let Err(e) = ridgeline_core::work::check() {
+                stopped = Some(e);
+                return false;
             }
             ok
         },
     );
-    if opts.progress {
-        eprint!("\r\x1b[K");
+    if let Some(e) = stopped {
+        return Err(e);
     }
     write(&mut out, footer, &mut failure);
     if failure.is_none()

@@ -108,7 +108,9 @@ fn event_loop<'p, 'a>(
     // each pool's running iteration: its end
     let (mut pre_end, mut dec_end): (Option<f64>, Option<f64>) = (None, None);
     let mut done = Vec::new();
+    let mut ticker = super::run::Ticker::default();
     loop {
+        ticker.tick(0)?;
         let next = [feed.peek(), pre_end, on_link.front().map(|x| x.0), dec_end]
             .into_iter()
             .flatten()
@@ -136,6 +138,8 @@ fn event_loop<'p, 'a>(
             for mut r in done.drain(..) {
                 if r.gen_tokens == 1 {
                     col.complete(&r, t, &serving.slo, feed.exhausted());
+                    ticker.completed(1);
+                    ticker.completed(1);
                     feed.completed_at(t);
                     continue;
                 }
@@ -161,6 +165,7 @@ fn event_loop<'p, 'a>(
             dec.finish(t, &mut done);
             for r in done.drain(..) {
                 col.complete(&r, t, &serving.slo, feed.exhausted());
+                ticker.completed(1);
                 feed.completed_at(t);
             }
         }
@@ -183,5 +188,6 @@ fn event_loop<'p, 'a>(
         ));
     }
     let kv_peak = pre.kv_peak_fraction.max(dec.kv_peak_fraction);
+    ticker.flush();
     Ok(col.finish(w, serving, 0, kv_peak))
 }

@@ -358,6 +358,44 @@ fn arrivals(feed: &mut Feed<'_>, col: &mut Collector, inst: &mut Instance<'_, '_
     }
 }
 
+/// How an event loop reports to the work in force ([`ridgeline_core::work`]): every
+/// [`Ticker::EVERY`] iterations it adds the requests completed since and checks
+/// whether the work was stopped, so that a simulation ends soon after its Ctrl-C,
+/// deadline or client does, at a cost of one counter per iteration.
+#[derive(Debug, Default)]
+pub(super) struct Ticker {
+    iterations: u32,
+    completed: u64,
+}
+
+impl Ticker {
+    /// Iterations between checks (a few hundred microseconds of simulation).
+    const EVERY: u32 = 1024;
+
+    /// Counts one iteration that completed `completed` requests.
+    pub(super) fn tick(&mut self, completed: usize) -> Result<()> {
+        self.completed += completed as u64;
+        self.iterations += 1;
+        if self.iterations >= Self::EVERY {
+            self.flush();
+            ridgeline_core::work::check()?;
+        }
+        Ok(())
+    }
+
+    /// Counts `n` requests completed (reported at the next check).
+    pub(super) fn completed(&mut self, n: u64) {
+        self.completed += n;
+    }
+
+    /// Reports what is not reported yet.
+    pub(super) fn flush(&mut self) {
+        ridgeline_core::work::advance(self.completed);
+        self.iterations = 0;
+        self.completed = 0;
+    }
+}
+
 /// Runs a workload on one instance.
 pub(super) fn unified(inst: &mut Instance<'_, '_>, w: &Workload, serving: &Serving) -> Result<Run> {
     let mut feed = Feed::new(w);
@@ -367,6 +405,7 @@ pub(super) fn unified(inst: &mut Instance<'_, '_>, w: &Workload, serving: &Servi
     };
     let mut done = Vec::new();
     let mut t = 0.0f64;
+    let mut ticker = Ticker::default();
     loop {
         if !inst.busy() {
             match feed.peek() {
@@ -389,10 +428,12 @@ pub(super) fn unified(inst: &mut Instance<'_, '_>, w: &Workload, serving: &Servi
         arrivals(&mut feed, &mut col, inst, end);
         t = end;
         inst.finish(t, &mut done);
+        ticker.tick(done.len())?;
         for r in done.drain(..) {
             col.complete(&r, t, &serving.slo, feed.exhausted());
             feed.completed_at(t);
         }
     }
+    ticker.flush();
     Ok(col.finish(w, serving, inst.preemptions, inst.kv_peak_fraction))
 }

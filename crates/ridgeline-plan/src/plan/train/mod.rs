@@ -414,6 +414,7 @@ pub fn plan_training(req: &TrainPlanRequest) -> Result<TrainPlan> {
     validate(req)?;
     let (layouts, impossible) = search::layouts(req)?;
     let (cands, invalid) = search::evaluate(req, &layouts);
+    ridgeline_core::work::check()?;
     let t = &req.targets;
     let feasible: Vec<&Cand> = cands.iter().filter(|c| c.meets(t)).collect();
     let (best, best_tie) = search::best(&feasible);

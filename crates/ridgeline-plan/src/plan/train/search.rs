@@ -6,6 +6,7 @@ use super::{Lack, MAX_LAYOUTS, MAX_MICRO_BATCH, Pool, TrainEntry, TrainPlanReque
 use crate::error::{Error, Result};
 use crate::train::{DEFAULT_DEVICES_PER_NODE, Method, Offload, Recompute, TrainConfig, Trainer};
 use rayon::prelude::*;
+use ridgeline_core::work;
 
 /// One (pool, devices, tp, pp).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -309,18 +310,25 @@ fn options(req: &TrainPlanRequest, pool: &Pool, l: &Layout) -> Vec<Opt> {
 /// Evaluates every option of every layout in parallel; returns the candidates and the
 /// number of options the train model refused.
 pub(super) fn evaluate(req: &TrainPlanRequest, layouts: &[Layout]) -> (Vec<Cand>, u64) {
+    let w = work::current();
+    work::start("plan --train", layouts.len() as u64);
     let per_layout: Vec<(Vec<Cand>, u64)> = layouts
         .par_iter()
         .map(|l| {
             let pool = &req.pools[l.pool];
             let mut cands = Vec::new();
             let mut refused = 0u64;
+            // once stopped, the rest is skipped; the caller's check reports it
+            if w.as_ref().is_some_and(|w| w.check().is_err()) {
+                return (cands, refused);
+            }
             for o in options(req, pool, l) {
                 match evaluate_option(req, pool, l, o) {
                     Some(c) => cands.push(c),
                     None => refused += 1,
                 }
             }
+            work::within(w.as_ref(), || work::advance(1));
             (cands, refused)
         })
         .collect();
