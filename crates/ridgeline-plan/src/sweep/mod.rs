@@ -729,10 +729,7 @@ mod tests {
     fn csv_and_json_rows_line_up() {
         let (hw, en) = (HardwareDb::builtin().unwrap(), EngineDb::builtin().unwrap());
         let s = small(hw, en);
-        let opts = WriteOptions {
-            rows_per_task: 3,
-            ..WriteOptions::default()
-        };
+        let opts = WriteOptions { rows_per_task: 3 };
         let mut csv = Vec::new();
         let st = s.write_csv(&mut csv, &opts).unwrap();
         assert_eq!(st.rows, 64);
