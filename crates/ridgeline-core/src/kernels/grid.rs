@@ -28,6 +28,11 @@ impl Grid {
         self.points.len()
     }
 
+    /// The measured points, `(coordinates, efficiency)`, sorted by coordinates.
+    pub fn points(&self) -> impl Iterator<Item = (&[f64], f64)> {
+        self.points.iter().map(|(c, v)| (c.as_slice(), *v))
+    }
+
     /// Whether the grid holds no point.
     pub fn is_empty(&self) -> bool {
         self.points.is_empty()
