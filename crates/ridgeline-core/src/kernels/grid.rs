@@ -8,7 +8,7 @@
 pub struct Grid {
     /// `(coordinates, efficiency)`, sorted by coordinates; every point has the same
     /// number of coordinates, all positive.
-    points: Vec<(Vec<f64>, f64)>,
+    points: Vec<Point>,
 }
 
 impl Grid {
@@ -50,6 +50,9 @@ impl Grid {
     }
 }
 
+/// A measured point: its coordinates and efficiency.
+type Point = (Vec<f64>, f64);
+
 fn cmp(a: &[f64], b: &[f64]) -> std::cmp::Ordering {
     a.iter()
         .zip(b)
@@ -59,13 +62,13 @@ fn cmp(a: &[f64], b: &[f64]) -> std::cmp::Ordering {
 }
 
 /// Interpolates `points` (sorted, all equal on the axes before `axis`) at `at`.
-fn interp(points: &[(Vec<f64>, f64)], axis: usize, at: &[f64]) -> Option<f64> {
+fn interp(points: &[Point], axis: usize, at: &[f64]) -> Option<f64> {
     let first = points.first()?;
     if axis >= first.0.len() {
         return Some(first.1);
     }
     // the runs of points sharing a value of this axis (contiguous: sorted)
-    let mut runs: Vec<(f64, &[(Vec<f64>, f64)])> = Vec::new();
+    let mut runs: Vec<(f64, &[Point])> = Vec::new();
     let mut start = 0;
     for i in 1..=points.len() {
         if i == points.len() || points[i].0[axis] != points[start].0[axis] {

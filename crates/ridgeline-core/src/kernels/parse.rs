@@ -57,8 +57,9 @@ fn check_key(op: OpClass, key: &str) -> std::result::Result<(), String> {
 /// errors (line and column of the first bad cell).
 pub fn table(text: &str, source: &str, device: &str, backend: &str) -> Result<Table> {
     let mut header_seen = false;
-    let mut points: BTreeMap<(OpClass, String, String), Vec<(Vec<f64>, f64, usize)>> =
-        BTreeMap::new();
+    // per grid: (coordinates, efficiency, line)
+    type Rows = Vec<(Vec<f64>, f64, usize)>;
+    let mut points: BTreeMap<(OpClass, String, String), Rows> = BTreeMap::new();
     let mut versions: Vec<String> = Vec::new();
     for (i, raw) in text.lines().enumerate() {
         let line = i + 1;
@@ -113,9 +114,9 @@ pub fn table(text: &str, source: &str, device: &str, backend: &str) -> Result<Ta
         }
         check_key(op, cells[3]).map_err(|m| at(source, line, 3, m))?;
         let mut coords = Vec::new();
-        for c in 4..7 {
+        for (c, cell) in cells.iter().enumerate().take(7).skip(4) {
             let used = c - 4 < op.axes().len();
-            match (used, cells[c]) {
+            match (used, *cell) {
                 (true, v) => coords.push(number(v).ok_or_else(|| {
                     at(source, line, c, format!("'{v}' is not a positive number"))
                 })?),
