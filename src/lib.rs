@@ -76,6 +76,7 @@
 //! | [`plot`] | SVG charts: roofline, throughput and latency vs batch, memory breakdown, training cost vs time |
 //! | [`train`] | training memory and step time (ZeRO, 3D parallelism, LoRA/QLoRA, offload) |
 //! | [`intervals`] | 80% prediction intervals from held-out errors per kind and engine (`data/intervals.toml`) |
+//! | [`kernels`] | measured kernel efficiencies per device, engine, op class and shape (`data/kernels/`) |
 //! | [`calibrate`] | published measurements, engine-factor fitting, leave-one-source-out errors |
 //! | [`cli`] | the command line as a library: [`cli::run_args`] runs words as the CLI does, [`cli::chart_args`] draws a command's chart |
 //! | [`web`] | `ridgeline serve`: the local page and JSON API ([`web::handle`] answers one request) |
@@ -88,8 +89,8 @@
 
 pub use ridgeline_core::{Error, Result, named_enum};
 pub use ridgeline_core::{
-    dtype, engine, error, files, hardware, intervals, list, measurements, memory, model, names,
-    ops, predict, roofline, search, stats, units, work,
+    dtype, engine, error, files, hardware, intervals, kernels, list, measurements, memory, model,
+    names, ops, predict, roofline, search, stats, units, work,
 };
 
 #[cfg(feature = "plan")]

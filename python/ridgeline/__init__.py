@@ -60,6 +60,7 @@ __all__ = [
     "hardware",
     "models",
     "instances",
+    "kernels",
     "roofline_svg",
     "throughput_svg",
     "memory_svg",
@@ -283,6 +284,11 @@ def models(**options: Any) -> List[Dict[str, Any]]:
 def instances(**options: Any) -> List[Dict[str, Any]]:
     """Cloud instance shapes with prices and sources: ``ridgeline instances --json``."""
     return _json(["instances"], options)
+
+
+def kernels(**options: Any) -> Dict[str, Any]:
+    """Coverage of the measured kernel tables: ``ridgeline kernels --json``."""
+    return _json(["kernels"], options)
 
 
 def _chart(command: Sequence[str], kwargs: Dict[str, Any], fixed: Sequence[str] = ()) -> Chart:

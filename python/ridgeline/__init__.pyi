@@ -436,3 +436,16 @@ def instances(
 ) -> List[Dict[str, Any]]:
     """Cloud instance shapes with prices: ``ridgeline instances --json``."""
 
+def kernels(
+    *,
+    kernels: Optional[str] = None,
+    hardware_file: Optional[FilesArg] = None,
+    engine_file: Optional[FilesArg] = None,
+    instances_file: Optional[FilesArg] = None,
+    price_file: Optional[FilesArg] = None,
+    provider: Optional[str] = None,
+    quiet: Optional[bool] = None,
+) -> Dict[str, Any]:
+    """Coverage of the measured kernel tables (device, engine, version, op classes):
+    ``ridgeline kernels --json``."""
+

@@ -375,6 +375,7 @@ def test_every_function_is_stubbed_with_real_options():
         "simulate": ["simulate"], "calibrate": ["calibrate"], "sweep": ["sweep"],
         "roofline_svg": ["roofline"], "throughput_svg": ["predict"], "memory_svg": ["predict"],
         "hardware": ["hardware", "show"], "models": ["models"], "instances": ["instances"],
+        "kernels": ["kernels"],
     }
     for name in ridgeline.__all__:
         obj = getattr(ridgeline, name)

@@ -481,6 +481,24 @@ pub fn instances(ctx: &Ctx, json: bool) -> Result<String> {
     }
 }
 
+/// `ridgeline kernels [--kernels DIR]`: what the measured kernel tables cover.
+pub fn kernels(dir: Option<&std::path::Path>, json: bool) -> Result<String> {
+    let mut db = crate::kernels::KernelDb::builtin()?.clone();
+    if let Some(d) = dir {
+        db.load_dir(d)?;
+    }
+    let coverage = db.coverage();
+    if json {
+        #[derive(serde::Serialize)]
+        struct Doc<'a> {
+            tables: &'a [crate::kernels::Coverage],
+        }
+        to_json(&Doc { tables: &coverage })
+    } else {
+        Ok(report::table::kernel_list(&coverage))
+    }
+}
+
 /// Streams the sweep to stdout (or --out) in bounded memory; a summary of invalid
 /// combinations goes to stderr.
 pub fn sweep(ctx: &Ctx, a: &SweepArgs, json: bool) -> Result<String> {

@@ -177,6 +177,13 @@ pub enum Command {
     },
     /// Cloud instance shapes (devices, links, host memory, network, on-demand price).
     Instances,
+    /// Measured kernel tables: coverage by device, engine, version and op class.
+    Kernels {
+        /// A kernel database in the importer's schema (`<DIR>/<device>/<engine>.csv`,
+        /// see docs/kernels.md): adds or replaces tables.
+        #[arg(long = "kernels", value_name = "DIR")]
+        kernels: Option<PathBuf>,
+    },
     /// Training: memory per device and step time (ZeRO, 3D parallelism, LoRA/QLoRA).
     Train {
         /// The options of the command.

@@ -27,7 +27,7 @@ pub fn flag_of(field: &str) -> Option<String> {
         | "max_hours" | "budget_usd" | "instance" | "rate" | "concurrency" | "trace"
         | "requests" | "seed" | "max_num_seqs" | "max_batched_tokens" | "prefix_hit" | "disagg"
         | "host" | "port" | "own_life_years" | "own_utilisation" | "pue" | "usd_per_kwh"
-        | "price_basis" | "provider" | "emit" | "out" => {
+        | "price_basis" | "provider" | "emit" | "out" | "kernels" => {
             return Some(format!("--{}", field.replace('_', "-")));
         }
         _ => return None,
@@ -279,6 +279,7 @@ fn dispatch(cli: &Cli, ctx: &Ctx) -> Result<String> {
         Command::Sweep { args } => commands::sweep(ctx, args, json),
         Command::Plan { args, train, emit } => commands::plan(ctx, args, train, emit, json),
         Command::Instances => commands::instances(ctx, json),
+        Command::Kernels { kernels } => commands::kernels(kernels.as_deref(), json),
         Command::Train { args, svg, emit } => {
             commands::train(ctx, args, svg.as_deref(), emit, json)
         }

@@ -24,6 +24,7 @@ mod hostile_bar;
 mod hostile_inputs;
 mod html_report;
 mod intervals;
+mod kernels;
 mod measurements;
 mod memory;
 mod models;

@@ -509,6 +509,16 @@ fn plan_train_keys_are_documented_both_ways() {
 }
 
 #[test]
+fn kernels_keys_are_documented_both_ways() {
+    let list = json("kernels --json");
+    let p = paths(&list);
+    let mut problems = Vec::new();
+    undocumented("kernels --json", &p, &mut problems);
+    unproduced("kernels --json", &p, &mut problems);
+    assert_none(&problems);
+}
+
+#[test]
 fn instances_keys_are_documented_both_ways() {
     let dir = scratch("instances");
     let file = dir.join("override.toml");
@@ -800,6 +810,7 @@ fn option_tables_hold_every_flag() {
         "plan",
         "simulate",
         "calibrate",
+        "kernels",
         "serve",
     ] {
         assert_eq!(doc_flags(command), own(&[command]), "options of {command}");

@@ -35,6 +35,7 @@
 //! | [`hardware`] | the device database ([`hardware::HardwareDb`]), every number sourced |
 //! | [`model`] | [`model::ModelConfig`] from HF `config.json`: layer kinds, parameter counts, the layer graph ([`model::graph`]) |
 //! | [`roofline`] | ridge points, attainable FLOP/s, [`roofline::place`], [`roofline::Bound`] |
+//! | [`kernels`] | measured kernel efficiencies per device, engine, op class and shape (`data/kernels/`), interpolated ([`kernels::KernelDb`]) |
 //! | [`engine`] | efficiency profiles of inference engines ([`engine::EngineDb`]): types and lookup |
 //! | [`memory`] | inference memory per device for a layout ([`memory::Share`]), max batch, max context |
 //! | [`predict`] | prefill, decode and generation roll-ups ([`predict::Predictor`], cached [`predict::Evaluator`]), expert parallelism, speculative decoding |
@@ -59,6 +60,7 @@ pub mod error;
 pub mod files;
 pub mod hardware;
 pub mod intervals;
+pub mod kernels;
 pub mod list;
 pub mod measurements;
 pub mod memory;

@@ -14,6 +14,6 @@ pub mod emit;
 pub mod plot;
 pub mod report;
 
-use ridgeline_core::{dtype, error, hardware, memory, model, predict, train, units};
+use ridgeline_core::{dtype, error, hardware, kernels, memory, model, predict, train, units};
 use ridgeline_plan::{instances, plan, series, sweep};
 use ridgeline_sim::simulate;

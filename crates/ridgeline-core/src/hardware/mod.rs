@@ -21,7 +21,7 @@ mod builtin {
     include!(concat!(env!("OUT_DIR"), "/builtin_data.rs"));
 }
 
-pub(crate) use builtin::MODEL_FILES;
+pub(crate) use builtin::{KERNEL_FILES, MODEL_FILES};
 
 fn one() -> f64 {
     1.0

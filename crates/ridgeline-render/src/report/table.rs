@@ -111,6 +111,35 @@ pub fn instance_list(instances: &[crate::instances::Instance]) -> String {
     s
 }
 
+/// The `ridgeline kernels` table: what each measured kernel table covers.
+pub fn kernel_list(coverage: &[crate::kernels::Coverage]) -> String {
+    let mut rows = vec![header(&[
+        "device",
+        "engine",
+        "version",
+        "op classes",
+        "dtypes",
+        "points",
+    ])];
+    for c in coverage {
+        rows.push(vec![
+            c.device.clone(),
+            c.backend.clone(),
+            c.version.clone(),
+            c.op_classes
+                .iter()
+                .map(|o| o.name())
+                .collect::<Vec<_>>()
+                .join(", "),
+            c.dtypes.join(", "),
+            c.points.to_string(),
+        ]);
+    }
+    let mut s = render(&rows);
+    s.push_str("\nMeasured kernel times as a fraction of the roofline (aiconfigurator-core 0.12.0, Apache-2.0, NVIDIA): docs/kernels.md. Not used by predictions yet; `--kernels DIR` adds or replaces tables.\n");
+    s
+}
+
 /// The `ridgeline hardware show ID` page.
 pub fn hardware_show(d: &Hardware) -> String {
     let mut s = format!("{} ({}, {})\n", d.name, d.id, d.vendor);

@@ -1,0 +1,154 @@
+//! A ragged grid of measured points and its interpolation, axis by axis in the
+//! logarithm of each coordinate.
+
+/// Measured efficiencies at points of up to three axes. The grid may be ragged (long
+/// sequences measured at small batches only): it is interpolated one axis at a time,
+/// each step over the points that share the axes before it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Grid {
+    /// `(coordinates, efficiency)`, sorted by coordinates; every point has the same
+    /// number of coordinates, all positive.
+    points: Vec<Point>,
+}
+
+impl Grid {
+    /// A grid of `points`; `None` when two points share their coordinates (the first
+    /// duplicate's coordinates are returned as the error). Coordinates must be positive
+    /// and finite and every point must have as many as the first (the parser checks).
+    pub(crate) fn new(mut points: Vec<(Vec<f64>, f64)>) -> Result<Grid, Vec<f64>> {
+        points.sort_by(|a, b| cmp(&a.0, &b.0));
+        if let Some(w) = points.windows(2).find(|w| w[0].0 == w[1].0) {
+            return Err(w[0].0.clone());
+        }
+        Ok(Grid { points })
+    }
+
+    /// Measured points.
+    pub fn len(&self) -> usize {
+        self.points.len()
+    }
+
+    /// The measured points, `(coordinates, efficiency)`, sorted by coordinates.
+    pub fn points(&self) -> impl Iterator<Item = (&[f64], f64)> {
+        self.points.iter().map(|(c, v)| (c.as_slice(), *v))
+    }
+
+    /// Whether the grid holds no point.
+    pub fn is_empty(&self) -> bool {
+        self.points.is_empty()
+    }
+
+    /// The efficiency at `at` (one coordinate per axis; extra coordinates are ignored,
+    /// missing ones taken at the lowest value): along the first axis, the two grid values
+    /// that bracket `at[0]` are found and the grid is interpolated at each over the
+    /// points that have it (the same way, along the next axis), then the two results are
+    /// combined linearly in `ln(coordinate)`. Outside the measured values of an axis (at
+    /// that place in the grid) the nearest one is taken: clamped, never extrapolated.
+    /// `None` for an empty grid.
+    pub fn at(&self, at: &[f64]) -> Option<f64> {
+        interp(&self.points, 0, at)
+    }
+}
+
+/// A measured point: its coordinates and efficiency.
+type Point = (Vec<f64>, f64);
+
+fn cmp(a: &[f64], b: &[f64]) -> std::cmp::Ordering {
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| x.total_cmp(y))
+        .find(|o| o.is_ne())
+        .unwrap_or(std::cmp::Ordering::Equal)
+}
+
+/// Interpolates `points` (sorted, all equal on the axes before `axis`) at `at`.
+fn interp(points: &[Point], axis: usize, at: &[f64]) -> Option<f64> {
+    let first = points.first()?;
+    if axis >= first.0.len() {
+        return Some(first.1);
+    }
+    // the runs of points sharing a value of this axis (contiguous: sorted)
+    let mut runs: Vec<(f64, &[Point])> = Vec::new();
+    let mut start = 0;
+    for i in 1..=points.len() {
+        if i == points.len() || points[i].0[axis] != points[start].0[axis] {
+            runs.push((points[start].0[axis], &points[start..i]));
+            start = i;
+        }
+    }
+    let q = at.get(axis).copied().unwrap_or(0.0);
+    let hi = runs.partition_point(|r| r.0 < q);
+    if hi == 0 {
+        return interp(runs[0].1, axis + 1, at);
+    }
+    if hi == runs.len() {
+        return interp(runs[hi - 1].1, axis + 1, at);
+    }
+    let (x0, p0) = runs[hi - 1];
+    let (x1, p1) = runs[hi];
+    let (v0, v1) = (interp(p0, axis + 1, at)?, interp(p1, axis + 1, at)?);
+    let t = (q.ln() - x0.ln()) / (x1.ln() - x0.ln());
+    Some(v0 + t * (v1 - v0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn grid(points: &[(&[f64], f64)]) -> Grid {
+        Grid::new(points.iter().map(|(c, v)| (c.to_vec(), *v)).collect()).unwrap()
+    }
+
+    #[test]
+    fn one_axis_is_linear_in_the_log_and_clamped() {
+        let g = grid(&[(&[16.0], 0.2), (&[1.0], 0.1), (&[256.0], 0.6)]);
+        // at the points themselves
+        assert_eq!(g.at(&[1.0]), Some(0.1));
+        assert_eq!(g.at(&[256.0]), Some(0.6));
+        // 4 is halfway from 1 to 16 in ln: 0.1 + 0.5 · (0.2 - 0.1) = 0.15
+        assert!((g.at(&[4.0]).unwrap() - 0.15).abs() < 1e-12);
+        // 64 is halfway from 16 to 256: 0.2 + 0.5 · 0.4 = 0.4
+        assert!((g.at(&[64.0]).unwrap() - 0.4).abs() < 1e-12);
+        // 32: ln(32/16)/ln(256/16) = 1/4 of the way: 0.2 + 0.25 · 0.4 = 0.3
+        assert!((g.at(&[32.0]).unwrap() - 0.3).abs() < 1e-12);
+        // clamped at both edges
+        assert_eq!(g.at(&[0.5]), Some(0.1));
+        assert_eq!(g.at(&[1e6]), Some(0.6));
+    }
+
+    #[test]
+    fn two_axes_bilinear_in_the_logs() {
+        // x in {1, 4}, y in {10, 1000}
+        let g = grid(&[
+            (&[1.0, 10.0], 0.1),
+            (&[1.0, 1000.0], 0.5),
+            (&[4.0, 10.0], 0.3),
+            (&[4.0, 1000.0], 0.9),
+        ]);
+        // (2, 100): halfway on both axes in ln: y first: x=1 -> 0.3, x=4 -> 0.6; then
+        // x: (0.3 + 0.6) / 2 = 0.45
+        assert!((g.at(&[2.0, 100.0]).unwrap() - 0.45).abs() < 1e-12);
+        // (4, 100): 0.6; (1, 1e5): clamped in y: 0.5
+        assert!((g.at(&[4.0, 100.0]).unwrap() - 0.6).abs() < 1e-12);
+        assert_eq!(g.at(&[1.0, 1e5]), Some(0.5));
+    }
+
+    #[test]
+    fn ragged_grids_clamp_each_row_at_its_own_edge() {
+        // x=1 measured up to y=1000, x=4 only at y=10
+        let g = grid(&[
+            (&[1.0, 10.0], 0.1),
+            (&[1.0, 1000.0], 0.5),
+            (&[4.0, 10.0], 0.3),
+        ]);
+        // (2, 1000): x=1 -> 0.5, x=4 clamps y to its 10 -> 0.3; halfway: 0.4
+        assert!((g.at(&[2.0, 1000.0]).unwrap() - 0.4).abs() < 1e-12);
+    }
+
+    #[test]
+    fn duplicates_are_refused() {
+        let e = Grid::new(vec![(vec![1.0, 2.0], 0.1), (vec![1.0, 2.0], 0.2)]).unwrap_err();
+        assert_eq!(e, vec![1.0, 2.0]);
+        assert_eq!(Grid::new(vec![]).unwrap().at(&[1.0]), None);
+    }
+}

@@ -1,0 +1,294 @@
+//! Measured kernel efficiencies: what fraction of the roofline an engine's kernels
+//! reach on a device, per op class, dtype and shape.
+//!
+//! The tables (`data/kernels/<device>/<engine>.csv`) are written by
+//! `tools/import_kernels.py` from NVIDIA's measured kernel database
+//! (`aiconfigurator-core` 0.12.0, Apache-2.0) and embedded in the crate; they are parsed
+//! on first use. A directory in the same schema (`--kernels DIR`) adds or replaces
+//! tables ([`KernelDb::load_dir`]). The schema, the roof each efficiency is a fraction
+//! of, and how the tables compare with ridgeline's fitted efficiencies:
+//! `docs/kernels.md`. Nothing in ridgeline's predictions reads these tables yet.
+
+mod grid;
+mod parse;
+
+pub use grid::Grid;
+pub use parse::HEADER;
+
+use crate::error::{Error, Result};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::OnceLock;
+
+crate::named_enum! {
+    /// The kinds of kernel a table measures.
+    #[derive(PartialOrd, Ord)]
+    pub enum OpClass: "op class" {
+        /// A dense matmul `[m, k] · [k, n]`: axes `m`, `n`, `k`; key `-`; dtype the
+        /// weights' (`bf16`, `fp8`, `nvfp4`).
+        Gemm = "gemm",
+        /// Causal prompt attention (no cache before the prompt): axes `batch`, `seq`;
+        /// key `heads/kv_heads/head_dim`; dtype the KV cache's.
+        AttentionPrefill = "attention_prefill",
+        /// One decode step's attention over the cache: axes `batch`, `kv_len` (the
+        /// cached tokens and the new one); key `heads/kv_heads/head_dim`; dtype the
+        /// KV cache's.
+        AttentionDecode = "attention_decode",
+        /// An all-reduce within a scale-up domain: axis `bytes` (the message); key
+        /// the device count.
+        AllReduce = "all_reduce",
+    }
+}
+
+impl OpClass {
+    /// The names of the class's grid axes, in the table's `x, y, z` order.
+    pub fn axes(self) -> &'static [&'static str] {
+        match self {
+            OpClass::Gemm => &["m", "n", "k"],
+            OpClass::AttentionPrefill => &["batch", "seq"],
+            OpClass::AttentionDecode => &["batch", "kv_len"],
+            OpClass::AllReduce => &["bytes"],
+        }
+    }
+}
+
+/// A shape to look up.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Shape {
+    /// A matmul `[m, k] · [k, n]` ([`OpClass::Gemm`]).
+    Gemm {
+        /// Rows (tokens).
+        m: u64,
+        /// Output columns.
+        n: u64,
+        /// The reduced dimension.
+        k: u64,
+    },
+    /// One attention call ([`OpClass::AttentionPrefill`], [`OpClass::AttentionDecode`]).
+    Attention {
+        /// Sequences.
+        batch: u64,
+        /// Prompt tokens (prefill) or cached tokens including the new one (decode).
+        len: u64,
+        /// Query heads.
+        heads: u64,
+        /// Key/value heads.
+        kv_heads: u64,
+        /// Dimension per head.
+        head_dim: u64,
+    },
+    /// An all-reduce ([`OpClass::AllReduce`]).
+    AllReduce {
+        /// Devices taking part.
+        gpus: u64,
+        /// Message bytes.
+        bytes: f64,
+    },
+}
+
+impl Shape {
+    /// The table key and grid coordinates of the shape under `op`; `None` when the
+    /// shape is not of that class.
+    fn key(&self, op: OpClass) -> Option<(String, Vec<f64>)> {
+        match (*self, op) {
+            (Shape::Gemm { m, n, k }, OpClass::Gemm) => {
+                Some(("-".into(), vec![m as f64, n as f64, k as f64]))
+            }
+            (
+                Shape::Attention {
+                    batch,
+                    len,
+                    heads,
+                    kv_heads,
+                    head_dim,
+                },
+                OpClass::AttentionPrefill | OpClass::AttentionDecode,
+            ) => Some((
+                format!("{heads}/{kv_heads}/{head_dim}"),
+                vec![batch as f64, len as f64],
+            )),
+            (Shape::AllReduce { gpus, bytes }, OpClass::AllReduce) => {
+                Some((gpus.to_string(), vec![bytes]))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// One device's table under one engine.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Table {
+    /// Ridgeline hardware id (`h100-sxm`).
+    pub device: String,
+    /// Ridgeline engine id (`trt-llm`, `vllm`, `sglang`).
+    pub backend: String,
+    /// Engine versions the rows were measured with, in the file's order.
+    pub versions: Vec<String>,
+    /// The file it was read from (`data/kernels/h100-sxm/trt-llm.csv` when built in).
+    pub source: String,
+    /// Grids by (op class, dtype, key).
+    pub grids: BTreeMap<(OpClass, String, String), Grid>,
+}
+
+/// What one table covers, for `ridgeline kernels`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Coverage {
+    /// Ridgeline hardware id.
+    pub device: String,
+    /// Ridgeline engine id.
+    pub backend: String,
+    /// Engine versions measured (comma-separated where several).
+    pub version: String,
+    /// Op classes with at least one row, in [`OpClass::ALL`] order.
+    pub op_classes: Vec<OpClass>,
+    /// Dtypes measured, sorted.
+    pub dtypes: Vec<String>,
+    /// Measured points.
+    pub points: usize,
+    /// The file the table comes from.
+    pub source: String,
+}
+
+/// Kernel tables by (device, engine).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct KernelDb {
+    tables: BTreeMap<(String, String), Table>,
+}
+
+impl KernelDb {
+    /// The embedded tables, parsed once on first use.
+    pub fn builtin() -> Result<&'static KernelDb> {
+        static DB: OnceLock<Result<KernelDb>> = OnceLock::new();
+        DB.get_or_init(|| {
+            let mut db = KernelDb::default();
+            for (name, text) in crate::hardware::KERNEL_FILES {
+                db.add_file(name, text, &format!("data/kernels/{name}"))?;
+            }
+            Ok(db)
+        })
+        .as_ref()
+        .map_err(Clone::clone)
+    }
+
+    /// Parses `text`, named `<device>/<engine>.csv` by `name`, and adds it (replacing
+    /// a table of the same device and engine).
+    fn add_file(&mut self, name: &str, text: &str, source: &str) -> Result<()> {
+        let (device, file) = name.split_once('/').unwrap_or(("", name));
+        let backend = file.strip_suffix(".csv").unwrap_or(file);
+        if device.is_empty() || backend.is_empty() {
+            return Err(Error::Parse {
+                source_name: source.to_string(),
+                message: "a kernel table is named <device>/<engine>.csv".into(),
+            });
+        }
+        let t = parse::table(text, source, device, backend)?;
+        self.tables
+            .insert((device.to_string(), backend.to_string()), t);
+        Ok(())
+    }
+
+    /// Adds every `<dir>/<device>/<engine>.csv` of a directory in the importer's schema
+    /// (a table replaces the built-in one of the same device and engine); returns the
+    /// files read, sorted. A file that does not parse is an error naming it, the line
+    /// and the column; a directory with no table is an error too.
+    pub fn load_dir(&mut self, dir: &Path) -> Result<Vec<String>> {
+        let entries = |p: &Path| -> Result<Vec<std::path::PathBuf>> {
+            let mut v: Vec<_> = std::fs::read_dir(p)
+                .map_err(|e| Error::read(p, e))?
+                .flatten()
+                .map(|e| e.path())
+                .collect();
+            v.sort();
+            Ok(v)
+        };
+        let mut read = Vec::new();
+        for device_dir in entries(dir)?.into_iter().filter(|p| p.is_dir()) {
+            for file in entries(&device_dir)? {
+                if file.extension().and_then(|e| e.to_str()) != Some("csv") {
+                    continue;
+                }
+                let text = crate::files::read_document(&file)?;
+                let device = device_dir.file_name().unwrap_or_default().to_string_lossy();
+                let engine = file.file_name().unwrap_or_default().to_string_lossy();
+                let shown = file.display().to_string();
+                self.add_file(&format!("{device}/{engine}"), &text, &shown)?;
+                read.push(shown);
+            }
+        }
+        if read.is_empty() {
+            return Err(Error::invalid(
+                "kernels",
+                format!("{} holds no <device>/<engine>.csv table", dir.display()),
+            ));
+        }
+        Ok(read)
+    }
+
+    /// The table of `device` under `backend`, if any.
+    pub fn table(&self, device: &str, backend: &str) -> Option<&Table> {
+        self.tables.get(&(device.to_string(), backend.to_string()))
+    }
+
+    /// The measured efficiency of `op` on `device` under `backend` at `shape` for
+    /// `dtype` (see [`OpClass`] for what the dtype is of): interpolated in the grid of
+    /// that (op, dtype, key) as [`Grid::at`] does (linear in the logarithms of the
+    /// coordinates, clamped at the measured edges). `None` where no table, grid or key
+    /// covers it, or `shape` is not of class `op`.
+    pub fn efficiency(
+        &self,
+        device: &str,
+        backend: &str,
+        op: OpClass,
+        dtype: &str,
+        shape: &Shape,
+    ) -> Option<f64> {
+        let (key, at) = shape.key(op)?;
+        self.table(device, backend)?
+            .grids
+            .get(&(op, dtype.to_string(), key))?
+            .at(&at)
+    }
+
+    /// What every table covers, by device then engine.
+    pub fn coverage(&self) -> Vec<Coverage> {
+        self.tables
+            .values()
+            .map(|t| {
+                let mut dtypes: Vec<String> = t.grids.keys().map(|k| k.1.clone()).collect();
+                dtypes.sort();
+                dtypes.dedup();
+                Coverage {
+                    device: t.device.clone(),
+                    backend: t.backend.clone(),
+                    version: t.versions.join(", "),
+                    op_classes: OpClass::ALL
+                        .iter()
+                        .copied()
+                        .filter(|o| t.grids.keys().any(|k| k.0 == *o))
+                        .collect(),
+                    dtypes,
+                    points: t.grids.values().map(Grid::len).sum(),
+                    source: t.source.clone(),
+                }
+            })
+            .collect()
+    }
+}
+
+/// [`KernelDb::efficiency`] in the built-in tables (`None` also if they fail to parse,
+/// which a test rules out).
+pub fn efficiency(
+    device: &str,
+    backend: &str,
+    op: OpClass,
+    dtype: &str,
+    shape: &Shape,
+) -> Option<f64> {
+    KernelDb::builtin()
+        .ok()?
+        .efficiency(device, backend, op, dtype, shape)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,200 @@
+use super::*;
+
+const TABLE: &str = "# a comment
+op,version,dtype,key,x,y,z,efficiency
+gemm,1.0,bf16,-,1,1024,1024,0.2
+gemm,1.0,bf16,-,16,1024,1024,0.4
+gemm,1.0,bf16,-,1,4096,1024,0.3
+gemm,1.0,bf16,-,16,4096,1024,0.6
+attention_decode,1.0,fp8,32/8/128,1,128,-,0.1
+attention_decode,1.0,fp8,32/8/128,1,8192,-,0.7
+attention_decode,1.0,fp8,32/8/128,64,128,-,0.5
+all_reduce,1.0,bf16,8,1024,-,-,0.01
+all_reduce,1.0,bf16,8,1048576,-,-,0.5
+";
+
+fn db() -> KernelDb {
+    let mut db = KernelDb::default();
+    db.add_file("h100-sxm/vllm.csv", TABLE, "t.csv").unwrap();
+    db
+}
+
+fn gemm(m: u64, n: u64, k: u64) -> Option<f64> {
+    db().efficiency(
+        "h100-sxm",
+        "vllm",
+        OpClass::Gemm,
+        "bf16",
+        &Shape::Gemm { m, n, k },
+    )
+}
+
+#[test]
+fn gemm_interpolates_in_the_logs_of_m_and_n() {
+    assert_eq!(gemm(16, 4096, 1024), Some(0.6));
+    // m = 4 is halfway from 1 to 16 in ln; n = 2048 halfway from 1024 to 4096:
+    // n = 1024: 0.2 + 0.5·0.2 = 0.3; n = 4096: 0.3 + 0.5·0.3 = 0.45; mean 0.375
+    assert!((gemm(4, 2048, 1024).unwrap() - 0.375).abs() < 1e-12);
+    // k is measured at 1024 only: clamped; m beyond 16 clamped: n = 2048 -> (0.4+0.6)/2
+    assert!((gemm(1000, 2048, 8192).unwrap() - 0.5).abs() < 1e-12);
+    // other dtype, device or engine: not covered
+    let d = db();
+    let s = Shape::Gemm {
+        m: 1,
+        n: 1024,
+        k: 1024,
+    };
+    assert_eq!(
+        d.efficiency("h100-sxm", "vllm", OpClass::Gemm, "fp8", &s),
+        None
+    );
+    assert_eq!(
+        d.efficiency("h200-sxm", "vllm", OpClass::Gemm, "bf16", &s),
+        None
+    );
+    assert_eq!(
+        d.efficiency("h100-sxm", "vllm", OpClass::AllReduce, "bf16", &s),
+        None
+    );
+}
+
+#[test]
+fn ragged_attention_and_all_reduce() {
+    let d = db();
+    let at = |batch, len, kv_heads| Shape::Attention {
+        batch,
+        len,
+        heads: 32,
+        kv_heads,
+        head_dim: 128,
+    };
+    let dec = |s: &Shape| d.efficiency("h100-sxm", "vllm", OpClass::AttentionDecode, "fp8", s);
+    // batch 8 is halfway from 1 to 64 in ln (8 = 64^0.5); kv_len 1024 is halfway from
+    // 128 to 8192. batch 1: 0.1 + 0.5·0.6 = 0.4; batch 64 has only kv_len 128: 0.5;
+    // halfway: 0.45
+    assert!((dec(&at(8, 1024, 8)).unwrap() - 0.45).abs() < 1e-12);
+    // another key (GQA group) is not covered; prefill is another class
+    assert_eq!(dec(&at(8, 1024, 4)), None);
+    let pre = d.efficiency(
+        "h100-sxm",
+        "vllm",
+        OpClass::AttentionPrefill,
+        "fp8",
+        &at(1, 128, 8),
+    );
+    assert_eq!(pre, None);
+    // 32 KiB is halfway from 1 KiB to 1 MiB in ln: 0.01 + 0.5·0.49 = 0.255
+    let ar = Shape::AllReduce {
+        gpus: 8,
+        bytes: 32768.0,
+    };
+    let e = d.efficiency("h100-sxm", "vllm", OpClass::AllReduce, "bf16", &ar);
+    assert!((e.unwrap() - 0.255).abs() < 1e-12);
+}
+
+#[test]
+fn bad_tables_name_the_file_line_and_column() {
+    let bad = |row: &str| {
+        let text = format!("{HEADER}\ngemm,1.0,bf16,-,1,1024,1024,0.2\n{row}\n");
+        KernelDb::default()
+            .add_file("h100-sxm/vllm.csv", &text, "k/h100-sxm/vllm.csv")
+            .unwrap_err()
+            .to_string()
+    };
+    let e = bad("gemm,1.0,bf16,-,1,1024,zero,0.2");
+    assert!(
+        e.starts_with("k/h100-sxm/vllm.csv: line 3, column 7 (z)"),
+        "{e}"
+    );
+    let e = bad("matmul,1.0,bf16,-,1,1024,1024,0.2");
+    assert!(
+        e.contains("line 3, column 1 (op): unknown op class 'matmul'"),
+        "{e}"
+    );
+    let e = bad("attention_decode,1.0,bf16,32/5/128,1,128,-,0.2");
+    assert!(
+        e.contains("line 3, column 4 (key): kv_heads do not divide heads"),
+        "{e}"
+    );
+    let e = bad("attention_decode,1.0,bf16,32/8/128,1,128,7,0.2");
+    assert!(
+        e.contains("line 3, column 7 (z): attention_decode rows leave it `-`"),
+        "{e}"
+    );
+    let e = bad("gemm,1.0,bf16,-,1,1024,1024,-0.2");
+    assert!(e.contains("line 3, column 8 (efficiency)"), "{e}");
+    let e = bad("gemm,1.0,bf16,-,1,1024,1024,0.3");
+    assert!(
+        e.contains("line 3, column 5 (x): a second row for the same gemm point"),
+        "{e}"
+    );
+    let e = bad("gemm,1.0,bf16,-,1,1024");
+    assert!(e.contains("line 3: 6 fields, the header has 8"), "{e}");
+    let e = KernelDb::default()
+        .add_file("a/b.csv", "op,dtype\n", "x.csv")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("line 1: the header must be"), "{e}");
+}
+
+#[test]
+fn a_directory_adds_and_replaces_tables() {
+    let dir = std::env::temp_dir().join(format!("ridgeline-kernels-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("h100-sxm")).unwrap();
+    std::fs::write(dir.join("h100-sxm/vllm.csv"), TABLE).unwrap();
+    let mut d = KernelDb::builtin().unwrap().clone();
+    let read = d.load_dir(&dir).unwrap();
+    assert_eq!(read.len(), 1);
+    // the user's table replaced the built-in one: its value at (16, 4096, 1024)
+    let s = Shape::Gemm {
+        m: 16,
+        n: 4096,
+        k: 1024,
+    };
+    assert_eq!(
+        d.efficiency("h100-sxm", "vllm", OpClass::Gemm, "bf16", &s),
+        Some(0.6)
+    );
+    std::fs::write(dir.join("h100-sxm/vllm.csv"), "op\n").unwrap();
+    let e = d.load_dir(&dir).unwrap_err().to_string();
+    assert!(e.contains("vllm.csv: line 1: the header must be"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+    let e = d.load_dir(&dir).unwrap_err().to_string();
+    assert!(e.starts_with("cannot read"), "{e}");
+}
+
+#[test]
+fn builtin_tables_parse_and_name_known_devices_and_engines() {
+    let db = KernelDb::builtin().unwrap();
+    let cov = db.coverage();
+    // every file under data/kernels is embedded
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/kernels");
+    let files: usize = std::fs::read_dir(root)
+        .unwrap()
+        .flatten()
+        .map(|d| std::fs::read_dir(d.path()).unwrap().count())
+        .sum();
+    assert_eq!(cov.len(), files);
+    let hw = crate::hardware::HardwareDb::builtin().unwrap();
+    let engines = crate::engine::EngineDb::builtin().unwrap();
+    for c in &cov {
+        assert!(
+            hw.get(&c.device).is_ok_and(|h| h.id == c.device),
+            "{}",
+            c.device
+        );
+        assert!(engines.get(&c.backend).is_ok(), "{}", c.backend);
+        assert!(c.op_classes.contains(&OpClass::Gemm), "{c:?}");
+    }
+    // a measured grid point comes back as written: data/kernels/h100-sxm/trt-llm.csv,
+    // `gemm,1.3.0rc20,bf16,-,4096,4096,4096,0.797`
+    let s = Shape::Gemm {
+        m: 4096,
+        n: 4096,
+        k: 4096,
+    };
+    assert_eq!(
+        efficiency("h100-sxm", "trt-llm", OpClass::Gemm, "bf16", &s),
+        Some(0.797)
+    );
+}

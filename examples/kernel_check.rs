@@ -1,0 +1,177 @@
+//! Kernel-level check of ridgeline's fitted efficiencies against the measured kernel
+//! tables (docs/kernels.md): for every measured point of `data/kernels/`, ridgeline's
+//! per-op time today (the op's roofline time on the device's ceilings, derated by the
+//! matching engine profile of data/engines.toml exactly as `Predictor` derates that op:
+//! compute and memory efficiency, the matmul roll-off `gemm_half_rows` above 8 rows,
+//! `fp4_efficiency`, `attention_efficiency`, the link efficiency and collective latency)
+//! over the measured kernel time (the roofline time over the measured efficiency).
+//! Prints the median ratio and median |error| per op class and subset.
+//!
+//! Run: `cargo run -q --example kernel_check` (add `-- --by-device` for one line per
+//! device and op class). Nothing here changes a prediction.
+
+use ridgeline::dtype::ComputeDtype;
+use ridgeline::engine::{Engine, EngineDb};
+use ridgeline::hardware::{Hardware, HardwareDb};
+use ridgeline::kernels::{KernelDb, OpClass};
+use ridgeline::ops::{AttentionShape, Collective, Operand, attention_fused, collective, linear};
+use ridgeline::roofline::{Ceilings, Efficiency, place};
+use std::collections::BTreeMap;
+
+/// ridgeline's time and the measured time of one point, s.
+fn times(
+    hw: &Hardware,
+    e: &Engine,
+    op: OpClass,
+    dtype: &str,
+    key: &str,
+    at: &[f64],
+) -> Option<(f64, f64)> {
+    // the tensor rate a kernel runs against, as Predictor::new sets it
+    let warp = match hw.peak_flops_per_s.warp_mma_fraction {
+        Some(f) if !e.features.warpgroup_mma => f,
+        _ => 1.0,
+    };
+    let rate = |d: ComputeDtype| {
+        let (p, used) = hw.peak(d);
+        p * warp.min(hw.tensor_fraction(used))
+    };
+    let mut eff = e.efficiency(hw);
+    let bw = hw.memory.bandwidth_bytes_per_s;
+    let (cost, mut ceil, roof_peak) = match op {
+        OpClass::Gemm => {
+            let (m, n, k) = (at[0] as u64, at[1] as u64, at[2] as u64);
+            let (d, bits) = match dtype {
+                "bf16" => (ComputeDtype::Bf16, 16.0),
+                "fp8" => (ComputeDtype::Fp8, 8.0),
+                "nvfp4" => (ComputeDtype::Fp4, 4.5),
+                _ => return None,
+            };
+            let cost = linear(m, k, n, bits, 16.0, Operand::activations(16.0), false);
+            if d == ComputeDtype::Fp4 {
+                eff.compute *= e.speed.fp4_efficiency;
+            }
+            if m > ridgeline::engine::GEMV_MAX_TOKENS {
+                eff.compute *= m as f64 / (m as f64 + e.speed.gemm_half_rows);
+            }
+            (cost, hw.ceilings(d), hw.peak(d).0)
+        }
+        OpClass::AttentionPrefill | OpClass::AttentionDecode => {
+            let h: Vec<u64> = key.split('/').filter_map(|x| x.parse().ok()).collect();
+            let kv_bits = if dtype == "fp8" { 8.0 } else { 16.0 };
+            let (b, len) = (at[0] as u64, at[1] as u64);
+            let q = if op == OpClass::AttentionDecode {
+                1
+            } else {
+                len
+            };
+            let s = AttentionShape::gqa(b, q, len, h[0], h[1], h[2], 16.0, kv_bits);
+            eff.compute *= e.speed.attention_efficiency;
+            eff.memory *= e.speed.attention_efficiency;
+            (
+                attention_fused(&s),
+                hw.ceilings(ComputeDtype::Bf16),
+                hw.peak(ComputeDtype::Bf16).0,
+            )
+        }
+        OpClass::AllReduce => {
+            let n: u64 = key.parse().ok()?;
+            let cost = collective(Collective::AllReduce, n, at[0] / 2.0, 16.0);
+            eff = Efficiency {
+                overhead_s: e.overheads.collective_latency_s,
+                ..eff
+            };
+            (cost, hw.ceilings(ComputeDtype::Fp32), 0.0)
+        }
+    };
+    if op != OpClass::AllReduce {
+        ceil.peak_flops_per_s = rate(if op == OpClass::Gemm {
+            match dtype {
+                "fp8" => ComputeDtype::Fp8,
+                "nvfp4" => ComputeDtype::Fp4,
+                _ => ComputeDtype::Bf16,
+            }
+        } else {
+            ComputeDtype::Bf16
+        });
+    }
+    let ridgeline = place(&cost, &ceil, &eff).time_s;
+    // the importer's roof: datasheet peak of the dtype, memory bandwidth, link
+    let link = hw
+        .device_link()
+        .map_or(f64::INFINITY, |l| l.bytes_per_s_per_direction);
+    let roof = if op == OpClass::AllReduce {
+        (cost.bytes() / bw).max(cost.link_bytes / link)
+    } else {
+        (cost.flops / roof_peak).max(cost.bytes() / bw)
+    };
+    let _ = Ceilings::ridge_point;
+    Some((ridgeline, roof))
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+fn main() -> ridgeline::Result<()> {
+    let by_device = std::env::args().any(|a| a == "--by-device");
+    let kernels = KernelDb::builtin()?;
+    let hw_db = HardwareDb::builtin()?;
+    let engines = EngineDb::builtin()?;
+    // (group, subset) -> ratios ridgeline / measured
+    let mut ratios: BTreeMap<(String, String), Vec<f64>> = BTreeMap::new();
+    for c in kernels.coverage() {
+        let hw = hw_db.get(&c.device)?;
+        let e = engines.get(&c.backend)?;
+        let t = kernels.table(&c.device, &c.backend).expect("listed");
+        for ((op, dtype, key), grid) in &t.grids {
+            for (at, measured_eff) in grid.points() {
+                let Some((ridgeline, roof)) = times(hw, e, *op, dtype, key, at) else {
+                    continue;
+                };
+                let measured = roof / measured_eff;
+                let subset = match op {
+                    OpClass::Gemm if at[0] <= 8.0 => format!("{dtype} m<=8 (decode GEMV)"),
+                    OpClass::Gemm if at[0] < 1024.0 => format!("{dtype} 16<=m<=256"),
+                    OpClass::Gemm => format!("{dtype} m>=1024 (prefill)"),
+                    OpClass::AttentionDecode if at[1] >= 2048.0 => {
+                        format!("kv {dtype}, kv_len>=2048")
+                    }
+                    OpClass::AttentionDecode => format!("kv {dtype}, kv_len<=512"),
+                    OpClass::AttentionPrefill if at[1] >= 2048.0 => {
+                        format!("kv {dtype}, seq>=2048")
+                    }
+                    OpClass::AttentionPrefill => format!("kv {dtype}, seq<=512"),
+                    OpClass::AllReduce if at[0] >= 1048576.0 => "bytes>=1 MiB".to_string(),
+                    OpClass::AllReduce => "bytes<1 MiB".to_string(),
+                };
+                let group = if by_device {
+                    format!("{} {}", op.name(), c.device)
+                } else {
+                    op.name().to_string()
+                };
+                ratios
+                    .entry((group, subset))
+                    .or_default()
+                    .push(ridgeline / measured);
+            }
+        }
+    }
+    println!("op class / subset: points, median ridgeline/measured time, median |error|");
+    for ((group, subset), mut r) in ratios {
+        let mut err: Vec<f64> = r.iter().map(|x| (x - 1.0).abs()).collect();
+        println!(
+            "{group} / {subset}: {} points, ratio {:.2}, |error| {:.0}%",
+            r.len(),
+            median(&mut r),
+            100.0 * median(&mut err)
+        );
+    }
+    Ok(())
+}

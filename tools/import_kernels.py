@@ -1,0 +1,286 @@
+#!/usr/bin/env python3
+"""Import NVIDIA's measured kernel database (aiconfigurator) into ridgeline's kernel tables.
+
+Source: PyPI package `aiconfigurator-core==0.12.0` (Apache-2.0, Copyright (c) 2025-2026
+NVIDIA CORPORATION & AFFILIATES), files
+`aiconfigurator_core/systems/data/<system>/<family>/<backend>/<version>/*.parquet`.
+The importer is a maintenance tool: ridgeline embeds its output (data/kernels/) and
+never needs it, the package or Python at build, test or run time.
+
+Usage (outside the repository's build; a scratch venv):
+
+    python3 -m venv /tmp/kvenv
+    /tmp/kvenv/bin/pip install aiconfigurator-core==0.12.0 pyarrow pandas
+    /tmp/kvenv/bin/python tools/import_kernels.py            # writes data/kernels/
+    /tmp/kvenv/bin/python tools/import_kernels.py --check    # exits 1 if out of date
+
+Options: --package DIR (the `aiconfigurator_core` directory; default: the installed
+package), --hardware DIR (default data/hardware), --out DIR (default data/kernels).
+
+What it writes: one CSV per ridgeline device and engine, `data/kernels/<device>/<engine>.csv`
+(engines `trt-llm`, `vllm`, `sglang`), columns `op,version,dtype,key,x,y,z,efficiency`:
+
+    op                 key                          x       y        z   dtype
+    gemm               -                            m       n        k   bf16 | fp8 | nvfp4 (the weights)
+    attention_prefill  heads/kv_heads/head_dim      batch   seq      -   bf16 | fp8 (the KV cache)
+    attention_decode   heads/kv_heads/head_dim      batch   kv_len   -   bf16 | fp8 (the KV cache)
+    all_reduce         gpus                         bytes   -        -   bf16
+
+`efficiency` is the roof time over the measured time: roof = max(FLOPs / peak of the
+dtype, bytes / memory bandwidth, link bytes / link bandwidth) with the peaks, bandwidth
+and scale-up link of ridgeline's own hardware file, and the FLOPs and bytes counted as
+ridgeline's op catalog counts them (crates/ridgeline-core/src/ops/):
+- gemm (`ops::linear`, no bias): FLOPs 2mnk; bytes m*k*2 (bf16 activations, as the
+  layer graph passes them) + k*n*w/8 (weights: bf16 16, fp8 8, nvfp4 4.5 bits) + m*n*2
+  (bf16 output); peak of the weights' compute dtype (bf16, fp8, fp4);
+- attention (`ops::attention_fused`, no window, bf16 activations): FLOPs
+  4*batch*heads*head_dim*pairs with causal pairs seq*(seq+1)/2 (prefill) or kv_len
+  (decode); bytes Q and O at 2 bytes, K and V 2*batch*kv_len*kv_heads*head_dim at the
+  cache width; peak bf16. Decode rows: aiconfigurator's `step` is the past tokens, so
+  kv_len = isl (1) + step;
+- all_reduce (`ops::collective`, ring): link bytes 2*(n-1)/n * size, memory bytes 2 *
+  size (read and written once). `message_size` counts elements (bf16): at 512 Mi
+  elements on 8 H100s it runs at 445 GB/s of ring bus bandwidth against NVLink's 450.
+Latencies are milliseconds (aiconfigurator_core/sdk/performance_result.py).
+
+Thinning: each (op, dtype, key) keeps a few grid values per axis (GRID below), every
+measured cell among them (the grids are ragged: long sequences are measured at small
+batches only; the loader interpolates ragged grids axis by axis); the median of
+repeated rows is taken. Versions: the `current` slot of the package's
+systems/query_versions.yaml per system and backend; an op without data at that version
+is left out.
+"""
+
+import argparse
+import glob
+import os
+import re
+import sys
+import tomllib
+
+import pandas as pd
+
+PACKAGE = "aiconfigurator-core"
+PACKAGE_VERSION = "0.12.0"
+
+# aiconfigurator system -> ridgeline hardware id (data/hardware/<id>.toml)
+SYSTEMS = {
+    "a100_sxm": "a100-80gb-sxm",
+    "h100_sxm": "h100-sxm",
+    "h200_sxm": "h200-sxm",
+    "b200_sxm": "b200",
+    "b300_sxm": "b300",
+    "gb200": "gb200",
+    "gb300": "gb300",
+    "l40s": "l40s",
+    "rtx_pro_6000_server": "rtx-pro-6000",
+}
+# aiconfigurator backend -> ridgeline engine id (data/engines.toml)
+BACKENDS = {"trtllm": "trt-llm", "vllm": "vllm", "sglang": "sglang"}
+
+# gemm dtype -> (ridgeline name, weight bits, peak key)
+GEMM_DTYPES = {"bfloat16": ("bf16", 16.0, "bf16"), "fp8": ("fp8", 8.0, "fp8"), "nvfp4": ("nvfp4", 4.5, "fp4")}
+KV_DTYPES = {"bfloat16": ("bf16", 16.0), "fp8": ("fp8", 8.0)}
+# attention variants kept: (heads, kv_heads, head_dim) of common models after tensor
+# parallelism (Llama 3 8B at tp 1 and 2, 70B at tp 8 and 1, MHA, gpt-oss's 64-wide heads)
+ATTN_KEYS = [(32, 8, 128), (16, 4, 128), (8, 1, 128), (64, 8, 128), (32, 32, 128), (64, 8, 64)]
+GRID = {
+    "m": [1, 4, 16, 64, 256, 1024, 4096, 16384],
+    "nk": [1024, 4096, 16384],
+    "batch": [1, 4, 16, 64, 256],
+    "seq": [128, 512, 2048, 8192],
+    "kv_len": [128, 512, 2048, 8192, 32768],
+    "ar_elems": [4**i for i in range(5, 15)],  # 1 Ki .. 256 Mi elements
+}
+LICENCE = (
+    "Apache-2.0; Copyright (c) 2025-2026 NVIDIA CORPORATION & AFFILIATES "
+    "(https://www.apache.org/licenses/LICENSE-2.0)"
+)
+
+
+def query_versions(path):
+    """The `current` version per (system, backend) from query_versions.yaml (a tiny
+    fixed-layout YAML; parsed by pattern to stay on the standard library)."""
+    default, override, system = {}, {}, None
+    section = None
+    pat = re.compile(r'^(\s*)(\w+):\s*\{current:\s*"([^"]+)"')
+    for line in open(path):
+        if line.startswith("defaults:"):
+            section = "defaults"
+        elif line.startswith("overrides:"):
+            section = "overrides"
+        m = pat.match(line)
+        if m:
+            if section == "defaults":
+                default[m.group(2)] = m.group(3)
+            elif system:
+                override[(system, m.group(2))] = m.group(3)
+        elif section == "overrides" and re.match(r"^  (\w+):\s*$", line):
+            system = line.strip()[:-1]
+    return lambda s, b: override.get((s, b), default.get(b))
+
+
+def fmt(v):
+    return f"{v:.3g}"
+
+
+def gemm_rows(df, hw, version):
+    out = []
+    peaks, bw = hw["peak_flops_per_s"], hw["memory"]["bandwidth_bytes_per_s"]
+    for raw, (name, wbits, peak_key) in GEMM_DTYPES.items():
+        d = df[(df.gemm_dtype == raw) & df.m.isin(GRID["m"]) & df.n.isin(GRID["nk"]) & df.k.isin(GRID["nk"])]
+        if d.empty or peak_key not in peaks:
+            continue
+        d = d.groupby(["m", "n", "k"], as_index=False).latency.median()
+        for r in d.itertuples():
+            flops = 2.0 * r.m * r.n * r.k
+            bytes_ = r.m * r.k * 2 + r.k * r.n * wbits / 8 + r.m * r.n * 2
+            roof = max(flops / peaks[peak_key], bytes_ / bw)
+            out.append(("gemm", version, name, "-", r.m, r.n, r.k, roof / (r.latency * 1e-3)))
+    return out
+
+
+def attention_rows(df, hw, version, op):
+    out = []
+    peak, bw = hw["peak_flops_per_s"]["bf16"], hw["memory"]["bandwidth_bytes_per_s"]
+    df = df[df.attn_dtype == "bfloat16"].copy()
+    for col, v in [("window_size", 0), ("beam_width", 1)]:  # older collections lack them
+        if col in df.columns:
+            df = df[df[col] == v]
+    if op == "attention_decode":
+        df["y"] = df.isl + df.step
+        grid_y = GRID["kv_len"]
+    else:
+        df = df[df.step == 0]
+        df["y"] = df.isl
+        grid_y = GRID["seq"]
+    df = df[df.batch_size.isin(GRID["batch"]) & df.y.isin(grid_y)]
+    for raw, (name, kvbits) in KV_DTYPES.items():
+        for h, kvh, hd in ATTN_KEYS:
+            d = df[
+                (df.kv_cache_dtype == raw) & (df.num_heads == h) & (df.num_key_value_heads == kvh) & (df.head_dim == hd)
+            ]
+            if d.empty:
+                continue
+            d = d.groupby(["batch_size", "y"], as_index=False).latency.median()
+            for r in d.itertuples():
+                b, y = r.batch_size, r.y
+                if op == "attention_decode":
+                    q, pairs = 1, y
+                else:
+                    q, pairs = y, y * (y + 1) / 2
+                flops = 4.0 * b * h * hd * pairs
+                bytes_ = 2 * b * q * h * hd * 2 + 2 * b * y * kvh * hd * kvbits / 8
+                roof = max(flops / peak, bytes_ / bw)
+                out.append((op, version, name, f"{h}/{kvh}/{hd}", b, y, "-", roof / (r.latency * 1e-3)))
+    return out
+
+
+def all_reduce_rows(df, hw, version):
+    out = []
+    bw = hw["memory"]["bandwidth_bytes_per_s"]
+    link = (hw.get("scaleup_link") or hw.get("host_link"))["bytes_per_s_per_direction"]
+    df = df[(df.allreduce_dtype == "bfloat16") & df.message_size.isin(GRID["ar_elems"])]
+    for n in sorted(df.num_gpus.unique()):
+        d = df[df.num_gpus == n].groupby("message_size", as_index=False).latency.median()
+        for r in d.itertuples():
+            size = r.message_size * 2
+            roof = max(2 * size / bw, 2 * (n - 1) / n * size / link)
+            out.append(("all_reduce", version, "bf16", str(n), size, "-", "-", roof / (r.latency * 1e-3)))
+    return out
+
+
+def header(system, backend, device, engine, hw, version, files):
+    p = hw["peak_flops_per_s"]
+    link = hw.get("scaleup_link") or hw.get("host_link")
+    lines = [
+        f"ridgeline kernel table: {device} under {engine} (measured kernel times as a fraction of the roof)",
+        f"source: {PACKAGE}=={PACKAGE_VERSION}, aiconfigurator_core/systems/data/{system}/<family>/{backend}/{version}/",
+        "  files: " + ", ".join(files),
+        f"licence: {LICENCE}",
+        f"roof: data/hardware/{device}.toml peaks bf16 {p.get('bf16', 0):g}, fp8 {p.get('fp8', 0):g}, fp4 {p.get('fp4', 0):g} FLOP/s (0: none);"
+        f" memory {hw['memory']['bandwidth_bytes_per_s']:g} B/s; link {link['bytes_per_s_per_direction']:g} B/s",
+        f"written by: /tmp/kvenv/bin/python tools/import_kernels.py (see its docstring; {PACKAGE}=={PACKAGE_VERSION})",
+        "columns: gemm x,y,z = m,n,k; attention_prefill x,y = batch,seq; attention_decode x,y = batch,kv_len;",
+        "  all_reduce x = bytes, key = gpus; attention key = heads/kv_heads/head_dim; docs/kernels.md",
+    ]
+    return "".join(f"# {line}\n" for line in lines)
+
+
+def build(package, hardware, out_dir):
+    data = os.path.join(package, "systems", "data")
+    current = query_versions(os.path.join(package, "systems", "query_versions.yaml"))
+    tables = {}
+    for system, device in SYSTEMS.items():
+        with open(os.path.join(hardware, f"{device}.toml"), "rb") as f:
+            hw = tomllib.load(f)
+        for backend, engine in BACKENDS.items():
+            version = current(system, backend)
+            rows, files = [], []
+
+            def read(family, name):
+                path = os.path.join(data, system, family, backend, version, name)
+                if not os.path.exists(path):
+                    return None
+                files.append(f"{family}/{name}")
+                return pd.read_parquet(path)
+
+            g = read("gemm", "gemm_perf.parquet")
+            if g is not None:
+                rows += gemm_rows(g, hw, version)
+            for op, name in [
+                ("attention_prefill", "context_attention_perf.parquet"),
+                ("attention_decode", "generation_attention_perf.parquet"),
+            ]:
+                a = read("attention", name)
+                if a is not None:
+                    rows += attention_rows(a, hw, version, op)
+            c = read("comm", "custom_allreduce_perf.parquet")
+            if c is not None:
+                rows += all_reduce_rows(c, hw, version)
+            if not rows:
+                continue
+            text = header(system, backend, device, engine, hw, version, files)
+            text += "op,version,dtype,key,x,y,z,efficiency\n"
+            for r in rows:
+                cells = [str(c) if not isinstance(c, float) else fmt(c) for c in r[:7]] + [fmt(r[7])]
+                text += ",".join(str(c) for c in cells) + "\n"
+            tables[os.path.join(out_dir, device, f"{engine}.csv")] = text
+    return tables
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--package", default=None)
+    ap.add_argument("--hardware", default="data/hardware")
+    ap.add_argument("--out", default="data/kernels")
+    ap.add_argument("--check", action="store_true")
+    args = ap.parse_args()
+    package = args.package
+    if package is None:
+        import aiconfigurator_core
+
+        package = os.path.dirname(aiconfigurator_core.__file__)
+    tables = build(package, args.hardware, args.out)
+    stale = []
+    for path, text in sorted(tables.items()):
+        old = open(path).read() if os.path.exists(path) else None
+        if old != text:
+            stale.append(path)
+            if not args.check:
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                with open(path, "w") as f:
+                    f.write(text)
+    extra = sorted(set(glob.glob(os.path.join(args.out, "*", "*.csv"))) - set(tables))
+    if args.check:
+        for p in stale + extra:
+            print(f"out of date: {p}", file=sys.stderr)
+        sys.exit(1 if stale or extra else 0)
+    for p in extra:
+        os.remove(p)
+    total = sum(len(t) for t in tables.values())
+    print(f"{len(tables)} tables, {total} bytes, {len(stale)} written, {len(extra)} removed")
+
+
+if __name__ == "__main__":
+    main()
