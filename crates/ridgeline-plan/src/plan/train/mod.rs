@@ -64,9 +64,10 @@ pub const DEFAULT_GLOBAL_BATCH: u64 = 256;
 /// Most devices one configuration may use.
 pub const MAX_TRAIN_PLAN_GPUS: u64 = 1_000_000;
 
-/// Most (device, count, tp, pp) layouts one search may span (the default search spans
-/// about 3,000; each layout is evaluated for up to 16 options).
-pub const MAX_LAYOUTS: u64 = 20_000;
+/// Most (device, count, tp, pp) layouts one search may span (the default search over
+/// every priced device spans about 20,000; each layout is evaluated for up to 16
+/// options).
+pub const MAX_LAYOUTS: u64 = 50_000;
 
 /// Largest micro-batch searched (2^20 sequences).
 pub const MAX_MICRO_BATCH: u64 = 1 << 20;
