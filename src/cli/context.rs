@@ -30,6 +30,39 @@ pub struct Ctx {
 impl Ctx {
     /// The built-in databases plus the files named by the global options.
     pub fn new(cli: &Cli) -> Result<Ctx> {
+        let plain = cli.hardware_files.is_empty()
+            && cli.engine_files.is_empty()
+            && cli.instances_files.is_empty()
+            && cli.price_files.is_empty()
+            && cli.provider.is_none();
+        if plain {
+            // the bundled databases priced from the bundled book: built once per
+            // process (the server answers many requests), copied for each command
+            type Bundled = (HardwareDb, EngineDb, InstanceDb);
+            static BUNDLED: std::sync::OnceLock<std::result::Result<Bundled, String>> =
+                std::sync::OnceLock::new();
+            let bundled = BUNDLED.get_or_init(|| {
+                Ctx::build(cli)
+                    .map(|c| (c.hardware, c.engines, c.instances))
+                    .map_err(|e| e.to_string())
+            });
+            return match bundled {
+                Ok((hardware, engines, instances)) => Ok(Ctx {
+                    hardware: hardware.clone(),
+                    engines: engines.clone(),
+                    instances: instances.clone(),
+                    models: Vec::new(),
+                    capture: None,
+                }),
+                // a bundled file that does not read is a bug; say it as built
+                Err(_) => Ctx::build(cli),
+            };
+        }
+        Ctx::build(cli)
+    }
+
+    /// [`Ctx::new`] built from the files.
+    fn build(cli: &Cli) -> Result<Ctx> {
         let mut hardware = HardwareDb::builtin()?.clone();
         for f in &cli.hardware_files {
             if let (_, Some(id)) = hardware.load_file(f)? {
