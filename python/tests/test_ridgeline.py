@@ -276,7 +276,7 @@ def test_a_sweep_releases_the_gil():
     try:
         start = time.perf_counter()
         ridgeline.sweep(model="llama-3-8b,qwen3-8b", gpu="h100,l4,a100", gpus="1,2,4,8",
-                        batch="1..100", prompt="100..5000:+100")
+                        batch="1..500", prompt="100..5000:+100")
         end = time.perf_counter()
     finally:
         stop.set()
