@@ -78,7 +78,9 @@ fn interruptible<T: Send>(
         }
         match task.join() {
             Ok(r) => r.map_err(to_py),
-            Err(_) => Err(PyRuntimeError::new_err("ridgeline panicked (a bug; please report it)")),
+            Err(_) => Err(PyRuntimeError::new_err(
+                "ridgeline panicked (a bug; please report it)",
+            )),
         }
     })
 }
@@ -97,7 +99,11 @@ fn run(py: Python<'_>, args: Vec<String>, progress: Option<Bound<'_, PyAny>>) ->
 /// `predict` draws the chart its `--chart` names (throughput by default).
 #[pyfunction]
 #[pyo3(signature = (args, progress=None))]
-fn chart(py: Python<'_>, args: Vec<String>, progress: Option<Bound<'_, PyAny>>) -> PyResult<String> {
+fn chart(
+    py: Python<'_>,
+    args: Vec<String>,
+    progress: Option<Bound<'_, PyAny>>,
+) -> PyResult<String> {
     let (kind, words) = chart_of(args).map_err(to_py)?;
     interruptible(py, progress.as_ref(), || {
         cli::chart_args(kind, words, &cli::RunOptions::default())
