@@ -10,10 +10,11 @@ use crate::{Error, Result};
 use clap::CommandFactory;
 
 /// The commands the API runs (`/api/<command>`).
-pub const COMMANDS: [&str; 9] = [
+pub const COMMANDS: [&str; 10] = [
     "hardware",
     "models",
     "instances",
+    "kernels",
     "predict",
     "explain",
     "train",
@@ -283,7 +284,7 @@ fn words(
         if names_a_file(arg) {
             return Err(Error::invalid(
                 format!("--{name}"),
-                "names a file, and the server reads and writes none",
+                "names a file or folder, and the server reads and writes none",
             ));
         }
         if arg.get_action().takes_values() {
@@ -302,11 +303,15 @@ fn words(
     Ok(words)
 }
 
-/// Whether an option's value is a file (its value name is `FILE`, `FILE.svg`, ...):
-/// refused like those [`REFUSED`] names, so an option added later is refused too.
+/// Whether an option's value is a file or a folder (its value name is `FILE`,
+/// `FILE.svg`, ..., or `DIR`): refused like those [`REFUSED`] names, so an option added
+/// later is refused too.
 pub fn names_a_file(arg: &clap::Arg) -> bool {
-    arg.get_value_names()
-        .is_some_and(|names| names.iter().any(|n| n.as_str().starts_with("FILE")))
+    arg.get_value_names().is_some_and(|names| {
+        names
+            .iter()
+            .any(|n| n.as_str().starts_with("FILE") || n.as_str() == "DIR")
+    })
 }
 
 /// Whether a switch is on: `true`, `1`, `on`, `yes` or empty; off: `false`, `0`,

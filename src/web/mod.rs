@@ -27,7 +27,7 @@
 //! 503 with `Retry-After`. Computations run on a bounded pool of blocking threads
 //! (tower's concurrency limit, [`Server::workers`]); when every worker is busy a
 //! computing request is shed at once with 503 and `Retry-After` (tower's load-shed),
-//! while the page, `/api/meta`, `hardware`, `models` and `instances` are answered
+//! while the page, `/api/meta`, `hardware`, `models`, `instances` and `kernels` are answered
 //! beside them. Each computation runs inside its own [`crate::work::Work`]: stopped at
 //! its deadline, when its client closes the connection, or when the server shuts
 //! down (Ctrl-C: no new connection is taken, running work is stopped, and the server
@@ -397,7 +397,10 @@ fn computes(req: &Request) -> bool {
         return false;
     };
     let name = rest.trim_end_matches(".txt");
-    !matches!(name, "meta" | "hardware" | "models" | "instances")
+    !matches!(
+        name,
+        "meta" | "hardware" | "models" | "instances" | "kernels"
+    )
 }
 
 /// Runs a job on a blocking thread inside its own [`Work`] (the server's deadline and

@@ -50,7 +50,7 @@ fn scratch(tag: &str) -> PathBuf {
 
 #[test]
 fn api_json_is_the_cli_json_byte_for_byte() {
-    let cases: [(&str, &[&str]); 10] = [
+    let cases: [(&str, &[&str]); 11] = [
         (
             "/api/predict?model=llama-3-8b&gpu=h100&batch=8",
             &[
@@ -170,6 +170,7 @@ fn api_json_is_the_cli_json_byte_for_byte() {
             &["hardware", "show", "h100", "--json"],
         ),
         ("/api/instances", &["instances", "--json"]),
+        ("/api/kernels", &["kernels", "--json"]),
     ];
     for (target, args) in cases {
         let r = get(target);
@@ -325,13 +326,18 @@ fn options_naming_files_are_refused_and_no_file_appears() {
         ("predict", "engine_file"),
         ("train", "instances-file"),
         ("simulate", "trace"),
+        ("kernels", "kernels"),
         ("predict", "save"),
         ("predict", "measurements"),
         ("predict", "markdown"),
         ("sweep", "csv"),
         ("predict", "help"),
     ] {
-        let q = format!("/api/{route}?model=llama-3-8b&gpu=h100&{flag}={p}");
+        // (kernels takes no model and no device)
+        let q = match route {
+            "kernels" => format!("/api/{route}?{flag}={p}"),
+            _ => format!("/api/{route}?model=llama-3-8b&gpu=h100&{flag}={p}"),
+        };
         let e = error(&get(&q), 400);
         let dashed = flag.replace('_', "-");
         assert!(e.contains(&format!("--{dashed}")), "{q}: {e}");
@@ -366,9 +372,9 @@ fn options_naming_files_are_refused_and_no_file_appears() {
             assert!(!target.exists(), "{q} made a file");
         }
     }
-    // --hardware-file, --engine-file, --instances-file on each of 9 commands, and
-    // at least predict's --svg and --html
-    assert!(files >= 3 * 9 + 2, "{files} file options found");
+    // --hardware-file, --engine-file, --instances-file on each of 10 commands, and
+    // at least predict's --svg and --html and the kernels' folder
+    assert!(files >= 3 * 10 + 3, "{files} file options found");
     // the calibration reads a file: no route
     error(&get("/api/calibrate?measurements=/etc/passwd"), 404);
 }
