@@ -1,5 +1,6 @@
 //! Serving simulation speed: 100,000 requests near saturation on one core (the
-//! simulation is single-threaded), with fixed and with log-normal lengths, one
+//! simulation is single-threaded), with fixed and with log-normal lengths and on an
+//! expert-parallel deployment, one
 //! iteration's cost, and `plan --rate` over the default device set (every device with a
 //! price, on all cores). Figures and how to reproduce them: benches/README.md.
 //!
@@ -66,6 +67,36 @@ fn bench(c: &mut Criterion) {
                 &s,
                 &Serving::default(),
                 black_box(&varied),
+            )
+            .unwrap()
+        })
+    });
+    // an expert-parallel deployment: Qwen3-30B-A3B on 4 x H100 with --ep 4 (attention
+    // data-parallel over the four groups) saturates near 105 requests/s at 512 + 128
+    // tokens (`ridgeline simulate --model qwen3-30b-a3b --gpu h100 --gpus 4 --ep 4
+    // --rate 20..200:+30 --requests 2000`); 95/s is 90% of that
+    let moe = ModelDb::builtin()
+        .unwrap()
+        .resolve("qwen3-30b-a3b")
+        .unwrap();
+    let ep = Scenario {
+        gpus: 4,
+        ep: 4,
+        ..Scenario::default()
+    };
+    let ep_load = Workload {
+        arrivals: Arrivals::Poisson { rate: 95.0 },
+        ..fixed.clone()
+    };
+    g.bench_function("100k_requests_expert_parallel", |b| {
+        b.iter(|| {
+            simulate(
+                &moe,
+                gpu,
+                engine,
+                &ep,
+                &Serving::default(),
+                black_box(&ep_load),
             )
             .unwrap()
         })
