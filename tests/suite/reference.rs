@@ -344,6 +344,8 @@ fn predict_and_explain_keys_are_documented_both_ways() {
         json("predict --model nemotron-h-56b --gpu h200 --gpus 2 --json"),
         // a checkpoint's own expert format (mxfp4 experts + bf16)
         json("predict --model gpt-oss-20b --gpu h100 --json"),
+        // chunked attention (Llama 4)
+        json("predict --model llama-4-scout --gpu h100 --gpus 8 --json"),
     ];
     let mut problems = Vec::new();
     let all = union(&predictions);

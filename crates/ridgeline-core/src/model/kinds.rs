@@ -75,6 +75,8 @@ pub(super) fn read(f: &Fields, b: &Base) -> Result<Structure> {
         let kind = LayerKind {
             mixer: mixers[i],
             window: windows[i],
+            // Llama 4's windows are its attention chunks
+            chunked: windows[i].is_some() && b.family.starts_with("llama4"),
             rope: ropes[i],
             ffn: ffns[i],
         };

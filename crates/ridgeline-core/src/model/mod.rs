@@ -65,6 +65,11 @@ pub struct LayerKind {
     /// Sliding window (or attention chunk) in tokens: each query sees at most this many
     /// keys, and the cache keeps no more (`None`: the whole context).
     pub window: Option<u64>,
+    /// The window is a chunk (Llama 4's chunked attention): a query sees the keys of its
+    /// own chunk of `window` positions only, `((p - 1) mod window) + 1` at position `p`,
+    /// instead of the last `window`.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub chunked: bool,
     /// Rotary position embedding on this layer (Llama 4's every fourth layer has none).
     pub rope: bool,
     /// Dense MLP, mixture of experts, or none.

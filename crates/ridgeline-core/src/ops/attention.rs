@@ -24,6 +24,9 @@ pub struct AttentionShape {
     pub v_dim: u64,
     /// Sliding window: each query sees at most this many keys (`None`: all).
     pub window: Option<u64>,
+    /// The window is a chunk: each query sees the keys of its own chunk of `window`
+    /// positions ([`chunked_pairs`]).
+    pub chunked: bool,
     /// Elements read per key position for all heads together: `2 · kv_heads · head_dim`
     /// for K and V of grouped-query attention, the latent and rotary key for latent
     /// attention.
@@ -69,6 +72,22 @@ pub fn windowed_pairs(q_len: u64, kv_len: u64, w: u64) -> f64 {
     below + above
 }
 
+/// Pairs a causal mask within chunks of `c` positions keeps (Llama 4's chunked
+/// attention): the query at position `p` (1-based) sees the `((p - 1) mod c) + 1` keys
+/// of its own chunk, summed over the new positions `kv_len - q_len + 1 ..= kv_len`.
+/// Prefill of `s = k·c + r` tokens: `k·c(c+1)/2 + r(r+1)/2`; decode at context `L`:
+/// `((L - 1) mod c) + 1`.
+pub fn chunked_pairs(q_len: u64, kv_len: u64, c: u64) -> f64 {
+    // Σ_{p=1}^{n} (((p - 1) mod c) + 1): whole chunks, then the partial one
+    let upto = |n: u64| -> f64 {
+        let (k, r) = ((n / c) as f64, (n % c) as f64);
+        let cf = c as f64;
+        k * cf * (cf + 1.0) / 2.0 + r * (r + 1.0) / 2.0
+    };
+    let start = kv_len.saturating_sub(q_len);
+    upto(kv_len) - upto(start)
+}
+
 impl AttentionShape {
     /// Grouped-query attention over a cache of `kv_heads` keys and values per token.
     #[allow(clippy::too_many_arguments)]
@@ -91,6 +110,7 @@ impl AttentionShape {
             head_dim,
             v_dim: head_dim,
             window: None,
+            chunked: false,
             kv_elems_per_token: 2.0 * kv_heads as f64 * head_dim as f64,
             kv_from_cache: true,
             act_bits,
@@ -101,15 +121,21 @@ impl AttentionShape {
     /// Query-key pairs the causal mask (and window) keeps, per sequence.
     pub fn pairs(&self) -> f64 {
         match self.window {
+            Some(c) if self.chunked => chunked_pairs(self.q_len, self.kv_len, c),
             Some(w) => windowed_pairs(self.q_len, self.kv_len, w),
             None => causal_pairs(self.q_len, self.kv_len),
         }
     }
 
     /// Key positions read per sequence: all of them, or with a window the last
-    /// `q_len + w - 1` (what the new queries can see).
+    /// `q_len + w - 1` (what the new queries can see), or with chunks of `c` those from
+    /// the start of the first new query's chunk: `kv_len - c·floor((kv_len - q_len) / c)`.
     pub fn keys_read(&self) -> u64 {
         match self.window {
+            Some(c) if self.chunked => {
+                let first = self.kv_len.saturating_sub(self.q_len);
+                self.kv_len - first / c * c
+            }
             Some(w) => self.kv_len.min(self.q_len.saturating_add(w - 1)),
             None => self.kv_len,
         }
@@ -155,7 +181,17 @@ impl AttentionShape {
     }
 
     fn score_elems(&self) -> f64 {
-        self.batch as f64 * self.heads as f64 * self.q_len as f64 * self.kv_len as f64
+        self.batch as f64 * self.heads as f64 * self.q_len as f64 * self.score_cols() as f64
+    }
+
+    /// Keys of the score matrix: every cached position, or for chunked attention the
+    /// positions of the chunks the new queries fall in (the cache keeps no other).
+    fn score_cols(&self) -> u64 {
+        if self.chunked {
+            self.keys_read()
+        } else {
+            self.kv_len
+        }
     }
 }
 
@@ -231,7 +267,7 @@ impl AttentionShape {
             self.batch
                 .saturating_mul(self.heads)
                 .saturating_mul(self.q_len),
-            self.kv_len,
+            self.score_cols(),
         )
     }
 }
@@ -293,6 +329,38 @@ mod tests {
         let p1 = attention_fused(&llama2_7b(1, 1000, 1000));
         let p2 = attention_fused(&llama2_7b(1, 2000, 2000));
         assert!((p2.flops / p1.flops - 4.0).abs() < 0.01);
+    }
+
+    #[test]
+    fn chunks_count_the_pairs_and_keys_of_their_own_chunk() {
+        use super::chunked_pairs;
+        // prefill of 10,000 tokens in chunks of 8192: 8192·8193/2 + 1808·1809/2 =
+        // 33,558,528 + 1,635,336 = 35,193,864 (a window of 8192: 48,369,664)
+        assert_eq!(chunked_pairs(10_000, 10_000, 8192), 35_193_864.0);
+        assert_eq!(windowed_pairs(10_000, 10_000, 8192), 48_369_664.0);
+        // decode at 10,000: the 1808 keys of the second chunk; at 8192 all of the first
+        assert_eq!(chunked_pairs(1, 10_000, 8192), 1808.0);
+        assert_eq!(chunked_pairs(1, 8192, 8192), 8192.0);
+        // three new tokens at positions 8192, 8193, 8194 see 8192, 1 and 2 keys
+        assert_eq!(chunked_pairs(3, 8194, 8192), 8195.0);
+        // against a brute-force count, and the keys read from the first query's chunk
+        for (q, kv, c) in [
+            (1u64, 1u64, 4u64),
+            (5, 9, 4),
+            (7, 7, 3),
+            (2, 12, 5),
+            (13, 40, 6),
+        ] {
+            let brute: u64 = (kv - q + 1..=kv).map(|p| (p - 1) % c + 1).sum();
+            assert_eq!(chunked_pairs(q, kv, c), brute as f64, "{q} {kv} {c}");
+            let shape = AttentionShape {
+                window: Some(c),
+                chunked: true,
+                ..AttentionShape::gqa(1, q, kv, 1, 1, 1, 16.0, 16.0)
+            };
+            let first_chunk_start = (kv - q) / c * c;
+            assert_eq!(shape.keys_read(), kv - first_chunk_start, "{q} {kv} {c}");
+        }
     }
 
     #[test]

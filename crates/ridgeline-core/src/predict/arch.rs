@@ -60,6 +60,9 @@ pub struct WindowLayers {
     pub window: u64,
     /// Layers with this window.
     pub layers: u64,
+    /// The window is an attention chunk (Llama 4): a query sees its own chunk only.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub chunked: bool,
 }
 
 /// The state-space (Mamba) blocks of a hybrid model.
@@ -138,6 +141,7 @@ impl Predictor<'_> {
                     None => windows.push(WindowLayers {
                         window: w,
                         layers: n,
+                        chunked: kind.chunked,
                     }),
                 }
             }

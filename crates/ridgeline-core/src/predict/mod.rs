@@ -172,6 +172,30 @@ pub fn decode_steps(prompt: u64, gen_tokens: u64) -> (u64, u64) {
     }
 }
 
+/// The attention chunk of a model whose windowed layers are chunks (`None`: no chunked
+/// layer). A model that mixes chunks with sliding windows, or chunks of two sizes, is
+/// refused: the decode sums split a chunked model's contexts at its one chunk only.
+fn chunk_of(model: &ModelConfig) -> Result<Option<u64>> {
+    let chunks = || model.kinds.iter().filter(|k| k.chunked);
+    let Some(c) = chunks().find_map(|k| k.window) else {
+        return Ok(None);
+    };
+    let other = model
+        .kinds
+        .iter()
+        .any(|k| k.window.is_some() && (!k.chunked || k.window != Some(c)));
+    if other || c < 2 {
+        return Err(Error::invalid(
+            "attention_chunk_size",
+            format!(
+                "{}: chunked attention beside sliding windows or chunks of other sizes, or a chunk under 2 tokens, is not modelled",
+                model.id
+            ),
+        ));
+    }
+    Ok(Some(c))
+}
+
 /// `num / den`, or 0 where the denominator is 0 (no tokens, no time).
 fn ratio(num: f64, den: f64) -> f64 {
     if den > 0.0 { num / den } else { 0.0 }
@@ -233,6 +257,9 @@ pub struct Predictor<'a> {
     matmul_dtypes: (ComputeDtype, ComputeDtype),
     /// The model's sliding windows, ascending: where decode costs stop growing.
     windows: Vec<u64>,
+    /// The attention chunk of a chunked-attention model (Llama 4), the one entry of
+    /// `windows`: decode costs of those layers repeat every chunk.
+    chunk: Option<u64>,
     spec: Option<Speculation>,
     draft: Draft<'a>,
     /// The engine's time per routed expert matrix on this device times the matrices of
@@ -460,6 +487,7 @@ impl<'a> Predictor<'a> {
                 w.dedup();
                 w
             },
+            chunk: chunk_of(model)?,
             spec: s.spec,
             draft: Draft::Head,
             expert_matrix_s: engine.expert_overhead_on(hardware) * expert_matrices(model) as f64,
@@ -474,6 +502,12 @@ impl<'a> Predictor<'a> {
     /// The model's sliding windows, ascending (where decode costs stop growing).
     pub fn windows(&self) -> &[u64] {
         &self.windows
+    }
+
+    /// The attention chunk of a chunked-attention model (then the only entry of
+    /// [`Predictor::windows`]).
+    pub fn chunk(&self) -> Option<u64> {
+        self.chunk
     }
 
     /// Devices of the layout.

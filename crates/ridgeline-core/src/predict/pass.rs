@@ -332,6 +332,9 @@ impl Predictor<'_> {
         hi: u64,
         offloaded: f64,
     ) -> (PassResult, f64, f64) {
+        if let Some(c) = self.chunk {
+            return self.decode_with_chunked_sum(batch, mid, lo, hi, offloaded, c);
+        }
         let mut kinks = self.windows.iter().copied().filter(|&w| w >= lo && w < hi);
         let Some(first) = kinks.next() else {
             return self.decode_with_affine_sum(batch, mid, lo, hi, offloaded);
@@ -346,6 +349,104 @@ impl Predictor<'_> {
             start = end + 1;
         }
         (step, pred, ideal)
+    }
+
+    /// [`Predictor::decode_with_sum`] for a chunked-attention model (chunks of `c`): a
+    /// chunked layer's attention sees `((L - 1) mod c) + 1` keys, affine within each
+    /// chunk `kc + 1 ..= (k + 1)c`, so the contexts split at the multiples of `c`; the
+    /// whole chunks between the first and the last are summed at once
+    /// ([`Predictor::periodic_sum`]), so the work does not grow with the generation.
+    fn decode_with_chunked_sum(
+        &self,
+        batch: u64,
+        mid: u64,
+        lo: u64,
+        hi: u64,
+        offloaded: f64,
+        c: u64,
+    ) -> (PassResult, f64, f64) {
+        // the step at `mid` alone (an empty range)
+        let (step, _, _) = self.decode_with_affine_sum(batch, mid, 1, 0, offloaded);
+        if hi < lo {
+            return (step, 0.0, 0.0);
+        }
+        let piece = |a: u64, b: u64| {
+            let (_, p, i) = self.decode_with_affine_sum(batch, a, a, b, offloaded);
+            (p, i)
+        };
+        // the first multiple of c at or above lo ends the first piece
+        let first = lo.div_ceil(c).saturating_mul(c);
+        if first >= hi {
+            let (p, i) = piece(lo, hi);
+            return (step, p, i);
+        }
+        let last = (hi - 1) / c * c;
+        let (mut pred, mut ideal) = piece(lo, first);
+        let periods = (last - first) / c;
+        if periods <= 4 {
+            for k in 0..periods {
+                let (p, i) = piece(first + k * c + 1, first + (k + 1) * c);
+                pred += p;
+                ideal += i;
+            }
+        } else {
+            let (p, i) = self.periodic_sum(batch, first + 1, c, periods, offloaded);
+            pred += p;
+            ideal += i;
+        }
+        let (p, i) = piece(last + 1, hi);
+        (step, pred + p, ideal + i)
+    }
+
+    /// The (predicted, ideal) sums of the decode steps at contexts `start ..
+    /// start + periods·c - 1`, whole chunks of a chunked-attention model: an op whose
+    /// cost is the same a chunk later depends on the context only within its chunk
+    /// (a chunked layer's attention, or no dependence at all) and costs the same in
+    /// every chunk; every other op (a global layer's attention) is affine over the
+    /// whole range.
+    fn periodic_sum(
+        &self,
+        batch: u64,
+        start: u64,
+        c: u64,
+        periods: u64,
+        offloaded: f64,
+    ) -> (f64, f64) {
+        let end = start + periods * c - 1;
+        let n = (end - start + 1) as f64;
+        let (parts, np) = self.decode_parts();
+        let (mut pred, mut ideal) = (0.0, 0.0);
+        for &(part, w) in &parts[..np] {
+            let graph = |x| self.part_graph(part, &Step::decode(batch, x));
+            let (ga, gb, gn, ge) = (
+                graph(start),
+                graph(start + c - 1),
+                graph(start + c),
+                graph(end),
+            );
+            let ops = ga.ops().iter().zip(gb.ops()).zip(gn.ops()).zip(ge.ops());
+            for (((a, b), next), e) in ops {
+                let pa = self.place_op(a);
+                let (p, i) = if next.cost == a.cost {
+                    let pb = self.place_op(b);
+                    let (p, i) = self.op_sum(a, &pa, &pb, start, start + c - 1);
+                    (periods as f64 * p, periods as f64 * i)
+                } else {
+                    let pe = self.place_op(e);
+                    self.op_sum(a, &pa, &pe, start, end)
+                };
+                pred += w * p;
+                ideal += w * i;
+            }
+            let (tail, tail_ideal) = if part == Part::Draft {
+                (n * self.draft_overhead(batch, batch), 0.0)
+            } else {
+                self.decode_sum_tail(batch, n, offloaded)
+            };
+            pred += w * tail;
+            ideal += w * tail_ideal;
+        }
+        (pred, ideal)
     }
 
     /// [`Predictor::decode_with_sum`] over a range where every op is affine in the
@@ -546,6 +647,79 @@ mod tests {
         assert_eq!(crate::predict::expert_matrices(&dense), 0);
         let pd = Predictor::new(&dense, strix, &engine, &s).unwrap();
         assert_eq!(pd.expert_loop_s(512), 0.0);
+    }
+
+    /// Llama 4's chunked attention: a chunked layer's decode attention reads the keys of
+    /// its own chunk, by hand; the generation's decode sum split at the chunks equals the
+    /// steps summed one by one; a simulated decode group costs what the plain step does.
+    #[test]
+    fn chunked_attention_sees_its_own_chunk() {
+        use crate::model::ModelConfig;
+        use crate::model::graph::{OpKind, Step};
+        use crate::predict::IterationCost;
+        let hw = HardwareDb::builtin().unwrap();
+        let h100 = hw.get("h100").unwrap();
+        let engine = EngineDb::builtin().unwrap().get("typical").unwrap();
+        let scout = ModelDb::builtin()
+            .unwrap()
+            .resolve("llama-4-scout")
+            .unwrap();
+        let s = Scenario {
+            gpus: 8,
+            ..Scenario::default()
+        };
+        let p = Predictor::new(&scout, h100, engine, &s).unwrap();
+        assert_eq!(p.chunk(), Some(8192));
+        // decode at context 10,000: a chunked layer reads the 10000 - 8192 = 1808 keys of
+        // the second chunk, at 1 KV head per device (8 over tp 8) x 128 x 2 (K and V) x
+        // 2 bytes = 512 B per key: 925,696 B; a global (NoPE) layer all 10,000: 5,120,000
+        let g = p.graph(&Step::decode(1, 10_000));
+        let kv = |kind: OpKind| {
+            let op = g.ops().iter().find(|o| o.kind == kind).unwrap();
+            op.cost.read.kv
+        };
+        assert_eq!(kv(OpKind::WindowAttention), 925_696.0);
+        assert_eq!(kv(OpKind::Attention), 5_120_000.0);
+        // (as a sliding window it read 8192 keys: 4,194,304 B)
+
+        // chunks of 64 tokens: 31..=629 spans 8 whole chunks between two partial ones
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../data/models/llama-4-scout.json"
+        );
+        let text = std::fs::read_to_string(path).unwrap().replace(
+            "\"attention_chunk_size\": 8192",
+            "\"attention_chunk_size\": 64",
+        );
+        let small = ModelConfig::from_json_str(&text, "scout-64", "test").unwrap();
+        let p = Predictor::new(&small, h100, engine, &s).unwrap();
+        assert_eq!(p.chunk(), Some(64));
+        let sum = p.summary(2, 30, 600);
+        let (mut pred, mut ideal) = (0.0, 0.0);
+        for l in 31..=629 {
+            let step = p.decode_step(2, l, 0.0);
+            pred += step.time_s;
+            ideal += step.roofline_time_s;
+        }
+        assert!(
+            (sum.decode_total_s / pred - 1.0).abs() < 1e-9,
+            "{} {pred}",
+            sum.decode_total_s
+        );
+        assert!((sum.decode_total_roofline_s / ideal - 1.0).abs() < 1e-9);
+        // the simulator's decode groups in closed form (the lines were checked at
+        // 2 x 64 + 5 = 133, where a chunk sees 5 keys and a window would see 64), equal
+        // to the plain step of a batch at one context in the third chunk and the fourth
+        let mut it = IterationCost::new(&p);
+        assert!(it.closed_form());
+        for l in [150, 200] {
+            for _ in 0..3 {
+                it.add_decode(l);
+            }
+            let got = it.finish().time_s;
+            let want = p.decode_step(3, l, 0.0).time_s;
+            assert!((got / want - 1.0).abs() < 1e-9, "{l}: {got} {want}");
+        }
     }
 
     /// The matmuls' roll-off at few rows (`gemm_half_rows`), by hand: a matmul of `M`

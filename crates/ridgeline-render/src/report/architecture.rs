@@ -77,6 +77,20 @@ fn attention(a: &Architecture) -> Finding {
 fn windows(p: &Prediction, a: &Architecture) -> Option<Finding> {
     let largest = a.windows.last()?;
     let windowed: u64 = a.windows.iter().map(|w| w.layers).sum();
+    if let [one] = &a.windows[..]
+        && one.chunked
+    {
+        return Some(finding(
+            "architecture",
+            format!(
+                "{windowed} of {} layers attend within chunks of {} tokens: a query sees the keys of its own chunk only, so those layers cache one chunk and a decode step reads {} keys at context {} (its chunk so far); prefill counts the pairs within each chunk.",
+                a.layers,
+                one.window,
+                (p.decode.context.max(1) - 1) % one.window + 1,
+                p.decode.context,
+            ),
+        ));
+    }
     let list = match &a.windows[..] {
         [one] => format!("a sliding window of {} tokens", one.window),
         many => format!(

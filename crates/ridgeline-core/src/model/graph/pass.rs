@@ -127,6 +127,7 @@ impl Pass<'_> {
         }
         let shape = AttentionShape {
             window: kind.window,
+            chunked: kind.chunked,
             ..AttentionShape::gqa(
                 self.step.batch,
                 self.step.new_tokens,
@@ -211,6 +212,7 @@ impl Pass<'_> {
         g.push(OpKind::MlaKvAProj, l, kv_a, self.matmul);
         let base = AttentionShape {
             window: kind.window,
+            chunked: kind.chunked,
             ..AttentionShape::gqa(
                 self.step.batch,
                 self.step.new_tokens,

@@ -253,7 +253,8 @@ pub struct DecodeSums {
     pub sequences: u64,
     /// `Σ L_i`, their contexts (each including its new token).
     pub context: f64,
-    /// `Σ min(L_i, w)` for each of [`IterationCost::windows`].
+    /// `Σ min(L_i, w)` for each of [`IterationCost::windows`] (for a chunked-attention
+    /// model, `Σ (((L_i - 1) mod c) + 1)` for its chunk `c`).
     pub windowed: [f64; MAX_WINDOWS],
 }
 
@@ -270,16 +271,22 @@ impl DecodeModel {
     /// Measures the lines on the graphs of one decoding sequence, between the windows,
     /// and checks them at other contexts and at batch 3 (`None`: the ops are not of
     /// this form; the caller then uses the plain graph at the mean context).
-    fn new(p: &Predictor<'_>, windows: &[u64]) -> Option<DecodeModel> {
+    fn new(p: &Predictor<'_>, windows: &[u64], chunked: bool) -> Option<DecodeModel> {
         if windows.len() > MAX_WINDOWS || windows.first().is_some_and(|&w| w < 2) {
             return None;
         }
         let at = |l: u64| Template::of(p, &Step::decode(1, l));
         let (template, c1) = at(1)?;
-        // segment ends: 1, w_1, ..., w_m, w_m + 2^20
+        // segment ends: 1, w_1, ..., w_m, w_m + 2^20 (for a chunk c, the multiple of c
+        // at or above it: there a chunk's keys are c, as a window's would be, so the
+        // slopes between the ends measure the same coefficients)
         let mut ends = vec![1u64];
         ends.extend_from_slice(windows);
-        ends.push(ends.last().copied().unwrap_or(1) + (1 << 20));
+        let far = ends.last().copied().unwrap_or(1) + (1 << 20);
+        ends.push(match (chunked, windows.first()) {
+            (true, Some(&c)) => far.div_ceil(c) * c,
+            _ => far,
+        });
         let mut costs = Vec::with_capacity(ends.len());
         for &l in &ends {
             let (t, c) = at(l)?;
@@ -317,19 +324,19 @@ impl DecodeModel {
         }
         checks
             .iter()
-            .all(|&l| model.check(p, windows, l))
+            .all(|&l| model.check(p, windows, chunked, l))
             .then_some(model)
     }
 
     /// Whether the lines give the graph's costs at context `l` for batches 1 and 3.
-    fn check(&self, p: &Predictor<'_>, windows: &[u64], l: u64) -> bool {
+    fn check(&self, p: &Predictor<'_>, windows: &[u64], chunked: bool, l: u64) -> bool {
         [1u64, 3].iter().all(|&b| {
             let Some((t, want)) = Template::of(p, &Step::decode(b, l)) else {
                 return false;
             };
             let mut sums = DecodeSums::default();
             for _ in 0..b {
-                sums.add(windows, l);
+                sums.add(windows, chunked, l);
             }
             let mut got = [[0.0; 8]; MAX_SEQ_OPS];
             self.costs(&sums, windows.len(), &mut got);
@@ -362,14 +369,15 @@ impl DecodeModel {
 }
 
 impl DecodeSums {
-    /// Adds one sequence decoding at `context` (its new token included).
+    /// Adds one sequence decoding at `context` (its new token included); `chunked`:
+    /// the windows are attention chunks.
     #[inline]
-    pub fn add(&mut self, windows: &[u64], context: u64) {
+    pub fn add(&mut self, windows: &[u64], chunked: bool, context: u64) {
         self.sequences += 1;
         let l = context.max(1);
         self.context += l as f64;
         for (s, &w) in self.windowed.iter_mut().zip(windows) {
-            *s += l.min(w) as f64;
+            *s += if chunked { (l - 1) % w + 1 } else { l.min(w) } as f64;
         }
     }
 }
@@ -429,6 +437,8 @@ impl ChunkCache {
 pub struct IterationCost<'p, 'a> {
     p: &'p Predictor<'a>,
     windows: Vec<u64>,
+    /// The windows are attention chunks.
+    chunked: bool,
     token: ByCount,
     head: ByCount,
     decode_only: ByCount,
@@ -465,10 +475,12 @@ impl<'p, 'a> IterationCost<'p, 'a> {
     /// Measures the decode lines and the prefill template of `p`.
     pub fn new(p: &'p Predictor<'a>) -> Self {
         let windows: Vec<u64> = p.windows.clone();
+        let chunked = p.chunk.is_some();
         let prefill = Template::of(p, &Step::prefill(1, 2)).map(|(t, _)| t);
         IterationCost {
             p,
-            decode: DecodeModel::new(p, &windows),
+            decode: DecodeModel::new(p, &windows, chunked),
+            chunked,
             chunks: ChunkCache::new(prefill.map_or(0, |t| t.n)),
             prefill,
             windows,
@@ -519,7 +531,7 @@ impl<'p, 'a> IterationCost<'p, 'a> {
             self.spec_sequences += 1;
             self.spec_context += context;
         } else {
-            self.sums.add(&self.windows, context);
+            self.sums.add(&self.windows, self.chunked, context);
         }
     }
 
