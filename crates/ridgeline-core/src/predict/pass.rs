@@ -356,6 +356,8 @@ impl Predictor<'_> {
     /// chunk `kc + 1 ..= (k + 1)c`, so the contexts split at the multiples of `c`; the
     /// whole chunks between the first and the last are summed at once
     /// ([`Predictor::periodic_sum`]), so the work does not grow with the generation.
+    #[cold]
+    #[inline(never)]
     fn decode_with_chunked_sum(
         &self,
         batch: u64,
@@ -404,6 +406,7 @@ impl Predictor<'_> {
     /// (a chunked layer's attention, or no dependence at all) and costs the same in
     /// every chunk; every other op (a global layer's attention) is affine over the
     /// whole range.
+    #[inline(never)]
     fn periodic_sum(
         &self,
         batch: u64,
