@@ -478,11 +478,17 @@ def test_ctrl_c_raises_keyboard_interrupt_and_stops_the_work():
     import threading
     import time
 
+    # Python's own Ctrl-C handler, whatever this process was started with (a shell
+    # starts background jobs with SIGINT ignored, and Python then installs none)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     # SIGINT to this process after a moment, as Ctrl-C sends
     timer = threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT))
     timer.start()
     t = time.monotonic()
-    with pytest.raises(KeyboardInterrupt):
-        ridgeline.simulate("llama-3-8b", "h100", requests=1_000_000, rate="1..30")
-    assert time.monotonic() - t < 10
-    timer.cancel()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            ridgeline.simulate("llama-3-8b", "h100", requests=1_000_000, rate="1..30")
+        assert time.monotonic() - t < 10
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGINT, previous)
