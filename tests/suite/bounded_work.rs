@@ -4,10 +4,11 @@
 //! CLI exits 130 and writes no file); a loaded server answers every cheap request
 //! while slow clients hang on; long commands draw a progress bar on a terminal.
 
+use crate::support::net::{exchange, on_tty, serve};
 use ridgeline::web::{Request, Response, Server, handle};
 use ridgeline::work::Work;
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::TcpStream;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -108,31 +109,6 @@ fn every_bad_request_names_its_parameter() {
 // ---------------------------------------------------------------------------------
 // Over a socket
 
-fn start(server: Server) -> SocketAddr {
-    let server = server.quiet();
-    let addr = server.addr().unwrap();
-    std::thread::spawn(move || server.run());
-    addr
-}
-
-/// The raw answer to `raw` (the server closes the connection), header names in lower
-/// case.
-fn exchange(addr: SocketAddr, raw: &[u8], wait: Duration) -> String {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(wait)).unwrap();
-    let _ = s.write_all(raw);
-    let mut out = Vec::new();
-    let _ = s.read_to_end(&mut out);
-    let text = String::from_utf8_lossy(&out).into_owned();
-    match text.split_once("\r\n\r\n") {
-        Some((head, body)) => {
-            let (status, headers) = head.split_once("\r\n").unwrap_or((head, ""));
-            format!("{status}\r\n{}\r\n\r\n{body}", headers.to_ascii_lowercase())
-        }
-        None => text,
-    }
-}
-
 fn get(target: &str) -> Vec<u8> {
     format!("GET {target} HTTP/1.1\r\nHost: x\r\n\r\n").into_bytes()
 }
@@ -143,7 +119,7 @@ const LONG: &str = "/api/simulate?model=llama-3-8b&gpu=h100&requests=100000&rate
 
 #[test]
 fn a_computation_stops_at_its_deadline_and_when_its_client_goes() {
-    let addr = start(
+    let addr = serve(
         Server::bind("127.0.0.1", 0)
             .unwrap()
             .deadline(Duration::from_millis(500))
@@ -159,7 +135,7 @@ fn a_computation_stops_at_its_deadline_and_when_its_client_goes() {
 
     // one worker, a long deadline: a client that sends the long request and goes away
     // frees the worker for the next one
-    let addr = start(
+    let addr = serve(
         Server::bind("127.0.0.1", 0)
             .unwrap()
             .deadline(Duration::from_secs(120))
@@ -186,7 +162,7 @@ fn a_loaded_server_answers_every_cheap_request_while_slow_clients_hang_on() {
     // 2 workers, each computation at most 2 s; 100 slow-loris connections (a head
     // sent a byte at a time, never finished) and 200 requests at once: half cheap
     // (the page, the menus, the device list), half expensive (simulations)
-    let addr = start(
+    let addr = serve(
         Server::bind("127.0.0.1", 0)
             .unwrap()
             .deadline(Duration::from_secs(2))
@@ -323,18 +299,6 @@ fn ctrl_c_stops_a_long_run_with_130_and_writes_no_file() {
 #[test]
 fn long_commands_draw_a_progress_bar_on_a_terminal() {
     // `script` gives the command a terminal for stderr
-    let on_tty = |cmd: &str| {
-        let out = Command::new("script")
-            .args(["-qec", cmd, "/dev/null"])
-            .output()
-            .expect("script (util-linux) runs");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
     let simulate = format!(
         "{BIN} simulate --model llama-3-8b --gpu h100 --requests 50000 --rate 1..20 > /dev/null"
     );

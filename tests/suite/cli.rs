@@ -585,18 +585,7 @@ fn quiet_silences_the_progress_line_on_a_terminal() {
     let sweep = format!(
         "{bin} sweep --model llama-3-8b --gpu h100 --batch 1..2000 --prompt 1..100 > /dev/null"
     );
-    let on_tty = |cmd: &str| {
-        let out = std::process::Command::new("script")
-            .args(["-qec", cmd, "/dev/null"])
-            .output()
-            .expect("script (util-linux) runs");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
+    use crate::support::net::on_tty;
     assert!(on_tty(&sweep).contains("sweep: "), "no progress line drawn");
     assert!(!on_tty(&format!("{sweep} --quiet")).contains("sweep: "));
 }

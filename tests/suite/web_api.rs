@@ -545,40 +545,17 @@ fn meta_lists_the_menus_and_the_chart_colours() {
 const IDLE_MAX: usize = 64;
 
 fn start(timeout: Duration) -> SocketAddr {
-    let server = Server::bind("127.0.0.1", 0)
-        .unwrap()
-        .quiet()
-        .request_timeout(timeout)
-        .max_connections(IDLE_MAX);
-    let addr = server.addr().unwrap();
-    std::thread::spawn(move || server.run());
-    addr
+    crate::support::net::serve(
+        Server::bind("127.0.0.1", 0)
+            .unwrap()
+            .request_timeout(timeout)
+            .max_connections(IDLE_MAX),
+    )
 }
 
-/// Sends `raw` and reads the whole answer (the server closes the connection), with
-/// the head's header names in lower case (as hyper writes them; HTTP's are
-/// case-insensitive).
+/// [`exchange`] with a 30 s wait.
 fn exchange(addr: SocketAddr, raw: &[u8]) -> String {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    let _ = s.write_all(raw);
-    let mut out = Vec::new();
-    let _ = s.read_to_end(&mut out);
-    let text = String::from_utf8_lossy(&out).into_owned();
-    match text.split_once("\r\n\r\n") {
-        Some((head, body)) => {
-            let mut lines = head.split("\r\n");
-            let status = lines.next().unwrap_or_default().to_string();
-            let headers: Vec<String> = lines
-                .map(|l| match l.split_once(':') {
-                    Some((k, v)) => format!("{}:{v}", k.to_ascii_lowercase()),
-                    None => l.to_string(),
-                })
-                .collect();
-            format!("{status}\r\n{}\r\n\r\n{body}", headers.join("\r\n"))
-        }
-        None => text,
-    }
+    crate::support::net::exchange(addr, raw, Duration::from_secs(30))
 }
 
 #[test]

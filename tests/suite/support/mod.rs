@@ -2,4 +2,5 @@
 
 pub mod cli;
 pub mod fuzz_checks;
+pub mod net;
 pub mod synthetic_measurements;

@@ -385,13 +385,7 @@ impl Predictor<'_> {
         let last = (hi - 1) / c * c;
         let (mut pred, mut ideal) = piece(lo, first);
         let periods = (last - first) / c;
-        if periods <= 4 {
-            for k in 0..periods {
-                let (p, i) = piece(first + k * c + 1, first + (k + 1) * c);
-                pred += p;
-                ideal += i;
-            }
-        } else {
+        if periods > 0 {
             let (p, i) = self.periodic_sum(batch, first + 1, c, periods, offloaded);
             pred += p;
             ideal += i;
@@ -441,11 +435,7 @@ impl Predictor<'_> {
                 pred += w * p;
                 ideal += w * i;
             }
-            let (tail, tail_ideal) = if part == Part::Draft {
-                (n * self.draft_overhead(batch, batch), 0.0)
-            } else {
-                self.decode_sum_tail(batch, n, offloaded)
-            };
+            let (tail, tail_ideal) = self.part_sum_tail(part, batch, n, offloaded);
             pred += w * tail;
             ideal += w * tail_ideal;
         }
@@ -524,12 +514,18 @@ impl Predictor<'_> {
             return (step, 0.0, 0.0);
         }
         let n = (hi - lo + 1) as f64;
-        let (tail, tail_ideal) = if part == Part::Draft {
+        let (tail, tail_ideal) = self.part_sum_tail(part, batch, n, offloaded);
+        (step, pred + tail, ideal + tail_ideal)
+    }
+
+    /// The per-pass terms of `n` passes of `part` (the draft's overhead, or the decode
+    /// step's: see [`Predictor::decode_sum_tail`]), (predicted, ideal).
+    fn part_sum_tail(&self, part: Part, batch: u64, n: f64, offloaded: f64) -> (f64, f64) {
+        if part == Part::Draft {
             (n * self.draft_overhead(batch, batch), 0.0)
         } else {
             self.decode_sum_tail(batch, n, offloaded)
-        };
-        (step, pred + tail, ideal + tail_ideal)
+        }
     }
 
     /// Adds the per-pass terms (step, layer and sequence overheads, pipeline sends, host
@@ -685,7 +681,7 @@ mod tests {
         assert_eq!(kv(OpKind::Attention), 5_120_000.0);
         // (as a sliding window it read 8192 keys: 4,194,304 B)
 
-        // chunks of 64 tokens: 31..=629 spans 8 whole chunks between two partial ones
+        // the same model with chunks of 64 tokens
         let path = concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/../../data/models/llama-4-scout.json"
@@ -697,19 +693,23 @@ mod tests {
         let small = ModelConfig::from_json_str(&text, "scout-64", "test").unwrap();
         let p = Predictor::new(&small, h100, engine, &s).unwrap();
         assert_eq!(p.chunk(), Some(64));
-        let sum = p.summary(2, 30, 600);
-        let (mut pred, mut ideal) = (0.0, 0.0);
-        for l in 31..=629 {
-            let step = p.decode_step(2, l, 0.0);
-            pred += step.time_s;
-            ideal += step.roofline_time_s;
+        // contexts 31..=629 (8 whole chunks between two partial ones), 31..=179 (one),
+        // 101..=119 (inside one chunk)
+        for (prompt, gen_tokens) in [(30, 600), (30, 150), (100, 20)] {
+            let sum = p.summary(2, prompt, gen_tokens);
+            let (mut pred, mut ideal) = (0.0, 0.0);
+            for l in prompt + 1..prompt + gen_tokens {
+                let step = p.decode_step(2, l, 0.0);
+                pred += step.time_s;
+                ideal += step.roofline_time_s;
+            }
+            assert!(
+                (sum.decode_total_s / pred - 1.0).abs() < 1e-9,
+                "{prompt} {gen_tokens}: {} {pred}",
+                sum.decode_total_s
+            );
+            assert!((sum.decode_total_roofline_s / ideal - 1.0).abs() < 1e-9);
         }
-        assert!(
-            (sum.decode_total_s / pred - 1.0).abs() < 1e-9,
-            "{} {pred}",
-            sum.decode_total_s
-        );
-        assert!((sum.decode_total_roofline_s / ideal - 1.0).abs() < 1e-9);
         // the simulator's decode groups in closed form (the lines were checked at
         // 2 x 64 + 5 = 133, where a chunk sees 5 keys and a window would see 64), equal
         // to the plain step of a batch at one context in the third chunk and the fourth
