@@ -9,11 +9,17 @@
 //!
 //! Run: `cargo run -q --example kernel_check` (add `-- --by-device` for one line per
 //! device and op class). Nothing here changes a prediction.
+//!
+//! With `-- --transfer`, each device is held out instead: its tables are dropped, and
+//! every one of its measured points is predicted from the table of the sibling that
+//! `KernelDb::sibling` picks for it among the rest (the same efficiency as a fraction
+//! of the held-out device's own roof); printed per held-out device, sibling and op
+//! class are the median predicted/measured time and the median |error|.
 
 use ridgeline::dtype::ComputeDtype;
 use ridgeline::engine::{Engine, EngineDb};
 use ridgeline::hardware::{Hardware, HardwareDb};
-use ridgeline::kernels::{KernelDb, OpClass};
+use ridgeline::kernels::{KernelDb, OpClass, Shape, Source};
 use ridgeline::ops::{AttentionShape, Collective, Operand, attention_fused, collective, linear};
 use ridgeline::roofline::{Ceilings, Efficiency, place};
 use std::collections::BTreeMap;
@@ -119,10 +125,93 @@ fn median(v: &mut [f64]) -> f64 {
     }
 }
 
+/// One output line: `label`, the points, the median ratio and the median |ratio - 1|.
+fn print_line(label: &str, r: &mut [f64]) {
+    let mut err: Vec<f64> = r.iter().map(|x| (x - 1.0).abs()).collect();
+    println!(
+        "{label}: {} points, ratio {:.2}, |error| {:.0}%",
+        r.len(),
+        median(r),
+        100.0 * median(&mut err)
+    );
+}
+
+/// The shape of a measured point of the grid (`op`, `key`) at `at`.
+fn shape_of(op: OpClass, key: &str, at: &[f64]) -> Option<Shape> {
+    Some(match op {
+        OpClass::Gemm => Shape::Gemm {
+            m: at[0] as u64,
+            n: at[1] as u64,
+            k: at[2] as u64,
+        },
+        OpClass::AttentionPrefill | OpClass::AttentionDecode => {
+            let h: Vec<u64> = key.split('/').filter_map(|x| x.parse().ok()).collect();
+            Shape::Attention {
+                batch: at[0] as u64,
+                len: at[1] as u64,
+                heads: *h.first()?,
+                kv_heads: *h.get(1)?,
+                head_dim: *h.get(2)?,
+            }
+        }
+        OpClass::AllReduce => Shape::AllReduce {
+            gpus: key.parse().ok()?,
+            bytes: at[0],
+        },
+    })
+}
+
+/// `--transfer`: every device held out and predicted from its sibling's tables.
+fn transfer(kernels: &KernelDb, hw_db: &HardwareDb) -> ridgeline::Result<()> {
+    // (held-out device, sibling, op class) -> predicted / measured time
+    let mut ratios: BTreeMap<(String, String, String), Vec<f64>> = BTreeMap::new();
+    let mut alone = Vec::new();
+    for c in kernels.coverage() {
+        let hw = hw_db.get(&c.device)?;
+        let mut rest = kernels.clone();
+        rest.remove_device(&c.device);
+        let t = kernels.table(&c.device, &c.backend).expect("listed");
+        let mut any = false;
+        for ((op, dtype, key), grid) in &t.grids {
+            for (at, measured) in grid.points() {
+                let Some(shape) = shape_of(*op, key, at) else {
+                    continue;
+                };
+                let Some((eff, Source::Transferred(from))) =
+                    rest.lookup(hw, hw_db, &c.backend, *op, dtype, &shape)
+                else {
+                    continue;
+                };
+                any = true;
+                // predicted time roof / eff over measured time roof / measured
+                ratios
+                    .entry((c.device.clone(), from, op.name().to_string()))
+                    .or_default()
+                    .push(measured / eff);
+            }
+        }
+        if !any {
+            alone.push(format!("{} ({})", c.device, c.backend));
+        }
+    }
+    println!(
+        "held-out device <- sibling / op class: points, median predicted/measured time, median |error|"
+    );
+    for ((device, from, op), mut r) in ratios {
+        print_line(&format!("{device} <- {from} / {op}"), &mut r);
+    }
+    alone.dedup();
+    println!("no sibling within reach: {}", alone.join(", "));
+    Ok(())
+}
+
 fn main() -> ridgeline::Result<()> {
     let by_device = std::env::args().any(|a| a == "--by-device");
     let kernels = KernelDb::builtin()?;
     let hw_db = HardwareDb::builtin()?;
+    if std::env::args().any(|a| a == "--transfer") {
+        return transfer(kernels, hw_db);
+    }
     let engines = EngineDb::builtin()?;
     // (group, subset) -> ratios ridgeline / measured
     let mut ratios: BTreeMap<(String, String), Vec<f64>> = BTreeMap::new();
@@ -165,13 +254,7 @@ fn main() -> ridgeline::Result<()> {
     }
     println!("op class / subset: points, median ridgeline/measured time, median |error|");
     for ((group, subset), mut r) in ratios {
-        let mut err: Vec<f64> = r.iter().map(|x| (x - 1.0).abs()).collect();
-        println!(
-            "{group} / {subset}: {} points, ratio {:.2}, |error| {:.0}%",
-            r.len(),
-            median(&mut r),
-            100.0 * median(&mut err)
-        );
+        print_line(&format!("{group} / {subset}"), &mut r);
     }
     Ok(())
 }

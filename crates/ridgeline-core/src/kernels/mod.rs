@@ -16,6 +16,7 @@ pub use grid::Grid;
 pub use parse::HEADER;
 
 use crate::error::{Error, Result};
+use crate::hardware::{Hardware, HardwareDb};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -114,6 +115,22 @@ impl Shape {
             _ => None,
         }
     }
+}
+
+/// Most a sibling's 16-bit tensor peak or memory bandwidth may differ from the device's
+/// (either way) for its kernel efficiencies to stand in ([`KernelDb::sibling`]): H100
+/// SXM for H100 PCIe (989.5 against 756 TFLOP/s, 3.35 against 2.0 TB/s), L40S for RTX
+/// 4090, not A100 for A10G (312 against 70 TFLOP/s and 2.04 against 0.6 TB/s, a
+/// different die).
+pub const MAX_SIBLING_RATIO: f64 = 2.5;
+
+/// Where a kernel efficiency comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// The device's own measured table.
+    Measured,
+    /// The table of a sibling device (its id), as a fraction of this device's roof.
+    Transferred(String),
 }
 
 /// One device's table under one engine.
@@ -225,6 +242,12 @@ impl KernelDb {
         Ok(read)
     }
 
+    /// Drops every table of `device` (to hold a device out, as `examples/kernel_check.rs
+    /// --transfer` does).
+    pub fn remove_device(&mut self, device: &str) {
+        self.tables.retain(|(d, _), _| d != device);
+    }
+
     /// The table of `device` under `backend`, if any.
     pub fn table(&self, device: &str, backend: &str) -> Option<&Table> {
         self.tables.get(&(device.to_string(), backend.to_string()))
@@ -248,6 +271,62 @@ impl KernelDb {
             .grids
             .get(&(op, dtype.to_string(), key))?
             .at(&at)
+    }
+
+    /// The device whose table under `backend` stands in for `hw`'s where `hw` has none
+    /// of its own (a sibling: efficiencies are fractions of each device's own roof, so
+    /// they carry over by clocks and bandwidth): among the other devices of `hardware`
+    /// with such a table, those of `hw`'s architecture whose 16-bit tensor peak and
+    /// memory bandwidth are both within [`MAX_SIBLING_RATIO`] of `hw`'s, the nearest by
+    /// `|ln(peak ratio)| + |ln(bandwidth ratio)|` (ties to the lower id). `None` where
+    /// no device qualifies, or `hw` has a table of its own (then nothing is
+    /// transferred).
+    pub fn sibling<'h>(
+        &self,
+        hw: &Hardware,
+        hardware: &'h HardwareDb,
+        backend: &str,
+    ) -> Option<&'h Hardware> {
+        if self.table(&hw.id, backend).is_some() {
+            return None;
+        }
+        let peak = |h: &Hardware| h.peak(crate::dtype::ComputeDtype::Bf16).0;
+        let bw = |h: &Hardware| h.memory.bandwidth_bytes_per_s;
+        let dist = |h: &Hardware| {
+            let (p, b) = (peak(h) / peak(hw), bw(h) / bw(hw));
+            let within = |r: f64| r > 0.0 && r.max(1.0 / r) <= MAX_SIBLING_RATIO;
+            (within(p) && within(b)).then(|| p.ln().abs() + b.ln().abs())
+        };
+        hardware
+            .devices()
+            .iter()
+            .filter(|h| h.id != hw.id && h.architecture == hw.architecture)
+            .filter(|h| self.table(&h.id, backend).is_some())
+            .filter_map(|h| dist(h).map(|d| (d, h)))
+            .min_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.id.cmp(&b.1.id)))
+            .map(|(_, h)| h)
+    }
+
+    /// [`KernelDb::efficiency`] on `hw` under `backend`, from its own table
+    /// ([`Source::Measured`]) or else from its [`KernelDb::sibling`]'s
+    /// ([`Source::Transferred`]); `None` where neither covers the op.
+    pub fn lookup(
+        &self,
+        hw: &Hardware,
+        hardware: &HardwareDb,
+        backend: &str,
+        op: OpClass,
+        dtype: &str,
+        shape: &Shape,
+    ) -> Option<(f64, Source)> {
+        if self.table(&hw.id, backend).is_some() {
+            return self
+                .efficiency(&hw.id, backend, op, dtype, shape)
+                .map(|e| (e, Source::Measured));
+        }
+        let from = self.sibling(hw, hardware, backend)?;
+        self.efficiency(&from.id, backend, op, dtype, shape)
+            .map(|e| (e, Source::Transferred(from.id.clone())))
     }
 
     /// What every table covers, by device then engine.

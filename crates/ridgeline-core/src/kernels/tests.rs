@@ -198,3 +198,77 @@ fn builtin_tables_parse_and_name_known_devices_and_engines() {
         Some(0.797)
     );
 }
+
+/// The sibling of a device without a table, by hand from data/hardware (16-bit tensor
+/// peak TFLOP/s, bandwidth TB/s):
+/// - H100 PCIe (756.5, 2.0): H100 SXM (989.5, 3.35) at ln(989.5/756.5) + ln(3.35/2.0) =
+///   0.269 + 0.516 = 0.784, nearer than H200 (989.5, 4.8) at 0.269 + 0.875 = 1.144;
+/// - H100 NVL (835.5, 3.9): H100 SXM at 0.169 + 0.152 = 0.321, H200 at 0.169 + 0.208 =
+///   0.377;
+/// - RTX 4090 (165.2, 1.008): L40S (362.05, 0.864), 2.19x and 1.17x, within 2.5x;
+/// - none for A10G (70 against A100's 312: 4.5x), DGX Spark (0.273 TB/s against the
+///   RTX PRO 6000's 1.792: 6.6x), H20 (148 against 989.5), an AMD part (no table of
+///   its architecture), and none for H100 SXM, which has its own table.
+#[test]
+fn a_device_without_a_table_borrows_its_nearest_sibling_s() {
+    let hw = crate::hardware::HardwareDb::builtin().unwrap();
+    let db = KernelDb::builtin().unwrap();
+    let sib = |id: &str| {
+        db.sibling(hw.get(id).unwrap(), hw, "trt-llm")
+            .map(|h| h.id.clone())
+    };
+    assert_eq!(sib("h100-pcie").as_deref(), Some("h100-sxm"));
+    assert_eq!(sib("h100-nvl").as_deref(), Some("h100-sxm"));
+    assert_eq!(sib("rtx-4090").as_deref(), Some("l40s"));
+    // same die or the same compute as a device with a table (docs/kernels.md)
+    assert_eq!(sib("h800-sxm").as_deref(), Some("h100-sxm"));
+    assert_eq!(sib("l40").as_deref(), Some("l40s"));
+    assert_eq!(sib("rtx-5090").as_deref(), Some("rtx-pro-6000"));
+    for none in ["a10g", "dgx-spark", "h20", "mi300x", "h100-sxm"] {
+        assert_eq!(sib(none), None, "{none}");
+    }
+    // an engine without tables has no sibling either
+    assert_eq!(
+        db.sibling(hw.get("h100-pcie").unwrap(), hw, "llama.cpp"),
+        None
+    );
+}
+
+#[test]
+fn lookup_says_whether_an_efficiency_is_measured_or_transferred() {
+    let hw = crate::hardware::HardwareDb::builtin().unwrap();
+    let db = KernelDb::builtin().unwrap();
+    let shape = Shape::Gemm {
+        m: 64,
+        n: 4096,
+        k: 4096,
+    };
+    let own = db.efficiency("h100-sxm", "vllm", OpClass::Gemm, "bf16", &shape);
+    assert!(own.is_some());
+    let look = |id: &str| {
+        db.lookup(
+            hw.get(id).unwrap(),
+            hw,
+            "vllm",
+            OpClass::Gemm,
+            "bf16",
+            &shape,
+        )
+    };
+    assert_eq!(look("h100-sxm"), own.map(|e| (e, Source::Measured)));
+    assert_eq!(
+        look("h100-pcie"),
+        own.map(|e| (e, Source::Transferred("h100-sxm".into())))
+    );
+    assert_eq!(look("a10g"), None);
+    // a dtype the sibling's table lacks is not covered
+    let fp4 = db.lookup(
+        hw.get("h100-pcie").unwrap(),
+        hw,
+        "vllm",
+        OpClass::Gemm,
+        "nvfp4",
+        &shape,
+    );
+    assert_eq!(fp4, None);
+}
