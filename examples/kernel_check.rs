@@ -21,18 +21,11 @@ use ridgeline::engine::{Engine, EngineDb};
 use ridgeline::hardware::{Hardware, HardwareDb};
 use ridgeline::kernels::{KernelDb, OpClass, Shape, Source};
 use ridgeline::ops::{AttentionShape, Collective, Operand, attention_fused, collective, linear};
-use ridgeline::roofline::{Ceilings, Efficiency, place};
+use ridgeline::roofline::{Efficiency, place};
 use std::collections::BTreeMap;
 
 /// ridgeline's time and the measured time of one point, s.
-fn times(
-    hw: &Hardware,
-    e: &Engine,
-    op: OpClass,
-    dtype: &str,
-    key: &str,
-    at: &[f64],
-) -> Option<(f64, f64)> {
+fn times(hw: &Hardware, e: &Engine, op: OpClass, dtype: &str, shape: &Shape) -> Option<(f64, f64)> {
     // the tensor rate a kernel runs against, as Predictor::new sets it
     let warp = match hw.peak_flops_per_s.warp_mma_fraction {
         Some(f) if !e.features.warpgroup_mma => f,
@@ -44,9 +37,8 @@ fn times(
     };
     let mut eff = e.efficiency(hw);
     let bw = hw.memory.bandwidth_bytes_per_s;
-    let (cost, mut ceil, roof_peak) = match op {
-        OpClass::Gemm => {
-            let (m, n, k) = (at[0] as u64, at[1] as u64, at[2] as u64);
+    let (cost, mut ceil, roof_peak) = match (op, *shape) {
+        (OpClass::Gemm, Shape::Gemm { m, n, k }) => {
             let (d, bits) = match dtype {
                 "bf16" => (ComputeDtype::Bf16, 16.0),
                 "fp8" => (ComputeDtype::Fp8, 8.0),
@@ -62,16 +54,23 @@ fn times(
             }
             (cost, hw.ceilings(d), hw.peak(d).0)
         }
-        OpClass::AttentionPrefill | OpClass::AttentionDecode => {
-            let h: Vec<u64> = key.split('/').filter_map(|x| x.parse().ok()).collect();
+        (
+            OpClass::AttentionPrefill | OpClass::AttentionDecode,
+            Shape::Attention {
+                batch,
+                len,
+                heads,
+                kv_heads,
+                head_dim,
+            },
+        ) => {
             let kv_bits = if dtype == "fp8" { 8.0 } else { 16.0 };
-            let (b, len) = (at[0] as u64, at[1] as u64);
             let q = if op == OpClass::AttentionDecode {
                 1
             } else {
                 len
             };
-            let s = AttentionShape::gqa(b, q, len, h[0], h[1], h[2], 16.0, kv_bits);
+            let s = AttentionShape::gqa(batch, q, len, heads, kv_heads, head_dim, 16.0, kv_bits);
             eff.compute *= e.speed.attention_efficiency;
             eff.memory *= e.speed.attention_efficiency;
             (
@@ -80,15 +79,15 @@ fn times(
                 hw.peak(ComputeDtype::Bf16).0,
             )
         }
-        OpClass::AllReduce => {
-            let n: u64 = key.parse().ok()?;
-            let cost = collective(Collective::AllReduce, n, at[0] / 2.0, 16.0);
+        (OpClass::AllReduce, Shape::AllReduce { gpus, bytes }) => {
+            let cost = collective(Collective::AllReduce, gpus, bytes / 2.0, 16.0);
             eff = Efficiency {
                 overhead_s: e.overheads.collective_latency_s,
                 ..eff
             };
             (cost, hw.ceilings(ComputeDtype::Fp32), 0.0)
         }
+        _ => return None,
     };
     if op != OpClass::AllReduce {
         ceil.peak_flops_per_s = rate(if op == OpClass::Gemm {
@@ -111,7 +110,6 @@ fn times(
     } else {
         (cost.flops / roof_peak).max(cost.bytes() / bw)
     };
-    let _ = Ceilings::ridge_point;
     Some((ridgeline, roof))
 }
 
@@ -136,31 +134,6 @@ fn print_line(label: &str, r: &mut [f64]) {
     );
 }
 
-/// The shape of a measured point of the grid (`op`, `key`) at `at`.
-fn shape_of(op: OpClass, key: &str, at: &[f64]) -> Option<Shape> {
-    Some(match op {
-        OpClass::Gemm => Shape::Gemm {
-            m: at[0] as u64,
-            n: at[1] as u64,
-            k: at[2] as u64,
-        },
-        OpClass::AttentionPrefill | OpClass::AttentionDecode => {
-            let h: Vec<u64> = key.split('/').filter_map(|x| x.parse().ok()).collect();
-            Shape::Attention {
-                batch: at[0] as u64,
-                len: at[1] as u64,
-                heads: *h.first()?,
-                kv_heads: *h.get(1)?,
-                head_dim: *h.get(2)?,
-            }
-        }
-        OpClass::AllReduce => Shape::AllReduce {
-            gpus: key.parse().ok()?,
-            bytes: at[0],
-        },
-    })
-}
-
 /// `--transfer`: every device held out and predicted from its sibling's tables.
 fn transfer(kernels: &KernelDb, hw_db: &HardwareDb) -> ridgeline::Result<()> {
     // (held-out device, sibling, op class) -> predicted / measured time
@@ -174,7 +147,7 @@ fn transfer(kernels: &KernelDb, hw_db: &HardwareDb) -> ridgeline::Result<()> {
         let mut any = false;
         for ((op, dtype, key), grid) in &t.grids {
             for (at, measured) in grid.points() {
-                let Some(shape) = shape_of(*op, key, at) else {
+                let Some(shape) = Shape::at(*op, key, at) else {
                     continue;
                 };
                 let Some((eff, Source::Transferred(from))) =
@@ -221,7 +194,10 @@ fn main() -> ridgeline::Result<()> {
         let t = kernels.table(&c.device, &c.backend).expect("listed");
         for ((op, dtype, key), grid) in &t.grids {
             for (at, measured_eff) in grid.points() {
-                let Some((ridgeline, roof)) = times(hw, e, *op, dtype, key, at) else {
+                let Some(shape) = Shape::at(*op, key, at) else {
+                    continue;
+                };
+                let Some((ridgeline, roof)) = times(hw, e, *op, dtype, &shape) else {
                     continue;
                 };
                 let measured = roof / measured_eff;

@@ -115,6 +115,41 @@ impl Shape {
             _ => None,
         }
     }
+
+    /// The shape of the grid point `at` under table key `key` for `op` (the inverse of
+    /// the key a shape is looked up by: `m, n, k` for a GEMM; `heads/kv_heads/head_dim`
+    /// with `batch, len` for attention; the device count with the message bytes for an
+    /// all-reduce); `None` where `key` or `at` does not fit `op`.
+    pub fn at(op: OpClass, key: &str, at: &[f64]) -> Option<Shape> {
+        let n = |i: usize| at.get(i).map(|&x| x as u64);
+        Some(match op {
+            OpClass::Gemm => Shape::Gemm {
+                m: n(0)?,
+                n: n(1)?,
+                k: n(2)?,
+            },
+            OpClass::AttentionPrefill | OpClass::AttentionDecode => {
+                let h: Vec<u64> = key
+                    .split('/')
+                    .map(|x| x.parse().ok())
+                    .collect::<Option<_>>()?;
+                let [heads, kv_heads, head_dim] = h[..] else {
+                    return None;
+                };
+                Shape::Attention {
+                    batch: n(0)?,
+                    len: n(1)?,
+                    heads,
+                    kv_heads,
+                    head_dim,
+                }
+            }
+            OpClass::AllReduce => Shape::AllReduce {
+                gpus: key.parse().ok()?,
+                bytes: *at.first()?,
+            },
+        })
+    }
 }
 
 /// Most a sibling's 16-bit tensor peak or memory bandwidth may differ from the device's
@@ -319,14 +354,12 @@ impl KernelDb {
         dtype: &str,
         shape: &Shape,
     ) -> Option<(f64, Source)> {
-        if self.table(&hw.id, backend).is_some() {
-            return self
-                .efficiency(&hw.id, backend, op, dtype, shape)
-                .map(|e| (e, Source::Measured));
-        }
-        let from = self.sibling(hw, hardware, backend)?;
-        self.efficiency(&from.id, backend, op, dtype, shape)
-            .map(|e| (e, Source::Transferred(from.id.clone())))
+        let (id, source) = match self.sibling(hw, hardware, backend) {
+            Some(from) => (&from.id, Source::Transferred(from.id.clone())),
+            None => (&hw.id, Source::Measured),
+        };
+        self.efficiency(id, backend, op, dtype, shape)
+            .map(|e| (e, source))
     }
 
     /// What every table covers, by device then engine.

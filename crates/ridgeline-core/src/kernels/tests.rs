@@ -272,3 +272,47 @@ fn lookup_says_whether_an_efficiency_is_measured_or_transferred() {
     );
     assert_eq!(fp4, None);
 }
+
+/// `Shape::at` reads back the key and coordinates a shape is looked up by, and
+/// refuses a key or point of the wrong form.
+#[test]
+fn a_grid_point_reads_back_as_the_shape_it_was_keyed_by() {
+    let shapes = [
+        (
+            OpClass::Gemm,
+            Shape::Gemm {
+                m: 64,
+                n: 4096,
+                k: 8192,
+            },
+        ),
+        (
+            OpClass::AttentionDecode,
+            Shape::Attention {
+                batch: 16,
+                len: 4096,
+                heads: 64,
+                kv_heads: 8,
+                head_dim: 128,
+            },
+        ),
+        (
+            OpClass::AllReduce,
+            Shape::AllReduce {
+                gpus: 8,
+                bytes: 1048576.0,
+            },
+        ),
+    ];
+    for (op, shape) in shapes {
+        let (key, at) = shape.key(op).unwrap();
+        assert_eq!(Shape::at(op, &key, &at), Some(shape), "{op:?}");
+    }
+    // two head counts where three are needed; a GEMM point with two coordinates
+    assert_eq!(
+        Shape::at(OpClass::AttentionPrefill, "64/8", &[1.0, 512.0]),
+        None
+    );
+    assert_eq!(Shape::at(OpClass::Gemm, "-", &[64.0, 4096.0]), None);
+    assert_eq!(Shape::at(OpClass::AllReduce, "eight", &[1024.0]), None);
+}
