@@ -41,6 +41,16 @@ def test_predict_equals_the_cli_json(cli):
         assert p == cli.json("predict", *words), kwargs
 
 
+def test_predict_reads_kernel_tables_like_the_cli(cli):
+    # --kernels bundled: the H100 SXM's vLLM table covers the dense matmuls and attention
+    p = ridgeline.predict(model="llama-3-8b", gpu="h100", engine="vllm", kernels="bundled")
+    assert p == cli.json("predict", "--model", "llama-3-8b", "--gpu", "h100", "--engine",
+                         "vllm", "--kernels", "bundled")
+    sources = {(o["phase"], o["name"]): o["source"] for o in p["ops"]}
+    assert sources[("decode", "attention")] == "measured"
+    assert sources[("decode", "rope")] == "fitted"
+
+
 def test_predict_max_equals_the_cli(cli):
     p = ridgeline.predict(model="llama-3-8b", gpu="l4", max=True)
     assert p == cli.json("predict", "--model", "llama-3-8b", "--gpu", "l4", "--max")

@@ -106,12 +106,16 @@ fn device_chart(ctx: &Ctx, a: &PredictArgs, chart: Chart, links: Links) -> Resul
     let model = ctx.model(&a.model)?;
     let engine = ctx.engines.get(&a.run.engine)?;
     let draft = ctx.draft_model(&a.decoding)?;
+    let kernels = a.kernels.load()?;
     let s = a.scenario();
     let preds = ctx
         .hardware
         .get_list(&a.gpu)?
         .into_iter()
-        .map(|hw| build_predictor(&model, hw, engine, &s, draft.as_ref()))
+        .map(|hw| {
+            build_predictor(&model, hw, engine, &s, draft.as_ref())
+                .map(|p| p.with_kernels_if(kernels.as_ref(), &ctx.hardware))
+        })
         .collect::<Result<Vec<_>>>()?;
     let predictions = match chart {
         Chart::Roofline => preds

@@ -245,9 +245,13 @@ pub fn roofline_cmd(
     let s = a.scenario();
     let hws = ctx.hardware.get_list(&a.gpu)?;
     let draft = ctx.draft_model(&a.decoding)?;
+    let kernels = a.kernels.load()?;
     let preds = hws
         .iter()
-        .map(|hw| build_predictor(&model, hw, engine, &s, draft.as_ref()))
+        .map(|hw| {
+            build_predictor(&model, hw, engine, &s, draft.as_ref())
+                .map(|p| p.with_kernels_if(kernels.as_ref(), &ctx.hardware))
+        })
         .collect::<Result<Vec<_>>>()?;
     let predictions = preds
         .iter()

@@ -142,13 +142,11 @@ impl Ctx {
         let hw = self.hardware.get(&a.gpu)?;
         let engine = self.engines.get(&a.run.engine)?;
         let draft = self.draft_model(&a.decoding)?;
-        f(&build_predictor(
-            &model,
-            hw,
-            engine,
-            &a.scenario(),
-            draft.as_ref(),
-        )?)
+        let kernels = a.kernels.load()?;
+        f(
+            &build_predictor(&model, hw, engine, &a.scenario(), draft.as_ref())?
+                .with_kernels_if(kernels.as_ref(), &self.hardware),
+        )
     }
 
     /// The `--draft` model, if named.

@@ -128,6 +128,11 @@ fn command_line(command: &str, a: &PredictArgs) -> String {
     if a.offload == super::OffloadArg::Cpu {
         opt("--offload", "cpu".into());
     }
+    match &a.kernels {
+        super::KernelsArg::None => {}
+        super::KernelsArg::Bundled => opt("--kernels", "bundled".into()),
+        super::KernelsArg::Dir(d) => opt("--kernels", d.display().to_string()),
+    }
     if let (Some(k), Some(acc)) = (d.spec_k, d.spec_accept) {
         opt("--spec-k", k.to_string());
         opt("--spec-accept", acc.to_string());

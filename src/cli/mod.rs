@@ -302,6 +302,51 @@ pub struct PredictArgs {
     /// Expert parallelism and speculative decoding.
     #[command(flatten)]
     pub decoding: DecodingArgs,
+    /// Measured kernel tables for the ops they cover (dense matmuls, softmax attention,
+    /// tensor-parallel all-reduces; `source` in the op table, docs/kernels.md): `none`
+    /// (the engine's fitted costs), `bundled` (data/kernels), or a directory in the
+    /// importer's schema, whose tables add to or replace the bundled ones.
+    #[arg(long = "kernels", default_value = "none", value_name = "none|bundled|DIR", value_parser = KernelsArg::parse)]
+    pub kernels: KernelsArg,
+}
+
+/// `--kernels`: which measured kernel tables the cost model reads.
+#[derive(Debug, Clone, PartialEq)]
+pub enum KernelsArg {
+    /// None: every op at the engine's fitted costs.
+    None,
+    /// The bundled tables (data/kernels).
+    Bundled,
+    /// The bundled tables with a directory's added.
+    Dir(PathBuf),
+}
+
+impl KernelsArg {
+    /// `none`, `bundled`, or a directory path.
+    pub fn parse(s: &str) -> std::result::Result<KernelsArg, String> {
+        match s.trim() {
+            "" => Err("give none, bundled or a directory".into()),
+            "none" => Ok(KernelsArg::None),
+            "bundled" => Ok(KernelsArg::Bundled),
+            dir => Ok(KernelsArg::Dir(PathBuf::from(dir))),
+        }
+    }
+
+    /// The tables it names (`None` for `none`); a directory that does not load is an
+    /// error naming `kernels`.
+    pub fn load(&self) -> Result<Option<crate::kernels::KernelDb>> {
+        let bundled = || crate::kernels::KernelDb::builtin().cloned();
+        match self {
+            KernelsArg::None => Ok(None),
+            KernelsArg::Bundled => bundled().map(Some),
+            KernelsArg::Dir(d) => {
+                let mut db = bundled()?;
+                db.load_dir(d)
+                    .map_err(|e| crate::Error::invalid("kernels", e.to_string()))?;
+                Ok(Some(db))
+            }
+        }
+    }
 }
 
 impl PredictArgs {

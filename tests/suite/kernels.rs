@@ -1,6 +1,6 @@
 //! `ridgeline kernels`: the coverage of the measured kernel tables, and `--kernels DIR`.
 
-use crate::support::cli::{json, ok, run};
+use crate::support::cli::{json, ok, one_line_error, run};
 
 #[test]
 fn kernels_lists_every_bundled_table() {
@@ -68,4 +68,79 @@ fn a_kernels_directory_adds_a_table_or_names_the_bad_cell() {
     std::fs::remove_dir_all(&dir).unwrap();
     let out = run(&["kernels", "--kernels", d]);
     assert_eq!(out.status.code(), Some(2));
+}
+
+/// `predict --kernels DIR`: a table of the user's replaces the bundled one of its device
+/// and engine. One GEMM point at efficiency 0.5 (a grid of one point holds everywhere):
+/// Llama 3 8B's decode o_proj on an H100 SXM at batch 1 reads (4096 x 2 + 4096 x 4096 x
+/// 2 + 4096 x 2) = 33,570,816 B, 10.0211 us at 3.35e12 B/s, / 0.5 x 32 layers =
+/// 641.35 us; attention, which the table does not cover, stays `fitted`.
+#[test]
+fn predict_reads_the_kernel_tables_it_is_given_and_says_so_per_op() {
+    let dir =
+        std::env::temp_dir().join(format!("ridgeline-kernels-predict-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("h100-sxm")).unwrap();
+    std::fs::write(
+        dir.join("h100-sxm/vllm.csv"),
+        "op,version,dtype,key,x,y,z,efficiency\ngemm,1,bf16,-,1,4096,4096,0.5\n",
+    )
+    .unwrap();
+    let base = [
+        "predict",
+        "--model",
+        "llama-3-8b",
+        "--gpu",
+        "h100-sxm",
+        "--engine",
+        "vllm",
+        "--json",
+    ];
+    let with = |k: &str| {
+        let mut a = base.to_vec();
+        a.extend(["--kernels", k]);
+        json(&a)
+    };
+    let op = |v: &serde_json::Value, phase: &str, name: &str| {
+        v["ops"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|o| o["phase"] == phase && o["name"] == name)
+            .unwrap()
+            .clone()
+    };
+    let mine = with(dir.to_str().unwrap());
+    let o = op(&mine, "decode", "o_proj");
+    assert_eq!(o["source"], "measured");
+    let t = o["time_s"].as_f64().unwrap();
+    assert!((t - 641.35e-6).abs() < 0.01e-6, "{t}");
+    assert_eq!(op(&mine, "decode", "attention")["source"], "fitted");
+    // the bundled tables cover attention too; without tables every op is fitted
+    assert_eq!(
+        op(&with("bundled"), "decode", "attention")["source"],
+        "measured"
+    );
+    let plain = json(&base);
+    assert!(
+        plain["ops"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|o| o["source"] == "fitted")
+    );
+    assert_eq!(plain, with("none"));
+    // a directory that is not there: exit 2, one line naming the option
+    let nope = dir.join("nope");
+    let gone = [
+        "predict",
+        "--model",
+        "llama-3-8b",
+        "--gpu",
+        "h100",
+        "--kernels",
+    ];
+    let out = run(&[&gone[..], &[nope.to_str().unwrap()]].concat());
+    one_line_error(&out, &["kernels", "nope"]);
+    std::fs::remove_dir_all(&dir).unwrap();
 }

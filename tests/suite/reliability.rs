@@ -2,6 +2,7 @@
 //! conflicting flags end as exit 2 with one line naming the field, the old output file
 //! intact and no temporary file left behind.
 
+use crate::support::cli::one_line_error;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
@@ -21,20 +22,6 @@ fn scratch(tag: &str) -> PathBuf {
 }
 
 /// Exit 2, nothing on stdout, one line on stderr containing every needle.
-fn one_line_error(out: &Output, needles: &[&str]) {
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(
-        out.stdout.is_empty(),
-        "stdout: {}",
-        String::from_utf8_lossy(&out.stdout)
-    );
-    assert_eq!(err.trim_end().lines().count(), 1, "not one line: {err}");
-    for n in needles {
-        assert!(err.contains(n), "{err} lacks {n}");
-    }
-}
-
 fn files_in(d: &Path) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(d)
         .unwrap()

@@ -34,3 +34,19 @@ pub fn ok(args: &[&str]) -> String {
 pub fn json(args: &[&str]) -> serde_json::Value {
     serde_json::from_str(&ok(args)).expect("stdout is JSON")
 }
+
+/// Checks that `out` is exit 2 with nothing on stdout and one line on stderr holding
+/// each of `needles`.
+pub fn one_line_error(out: &Output, needles: &[&str]) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        out.stdout.is_empty(),
+        "stdout: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert_eq!(err.trim_end().lines().count(), 1, "not one line: {err}");
+    for n in needles {
+        assert!(err.contains(n), "{err} lacks {n}");
+    }
+}

@@ -291,8 +291,10 @@ impl KernelDb {
     /// The measured efficiency of `op` on `device` under `backend` at `shape` for
     /// `dtype` (see [`OpClass`] for what the dtype is of): interpolated in the grid of
     /// that (op, dtype, key) as [`Grid::at`] does (linear in the logarithms of the
-    /// coordinates, clamped at the measured edges). `None` where no table, grid or key
-    /// covers it, or `shape` is not of class `op`.
+    /// coordinates, clamped at the measured edges). Attention at a head count no key
+    /// holds is read at the key of the same head dimension and group size with the
+    /// nearest KV-head count, at the batch that keeps batch x KV heads. `None` where no
+    /// table, grid or key covers it, or `shape` is not of class `op`.
     pub fn efficiency(
         &self,
         device: &str,
@@ -301,11 +303,53 @@ impl KernelDb {
         dtype: &str,
         shape: &Shape,
     ) -> Option<f64> {
+        let t = self.table(device, backend)?;
         let (key, at) = shape.key(op)?;
-        self.table(device, backend)?
+        if let Some(g) = t.grids.get(&(op, dtype.to_string(), key)) {
+            return g.at(&at);
+        }
+        // attention at a head count the table lacks: the measured key of the same head
+        // dimension and group size (query heads per KV head) with the nearest KV-head
+        // count, its batch scaled to keep batch x KV heads (the kernel's parallel work
+        // and its bytes) where a batch remains
+        let Shape::Attention {
+            batch,
+            len,
+            heads,
+            kv_heads,
+            head_dim,
+        } = *shape
+        else {
+            return None;
+        };
+        let near = t
             .grids
-            .get(&(op, dtype.to_string(), key))?
-            .at(&at)
+            .keys()
+            .filter(|(o, d, _)| *o == op && d == dtype)
+            .filter_map(|(_, _, k)| match Shape::at(op, k, &[1.0, 1.0])? {
+                Shape::Attention {
+                    heads: h,
+                    kv_heads: kv,
+                    head_dim: hd,
+                    ..
+                } if hd == head_dim && kv > 0 && h * kv_heads == heads * kv => Some(kv),
+                _ => None,
+            })
+            .min_by(|a, b| {
+                let d = |kv: u64| (kv as f64 / kv_heads as f64).ln().abs();
+                d(*a).total_cmp(&d(*b)).then(a.cmp(b))
+            })?;
+        let scaled = Shape::Attention {
+            batch: (batch as f64 * kv_heads as f64 / near as f64)
+                .round()
+                .max(1.0) as u64,
+            len,
+            heads: heads * near / kv_heads,
+            kv_heads: near,
+            head_dim,
+        };
+        let (key, at) = scaled.key(op)?;
+        t.grids.get(&(op, dtype.to_string(), key))?.at(&at)
     }
 
     /// The device whose table under `backend` stands in for `hw`'s where `hw` has none

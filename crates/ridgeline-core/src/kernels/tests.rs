@@ -316,3 +316,30 @@ fn a_grid_point_reads_back_as_the_shape_it_was_keyed_by() {
     assert_eq!(Shape::at(OpClass::Gemm, "-", &[64.0, 4096.0]), None);
     assert_eq!(Shape::at(OpClass::AllReduce, "eight", &[1024.0]), None);
 }
+
+/// Attention at 8 heads / 2 KV heads / 128 (Llama 3 8B on 4 devices), a key the H100
+/// tables lack, is read at 16 / 4 / 128 (the same group of 4 query heads per KV head,
+/// the nearest KV-head count) at half the batch (4 x 2 = 2 x 4 KV-head rows).
+#[test]
+fn attention_at_a_missing_head_count_reads_the_nearest_group_of_the_same_size() {
+    let db = KernelDb::builtin().unwrap();
+    let at = |batch, heads, kv_heads| {
+        db.efficiency(
+            "h100-sxm",
+            "vllm",
+            OpClass::AttentionDecode,
+            "bf16",
+            &Shape::Attention {
+                batch,
+                len: 4096,
+                heads,
+                kv_heads,
+                head_dim: 128,
+            },
+        )
+    };
+    assert!(at(2, 16, 4).is_some());
+    assert_eq!(at(4, 8, 2), at(2, 16, 4));
+    // no key of group 3 at head dim 128
+    assert_eq!(at(4, 6, 2), None);
+}

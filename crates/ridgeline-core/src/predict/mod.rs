@@ -19,6 +19,7 @@ use crate::roofline::{Ceilings, Efficiency, Placement, place};
 mod affine;
 mod arch;
 mod fast;
+mod kernel;
 pub mod notes;
 mod pass;
 mod report;
@@ -29,6 +30,7 @@ pub use crate::model::graph::{activation_dtype, resolve_formats};
 pub use affine::sum_max_affine;
 pub use arch::{Architecture, ExpertFacts, WindowLayers};
 pub use fast::{DecodeLines, DecodeSums, Evaluator, IterationCost};
+pub use kernel::{CostSource, KernelUse};
 pub use pass::PassResult;
 pub use report::{
     ConfigInfo, DecodeReport, GenerationReport, HardwareInfo, Limits, MemoryReport, ModelInfo,
@@ -266,6 +268,8 @@ pub struct Predictor<'a> {
     /// one expert over the MoE layers (0 for a dense model or an engine without the
     /// cost), s: a GEMM-path pass pays it for each expert with tokens.
     expert_matrix_s: f64,
+    /// Kernel tables read where they cover an op ([`Predictor::with_kernels`]).
+    kernels: Option<KernelUse<'a>>,
 }
 
 /// Most devices one layout may have.
@@ -491,6 +495,7 @@ impl<'a> Predictor<'a> {
             spec: s.spec,
             draft: Draft::Head,
             expert_matrix_s: engine.expert_overhead_on(hardware) * expert_matrices(model) as f64,
+            kernels: None,
         })
     }
 
@@ -574,20 +579,29 @@ impl<'a> Predictor<'a> {
     }
 
     /// The rows (tokens) of a weight matmul, `None` for any other op: its FLOPs over
-    /// twice its weights' elements (for routed experts, the tokens each expert that has
-    /// some receives on average). The elements are its weight bytes at the width the
-    /// graph stores them: the embeddings' width for the lm_head, the experts' format
-    /// for a MoE model's expert matmuls, the weights' otherwise. (A MoE model's dense
-    /// MLP layers, where its experts ship in another format than its other weights, are
-    /// counted at the experts' width, and a draft model's matmuls at the target model's
-    /// widths: where those differ their rows are off by the ratio of the widths, which
-    /// moves only the roll-off of [`crate::engine::Speed::gemm_half_rows`].)
+    /// twice its weights' elements ([`Predictor::weight_elements`]; for routed experts,
+    /// the tokens each expert that has some receives on average).
     pub fn matmul_rows(&self, op: &OpInstance) -> Option<f64> {
+        if op.cost.flops <= 0.0 {
+            return None;
+        }
+        Some(op.cost.flops / (2.0 * self.weight_elements(op)?))
+    }
+
+    /// The weight elements one execution of a weight matmul reads on one device, `None`
+    /// for any other op: its weight bytes at the width the graph stores them (the
+    /// embeddings' width for the lm_head, the experts' format for a MoE model's expert
+    /// matmuls, the weights' otherwise). (A MoE model's dense MLP layers, where its
+    /// experts ship in another format than its other weights, are counted at the
+    /// experts' width, and a draft model's matmuls at the target model's widths: where
+    /// those differ their elements are off by the ratio of the widths, which moves only
+    /// the roll-off of [`crate::engine::Speed::gemm_half_rows`] and the shape a kernel
+    /// table is read at.)
+    pub fn weight_elements(&self, op: &OpInstance) -> Option<f64> {
         use crate::model::graph::OpKind as K;
         if !matches!(op.unit, Unit::Matrix(_) | Unit::Dequant(_))
             || op.kind.is_attention_core()
             || op.cost.read.weights <= 0.0
-            || op.cost.flops <= 0.0
         {
             return None;
         }
@@ -599,7 +613,7 @@ impl<'a> Predictor<'a> {
             }
             _ => self.precision.weights.bits(),
         };
-        Some(op.cost.flops / (2.0 * op.cost.read.weights * 8.0 / bits))
+        Some(op.cost.read.weights * 8.0 / bits)
     }
 
     /// Places one op instance (all its executions).

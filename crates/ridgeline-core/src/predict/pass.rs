@@ -8,6 +8,10 @@ use crate::memory::Parallel;
 use crate::model::graph::{OpInstance, Step};
 use crate::roofline::{Bound, Placement};
 
+/// Longest piece of a decode sum with kernel tables that is summed step by step
+/// ([`Predictor::decode_with_sampled_sum`]).
+const EXACT_STEPS: u64 = 8;
+
 /// A pass a decode step is made of.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(super) enum Part {
@@ -282,7 +286,7 @@ impl Predictor<'_> {
         let g = self.part_graph(part, step);
         let mut r = PassResult::default();
         for op in g.ops() {
-            accumulate(&mut r, op, &self.place_op(op));
+            accumulate(&mut r, op, &self.place_op_in(op, part, step).0);
         }
         if g.ops().is_empty() { None } else { Some(r) }
     }
@@ -332,6 +336,9 @@ impl Predictor<'_> {
         hi: u64,
         offloaded: f64,
     ) -> (PassResult, f64, f64) {
+        if self.kernels.is_some() {
+            return self.decode_with_sampled_sum(batch, mid, lo, hi, offloaded);
+        }
         if let Some(c) = self.chunk {
             return self.decode_with_chunked_sum(batch, mid, lo, hi, offloaded, c);
         }
@@ -349,6 +356,64 @@ impl Predictor<'_> {
             start = end + 1;
         }
         (step, pred, ideal)
+    }
+
+    /// [`Predictor::decode_with_sum`] with kernel tables, whose efficiencies are not
+    /// affine in the context (linear in its logarithm between measured points): the
+    /// contexts split at the powers of two, the model's windows and the multiples of
+    /// its attention chunk; a piece of up to [`EXACT_STEPS`] steps is summed step by
+    /// step, a longer one by Simpson's rule over its ends and its middle (exact where
+    /// the step time is affine or quadratic in the context, as between those cuts it
+    /// nearly is).
+    fn decode_with_sampled_sum(
+        &self,
+        batch: u64,
+        mid: u64,
+        lo: u64,
+        hi: u64,
+        offloaded: f64,
+    ) -> (PassResult, f64, f64) {
+        let at = |c: u64| self.decode_step(batch, c, offloaded);
+        let (mut pred, mut ideal) = (0.0, 0.0);
+        let mut add = |r: &PassResult, w: f64| {
+            pred += w * r.time_s;
+            ideal += w * r.roofline_time_s;
+        };
+        let mut start = lo;
+        while start <= hi {
+            let mut end = hi.min(start.checked_next_power_of_two().unwrap_or(u64::MAX));
+            if end == start && start < hi {
+                end = hi.min(start.saturating_mul(2));
+            }
+            for &w in &self.windows {
+                if w >= start && w < end {
+                    end = w;
+                }
+            }
+            if let Some(c) = self.chunk {
+                end = end.min(((start - 1) / c + 1) * c);
+            }
+            let n = end - start + 1;
+            if n <= EXACT_STEPS {
+                for c in start..=end {
+                    add(&at(c), 1.0);
+                }
+            } else {
+                // an odd number of steps, so that the middle is a context
+                let (a, b) = if n.is_multiple_of(2) {
+                    add(&at(end), 1.0);
+                    (start, end - 1)
+                } else {
+                    (start, end)
+                };
+                let w = (b - a + 1) as f64 / 6.0;
+                add(&at(a), w);
+                add(&at(a + (b - a) / 2), 4.0 * w);
+                add(&at(b), w);
+            }
+            start = end + 1;
+        }
+        (at(mid), pred, ideal)
     }
 
     /// [`Predictor::decode_with_sum`] for a chunked-attention model (chunks of `c`): a

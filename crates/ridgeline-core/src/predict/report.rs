@@ -154,6 +154,7 @@ impl Predictor<'_> {
     fn op_reports(&self, batch: u64, prompt: u64, mid: u64, offloaded: f64) -> Vec<OpReport> {
         let mut ops: Vec<OpReport> = Vec::new();
         let (mut passes, mut streamed) = (0.0, 0.0);
+        let fallback = self.fallback_source();
         self.prefill_chunks(batch, prompt, |step, w| {
             passes += w;
             streamed +=
@@ -161,7 +162,7 @@ impl Predictor<'_> {
             // the passes have the same ops in the same order (the last adds the lm_head)
             let mut at = 0;
             for op in self.part_graph(Part::Decode, step).ops() {
-                let r = self.op_report(op, Phase::Prefill);
+                let r = self.op_report(op, Phase::Prefill, (Part::Decode, step), fallback);
                 match ops[at..]
                     .iter()
                     .position(|o| o.kind == r.kind && o.unit == r.unit)
@@ -180,7 +181,7 @@ impl Predictor<'_> {
                 }
             }
         });
-        ops.extend(self.offload_report(Phase::Prefill, passes, streamed));
+        ops.extend(self.offload_report(Phase::Prefill, passes, streamed, fallback));
         let (parts, n) = self.decode_parts();
         for &(part, _) in &parts[..n] {
             let phase = if part == Part::Draft {
@@ -188,20 +189,28 @@ impl Predictor<'_> {
             } else {
                 Phase::Decode
             };
-            for op in self.part_graph(part, &Step::decode(batch, mid)).ops() {
-                ops.push(self.op_report(op, phase));
+            let step = Step::decode(batch, mid);
+            for op in self.part_graph(part, &step).ops() {
+                ops.push(self.op_report(op, phase, (part, &step), fallback));
             }
             if part != Part::Draft {
                 // as the pass's time counts it (Predictor::finish_part)
                 let bytes = self.streamed_bytes(offloaded, batch);
-                ops.extend(self.offload_report(phase, 1.0, bytes));
+                ops.extend(self.offload_report(phase, 1.0, bytes, fallback));
             }
         }
         ops
     }
 
-    /// The `host_offload` row of `passes` passes streaming `bytes` in all.
-    fn offload_report(&self, phase: Phase, passes: f64, bytes: f64) -> Option<OpReport> {
+    /// The `host_offload` row of `passes` passes streaming `bytes` in all (its time
+    /// from `source`, the engine's).
+    fn offload_report(
+        &self,
+        phase: Phase,
+        passes: f64,
+        bytes: f64,
+        source: super::CostSource,
+    ) -> Option<OpReport> {
         let (time_s, roofline_time_s) = self.stream_time(bytes);
         (time_s > 0.0).then_some(OpReport {
             kind: OpKind::HostOffload,
@@ -216,12 +225,20 @@ impl Predictor<'_> {
             roofline_time_s,
             bound: Bound::Communication,
             unit: Unit::Vector,
+            source,
         })
     }
 
-    /// One op placed, as a row of `ops`.
-    fn op_report(&self, op: &OpInstance, phase: Phase) -> OpReport {
-        let p = self.place_op(op);
+    /// One op of a pass of `part` over `step` placed, as a row of `ops` (`fallback`:
+    /// where the time of an op no kernel table covers comes from).
+    fn op_report(
+        &self,
+        op: &OpInstance,
+        phase: Phase,
+        (part, step): (Part, &Step),
+        fallback: super::CostSource,
+    ) -> OpReport {
+        let (p, source) = self.place_op_in(op, part, step);
         OpReport {
             kind: op.kind,
             phase,
@@ -235,6 +252,7 @@ impl Predictor<'_> {
             roofline_time_s: p.roofline_time_s,
             bound: p.bound,
             unit: op.unit,
+            source: source.unwrap_or(fallback),
         }
     }
 
@@ -493,6 +511,10 @@ pub struct OpReport {
     pub bound: Bound,
     /// Compute unit / dtype (`bf16`, `fp8`, `vector`).
     pub unit: Unit,
+    /// Where the time comes from: `measured` or `transferred` (a kernel table of the
+    /// device or of its sibling, [`Predictor::with_kernels`]), `fitted` (the engine's
+    /// efficiencies), `physics` (the `ideal` engine).
+    pub source: super::CostSource,
 }
 
 impl OpReport {
@@ -512,11 +534,13 @@ impl OpReport {
     }
 
     /// Adds `w` times `other` (the same op in another pass): totals add, the intensity
-    /// is recomputed, and the rate and bound are those of the pass taking longer.
+    /// is recomputed, and the rate, bound and source are those of the pass taking
+    /// longer.
     fn add_scaled(&mut self, other: &OpReport, w: f64) {
         if other.time_s * w > self.time_s {
             self.attainable_flops_per_s = other.attainable_flops_per_s;
             self.bound = other.bound;
+            self.source = other.source;
         }
         self.count += w * other.count;
         self.flops += w * other.flops;

@@ -107,6 +107,8 @@ impl Predictor<'_> {
     /// layout is impossible).
     fn alternative(&self, s: &Scenario) -> Option<WhatIf> {
         let mut q = Predictor::new(self.model, self.hardware, self.engine, s).ok()?;
+        // the same device and engine: the same kernel table
+        q.kernels = self.kernels.clone();
         if let Draft::Model(d, _) = self.draft {
             q = q.with_draft(d).ok()?;
         }

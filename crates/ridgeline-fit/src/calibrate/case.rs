@@ -386,6 +386,17 @@ fn model_target(r: &Measurement, dim: Dim) -> std::result::Result<Target, String
 
 /// Predicts the case's [`Target`] with `engine`, in SI units.
 pub fn predict_case(c: &Case, engine: &Engine) -> Result<f64> {
+    predict_case_with(c, engine, None)
+}
+
+/// [`predict_case`] with the measured kernel tables of `kernels` (and the devices
+/// among which a device without a table finds its sibling) where given
+/// ([`Predictor::with_kernels`]).
+pub fn predict_case_with(
+    c: &Case,
+    engine: &Engine,
+    kernels: Option<(&ridgeline_core::kernels::KernelDb, &HardwareDb)>,
+) -> Result<f64> {
     let Some(model) = &c.model else {
         return match c.target {
             Target::MatmulFlopsPerS(d) => {
@@ -400,7 +411,10 @@ pub fn predict_case(c: &Case, engine: &Engine) -> Result<f64> {
             )),
         };
     };
-    let p = Predictor::new(model, &c.hardware, engine, &c.scenario)?;
+    let mut p = Predictor::new(model, &c.hardware, engine, &c.scenario)?;
+    if let Some((db, hardware)) = kernels {
+        p = p.with_kernels(db, hardware);
+    }
     let s = &c.scenario;
     let batch = match c.batch {
         BatchSpec::Fixed(n) => n,

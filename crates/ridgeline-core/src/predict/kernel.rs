@@ -1,0 +1,388 @@
+//! Measured kernel tables in the cost model, on request ([`Predictor::with_kernels`]).
+//!
+//! An op that a table of the device (or of its sibling, [`KernelDb::sibling`]) covers
+//! under the predictor's engine costs what the table says: the roof the table was
+//! measured against (datasheet peak of the dtype, memory bandwidth, device link:
+//! `tools/import_kernels.py`) over the measured efficiency at the op's shape, with no
+//! per-op overhead (a measured time includes its launch). The covered ops:
+//! - dense weight matmuls (`qkv_proj`, `o_proj`, a dense model's `gate_up_proj`,
+//!   `up_proj`, `down_proj`, `lm_head`) in bf16/fp16 or fp8, as a GEMM of `m` rows
+//!   ([`Predictor::matmul_rows`]) by the weight's `k` input and `n` output columns per
+//!   device (the model's hidden size on one side, the weight's elements over it on the
+//!   other);
+//! - softmax attention (`attention`, no window) of a plain decode step (one new token
+//!   per sequence) or a whole prompt (no cached prefix), at the heads, KV heads and
+//!   batch of one device, with a 16-bit or fp8 KV cache;
+//! - the tensor-parallel all-reduces (`allreduce_attn`, `allreduce_mlp`) at their
+//!   message size and the tensor-parallel group's size.
+//!
+//! Everything else (latent attention, routed experts, windows, speculative verify
+//! passes, draft models, the pass overheads) keeps the engine's fitted costs. The fast
+//! paths ([`super::Evaluator`], [`super::IterationCost`]) do not read the tables: only
+//! [`Predictor::pass`], [`Predictor::summary`] and [`Predictor::predict`] do.
+
+use super::Predictor;
+use super::pass::Part;
+use crate::dtype::{ComputeDtype, Format};
+use crate::hardware::HardwareDb;
+use crate::kernels::{KernelDb, OpClass, Shape, Source};
+use crate::memory::Parallel;
+use crate::model::graph::{OpInstance, OpKind, Step, Unit};
+use crate::roofline::{Efficiency, Placement, place, slowest};
+use serde::Serialize;
+
+/// The kernel tables a predictor reads.
+#[derive(Debug, Clone)]
+pub struct KernelUse<'a> {
+    db: &'a KernelDb,
+    /// The device whose table is read: the predictor's own or its sibling's.
+    pub device: String,
+    /// Measured (the device's own table) or transferred (its sibling's).
+    pub source: Source,
+}
+
+/// Where an op's time comes from (`source` in the op table of `predict --json`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CostSource {
+    /// The device's own measured kernel table.
+    Measured,
+    /// A sibling device's measured kernel table, as a fraction of this device's roof.
+    Transferred,
+    /// The engine profile's efficiencies, fitted on published end-to-end measurements.
+    Fitted,
+    /// The pure roofline (the `ideal` engine): nothing measured or fitted.
+    Physics,
+}
+
+impl<'a> Predictor<'a> {
+    /// The predictor reading the kernel tables of `db` ([`KernelDb::lookup`]): the
+    /// device's own under the engine, else its sibling's among `hardware`; unchanged
+    /// where neither has one ([`Predictor::kernels`] then says `None`).
+    pub fn with_kernels(mut self, db: &'a KernelDb, hardware: &HardwareDb) -> Self {
+        let engine = &self.engine.id;
+        self.kernels = if db.table(&self.hardware.id, engine).is_some() {
+            Some(KernelUse {
+                db,
+                device: self.hardware.id.clone(),
+                source: Source::Measured,
+            })
+        } else {
+            db.sibling(self.hardware, hardware, engine)
+                .map(|s| KernelUse {
+                    db,
+                    device: s.id.clone(),
+                    source: Source::Transferred(s.id.clone()),
+                })
+        };
+        self
+    }
+
+    /// [`Predictor::with_kernels`] where `db` is given, else the predictor unchanged.
+    pub fn with_kernels_if(self, db: Option<&'a KernelDb>, hardware: &HardwareDb) -> Self {
+        match db {
+            Some(db) => self.with_kernels(db, hardware),
+            None => self,
+        }
+    }
+
+    /// The kernel tables in use (`None`: none, every op at the engine's costs).
+    pub fn kernels(&self) -> Option<&KernelUse<'a>> {
+        self.kernels.as_ref()
+    }
+
+    /// Where the time of an op no table covers comes from (not on the hot path: it
+    /// builds the `ideal` profile to compare with).
+    pub(super) fn fallback_source(&self) -> CostSource {
+        if self.engine.same_factors(&crate::engine::Engine::ideal()) {
+            CostSource::Physics
+        } else {
+            CostSource::Fitted
+        }
+    }
+
+    /// One op of a pass of `part` over `step` placed, with the table it was read from:
+    /// from a kernel table where one covers it (a plain pass only: see the module
+    /// notes), else [`Predictor::place_op`] (`None`: the engine's costs, which
+    /// [`Predictor::fallback_source`] names).
+    pub(super) fn place_op_in(
+        &self,
+        op: &OpInstance,
+        part: Part,
+        step: &Step,
+    ) -> (Placement, Option<CostSource>) {
+        if let Some(k) = &self.kernels
+            && part == Part::Decode
+            && let Some((class, dtype, peak, shape)) = self.kernel_shape(op, step)
+            && let Some(eff) =
+                k.db.efficiency(&k.device, &self.engine.id, class, dtype, &shape)
+            && eff > 0.0
+            && eff.is_finite()
+        {
+            let source = match k.source {
+                Source::Measured => CostSource::Measured,
+                Source::Transferred(_) => CostSource::Transferred,
+            };
+            return (self.measured_place(op, class, peak, eff), Some(source));
+        }
+        (self.place_op(op), None)
+    }
+
+    /// The table class, dtype, datasheet peak of the table's roof and shape of `op` in
+    /// a pass over `step`, where a table may cover it.
+    fn kernel_shape(
+        &self,
+        op: &OpInstance,
+        step: &Step,
+    ) -> Option<(OpClass, &'static str, f64, Shape)> {
+        use OpKind as K;
+        let m = self.model;
+        let peak = |d: ComputeDtype| self.hardware.peak(d).0;
+        match op.kind {
+            K::QkvProj | K::OProj | K::LmHead => {}
+            K::GateUpProj | K::UpProj | K::DownProj if !m.is_moe() => {}
+            K::Attention => {
+                let kv = match self.precision.kv {
+                    Format::Bf16 | Format::Fp16 => "bf16",
+                    Format::Fp8 => "fp8",
+                    _ => return None,
+                };
+                if !matches!(
+                    self.precision.activations,
+                    ComputeDtype::Bf16 | ComputeDtype::Fp16
+                ) {
+                    return None;
+                }
+                let (class, len) = if step.decode && step.new_tokens == 1 {
+                    (OpClass::AttentionDecode, step.context)
+                } else if !step.decode && step.context == step.new_tokens {
+                    (OpClass::AttentionPrefill, step.new_tokens)
+                } else {
+                    return None;
+                };
+                let shape = Shape::Attention {
+                    batch: step.batch.div_ceil(self.ep.max(1)),
+                    len,
+                    heads: m.heads.div_ceil(self.tp),
+                    kv_heads: m.kv_heads.div_ceil(self.tp),
+                    head_dim: m.head_dim,
+                };
+                return Some((class, kv, peak(ComputeDtype::Bf16), shape));
+            }
+            K::AllreduceAttn | K::AllreduceMlp => {
+                let n = self.tp;
+                if n < 2 || self.parallel != Parallel::Tp || op.cost.link_bytes <= 0.0 {
+                    return None;
+                }
+                // a ring all-reduce sends 2 (n - 1) / n of the message (ops::collective)
+                let bytes = op.cost.link_bytes * n as f64 / (2.0 * (n - 1) as f64);
+                let shape = Shape::AllReduce { gpus: n, bytes };
+                return Some((OpClass::AllReduce, "bf16", 0.0, shape));
+            }
+            _ => return None,
+        }
+        let (dtype, d) = match op.unit {
+            Unit::Matrix(ComputeDtype::Bf16 | ComputeDtype::Fp16) => ("bf16", ComputeDtype::Bf16),
+            Unit::Matrix(ComputeDtype::Fp8) => ("fp8", ComputeDtype::Fp8),
+            _ => return None,
+        };
+        if peak(d) <= 0.0 {
+            return None;
+        }
+        let rows = self.matmul_rows(op)?.round().max(1.0) as u64;
+        let elems = self.weight_elements(op)?;
+        let hidden = m.hidden.max(1);
+        let other = (elems / hidden as f64).round().max(1.0) as u64;
+        let (n, k) = match op.kind {
+            K::OProj | K::DownProj => (hidden, other),
+            _ => (other, hidden),
+        };
+        Some((OpClass::Gemm, dtype, peak(d), Shape::Gemm { m: rows, n, k }))
+    }
+
+    /// `op` placed at the measured efficiency `eff` of its class: the table's roof
+    /// (FLOPs at the datasheet `peak`, bytes at the memory bandwidth, link bytes at the
+    /// device link; an all-reduce's FLOPs are not part of its roof) over `eff`, all
+    /// executions, no overhead. The ideal time and the bound stay the roofline's.
+    fn measured_place(&self, op: &OpInstance, class: OpClass, peak: f64, eff: f64) -> Placement {
+        let total = op.total();
+        let mut p = place(&total, self.ceilings(op), &Efficiency::IDEAL);
+        let bw = self.hardware.memory.bandwidth_bytes_per_s;
+        let link = self
+            .hardware
+            .device_link()
+            .map_or(0.0, |l| l.bytes_per_s_per_direction);
+        let at = |num: f64, rate: f64| crate::roofline::time_at(num, rate);
+        let compute = if class == OpClass::AllReduce {
+            0.0
+        } else {
+            at(total.flops, peak)
+        };
+        let roof = compute
+            .max(at(total.bytes(), bw))
+            .max(at(total.link_bytes, link));
+        let time_s = roof / eff;
+        let slowest_ideal = p.compute_time_s.max(p.memory_time_s).max(p.link_time_s);
+        let scale = if slowest_ideal > 0.0 {
+            time_s / slowest_ideal
+        } else {
+            0.0
+        };
+        p.compute_time_s *= scale;
+        p.memory_time_s *= scale;
+        p.link_time_s *= scale;
+        p.overhead_s = 0.0;
+        p.bound = slowest(p.compute_time_s, p.memory_time_s, p.link_time_s, 0.0).1;
+        p.time_s = time_s;
+        p
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::EngineDb;
+    use crate::model::ModelDb;
+    use crate::predict::Scenario;
+
+    fn with<'a>(model: &'a crate::model::ModelConfig, gpu: &str, gpus: u64) -> Predictor<'a> {
+        let hw = HardwareDb::builtin().unwrap();
+        let engine = EngineDb::builtin().unwrap().get("vllm").unwrap();
+        let s = Scenario {
+            gpus,
+            ..Scenario::default()
+        };
+        Predictor::new(model, hw.get(gpu).unwrap(), engine, &s)
+            .unwrap()
+            .with_kernels(KernelDb::builtin().unwrap(), hw)
+    }
+
+    fn op(p: &Predictor<'_>, step: &Step, kind: OpKind) -> OpInstance {
+        *p.graph(step).ops().iter().find(|o| o.kind == kind).unwrap()
+    }
+
+    /// Llama 3 8B's o_proj at batch 1 is a measured grid point of h100-sxm's vLLM
+    /// table (m 1, n 4096, k 4096: efficiency 0.666). Roof: (4096 x 2 + 4096 x 4096 x 2 +
+    /// 4096 x 2) = 33,570,816 B / 3.35e12 B/s = 10.0211 us; / 0.666 = 15.0468 us; x 32
+    /// layers = 481.50 us. On an H100 PCIe (no table: H100 SXM's, transferred) the
+    /// same fraction of its own 2.0e12 B/s: 33,570,816 / 2.0e12 / 0.666 x 32 = 806.51 us.
+    #[test]
+    fn a_matmul_at_a_measured_point_costs_its_roof_over_the_measured_efficiency() {
+        let m = &ModelDb::builtin().unwrap().resolve("llama-3-8b").unwrap();
+        let step = Step::decode(1, 576);
+        let sxm = with(m, "h100-sxm", 1);
+        assert_eq!(sxm.kernels().unwrap().source, Source::Measured);
+        let o = op(&sxm, &step, OpKind::OProj);
+        let (p, source) = sxm.place_op_in(&o, Part::Decode, &step);
+        assert_eq!(source, Some(CostSource::Measured));
+        assert!((p.time_s - 481.50e-6).abs() < 0.01e-6, "{}", p.time_s);
+        assert_eq!(p.overhead_s, 0.0);
+        // the ideal time is the roofline's, on the predictor's own ceilings
+        assert_eq!(p.roofline_time_s, sxm.place_op(&o).roofline_time_s);
+        let pcie = with(m, "h100-pcie", 1);
+        assert_eq!(
+            pcie.kernels().unwrap().source,
+            Source::Transferred("h100-sxm".into())
+        );
+        let (p, source) = pcie.place_op_in(&op(&pcie, &step, OpKind::OProj), Part::Decode, &step);
+        assert_eq!(source, Some(CostSource::Transferred));
+        assert!((p.time_s - 806.51e-6).abs() < 0.01e-6, "{}", p.time_s);
+        // an op no table covers keeps the engine's cost
+        let rope = op(&sxm, &step, OpKind::Rope);
+        let (p, source) = sxm.place_op_in(&rope, Part::Decode, &step);
+        assert_eq!(source, None);
+        assert_eq!(p, sxm.place_op(&rope));
+        // and so does a draft pass
+        let (_, source) = sxm.place_op_in(&o, Part::Draft, &step);
+        assert_eq!(source, None);
+    }
+
+    /// The shapes the tables are read at, by hand for Llama 3 8B (32 heads, 8 KV heads,
+    /// head dim 128, hidden 4096, MLP 14336) on 4 devices: a decode step of 4 sequences
+    /// at context 4096 runs attention of 8 heads and 2 KV heads per device; its
+    /// all-reduces carry one token's 4096 activations x 2 bytes = 8192 bytes per
+    /// sequence (32,768 for 4); down_proj reads 14336 / 4 = 3584 inputs into 4096.
+    #[test]
+    fn ops_are_read_at_their_per_device_shapes() {
+        let m = &ModelDb::builtin().unwrap().resolve("llama-3-8b").unwrap();
+        let p = with(m, "h100-sxm", 4);
+        let step = Step::decode(4, 4096);
+        let shape = |k: OpKind| {
+            p.kernel_shape(&op(&p, &step, k), &step)
+                .map(|s| (s.0, s.1, s.3))
+        };
+        assert_eq!(
+            shape(OpKind::Attention),
+            Some((
+                OpClass::AttentionDecode,
+                "bf16",
+                Shape::Attention {
+                    batch: 4,
+                    len: 4096,
+                    heads: 8,
+                    kv_heads: 2,
+                    head_dim: 128
+                }
+            ))
+        );
+        assert_eq!(
+            shape(OpKind::AllreduceMlp),
+            Some((
+                OpClass::AllReduce,
+                "bf16",
+                Shape::AllReduce {
+                    gpus: 4,
+                    bytes: 32768.0
+                }
+            ))
+        );
+        assert_eq!(
+            shape(OpKind::DownProj),
+            Some((
+                OpClass::Gemm,
+                "bf16",
+                Shape::Gemm {
+                    m: 4,
+                    n: 4096,
+                    k: 3584
+                }
+            ))
+        );
+        // a whole prompt is prefill attention; a chunk after a cached prefix is neither
+        let prompt = Step::prefill(2, 1000);
+        let a = op(&p, &prompt, OpKind::Attention);
+        assert_eq!(
+            p.kernel_shape(&a, &prompt).map(|s| s.0),
+            Some(OpClass::AttentionPrefill)
+        );
+        let chunk = Step {
+            context: 3000,
+            ..prompt
+        };
+        assert_eq!(
+            p.kernel_shape(&op(&p, &chunk, OpKind::Attention), &chunk),
+            None
+        );
+    }
+
+    /// The decode sum with tables (pieces between powers of two, Simpson's rule on the
+    /// long ones) against every step summed one by one: contexts 101..=899.
+    #[test]
+    fn the_sampled_decode_sum_matches_the_steps_summed_one_by_one() {
+        let m = &ModelDb::builtin().unwrap().resolve("llama-3-8b").unwrap();
+        let p = with(m, "h100-sxm", 1);
+        let (step, pred, ideal) = p.decode_with_sum(8, 500, 101, 899, 0.0);
+        let (mut want, mut want_ideal) = (0.0, 0.0);
+        for c in 101..=899 {
+            let r = p.decode_step(8, c, 0.0);
+            want += r.time_s;
+            want_ideal += r.roofline_time_s;
+        }
+        assert_eq!(step, p.decode_step(8, 500, 0.0));
+        assert!((pred / want - 1.0).abs() < 1e-3, "{pred} {want}");
+        assert!(
+            (ideal / want_ideal - 1.0).abs() < 1e-3,
+            "{ideal} {want_ideal}"
+        );
+    }
+}

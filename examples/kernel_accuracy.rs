@@ -1,0 +1,101 @@
+//! The measured kernel tables against published end-to-end measurements: every row of
+//! data/measurements/measurements.csv whose device (or its sibling) has a kernel table
+//! under the row's engine, predicted with the engine's fitted costs and again with the
+//! tables read where they cover an op (`predict --kernels bundled`), with the engine's
+//! factors as they are (fitted without the tables: no refit here).
+//!
+//! Run: `cargo run --release -q --example kernel_accuracy` (add `-- --rows` for one
+//! line per row). Prints per kind (A single-stream decode, B batched throughput, C
+//! prefill) the rows, the median predicted/measured ratio and the median |error| of
+//! both. Nothing here changes a prediction.
+
+use ridgeline::calibrate::{cases, predict_case_with, read_measurements};
+use ridgeline::engine::EngineDb;
+use ridgeline::hardware::HardwareDb;
+use ridgeline::kernels::KernelDb;
+use std::collections::BTreeMap;
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    match n {
+        0 => f64::NAN,
+        _ if n % 2 == 1 => v[n / 2],
+        _ => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+/// `label`: rows, median ratio and median |ratio - 1| of both predictions.
+fn print_line(label: &str, plain: &mut [f64], tables: &mut [f64]) {
+    let err = |r: &[f64]| -> Vec<f64> { r.iter().map(|x| (x - 1.0).abs()).collect() };
+    let (mut ep, mut et) = (err(plain), err(tables));
+    println!(
+        "{label}: {} rows; fitted ratio {:.2}, |error| {:.1}%; with tables ratio {:.2}, |error| {:.1}%",
+        plain.len(),
+        median(plain),
+        100.0 * median(&mut ep),
+        median(tables),
+        100.0 * median(&mut et)
+    );
+}
+
+fn main() -> ridgeline::Result<()> {
+    let rows_too = std::env::args().any(|a| a == "--rows");
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data/measurements/measurements.csv");
+    let mapped = cases(&read_measurements(&path)?)?;
+    let (hw_db, engines, kernels) = (
+        HardwareDb::builtin()?,
+        EngineDb::builtin()?,
+        KernelDb::builtin()?,
+    );
+    // kind -> (fitted, with tables) predicted / measured
+    let mut by: BTreeMap<String, (Vec<f64>, Vec<f64>)> = BTreeMap::new();
+    for c in &mapped.cases {
+        let Ok(e) = engines.get(&c.engine) else {
+            continue;
+        };
+        let hw = hw_db.get(&c.hardware.id).unwrap_or(&c.hardware);
+        let covered =
+            kernels.table(&hw.id, &e.id).is_some() || kernels.sibling(hw, hw_db, &e.id).is_some();
+        if !covered || c.model.is_none() {
+            continue;
+        }
+        let (Ok(plain), Ok(tables)) = (
+            predict_case_with(c, e, None),
+            predict_case_with(c, e, Some((kernels, hw_db))),
+        ) else {
+            continue;
+        };
+        // a latency is the inverse of a speed: compare speeds
+        let speed = |p: f64| {
+            if c.target.higher_is_faster() {
+                p / c.measured
+            } else {
+                c.measured / p
+            }
+        };
+        if rows_too {
+            println!(
+                "{} {:?} {} {} {}: fitted {:.2}, tables {:.2}",
+                c.id,
+                c.kind,
+                e.id,
+                hw.id,
+                c.model.as_ref().map_or("", |m| m.id.as_str()),
+                speed(plain),
+                speed(tables)
+            );
+        }
+        let entry = by.entry(format!("{:?}", c.kind)).or_default();
+        entry.0.push(speed(plain));
+        entry.1.push(speed(tables));
+    }
+    println!(
+        "kind: rows, median predicted/measured speed and median |error|, fitted and with kernel tables"
+    );
+    for (kind, (mut p, mut t)) in by {
+        print_line(&kind, &mut p, &mut t);
+    }
+    Ok(())
+}
