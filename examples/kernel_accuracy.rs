@@ -56,9 +56,7 @@ fn main() -> ridgeline::Result<()> {
             continue;
         };
         let hw = hw_db.get(&c.hardware.id).unwrap_or(&c.hardware);
-        let covered =
-            kernels.table(&hw.id, &e.id).is_some() || kernels.sibling(hw, hw_db, &e.id).is_some();
-        if !covered || c.model.is_none() {
+        if kernels.table_for(hw, hw_db, &e.id).is_none() || c.model.is_none() {
             continue;
         }
         let (Ok(plain), Ok(tables)) = (

@@ -114,7 +114,7 @@ fn device_chart(ctx: &Ctx, a: &PredictArgs, chart: Chart, links: Links) -> Resul
         .into_iter()
         .map(|hw| {
             build_predictor(&model, hw, engine, &s, draft.as_ref())
-                .map(|p| p.with_kernels_if(kernels.as_ref(), &ctx.hardware))
+                .map(|p| p.with_kernels_if(kernels.as_deref(), &ctx.hardware))
         })
         .collect::<Result<Vec<_>>>()?;
     let predictions = match chart {

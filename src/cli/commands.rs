@@ -250,7 +250,7 @@ pub fn roofline_cmd(
         .iter()
         .map(|hw| {
             build_predictor(&model, hw, engine, &s, draft.as_ref())
-                .map(|p| p.with_kernels_if(kernels.as_ref(), &ctx.hardware))
+                .map(|p| p.with_kernels_if(kernels.as_deref(), &ctx.hardware))
         })
         .collect::<Result<Vec<_>>>()?;
     let predictions = preds

@@ -145,7 +145,7 @@ impl Ctx {
         let kernels = a.kernels.load()?;
         f(
             &build_predictor(&model, hw, engine, &a.scenario(), draft.as_ref())?
-                .with_kernels_if(kernels.as_ref(), &self.hardware),
+                .with_kernels_if(kernels.as_deref(), &self.hardware),
         )
     }
 

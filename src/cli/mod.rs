@@ -332,18 +332,19 @@ impl KernelsArg {
         }
     }
 
-    /// The tables it names (`None` for `none`); a directory that does not load is an
-    /// error naming `kernels`.
-    pub fn load(&self) -> Result<Option<crate::kernels::KernelDb>> {
-        let bundled = || crate::kernels::KernelDb::builtin().cloned();
+    /// The tables it names (`None` for `none`; the bundled ones are not copied); a
+    /// directory that does not load is an error naming `kernels`.
+    pub fn load(&self) -> Result<Option<std::borrow::Cow<'static, crate::kernels::KernelDb>>> {
+        use std::borrow::Cow;
+        let bundled = crate::kernels::KernelDb::builtin;
         match self {
             KernelsArg::None => Ok(None),
-            KernelsArg::Bundled => bundled().map(Some),
+            KernelsArg::Bundled => Ok(Some(Cow::Borrowed(bundled()?))),
             KernelsArg::Dir(d) => {
-                let mut db = bundled()?;
+                let mut db = bundled()?.clone();
                 db.load_dir(d)
                     .map_err(|e| crate::Error::invalid("kernels", e.to_string()))?;
-                Ok(Some(db))
+                Ok(Some(Cow::Owned(db)))
             }
         }
     }

@@ -386,9 +386,24 @@ impl KernelDb {
             .map(|(_, h)| h)
     }
 
-    /// [`KernelDb::efficiency`] on `hw` under `backend`, from its own table
-    /// ([`Source::Measured`]) or else from its [`KernelDb::sibling`]'s
-    /// ([`Source::Transferred`]); `None` where neither covers the op.
+    /// The device whose table `hw` reads under `backend`, and how: its own
+    /// ([`Source::Measured`]) or else its [`KernelDb::sibling`]'s
+    /// ([`Source::Transferred`]); `None` where neither has one.
+    pub fn table_for<'h>(
+        &self,
+        hw: &'h Hardware,
+        hardware: &'h HardwareDb,
+        backend: &str,
+    ) -> Option<(&'h str, Source)> {
+        if self.table(&hw.id, backend).is_some() {
+            return Some((&hw.id, Source::Measured));
+        }
+        self.sibling(hw, hardware, backend)
+            .map(|from| (from.id.as_str(), Source::Transferred(from.id.clone())))
+    }
+
+    /// [`KernelDb::efficiency`] on `hw` under `backend`, from the table
+    /// [`KernelDb::table_for`] picks; `None` where no table covers the op.
     pub fn lookup(
         &self,
         hw: &Hardware,
@@ -398,10 +413,7 @@ impl KernelDb {
         dtype: &str,
         shape: &Shape,
     ) -> Option<(f64, Source)> {
-        let (id, source) = match self.sibling(hw, hardware, backend) {
-            Some(from) => (&from.id, Source::Transferred(from.id.clone())),
-            None => (&hw.id, Source::Measured),
-        };
+        let (id, source) = self.table_for(hw, hardware, backend)?;
         self.efficiency(id, backend, op, dtype, shape)
             .map(|e| (e, source))
     }

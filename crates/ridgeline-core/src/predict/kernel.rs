@@ -56,25 +56,17 @@ pub enum CostSource {
 }
 
 impl<'a> Predictor<'a> {
-    /// The predictor reading the kernel tables of `db` ([`KernelDb::lookup`]): the
+    /// The predictor reading the kernel tables of `db` ([`KernelDb::table_for`]): the
     /// device's own under the engine, else its sibling's among `hardware`; unchanged
     /// where neither has one ([`Predictor::kernels`] then says `None`).
     pub fn with_kernels(mut self, db: &'a KernelDb, hardware: &HardwareDb) -> Self {
-        let engine = &self.engine.id;
-        self.kernels = if db.table(&self.hardware.id, engine).is_some() {
-            Some(KernelUse {
-                db,
-                device: self.hardware.id.clone(),
-                source: Source::Measured,
-            })
-        } else {
-            db.sibling(self.hardware, hardware, engine)
-                .map(|s| KernelUse {
+        self.kernels =
+            db.table_for(self.hardware, hardware, &self.engine.id)
+                .map(|(device, source)| KernelUse {
                     db,
-                    device: s.id.clone(),
-                    source: Source::Transferred(s.id.clone()),
-                })
-        };
+                    device: device.to_string(),
+                    source,
+                });
         self
     }
 
