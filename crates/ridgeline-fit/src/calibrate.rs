@@ -189,6 +189,20 @@ pub struct Case {
     pub measured: f64,
     /// What had to be assumed to map the row.
     pub assumptions: Vec<String>,
+    /// The measured kernel tables the case is predicted with (`None`: the engine's
+    /// costs alone); set for a whole mapping by [`Mapped::with_kernels`].
+    pub kernels: Option<Arc<CaseKernels>>,
+}
+
+/// Measured kernel tables and the devices among which a device without a table finds
+/// its sibling ([`Predictor::with_kernels`](crate::predict::Predictor::with_kernels)),
+/// shared by the cases predicted with them.
+#[derive(Debug, Clone)]
+pub struct CaseKernels {
+    /// The tables.
+    pub db: ridgeline_core::kernels::KernelDb,
+    /// The devices siblings are looked for among.
+    pub hardware: HardwareDb,
 }
 
 /// A row left out, and why.
@@ -211,6 +225,18 @@ pub struct Mapped {
     pub cases: Vec<Case>,
     /// Rows left out, each with its reason.
     pub skipped: Vec<Skipped>,
+}
+
+impl Mapped {
+    /// Every case predicted with `kernels` (where a table covers its device, or the
+    /// device's sibling, under its engine: [`predict_case`]).
+    pub fn with_kernels(mut self, kernels: CaseKernels) -> Self {
+        let k = Arc::new(kernels);
+        for c in &mut self.cases {
+            c.kernels = Some(Arc::clone(&k));
+        }
+        self
+    }
 }
 
 /// Maps rows with the built-in hardware and model databases (see [`cases_with`]).

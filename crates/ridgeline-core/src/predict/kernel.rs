@@ -14,7 +14,9 @@
 //!   per sequence) or a whole prompt (no cached prefix), at the heads, KV heads and
 //!   batch of one device, with a 16-bit or fp8 KV cache;
 //! - the tensor-parallel all-reduces (`allreduce_attn`, `allreduce_mlp`) at their
-//!   message size and the tensor-parallel group's size.
+//!   message size and the tensor-parallel group's size, on devices joined by a
+//!   scale-up link (over PCIe alone the measured all-reduce is the measured host's
+//!   topology, not the device's).
 //!
 //! Everything else (latent attention, routed experts, windows, speculative verify
 //! passes, draft models, the pass overheads) keeps the engine's fitted costs. The fast
@@ -163,7 +165,17 @@ impl<'a> Predictor<'a> {
             }
             K::AllreduceAttn | K::AllreduceMlp => {
                 let n = self.tp;
-                if n < 2 || self.parallel != Parallel::Tp || op.cost.link_bytes <= 0.0 {
+                // over PCIe alone the measured all-reduce is the measured host's
+                // topology (a switch, one root complex or two sockets: 15% of the
+                // link on AIConfigurator's 4 x L40S, where the published TensorRT-LLM
+                // runs on such devices come out faster than the plain link model);
+                // it is read only across a scale-up fabric, which every board of a
+                // device shares
+                if n < 2
+                    || self.parallel != Parallel::Tp
+                    || op.cost.link_bytes <= 0.0
+                    || self.hardware.scaleup_link.is_none()
+                {
                     return None;
                 }
                 // a ring all-reduce sends 2 (n - 1) / n of the message (ops::collective)
@@ -339,6 +351,19 @@ mod tests {
                     k: 3584
                 }
             ))
+        );
+        // over PCIe alone (L40S: no scale-up link) the all-reduce keeps the engine's
+        // link model; its matmuls still read the table
+        let pcie = with(m, "l40s", 4);
+        assert!(pcie.hardware.scaleup_link.is_none());
+        assert_eq!(
+            pcie.kernel_shape(&op(&pcie, &step, OpKind::AllreduceMlp), &step),
+            None
+        );
+        assert_eq!(
+            pcie.kernel_shape(&op(&pcie, &step, OpKind::DownProj), &step)
+                .map(|s| s.0),
+            Some(OpClass::Gemm)
         );
         // a whole prompt is prefill attention; a chunk after a cached prefix is neither
         let prompt = Step::prefill(2, 1000);

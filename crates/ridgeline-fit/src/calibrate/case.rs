@@ -156,6 +156,7 @@ pub(super) fn case(r: &Measurement, names: &mut Names) -> std::result::Result<Ca
         target: Target::MemoryBytesPerS,
         measured,
         assumptions: note.into_iter().collect(),
+        kernels: None,
     };
     let (weights, kv) = names.precision(&r.precision)?;
     if r.kind == Kind::F {
@@ -384,14 +385,19 @@ fn model_target(r: &Measurement, dim: Dim) -> std::result::Result<Target, String
     })
 }
 
-/// Predicts the case's [`Target`] with `engine`, in SI units.
+/// Predicts the case's [`Target`] with `engine`, in SI units, with the case's kernel
+/// tables where it has them ([`Case::kernels`]).
 pub fn predict_case(c: &Case, engine: &Engine) -> Result<f64> {
-    predict_case_with(c, engine, None)
+    predict_case_with(
+        c,
+        engine,
+        c.kernels.as_deref().map(|k| (&k.db, &k.hardware)),
+    )
 }
 
 /// [`predict_case`] with the measured kernel tables of `kernels` (and the devices
 /// among which a device without a table finds its sibling) where given
-/// ([`Predictor::with_kernels`]).
+/// ([`Predictor::with_kernels`]), else with none (whatever [`Case::kernels`] says).
 pub fn predict_case_with(
     c: &Case,
     engine: &Engine,

@@ -635,6 +635,7 @@ mod tests {
             target,
             measured: 1.0,
             assumptions: Vec::new(),
+            kernels: None,
         }
     }
 

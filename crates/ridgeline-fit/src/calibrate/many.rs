@@ -31,6 +31,10 @@ fn same_prediction(a: &Case, b: &Case) -> bool {
             (x, y) => x.is_none() && y.is_none(),
         }
         && (Arc::ptr_eq(&a.hardware, &b.hardware) || a.hardware == b.hardware)
+        && match (&a.kernels, &b.kernels) {
+            (Some(x), Some(y)) => Arc::ptr_eq(x, y),
+            (x, y) => x.is_none() && y.is_none(),
+        }
 }
 
 /// A hash of what [`same_prediction`] compares: the shapes, and the device and model
@@ -40,6 +44,7 @@ fn prediction_hash(c: &Case) -> u64 {
     let mut h = DefaultHasher::new();
     Arc::as_ptr(&c.hardware).hash(&mut h);
     c.model.as_ref().map(Arc::as_ptr).hash(&mut h);
+    c.kernels.as_ref().map(Arc::as_ptr).hash(&mut h);
     let s = &c.scenario;
     (s.batch, s.prompt, s.gen_tokens, s.gpus, s.flash, s.offload).hash(&mut h);
     s.parallel.hash(&mut h);

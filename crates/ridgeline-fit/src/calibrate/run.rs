@@ -212,6 +212,9 @@ pub(super) fn fit_typical(
 
 /// Engine `id` fitted on its rows among `cases`, starting from `typical`'s speed
 /// factors and pulled toward them; memory groups it was not measured on carried over.
+/// Where a row reads kernel tables (`Case::kernels` with a table for its device), the
+/// engine fits a per-step overhead and no per-layer one: a measured kernel's time
+/// already includes its launch.
 pub(super) fn fit_engine(
     id: &str,
     cases: &[&Case],
@@ -219,13 +222,30 @@ pub(super) fn fit_engine(
     bounds: &Bounds,
     typical: &Engine,
 ) -> Result<EngineFit> {
-    let base = start_from_typical(&base_for(engines, id)?, typical);
+    let mut base = start_from_typical(&base_for(engines, id)?, typical);
     let rows: Vec<&Case> = cases
         .iter()
         .copied()
         .filter(|c| c.engine == id && c.kind != Kind::F)
         .collect();
-    let mut f = fit(&base, &rows, &options_for(id, bounds, Some(typical)))?;
+    let mut o = options_for(id, bounds, Some(typical));
+    // rows predicted with kernel tables ([`Case::kernels`]) that cover their device
+    let tables = rows.iter().any(|c| {
+        c.kernels
+            .as_ref()
+            .is_some_and(|k| k.db.table_for(&c.hardware, &k.hardware, id).is_some())
+    });
+    if tables {
+        // measured kernel times include their launches and the gaps between them:
+        // a per-layer term would count them twice, so only the per-pass overhead
+        // (scheduling, sampling, what no kernel covers) is fitted; the prompt pass's
+        // per-layer term (`prefill_layer_overhead_s`, not fitted) stays: without it
+        // the prompt rows held out by source come out 5 points worse
+        // (examples/kernel_refit; docs/calibration-log.md)
+        o.overhead = super::OverheadKind::Step;
+        base.overheads.layer_overhead_s = 0.0;
+    }
+    let mut f = fit(&base, &rows, &o)?;
     carry_over_memory(&mut f, typical, bounds);
     Ok(f)
 }
@@ -426,4 +446,60 @@ fn kind_summary(rows: &[RowReport]) -> Vec<KindSummary> {
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::calibrate::{
+        BUILTIN_MEASUREMENTS_CSV, CaseKernels, Mapped, ParamKind, cases, parse_measurements,
+        predict_case, predict_case_with,
+    };
+    use crate::hardware::HardwareDb;
+    use ridgeline_core::kernels::KernelDb;
+
+    /// Rows predicted with the kernel tables fit a per-pass overhead and no per-layer
+    /// one (the measured kernel times hold their launches); the same rows without the
+    /// tables keep the per-layer overhead. A case carries its tables into every
+    /// prediction of the fit ([`predict_case`]).
+    #[test]
+    fn on_the_kernel_tables_an_engine_fits_no_per_layer_overhead() {
+        let rows = parse_measurements(BUILTIN_MEASUREMENTS_CSV, "m.csv").unwrap();
+        let plain = cases(&rows).unwrap();
+        let engines = EngineDb::builtin().unwrap();
+        let hw = HardwareDb::builtin().unwrap();
+        let tables = plain.clone().with_kernels(CaseKernels {
+            db: KernelDb::builtin().unwrap().clone(),
+            hardware: hw.clone(),
+        });
+        let fitted = |m: &Mapped| {
+            let cal = calibrate(m, engines, Some("trt-llm")).unwrap();
+            cal.engines
+                .into_iter()
+                .find(|f| f.engine.id == "trt-llm")
+                .unwrap()
+        };
+        let (p, t) = (fitted(&plain), fitted(&tables));
+        let has = |f: &EngineFit, k: ParamKind| f.params.iter().any(|x| x.kind == k);
+        assert!(has(&p, ParamKind::LayerOverhead) && !has(&p, ParamKind::StepOverhead));
+        assert!(p.engine.overheads.layer_overhead_s > 0.0);
+        assert!(has(&t, ParamKind::StepOverhead) && !has(&t, ParamKind::LayerOverhead));
+        assert_eq!(t.engine.overheads.layer_overhead_s, 0.0);
+        // a trt-llm row on an H100 SXM is predicted with the tables it carries
+        let c = tables
+            .cases
+            .iter()
+            .find(|c| c.engine == "trt-llm" && c.hardware.id == "h100-sxm" && c.model.is_some())
+            .unwrap();
+        let k = c.kernels.as_deref().unwrap();
+        let e = &t.engine;
+        assert_eq!(
+            predict_case(c, e).unwrap(),
+            predict_case_with(c, e, Some((&k.db, &k.hardware))).unwrap()
+        );
+        assert_ne!(
+            predict_case(c, e).unwrap(),
+            predict_case_with(c, e, None).unwrap()
+        );
+    }
 }
