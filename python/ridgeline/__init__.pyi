@@ -256,6 +256,7 @@ def calibrate(
     train: Optional[bool] = None,
     report: Optional[bool] = None,
     worst: Optional[int] = None,
+    kernels: Optional[Union[str, "os.PathLike[str]"]] = None,
     hardware_file: Optional[FilesArg] = None,
     engine_file: Optional[FilesArg] = None,
     instances_file: Optional[FilesArg] = None,
@@ -266,7 +267,8 @@ def calibrate(
 ) -> Report:
     """Engine efficiency factors fitted to measurements: ``ridgeline calibrate --json``
     (``report=True``: the errors against the pure roofline and a flat bandwidth factor,
-    and the rows held out worst)."""
+    and the rows held out worst; ``kernels="bundled"``: the rows predicted with the
+    measured kernel tables, the engines they cover fitted on top of them)."""
 
 def sweep(
     model: Union[ModelArg, Sequence[ModelArg]],

@@ -46,6 +46,13 @@ pub struct CalibrateArgs {
     /// held-out error.
     #[arg(long, conflicts_with_all = ["engine", "save", "save_intervals", "markdown", "train"])]
     pub report: bool,
+    /// Measured kernel tables the rows are predicted with where they cover an op
+    /// (`none`, `bundled`, or a directory: as for `predict --kernels`); an engine
+    /// with rows on a device a table covers then fits a per-pass overhead and no
+    /// per-layer one. With --save, the file holds only those engines' profiles: the
+    /// schema of data/engines-kernels.toml, which `--kernels` predictions use.
+    #[arg(long = "kernels", default_value = "none", value_name = "none|bundled|DIR", value_parser = super::KernelsArg::parse, conflicts_with_all = ["train", "save_intervals", "report"])]
+    pub kernels: super::KernelsArg,
     /// With --report: how many of the rows held out worst to list (default 10).
     #[arg(long, value_name = "N", requires = "report", allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..))]
     pub worst: Option<u64>,
@@ -69,6 +76,7 @@ pub fn run(ctx: &Ctx, a: &CalibrateArgs, json: bool) -> Result<String> {
             ctx,
             &a.measurements,
             engine,
+            &a.kernels,
             a.save.as_ref(),
             a.markdown,
             json,
@@ -106,18 +114,27 @@ pub fn calibrate(
     ctx: &Ctx,
     measurements: &Path,
     engine: Option<&str>,
+    kernels: &super::KernelsArg,
     save: Option<&PathBuf>,
     markdown: bool,
     json: bool,
 ) -> Result<String> {
     use crate::calibrate::{
         accuracy_with_progress, calibrate_with_progress, engines_file, engines_toml,
+        kernel_engines_toml,
     };
     // check the target before the fit, write it only when the fit succeeds
     let target = save
         .map(|p| files::AtomicFile::create(p).map_err(|e| named("--save", e)))
         .transpose()?;
-    let (_, mapped) = read(ctx, measurements)?;
+    let tables = kernels.load()?;
+    let (_, mut mapped) = read(ctx, measurements)?;
+    if let Some(db) = &tables {
+        mapped = mapped.with_kernels(crate::calibrate::CaseKernels {
+            db: db.clone().into_owned(),
+            hardware: ctx.hardware.clone(),
+        });
+    }
     let progress = progress();
     if markdown {
         let a = accuracy_with_progress(&mapped, &ctx.engines, &progress)?;
@@ -125,7 +142,13 @@ pub fn calibrate(
     }
     let cal = calibrate_with_progress(&mapped, &ctx.engines, engine, &progress)?;
     if let (Some(mut file), Some(path)) = (target, save) {
-        let text = if engine.is_some() {
+        let text = if tables.is_some() {
+            let named = match kernels {
+                super::KernelsArg::Dir(d) => format!("data/kernels and {}", d.display()),
+                _ => "data/kernels".to_string(),
+            };
+            kernel_engines_toml(&cal, &mapped, &named)?
+        } else if engine.is_some() {
             engines_toml(&cal, &mapped)?
         } else {
             let previous = path.exists().then(|| files::read_text(path)).transpose()?;
@@ -135,9 +158,17 @@ pub fn calibrate(
             .write_all(text.as_bytes())
             .map_err(|e| Error::write(format!("--save {}", path.display()), e))?;
         file.commit().map_err(|e| named("--save", e))?;
+        let written = text
+            .lines()
+            .filter(|l| l.starts_with("fitted_on = "))
+            .count();
         eprintln!(
-            "saved {} fitted engine profile(s) to {}",
-            cal.engines.len(),
+            "saved {written} fitted engine profile(s){} to {}",
+            if tables.is_some() {
+                " on the kernel tables"
+            } else {
+                ""
+            },
             path.display()
         );
     }

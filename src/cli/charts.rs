@@ -2,7 +2,7 @@
 //! commands that write it to a file (`--svg FILE`, `roofline --out`) and by
 //! [`super::chart_args`] (the web server's `/api/<chart>.svg`, library callers).
 
-use super::context::{self, Ctx, build_predictor};
+use super::context::{self, Ctx};
 use super::{Cli, Command, PredictArgs, SimulateArgs, TrainArgs};
 use crate::plot::{memory, roofline, throughput};
 use crate::predict::{Prediction, Predictor, Scenario};
@@ -112,10 +112,7 @@ fn device_chart(ctx: &Ctx, a: &PredictArgs, chart: Chart, links: Links) -> Resul
         .hardware
         .get_list(&a.gpu)?
         .into_iter()
-        .map(|hw| {
-            build_predictor(&model, hw, engine, &s, draft.as_ref())
-                .map(|p| p.with_kernels_if(kernels.as_deref(), &ctx.hardware))
-        })
+        .map(|hw| ctx.predictor_on(&model, hw, engine, &s, draft.as_ref(), kernels.as_deref()))
         .collect::<Result<Vec<_>>>()?;
     let predictions = match chart {
         Chart::Roofline => preds

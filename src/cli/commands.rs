@@ -18,8 +18,7 @@ use std::path::Path;
 pub use super::calibration::{calibrate, calibrate_intervals, calibrate_train};
 pub use super::context::Ctx;
 use super::context::{
-    build_predictor, named, plan_devices, simulate_rows, to_json, train_plan, train_plan_base,
-    train_setup,
+    named, plan_devices, simulate_rows, to_json, train_plan, train_plan_base, train_setup,
 };
 
 /// Writes a chart to `path` (given by `flag`) atomically and says so on stderr; the
@@ -248,10 +247,7 @@ pub fn roofline_cmd(
     let kernels = a.kernels.load()?;
     let preds = hws
         .iter()
-        .map(|hw| {
-            build_predictor(&model, hw, engine, &s, draft.as_ref())
-                .map(|p| p.with_kernels_if(kernels.as_deref(), &ctx.hardware))
-        })
+        .map(|hw| ctx.predictor_on(&model, hw, engine, &s, draft.as_ref(), kernels.as_deref()))
         .collect::<Result<Vec<_>>>()?;
     let predictions = preds
         .iter()

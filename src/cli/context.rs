@@ -143,10 +143,33 @@ impl Ctx {
         let engine = self.engines.get(&a.run.engine)?;
         let draft = self.draft_model(&a.decoding)?;
         let kernels = a.kernels.load()?;
-        f(
-            &build_predictor(&model, hw, engine, &a.scenario(), draft.as_ref())?
-                .with_kernels_if(kernels.as_deref(), &self.hardware),
-        )
+        f(&self.predictor_on(
+            &model,
+            hw,
+            engine,
+            &a.scenario(),
+            draft.as_ref(),
+            kernels.as_deref(),
+        )?)
+    }
+
+    /// [`build_predictor`] reading `kernels` where given: then an engine refitted on
+    /// the tables ([`crate::engine::EngineDb::on_tables`]) predicts with that profile
+    /// on a device a table covers.
+    pub(super) fn predictor_on<'a>(
+        &'a self,
+        model: &'a ModelConfig,
+        hw: &'a Hardware,
+        engine: &'a crate::engine::Engine,
+        s: &Scenario,
+        draft: Option<&'a ModelConfig>,
+        kernels: Option<&'a crate::kernels::KernelDb>,
+    ) -> Result<Predictor<'a>> {
+        let engine = match kernels {
+            Some(k) => k.engine_for(engine, &self.engines, hw, &self.hardware),
+            None => engine,
+        };
+        Ok(build_predictor(model, hw, engine, s, draft)?.with_kernels_if(kernels, &self.hardware))
     }
 
     /// The `--draft` model, if named.

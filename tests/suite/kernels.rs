@@ -144,3 +144,77 @@ fn predict_reads_the_kernel_tables_it_is_given_and_says_so_per_op() {
     one_line_error(&out, &["kernels", "nope"]);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `--kernels` on a device a table covers prices the rest with the engine's profile
+/// refitted on the tables (data/engines-kernels.toml): TensorRT-LLM on 4 x H200 at
+/// batch 16 pays one step overhead per decode step (data/engines-kernels.toml's
+/// `step_overhead_s`) on top of its ops, no per-layer term; a user's `--engine-file`
+/// that replaces trt-llm predicts with its own factors and the note says so.
+#[test]
+fn kernel_predictions_use_the_engine_refitted_on_the_tables() {
+    let on_tables = ridgeline::engine::EngineDb::builtin()
+        .unwrap()
+        .on_tables("trt-llm")
+        .unwrap()
+        .clone();
+    assert_eq!(on_tables.overheads.layer_overhead_s, 0.0);
+    let base = [
+        "predict",
+        "--model",
+        "llama-3.1-70b",
+        "--gpu",
+        "h200-sxm",
+        "--gpus",
+        "4",
+        "--batch",
+        "16",
+        "--engine",
+        "trt-llm",
+        "--kernels",
+        "bundled",
+        "--json",
+    ];
+    let v = json(&base);
+    let ops: f64 = v["ops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|o| o["phase"] == "decode")
+        .map(|o| o["time_s"].as_f64().unwrap())
+        .sum();
+    let step = v["decode"]["time_per_step_s"].as_f64().unwrap();
+    let overhead = on_tables.overheads.step_overhead_s;
+    assert!(
+        (step - ops - overhead).abs() < 1e-9,
+        "{step} = {ops} + {overhead}?"
+    );
+    let note = v["notes"][0].as_str().unwrap();
+    assert!(
+        note.contains("trt-llm's factors refitted on the tables"),
+        "{note}"
+    );
+    // the same engine replaced by a user's file: its own factors, its per-layer term
+    let dir = std::env::temp_dir().join(format!("ridgeline-on-tables-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("e.toml");
+    std::fs::write(
+        &file,
+        "[trt-llm]\nbase = \"typical\"\noverride = true\nlayer_overhead_s = 0.0001\n",
+    )
+    .unwrap();
+    let mut a = base.to_vec();
+    a.extend(["--engine-file", file.to_str().unwrap()]);
+    let mine = json(&a);
+    let note = mine["notes"][0].as_str().unwrap();
+    assert!(
+        note.contains("the rest with trt-llm's own factors"),
+        "{note}"
+    );
+    let step_mine = mine["decode"]["time_per_step_s"].as_f64().unwrap();
+    // 80 layers x 100 us of per-layer overhead at least
+    assert!(
+        step_mine > step + 80.0 * 1e-4 - 1e-3,
+        "{step_mine} vs {step}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -516,3 +516,53 @@ fn rdna_expert(e: &ridgeline::engine::Engine) -> Option<f64> {
         DeviceFactor::ExpertOverhead,
     )
 }
+
+#[test]
+fn engines_kernels_toml_is_the_fit_on_the_kernel_tables() {
+    // data/engines-kernels.toml is exactly what `ridgeline calibrate --measurements
+    // data/measurements/measurements.csv --kernels bundled --save
+    // data/engines-kernels.toml` writes; each of its engines fits a per-pass overhead
+    // and no per-layer one, on the rows a table covers alone
+    let m = mapped()
+        .clone()
+        .with_kernels(ridgeline::calibrate::CaseKernels {
+            db: ridgeline::kernels::KernelDb::builtin().unwrap().clone(),
+            hardware: ridgeline::hardware::HardwareDb::builtin().unwrap().clone(),
+        });
+    let db = EngineDb::builtin().unwrap();
+    let cal = ridgeline::calibrate::calibrate(&m, db, None).unwrap();
+    let text = ridgeline::calibrate::kernel_engines_toml(&cal, &m, "data/kernels").unwrap();
+    let bundled = ridgeline::engine::BUILTIN_KERNEL_ENGINES_TOML;
+    if text != bundled {
+        let first = text
+            .lines()
+            .zip(bundled.lines())
+            .position(|(a, b)| a != b)
+            .unwrap_or(0);
+        panic!(
+            "data/engines-kernels.toml is not the fit's output (first difference at line {}):\n  fit:     {}\n  bundled: {}",
+            first + 1,
+            text.lines().nth(first).unwrap_or(""),
+            bundled.lines().nth(first).unwrap_or("")
+        );
+    }
+    for id in ["trt-llm", "vllm", "sglang"] {
+        let f = cal.engines.iter().find(|f| f.engine.id == id).unwrap();
+        let kinds: Vec<_> = f.params.iter().map(|p| &p.kind).collect();
+        assert!(
+            kinds.contains(&&ridgeline::calibrate::ParamKind::StepOverhead)
+                && !kinds.contains(&&ridgeline::calibrate::ParamKind::LayerOverhead),
+            "{id}: {kinds:?}"
+        );
+        let e = db.on_tables(id).unwrap();
+        assert_eq!(e.overheads.layer_overhead_s, 0.0, "{id}");
+        assert!(e.provenance.on_tables);
+        // every row it is fitted on reads a table
+        for r in &e.provenance.fitted_on {
+            let c = m.cases.iter().find(|c| &c.id == r).unwrap();
+            assert!(c.reads_tables(), "{id} {r}");
+        }
+    }
+    // engines without tables are not refitted
+    assert!(db.on_tables("llama.cpp").is_none() && db.on_tables("typical").is_none());
+}

@@ -73,7 +73,7 @@ pub use run::{
     Calibration, KindSummary, Progress, RowReport, base_for, calibrate, calibrate_with_progress,
     carry_over_memory, options_for, start_from_typical,
 };
-pub use save::{engines_file, engines_toml};
+pub use save::{engines_file, engines_toml, kernel_engines_toml};
 
 use crate::dtype::ComputeDtype;
 use crate::engine::Engine;
@@ -225,6 +225,17 @@ pub struct Mapped {
     pub cases: Vec<Case>,
     /// Rows left out, each with its reason.
     pub skipped: Vec<Skipped>,
+}
+
+impl Case {
+    /// Whether the case reads a kernel table: it carries tables ([`Case::kernels`]) and
+    /// one covers its device, or the device's sibling, under its engine.
+    pub fn reads_tables(&self) -> bool {
+        self.kernels.as_ref().is_some_and(|k| {
+            k.db.table_for(&self.hardware, &k.hardware, &self.engine)
+                .is_some()
+        })
+    }
 }
 
 impl Mapped {

@@ -379,6 +379,7 @@ impl EngineFile {
             provenance: Provenance {
                 fitted_on: self.fitted_on.unwrap_or_default(),
                 base: self.base,
+                on_tables: false,
             },
             override_builtin: self.override_builtin.unwrap_or(false),
         })

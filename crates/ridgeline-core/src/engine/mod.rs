@@ -17,6 +17,10 @@ use std::sync::OnceLock;
 /// The embedded `data/engines.toml`.
 pub const BUILTIN_ENGINES_TOML: &str = include_str!("../../../../data/engines.toml");
 
+/// The embedded `data/engines-kernels.toml`: the profiles of the engines refitted on top
+/// of the measured kernel tables ([`EngineDb::on_tables`]).
+pub const BUILTIN_KERNEL_ENGINES_TOML: &str = include_str!("../../../../data/engines-kernels.toml");
+
 /// One engine's efficiency factors, grouped: the speed factors a fit sets, the fixed
 /// overheads, what its kernels do, its scheduler, its memory footprint, the devices it
 /// behaves differently on, and where its numbers came from. An engine file writes the
@@ -174,6 +178,9 @@ pub struct Provenance {
     pub fitted_on: Vec<String>,
     /// The profile it inherits unset fields from (`base = "typical"`), if any.
     pub base: Option<String>,
+    /// Fitted on top of the measured kernel tables (a profile of
+    /// [`EngineDb::on_tables`], not written in files: which file it came from says it).
+    pub on_tables: bool,
 }
 
 /// Most tokens a pass may have and still run the matrix-vector kernels (llama.cpp's
@@ -481,10 +488,15 @@ impl Engine {
     }
 }
 
-/// A set of engines by id.
+/// A set of engines by id, and for some of them the profile fitted on top of measured
+/// kernel tables.
 #[derive(Debug, Clone, Default)]
 pub struct EngineDb {
     engines: Vec<Engine>,
+    /// Profiles fitted with the kernel tables read where they cover an op (a per-pass
+    /// overhead, no per-layer one), by engine id: what a prediction that reads a
+    /// table uses in place of the engine's own ([`EngineDb::on_tables`]).
+    on_tables: Vec<Engine>,
 }
 
 impl EngineDb {
@@ -493,26 +505,67 @@ impl EngineDb {
     pub fn from_toml(text: &str, src: &str) -> Result<EngineDb> {
         Ok(EngineDb {
             engines: file::parse(text, src, &[])?,
+            on_tables: Vec::new(),
         })
     }
 
-    /// The built-in profiles.
+    /// The built-in profiles, with the built-in profiles fitted on the kernel tables.
     pub fn builtin() -> Result<&'static EngineDb> {
         static DB: OnceLock<Result<EngineDb>> = OnceLock::new();
-        DB.get_or_init(|| EngineDb::from_toml(BUILTIN_ENGINES_TOML, "data/engines.toml"))
-            .as_ref()
-            .map_err(Clone::clone)
+        DB.get_or_init(|| {
+            EngineDb::from_toml(BUILTIN_ENGINES_TOML, "data/engines.toml")?
+                .with_tables_toml(BUILTIN_KERNEL_ENGINES_TOML, "data/engines-kernels.toml")
+        })
+        .as_ref()
+        .map_err(Clone::clone)
+    }
+
+    /// `self` with the profiles of an engines TOML document (the schema of
+    /// data/engines.toml, as `calibrate --kernels --save` writes it) as the engines'
+    /// profiles on kernel tables; each must name an engine of `self`, and replaces a
+    /// profile on tables it had.
+    pub fn with_tables_toml(mut self, text: &str, src: &str) -> Result<EngineDb> {
+        for e in file::parse(text, src, &self.engines)? {
+            if self.get_exact(&e.id).is_none() {
+                return Err(Error::Parse {
+                    source_name: src.to_string(),
+                    message: format!(
+                        "[{}] is no engine: a profile on kernel tables refits an engine of the engines file",
+                        e.id
+                    ),
+                });
+            }
+            self.on_tables.retain(|x| x.id != e.id);
+            let mut e = e;
+            e.provenance.on_tables = true;
+            self.on_tables.push(e);
+        }
+        Ok(self)
+    }
+
+    /// The profile of engine `id` fitted on top of the kernel tables, if it has one: a
+    /// prediction that reads a table under `id` uses it in place of the engine's own
+    /// (whose per-layer overhead stands in for launch costs a measured kernel includes).
+    pub fn on_tables(&self, id: &str) -> Option<&Engine> {
+        self.on_tables.iter().find(|e| e.id == id)
+    }
+
+    /// The engine of exactly this id.
+    fn get_exact(&self, id: &str) -> Option<&Engine> {
+        self.engines.iter().find(|e| e.id == id)
     }
 
     /// Adds engines from a user's TOML file; returns the ids of engines it replaced.
     /// An engine with an id already loaded needs `override = true`, and the pure
-    /// roofline `ideal` cannot be replaced.
+    /// roofline `ideal` cannot be replaced; a replaced engine loses its profile on
+    /// kernel tables ([`EngineDb::on_tables`]).
     pub fn load_file(&mut self, path: &std::path::Path) -> Result<Vec<String>> {
         let text = crate::files::read_document(path)?;
         let src = path.display().to_string();
         // a base may also be an engine loaded before (a built-in one)
         let other = EngineDb {
             engines: file::parse(&text, &src, &self.engines)?,
+            on_tables: Vec::new(),
         };
         let mut replaced = Vec::new();
         // the pure roofline as written by `calibrate --save` is no redefinition
@@ -542,6 +595,8 @@ impl EngineDb {
         }
         for e in other_engines {
             self.engines.retain(|x| x.id != e.id);
+            // a replaced engine's profile on tables was fitted for the one it replaces
+            self.on_tables.retain(|x| x.id != e.id);
             self.engines.push(e);
         }
         Ok(replaced)

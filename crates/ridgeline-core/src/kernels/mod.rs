@@ -15,6 +15,7 @@ mod parse;
 pub use grid::Grid;
 pub use parse::HEADER;
 
+use crate::engine::{Engine, EngineDb};
 use crate::error::{Error, Result};
 use crate::hardware::{Hardware, HardwareDb};
 use serde::Serialize;
@@ -400,6 +401,23 @@ impl KernelDb {
         }
         self.sibling(hw, hardware, backend)
             .map(|from| (from.id.as_str(), Source::Transferred(from.id.clone())))
+    }
+
+    /// The profile a prediction under `engine` on `hw` uses when it reads these
+    /// tables: where a table covers the device ([`KernelDb::table_for`]) and `engines`
+    /// holds a profile of the engine fitted on the tables ([`EngineDb::on_tables`]),
+    /// that one; else `engine`.
+    pub fn engine_for<'e>(
+        &self,
+        engine: &'e Engine,
+        engines: &'e EngineDb,
+        hw: &Hardware,
+        hardware: &HardwareDb,
+    ) -> &'e Engine {
+        match self.table_for(hw, hardware, &engine.id) {
+            Some(_) => engines.on_tables(&engine.id).unwrap_or(engine),
+            None => engine,
+        }
     }
 
     /// [`KernelDb::efficiency`] on `hw` under `backend`, from the table

@@ -1,4 +1,5 @@
 use super::*;
+use crate::engine::EngineDb;
 
 const TABLE: &str = "# a comment
 op,version,dtype,key,x,y,z,efficiency
@@ -342,4 +343,61 @@ fn attention_at_a_missing_head_count_reads_the_nearest_group_of_the_same_size() 
     assert_eq!(at(4, 8, 2), at(2, 16, 4));
     // no key of group 3 at head dim 128
     assert_eq!(at(4, 6, 2), None);
+}
+
+#[test]
+fn a_prediction_on_tables_takes_the_engine_s_profile_fitted_on_them() {
+    // data/engines-kernels.toml refits trt-llm; a device a table covers (its own:
+    // H200, a sibling's: H100 PCIe) takes that profile, one without (A10G, MI300X) and
+    // an engine without tables (llama.cpp) keep their own
+    let hw = crate::hardware::HardwareDb::builtin().unwrap();
+    let db = KernelDb::builtin().unwrap();
+    let engines = EngineDb::builtin().unwrap();
+    let pick = |engine: &str, device: &str| {
+        db.engine_for(
+            engines.get(engine).unwrap(),
+            engines,
+            hw.get(device).unwrap(),
+            hw,
+        )
+    };
+    for device in ["h200-sxm", "h100-pcie"] {
+        let e = pick("trt-llm", device);
+        assert!(e.provenance.on_tables, "{device}");
+        assert_eq!(e.overheads.layer_overhead_s, 0.0);
+        assert_eq!(e, engines.on_tables("trt-llm").unwrap());
+    }
+    for device in ["a10g", "mi300x"] {
+        let e = pick("trt-llm", device);
+        assert!(!e.provenance.on_tables, "{device}");
+        assert!(e.overheads.layer_overhead_s > 0.0);
+    }
+    assert!(!pick("llama.cpp", "h200-sxm").provenance.on_tables);
+}
+
+#[test]
+fn a_replaced_engine_loses_its_profile_on_tables() {
+    let mut engines = EngineDb::builtin().unwrap().clone();
+    assert!(engines.on_tables("vllm").is_some());
+    let dir = std::env::temp_dir().join(format!("ridgeline-on-tables-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("e.toml");
+    std::fs::write(
+        &path,
+        "[vllm]\nbase = \"typical\"\noverride = true\ncompute_efficiency = 0.5\n",
+    )
+    .unwrap();
+    assert_eq!(engines.load_file(&path).unwrap(), ["vllm"]);
+    std::fs::remove_dir_all(&dir).ok();
+    // the user's vllm was not fitted on the tables: it predicts with its own factors
+    assert!(engines.on_tables("vllm").is_none());
+    assert!(engines.on_tables("trt-llm").is_some());
+    // a profile on tables must refit an engine of the database
+    let err = EngineDb::builtin()
+        .unwrap()
+        .clone()
+        .with_tables_toml("[nope]\nbase = \"typical\"\n", "t.toml")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("[nope] is no engine"), "{err}");
 }

@@ -31,6 +31,26 @@ impl fmt::Display for Note {
                 "{gpus} devices span {} scale-up domains of {domain}: collectives are costed at the scale-up link's bandwidth, but across domains they cross the slower network (times are an optimistic bound)",
                 gpus.div_ceil((*domain).max(1))
             ),
+            Note::KernelTables {
+                device,
+                transferred,
+                engine,
+                refit,
+            } => {
+                let table = if *transferred {
+                    format!("the measured kernel table of the sibling {device}, scaled to this device's roof")
+                } else {
+                    format!("{device}'s measured kernel table")
+                };
+                let rest = if *refit {
+                    format!(
+                        "the rest with {engine}'s factors refitted on the tables (data/engines-kernels.toml); the 80% intervals are those of its fit without tables"
+                    )
+                } else {
+                    format!("the rest with {engine}'s own factors")
+                };
+                write!(f, "ops a table covers (source measured or transferred in the JSON op table) cost their time from {table}; {rest}")
+            }
         }
     }
 }

@@ -52,6 +52,14 @@ impl Predictor<'_> {
                 domain,
             });
         }
+        if let Some(k) = self.kernels() {
+            notes.push(Note::KernelTables {
+                device: k.device.clone(),
+                transferred: k.source != crate::kernels::Source::Measured,
+                engine: self.engine.id.clone(),
+                refit: self.engine.provenance.on_tables,
+            });
+        }
         let ridge = self.matmul.ridge_point();
         let generation = GenerationReport::from_summary(&s, batch, gen_tokens);
         let prefill_tokens_per_s = ratio(b * prompt as f64, s.prefill.time_s);
@@ -594,6 +602,19 @@ pub enum Note {
         gpus: u64,
         /// Devices per domain.
         domain: u64,
+    },
+    /// Ops a measured kernel table covers cost their measured times
+    /// ([`Predictor::with_kernels`]).
+    KernelTables {
+        /// The device whose table was read.
+        device: String,
+        /// Whether that is a sibling's table (else the device's own).
+        transferred: bool,
+        /// The engine id.
+        engine: String,
+        /// Whether the engine's profile refitted on the tables prices the rest
+        /// ([`crate::engine::EngineDb::on_tables`]), else its own.
+        refit: bool,
     },
 }
 

@@ -212,9 +212,9 @@ pub(super) fn fit_typical(
 
 /// Engine `id` fitted on its rows among `cases`, starting from `typical`'s speed
 /// factors and pulled toward them; memory groups it was not measured on carried over.
-/// Where a row reads kernel tables (`Case::kernels` with a table for its device), the
-/// engine fits a per-step overhead and no per-layer one: a measured kernel's time
-/// already includes its launch.
+/// Where a row reads kernel tables ([`Case::reads_tables`]), the engine is fitted on
+/// the rows that do alone, with a per-step overhead and no per-layer one: a measured
+/// kernel's time already includes its launch.
 pub(super) fn fit_engine(
     id: &str,
     cases: &[&Case],
@@ -223,19 +223,16 @@ pub(super) fn fit_engine(
     typical: &Engine,
 ) -> Result<EngineFit> {
     let mut base = start_from_typical(&base_for(engines, id)?, typical);
-    let rows: Vec<&Case> = cases
+    let mut rows: Vec<&Case> = cases
         .iter()
         .copied()
         .filter(|c| c.engine == id && c.kind != Kind::F)
         .collect();
     let mut o = options_for(id, bounds, Some(typical));
-    // rows predicted with kernel tables ([`Case::kernels`]) that cover their device
-    let tables = rows.iter().any(|c| {
-        c.kernels
-            .as_ref()
-            .is_some_and(|k| k.db.table_for(&c.hardware, &k.hardware, id).is_some())
-    });
-    if tables {
+    if rows.iter().any(|c| c.reads_tables()) {
+        // the profile on tables is used only where a table covers the device
+        // (`KernelDb::engine_for`): fitted on those rows alone
+        rows.retain(|c| c.reads_tables());
         // measured kernel times include their launches and the gaps between them:
         // a per-layer term would count them twice, so only the per-pass overhead
         // (scheduling, sampling, what no kernel covers) is fitted; the prompt pass's

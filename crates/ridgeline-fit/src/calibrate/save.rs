@@ -240,6 +240,57 @@ pub fn engines_toml(cal: &Calibration, mapped: &Mapped) -> Result<String> {
     Ok(out)
 }
 
+/// The engines of `cal` whose rows read kernel tables ([`Case::reads_tables`]: the
+/// calibration of a mapping [`Mapped::with_kernels`]), as an engines TOML: the profiles
+/// on tables that `data/engines-kernels.toml` holds
+/// ([`EngineDb::on_tables`](crate::engine::EngineDb::on_tables)). `tables` names the
+/// tables in the file's header. An engine without such rows is left out (its fit is
+/// the one without tables); `Err` where no engine has any.
+///
+/// `data/engines-kernels.toml` is this function's output for the bundled measurements:
+/// `ridgeline calibrate --measurements data/measurements/measurements.csv --kernels
+/// bundled --save data/engines-kernels.toml`.
+pub fn kernel_engines_toml(cal: &Calibration, mapped: &Mapped, tables: &str) -> Result<String> {
+    let on_tables = |id: &str| {
+        mapped
+            .cases
+            .iter()
+            .any(|c| c.engine == id && c.kind != Kind::F && c.reads_tables())
+    };
+    let fits: Vec<&EngineFit> = cal
+        .engines
+        .iter()
+        .filter(|f| on_tables(&f.engine.id))
+        .collect();
+    if fits.is_empty() {
+        return Err(Error::invalid(
+            "kernels",
+            "no row of the measurements reads a kernel table (engine and device, or its sibling, without a table): nothing to save",
+        ));
+    }
+    let mut out = String::new();
+    comment(
+        &mut out,
+        "#",
+        &format!(
+            "Engine profiles refitted on top of measured kernel tables ({tables}), written by \
+             `ridgeline calibrate --kernels --save`: a prediction that reads a table under \
+             one of these engines (`--kernels`) uses the profile here in place of the \
+             engine's own. Each engine fits a per-pass overhead and no per-layer one (a \
+             measured kernel's time includes its launch); every number below comes from \
+             the fit, as in data/engines.toml. Only engines with rows on a device a table \
+             covers are written."
+        ),
+    );
+    for f in fits {
+        let written = rounded(&f.engine);
+        out.push('\n');
+        fit_comment(&mut out, f, &written, mapped)?;
+        table(&mut out, &written)?;
+    }
+    Ok(out)
+}
+
 /// The complete engines database after the calibration `cal` of `mapped`: every engine
 /// of `engines` and every fitted one, `ideal` first, then `typical`, then by id.
 /// Fitted engines are written as fitted (3 significant digits); an engine without rows

@@ -29,6 +29,7 @@ pub fn explain(p: &Prediction, w: &WhatIfs) -> Explanation {
         f.push(prefill_finding(p));
     }
     f.push(memory_finding(p));
+    f.extend(kernels_finding(p));
     // how far to trust the figures above, once they have been said
     f.extend(super::text::interval_line(p).map(|line| finding("interval", line)));
     if let Some(q) = &w.quantized {
@@ -41,6 +42,71 @@ pub fn explain(p: &Prediction, w: &WhatIfs) -> Explanation {
     Explanation {
         headline: headline(p),
         findings: f,
+    }
+}
+
+/// Where the times come from when kernel tables were read: the share of each pass's
+/// time measured (or transferred from a sibling's table), and which factors price the
+/// rest (`None` without tables).
+fn kernels_finding(p: &Prediction) -> Option<Finding> {
+    use crate::model::graph::Phase;
+    use crate::predict::{CostSource, Note};
+    let (device, transferred, engine, refit) = p.notes.iter().find_map(|n| match n {
+        Note::KernelTables {
+            device,
+            transferred,
+            engine,
+            refit,
+        } => Some((device, *transferred, engine, *refit)),
+        _ => None,
+    })?;
+    let share = |phase: Phase| {
+        let ops = p.ops.iter().filter(|o| o.phase == phase);
+        let (mut table, mut all) = (0.0, 0.0);
+        for o in ops {
+            all += o.time_s;
+            if matches!(o.source, CostSource::Measured | CostSource::Transferred) {
+                table += o.time_s;
+            }
+        }
+        (all > 0.0).then(|| 100.0 * table / all)
+    };
+    let mut parts = Vec::new();
+    if let Some(d) = share(Phase::Decode) {
+        parts.push(format!("{d:.0}% of a decode step's op time"));
+    }
+    if p.config.prompt > 0
+        && let Some(pf) = share(Phase::Prefill)
+    {
+        parts.push(format!("{pf:.0}% of the prompt's"));
+    }
+    let table = if transferred {
+        format!("measured on {device} (a sibling of this device) and scaled to its roof")
+    } else {
+        format!("measured on {device}")
+    };
+    let rest = if refit {
+        format!(
+            "the other ops, and the per-pass overhead, use {engine}'s factors refitted on top of the tables (data/engines-kernels.toml), which carry no per-layer overhead because a measured kernel's time includes its launch"
+        )
+    } else {
+        format!("the other ops use {engine}'s own fitted factors")
+    };
+    Some(finding(
+        "kernels",
+        format!(
+            "{} {} from kernel timings {table}; {rest}.",
+            capitalize(&parts.join(" and ")),
+            if parts.len() > 1 { "come" } else { "comes" }
+        ),
+    ))
+}
+
+fn capitalize(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(first) => first.to_uppercase().chain(c).collect(),
+        None => String::new(),
     }
 }
 

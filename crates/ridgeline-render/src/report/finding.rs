@@ -6,7 +6,8 @@ use serde::Serialize;
 /// One claim of the explanation.
 #[derive(Debug, Clone, Serialize)]
 pub struct Finding {
-    /// `decode`, `prefill`, `batching`, `memory`, `architecture`, `help`.
+    /// `decode`, `prefill`, `batching`, `memory`, `kernels`, `interval`,
+    /// `architecture`, `help`.
     pub topic: &'static str,
     /// The sentence, with its numbers.
     pub text: String,
