@@ -158,10 +158,11 @@ pub fn calibrate(
             .write_all(text.as_bytes())
             .map_err(|e| Error::write(format!("--save {}", path.display()), e))?;
         file.commit().map_err(|e| named("--save", e))?;
-        let written = text
-            .lines()
-            .filter(|l| l.starts_with("fitted_on = "))
-            .count();
+        let written = if tables.is_some() {
+            crate::calibrate::fits_on_tables(&cal, &mapped).len()
+        } else {
+            cal.engines.len()
+        };
         eprintln!(
             "saved {written} fitted engine profile(s){} to {}",
             if tables.is_some() {

@@ -217,6 +217,24 @@ fn engines_toml_has_every_engine_and_real_fitted_on_ids() {
     assert!(!db.get("llama.cpp").unwrap().provenance.fitted_on.is_empty());
 }
 
+/// Fails naming the first line where `text`, the fit's output, differs from the
+/// bundled file `name`.
+fn assert_fit_output(name: &str, text: &str, bundled: &str) {
+    if text != bundled {
+        let first = text
+            .lines()
+            .zip(bundled.lines())
+            .position(|(a, b)| a != b)
+            .unwrap_or(0);
+        panic!(
+            "{name} is not the fit's output (first difference at line {}):\n  fit:     {}\n  bundled: {}",
+            first + 1,
+            text.lines().nth(first).unwrap_or(""),
+            bundled.lines().nth(first).unwrap_or("")
+        );
+    }
+}
+
 #[test]
 fn engines_toml_is_the_fit_of_the_bundled_measurements() {
     // data/engines.toml is exactly what `ridgeline calibrate --measurements
@@ -228,19 +246,7 @@ fn engines_toml_is_the_fit_of_the_bundled_measurements() {
     let cal = calibration();
     let bundled = ridgeline::engine::BUILTIN_ENGINES_TOML;
     let text = ridgeline::calibrate::engines_file(cal, m, db, Some(bundled)).unwrap();
-    if text != bundled {
-        let first = text
-            .lines()
-            .zip(bundled.lines())
-            .position(|(a, b)| a != b)
-            .unwrap_or(0);
-        panic!(
-            "data/engines.toml is not the fit's output (first difference at line {}):\n  fit:     {}\n  bundled: {}",
-            first + 1,
-            text.lines().nth(first).unwrap_or(""),
-            bundled.lines().nth(first).unwrap_or("")
-        );
-    }
+    assert_fit_output("data/engines.toml", &text, bundled);
 }
 
 #[test]
@@ -533,19 +539,7 @@ fn engines_kernels_toml_is_the_fit_on_the_kernel_tables() {
     let cal = ridgeline::calibrate::calibrate(&m, db, None).unwrap();
     let text = ridgeline::calibrate::kernel_engines_toml(&cal, &m, "data/kernels").unwrap();
     let bundled = ridgeline::engine::BUILTIN_KERNEL_ENGINES_TOML;
-    if text != bundled {
-        let first = text
-            .lines()
-            .zip(bundled.lines())
-            .position(|(a, b)| a != b)
-            .unwrap_or(0);
-        panic!(
-            "data/engines-kernels.toml is not the fit's output (first difference at line {}):\n  fit:     {}\n  bundled: {}",
-            first + 1,
-            text.lines().nth(first).unwrap_or(""),
-            bundled.lines().nth(first).unwrap_or("")
-        );
-    }
+    assert_fit_output("data/engines-kernels.toml", &text, bundled);
     for id in ["trt-llm", "vllm", "sglang"] {
         let f = cal.engines.iter().find(|f| f.engine.id == id).unwrap();
         let kinds: Vec<_> = f.params.iter().map(|p| &p.kind).collect();

@@ -73,7 +73,7 @@ pub use run::{
     Calibration, KindSummary, Progress, RowReport, base_for, calibrate, calibrate_with_progress,
     carry_over_memory, options_for, start_from_typical,
 };
-pub use save::{engines_file, engines_toml, kernel_engines_toml};
+pub use save::{engines_file, engines_toml, fits_on_tables, kernel_engines_toml};
 
 use crate::dtype::ComputeDtype;
 use crate::engine::Engine;

@@ -525,7 +525,7 @@ impl EngineDb {
     /// profiles on kernel tables; each must name an engine of `self`, and replaces a
     /// profile on tables it had.
     pub fn with_tables_toml(mut self, text: &str, src: &str) -> Result<EngineDb> {
-        for e in file::parse(text, src, &self.engines)? {
+        for mut e in file::parse(text, src, &self.engines)? {
             if self.get_exact(&e.id).is_none() {
                 return Err(Error::Parse {
                     source_name: src.to_string(),
@@ -536,7 +536,6 @@ impl EngineDb {
                 });
             }
             self.on_tables.retain(|x| x.id != e.id);
-            let mut e = e;
             e.provenance.on_tables = true;
             self.on_tables.push(e);
         }

@@ -240,6 +240,21 @@ pub fn engines_toml(cal: &Calibration, mapped: &Mapped) -> Result<String> {
     Ok(out)
 }
 
+/// The fits of `cal` whose engine has a serving row that reads a kernel table
+/// ([`Case::reads_tables`]): the profiles [`kernel_engines_toml`] writes, in `cal`'s order.
+pub fn fits_on_tables<'a>(cal: &'a Calibration, mapped: &Mapped) -> Vec<&'a EngineFit> {
+    let on_tables = |id: &str| {
+        mapped
+            .cases
+            .iter()
+            .any(|c| c.engine == id && c.kind != Kind::F && c.reads_tables())
+    };
+    cal.engines
+        .iter()
+        .filter(|f| on_tables(&f.engine.id))
+        .collect()
+}
+
 /// The engines of `cal` whose rows read kernel tables ([`Case::reads_tables`]: the
 /// calibration of a mapping [`Mapped::with_kernels`]), as an engines TOML: the profiles
 /// on tables that `data/engines-kernels.toml` holds
@@ -251,17 +266,7 @@ pub fn engines_toml(cal: &Calibration, mapped: &Mapped) -> Result<String> {
 /// `ridgeline calibrate --measurements data/measurements/measurements.csv --kernels
 /// bundled --save data/engines-kernels.toml`.
 pub fn kernel_engines_toml(cal: &Calibration, mapped: &Mapped, tables: &str) -> Result<String> {
-    let on_tables = |id: &str| {
-        mapped
-            .cases
-            .iter()
-            .any(|c| c.engine == id && c.kind != Kind::F && c.reads_tables())
-    };
-    let fits: Vec<&EngineFit> = cal
-        .engines
-        .iter()
-        .filter(|f| on_tables(&f.engine.id))
-        .collect();
+    let fits = fits_on_tables(cal, mapped);
     if fits.is_empty() {
         return Err(Error::invalid(
             "kernels",
