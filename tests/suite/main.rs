@@ -7,6 +7,7 @@
 mod shared;
 mod support;
 
+mod aiconfigurator;
 mod bounded_work;
 mod browser;
 mod calibrate_cli;

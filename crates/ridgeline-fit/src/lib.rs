@@ -3,19 +3,21 @@
 //! Calibration, kept out of what library users compile: published measurements mapped
 //! to predictions, the engine-factor fit and its held-out evaluation ([`calibrate`]),
 //! prediction-interval bands, the training fit over published runs ([`train::calibrate`],
-//! [`train::runs`]), serving validation ([`simulate::validation`]) and the calibration
-//! reports ([`report`]). What `ridgeline calibrate` runs, and what writes
+//! [`train::runs`]), serving validation ([`simulate::validation`]), the calibration
+//! reports ([`report`]) and other tools' estimates as a reference
+//! ([`mod@reference`]). What `ridgeline calibrate` runs, and what writes
 //! `data/engines.toml`, `data/training.toml` and `data/intervals.toml`.
 //!
 //! Depends on `ridgeline-core`, `ridgeline-sim` and `ridgeline-render` (its tables).
 #![deny(missing_docs)]
 
 pub mod calibrate;
+pub mod reference;
 pub mod report;
 pub mod simulate;
 pub mod train;
 
 use ridgeline_core::{
-    Error, dtype, engine, error, files, hardware, intervals, measurements, memory, model,
+    Error, dtype, engine, error, files, hardware, intervals, kernels, measurements, memory, model,
     named_enum, predict, units,
 };
