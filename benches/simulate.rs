@@ -131,6 +131,7 @@ fn plan(c: &mut Criterion) {
         flash: true,
         ownership: Default::default(),
         price_basis: Default::default(),
+        kernels: None,
     };
     let target = RateTarget {
         rate_per_s: 50.0,

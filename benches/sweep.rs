@@ -1,6 +1,7 @@
 //! Sweep throughput: one configuration end to end, and a 1,000,000-configuration sweep
 //! through the evaluation core alone, as CSV, with a single `gen` value (no prefill
-//! reuse), and through the plain `Predictor::summary` path for comparison. Figures and
+//! reuse), and through the plain `Predictor::summary` path for comparison; 10,000
+//! configurations with the engines' fitted costs and on the kernel tables. Figures and
 //! how to reproduce them: benches/README.md.
 //!
 //! `cargo bench --bench sweep`
@@ -124,6 +125,37 @@ fn bench(c: &mut Criterion) {
     assert_eq!(one_gen.len(), 1_000_000);
     g.bench_function("core_one_gen", |b| b.iter(|| black_box(core(&one_gen))));
     g.bench_function("plain_summary", |b| b.iter(|| black_box(plain(&million))));
+    g.finish();
+
+    // 10,000 configurations on the bundled kernel tables (`sweep --kernels bundled`):
+    // 2 devices x 2 counts x 25 batches x 5 prompts x 5 gens x 2 engines, every one
+    // through the plain summary on the tables
+    let mut g = c.benchmark_group("sweep_tables_10k");
+    g.sample_size(10);
+    g.throughput(Throughput::Elements(10_000));
+    let mut tables = Sweep::from_lists(
+        &SweepLists {
+            model: "llama-3-8b",
+            gpu: "h100,h200",
+            gpus: "1,2",
+            batch: "1..25",
+            weights: "native",
+            kv: "native",
+            engine: "vllm,trt-llm",
+            ..MILLION
+        },
+        hw,
+        engines,
+    )
+    .unwrap();
+    assert_eq!(tables.len(), 10_000);
+    g.bench_function("core_fitted", |b| b.iter(|| black_box(core(&tables))));
+    tables.kernels = Some(ridgeline::predict::Kernels {
+        db: ridgeline::kernels::KernelDb::builtin().unwrap(),
+        hardware: hw,
+        engines,
+    });
+    g.bench_function("core_on_tables", |b| b.iter(|| black_box(core(&tables))));
     g.finish();
 }
 

@@ -51,6 +51,18 @@ def test_predict_reads_kernel_tables_like_the_cli(cli):
     assert sources[("decode", "rope")] == "fitted"
 
 
+def test_sweep_on_kernel_tables_is_predict_on_them(cli):
+    # a sweep row on the tables is the predict --kernels bundled of its configuration
+    cols = ridgeline.sweep(model="llama-3-8b", gpu="h100", batch="1,8", engine="vllm",
+                           kernels="bundled")
+    plain = ridgeline.sweep(model="llama-3-8b", gpu="h100", batch="1,8", engine="vllm")
+    for i, b in enumerate([1, 8]):
+        p = ridgeline.predict(model="llama-3-8b", gpu="h100", batch=b, engine="vllm",
+                              kernels="bundled")
+        assert cols["tpot_s"][i] == p["generation"]["tpot_s"]
+        assert cols["tpot_s"][i] != plain["tpot_s"][i]
+
+
 def test_predict_max_equals_the_cli(cli):
     p = ridgeline.predict(model="llama-3-8b", gpu="l4", max=True)
     assert p == cli.json("predict", "--model", "llama-3-8b", "--gpu", "l4", "--max")

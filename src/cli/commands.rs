@@ -377,6 +377,7 @@ pub fn plan(
         ));
     }
     let devices = plan_devices(ctx, a.gpu.as_deref())?;
+    let tables = a.kernels.load()?;
     let req = PlanRequest {
         model: ctx.model(&a.model)?,
         devices,
@@ -404,6 +405,11 @@ pub fn plan(
         flash: !a.no_flash,
         ownership: a.ownership()?,
         price_basis: a.price_basis,
+        kernels: tables.as_deref().map(|db| crate::predict::Kernels {
+            db,
+            hardware: &ctx.hardware,
+            engines: &ctx.engines,
+        }),
     };
     let report = match a.rate.target() {
         Some(t) => crate::plan::plan_rate(&req, &t)?,
@@ -507,7 +513,8 @@ pub fn sweep(ctx: &Ctx, a: &SweepArgs, json: bool) -> Result<String> {
     if a.csv && json {
         return Err(Error::conflict(&["--csv", "--json"], "choose one"));
     }
-    let sweep = ctx.sweep(a)?;
+    let tables = a.kernels.load()?;
+    let sweep = ctx.sweep(a, tables.as_deref())?;
     if let Some(list) = &a.rate {
         return rate_sweep(a, &sweep, list, json);
     }

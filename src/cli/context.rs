@@ -128,8 +128,18 @@ impl Ctx {
     }
 
     /// The sweep `a` describes, over this context's devices and engines.
-    pub fn sweep<'c>(&'c self, a: &SweepArgs) -> Result<crate::sweep::Sweep<'c>> {
-        crate::sweep::Sweep::from_lists(&a.lists(), &self.hardware, &self.engines)
+    pub fn sweep<'c>(
+        &'c self,
+        a: &SweepArgs,
+        kernels: Option<&'c crate::kernels::KernelDb>,
+    ) -> Result<crate::sweep::Sweep<'c>> {
+        let mut s = crate::sweep::Sweep::from_lists(&a.lists(), &self.hardware, &self.engines)?;
+        s.kernels = kernels.map(|db| crate::predict::Kernels {
+            db,
+            hardware: &self.hardware,
+            engines: &self.engines,
+        });
+        Ok(s)
     }
 
     /// Builds the one predictor of a command and hands it to `f`.

@@ -44,7 +44,8 @@ where
         ));
     }
     let ctx = Ctx::new(&cli)?;
-    ctx.sweep(args)?.columns()
+    let tables = args.kernels.load()?;
+    ctx.sweep(args, tables.as_deref())?.columns()
 }
 
 /// One option of a command, for programs that build command lines.

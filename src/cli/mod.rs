@@ -554,6 +554,12 @@ pub struct SweepArgs {
     /// With --rate: seed of the arrivals (the same seed gives the same rows).
     #[arg(long, requires = "rate", allow_negative_numbers = true)]
     pub seed: Option<u64>,
+    /// Measured kernel tables for the ops they cover, as for `predict --kernels`:
+    /// `none`, `bundled` or a directory. On tables each configuration is evaluated
+    /// the plain way (a few to tens of microseconds each, not a fraction of one); not
+    /// with --rate (the serving simulation does not read the tables).
+    #[arg(long = "kernels", default_value = "none", value_name = "none|bundled|DIR", value_parser = KernelsArg::parse, conflicts_with = "rate")]
+    pub kernels: KernelsArg,
 }
 
 impl SweepArgs {
@@ -673,6 +679,11 @@ pub struct PlanArgs {
         conflicts_with = "train"
     )]
     pub usd_per_kwh: f64,
+    /// Measured kernel tables for the ops they cover, as for `predict --kernels`:
+    /// `none`, `bundled` or a directory; not with --rate or --train (neither the serving
+    /// simulation nor training reads the tables).
+    #[arg(long = "kernels", default_value = "none", value_name = "none|bundled|DIR", value_parser = KernelsArg::parse, conflicts_with_all = ["rate", "train"])]
+    pub kernels: KernelsArg,
 }
 
 impl PlanArgs {

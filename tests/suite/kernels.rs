@@ -218,3 +218,153 @@ fn kernel_predictions_use_the_engine_refitted_on_the_tables() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `sweep --kernels bundled`: a row on a device a table covers is the `predict
+/// --kernels bundled` of its configuration (the refitted profile, the tables read), a
+/// row on a device no table covers is the row without tables; `--rate` refuses it.
+#[test]
+fn sweep_reads_the_tables_row_by_row_as_predict_does() {
+    let sweep = |kernels: &str| {
+        json(&[
+            "sweep",
+            "--model",
+            "llama-3.1-8b",
+            "--gpu",
+            "h100-sxm,rtx-4090",
+            "--batch",
+            "1,16",
+            "--prompt",
+            "1000",
+            "--gen",
+            "200",
+            "--engine",
+            "vllm",
+            "--kernels",
+            kernels,
+            "--json",
+        ])["rows"]
+            .as_array()
+            .unwrap()
+            .clone()
+    };
+    let (on, off) = (sweep("bundled"), sweep("none"));
+    assert_eq!(on.len(), 4);
+    for (r, plain) in on.iter().zip(&off) {
+        let (gpu, batch) = (r["gpu"].as_str().unwrap(), r["batch"].as_u64().unwrap());
+        let b = batch.to_string();
+        let p = json(&[
+            "predict",
+            "--model",
+            "llama-3.1-8b",
+            "--gpu",
+            gpu,
+            "--batch",
+            &b,
+            "--prompt",
+            "1000",
+            "--gen",
+            "200",
+            "--engine",
+            "vllm",
+            "--kernels",
+            "bundled",
+            "--json",
+        ]);
+        for (col, key) in [("ttft_s", "ttft_s"), ("tpot_s", "tpot_s")] {
+            let (s, q) = (
+                r[col].as_f64().unwrap(),
+                p["generation"][key].as_f64().unwrap(),
+            );
+            assert!(
+                (s / q - 1.0).abs() < 1e-12,
+                "{gpu} b{batch} {col}: {s} vs {q}"
+            );
+        }
+        let same = r["tpot_s"] == plain["tpot_s"];
+        // no table covers the MI300X (nor a sibling of it): the row is unchanged
+        assert_eq!(same, gpu == "mi300x", "{gpu} b{batch}");
+    }
+    let out = run(&[
+        "sweep",
+        "--model",
+        "llama-3.1-8b",
+        "--gpu",
+        "h100-sxm",
+        "--rate",
+        "1",
+        "--kernels",
+        "bundled",
+    ]);
+    one_line_error(&out, &["--kernels", "--rate"]);
+}
+
+/// `plan --kernels bundled`: the best entry is the `predict --kernels bundled` of its
+/// configuration; with `--rate` the flag is refused, naming both.
+#[test]
+fn plan_ranks_on_the_tables() {
+    let v = json(&[
+        "plan",
+        "--model",
+        "llama-3.1-8b",
+        "--gpu",
+        "h100-sxm",
+        "--engine",
+        "trt-llm",
+        "--max-tpot-ms",
+        "30",
+        "--kernels",
+        "bundled",
+        "--json",
+    ]);
+    let best = &v["best"];
+    let (gpus, batch) = (
+        best["gpus"].as_u64().unwrap(),
+        best["batch"].as_u64().unwrap(),
+    );
+    let (w, kv) = (
+        best["weights"].as_str().unwrap(),
+        best["kv"].as_str().unwrap(),
+    );
+    let (g, b) = (gpus.to_string(), batch.to_string());
+    let p = json(&[
+        "predict",
+        "--model",
+        "llama-3.1-8b",
+        "--gpu",
+        "h100-sxm",
+        "--gpus",
+        &g,
+        "--batch",
+        &b,
+        "--weights",
+        w,
+        "--kv",
+        kv,
+        "--engine",
+        "trt-llm",
+        "--kernels",
+        "bundled",
+        "--json",
+    ]);
+    let (plan_tpot, tpot) = (
+        best["tpot_s"].as_f64().unwrap(),
+        p["generation"]["tpot_s"].as_f64().unwrap(),
+    );
+    assert!(
+        (plan_tpot / tpot - 1.0).abs() < 1e-12,
+        "{plan_tpot} vs {tpot}"
+    );
+    assert!(plan_tpot <= 0.030);
+    let out = run(&[
+        "plan",
+        "--model",
+        "llama-3.1-8b",
+        "--gpu",
+        "h100-sxm",
+        "--rate",
+        "2",
+        "--kernels",
+        "bundled",
+    ]);
+    one_line_error(&out, &["--kernels", "--rate"]);
+}

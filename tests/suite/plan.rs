@@ -304,6 +304,7 @@ fn library_plan_counts_and_layouts() {
         flash: true,
         ownership: Default::default(),
         price_basis: Default::default(),
+        kernels: None,
     };
     let p = plan(&req).unwrap();
     // 1: tp; 3: tp (32 heads: skipped) and pp; 16: beyond a node of 8, pp only

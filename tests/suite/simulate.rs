@@ -535,6 +535,7 @@ fn rate_plans_size_fleets_that_meet_the_targets() {
         flash: true,
         ownership: Default::default(),
         price_basis: Default::default(),
+        kernels: None,
     };
     let t = RateTarget {
         rate_per_s: 30.0,

@@ -20,18 +20,56 @@
 //!
 //! Everything else (latent attention, routed experts, windows, speculative verify
 //! passes, draft models, the pass overheads) keeps the engine's fitted costs. The fast
-//! paths ([`super::Evaluator`], [`super::IterationCost`]) do not read the tables: only
-//! [`Predictor::pass`], [`Predictor::summary`] and [`Predictor::predict`] do.
+//! paths do not read the tables: [`super::Evaluator`] hands a predictor on tables to
+//! the plain [`Predictor::summary`] (so sweeps and plans on tables cost what that does),
+//! and the serving simulation's [`super::IterationCost`] has no table path.
 
 use super::Predictor;
 use super::pass::Part;
 use crate::dtype::{ComputeDtype, Format};
-use crate::hardware::HardwareDb;
+use crate::engine::{Engine, EngineDb};
+use crate::hardware::{Hardware, HardwareDb};
 use crate::kernels::{KernelDb, OpClass, Shape, Source};
 use crate::memory::Parallel;
+use crate::model::ModelConfig;
 use crate::model::graph::{OpInstance, OpKind, Step, Unit};
 use crate::roofline::{Efficiency, Placement, place, slowest};
 use serde::Serialize;
+
+/// Kernel tables with what a prediction on them needs besides: the device database
+/// (a device without a table reads its sibling's, [`KernelDb::table_for`]) and the
+/// engine database (an engine refitted on the tables predicts with that profile where a
+/// table covers the device, [`KernelDb::engine_for`]). What `--kernels` hands to
+/// `sweep` and `plan`.
+#[derive(Debug, Clone, Copy)]
+pub struct Kernels<'a> {
+    /// The tables.
+    pub db: &'a KernelDb,
+    /// Devices, for the siblings.
+    pub hardware: &'a HardwareDb,
+    /// Engines, for the profiles refitted on the tables.
+    pub engines: &'a EngineDb,
+}
+
+impl<'a> Kernels<'a> {
+    /// The profile a prediction under `engine` on `hw` uses with these tables.
+    pub fn engine(&self, engine: &'a Engine, hw: &Hardware) -> &'a Engine {
+        self.db.engine_for(engine, self.engines, hw, self.hardware)
+    }
+
+    /// A predictor on these tables: [`Kernels::engine`]'s profile, reading the tables
+    /// where they cover an op ([`Predictor::with_kernels`]).
+    pub fn predictor(
+        &self,
+        model: &'a ModelConfig,
+        hw: &'a Hardware,
+        engine: &'a Engine,
+        s: &super::Scenario,
+    ) -> crate::error::Result<Predictor<'a>> {
+        Ok(Predictor::new(model, hw, self.engine(engine, hw), s)?
+            .with_kernels(self.db, self.hardware))
+    }
+}
 
 /// The kernel tables a predictor reads.
 #[derive(Debug, Clone)]

@@ -30,7 +30,7 @@ pub use crate::model::graph::{activation_dtype, resolve_formats};
 pub use affine::sum_max_affine;
 pub use arch::{Architecture, ExpertFacts, WindowLayers};
 pub use fast::{DecodeLines, DecodeSums, Evaluator, IterationCost};
-pub use kernel::{CostSource, KernelUse};
+pub use kernel::{CostSource, KernelUse, Kernels};
 pub use pass::PassResult;
 pub use report::{
     ConfigInfo, DecodeReport, GenerationReport, HardwareInfo, Limits, MemoryReport, ModelInfo,

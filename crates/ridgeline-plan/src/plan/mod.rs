@@ -92,6 +92,9 @@ pub struct PlanRequest<'a> {
     /// What configurations are ranked by: rental prices (`rent`, the default) or the
     /// cost of owning the devices (`own`); devices without that price are unpriced.
     pub price_basis: PriceBasis,
+    /// Measured kernel tables read where they cover an op (`None`: the engines' fitted
+    /// costs). Not for [`plan_rate`]: the serving simulation does not read them.
+    pub kernels: Option<crate::predict::Kernels<'a>>,
 }
 
 crate::named_enum! {
@@ -425,6 +428,7 @@ pub(crate) fn check_choices(
 ///     flash: true,
 ///     ownership: Default::default(),
 ///     price_basis: Default::default(),
+///     kernels: None,
 /// };
 /// let p = plan(&req)?;
 /// let best = p.best.expect("an 8B model meets 50 ms per token somewhere");

@@ -271,7 +271,11 @@ fn evaluate_layout(req: &PlanRequest<'_>, i: usize, l: &Layout<'_>) -> Option<Ve
         gen_tokens,
         ..l.scenario(req.flash)
     };
-    let p = Predictor::new(&req.model, l.hw, l.engine, &s).ok()?;
+    let p = match &req.kernels {
+        Some(k) => k.predictor(&req.model, l.hw, l.engine, &s),
+        None => Predictor::new(&req.model, l.hw, l.engine, &s),
+    }
+    .ok()?;
     let price =
         super::device_hour(l.hw, &req.ownership, req.price_basis).map(|x| x * l.gpus as f64);
     let max_batch = p.max_batch(prompt, gen_tokens);

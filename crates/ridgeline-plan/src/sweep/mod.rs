@@ -31,7 +31,9 @@ use crate::hardware::{Hardware, HardwareDb};
 use crate::list::{parse_names, parse_u64_list_in};
 use crate::memory::Parallel;
 use crate::model::{ModelConfig, ModelDb};
-use crate::predict::{Evaluator, GenerationReport, Predictor, Scenario, Speculation, Summary};
+use crate::predict::{
+    Evaluator, GenerationReport, Kernels, Predictor, Scenario, Speculation, Summary,
+};
 use crate::roofline::Bound;
 use rayon::prelude::*;
 use std::cell::OnceCell;
@@ -124,6 +126,10 @@ pub struct Sweep<'a> {
     pub flash: bool,
     /// Stream weights that do not fit from host memory.
     pub offload: bool,
+    /// Measured kernel tables read where they cover an op (`None`: the engines' fitted
+    /// costs); the evaluation then takes the plain path, about as costly per
+    /// configuration as one [`Predictor::summary`].
+    pub kernels: Option<Kernels<'a>>,
 }
 
 /// The raw LIST strings of `ridgeline sweep`, before parsing.
@@ -386,6 +392,7 @@ impl<'a> Sweep<'a> {
             },
             flash: l.flash,
             offload: false,
+            kernels: None,
         };
         sweep.validate()?;
         Ok(sweep)
@@ -543,12 +550,15 @@ impl<'a> Sweep<'a> {
             spec: self.spec,
             ..self.layout(ix[2], ix[6], ix[7])
         };
-        let p = Predictor::new(
+        let (model, hw, engine) = (
             &self.models[ix[0]],
             self.devices[ix[1]],
             self.engines[ix[8]],
-            &s,
-        )?;
+        );
+        let p = match &self.kernels {
+            Some(k) => k.predictor(model, hw, engine, &s)?,
+            None => Predictor::new(model, hw, engine, &s)?,
+        };
         match &self.draft {
             Some(d) => p.with_draft(d),
             None => Ok(p),

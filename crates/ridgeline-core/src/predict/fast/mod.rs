@@ -117,10 +117,11 @@ impl<'p, 'a> Evaluator<'p, 'a> {
         self.predictor
     }
 
-    /// [`Predictor::summary`] with caching (speculative decoding takes the plain path).
+    /// [`Predictor::summary`] with caching (speculative decoding and a predictor on
+    /// kernel tables take the plain path).
     pub fn summary(&mut self, batch: u64, prompt: u64, gen_tokens: u64) -> Summary {
         let p = self.predictor;
-        if p.speculation().is_some() {
+        if p.speculation().is_some() || p.kernels().is_some() {
             return p.summary(batch, prompt, gen_tokens);
         }
         if !matches!(self.lines, Some((b, _)) if b == batch) {

@@ -414,3 +414,32 @@ fn decode_lines_serve_the_mamba_hybrid() {
         );
     }
 }
+
+/// A predictor on kernel tables takes the plain path: the evaluator's summary is the
+/// plain one exactly, and differs from the summary without tables (the tables are read).
+#[test]
+fn an_evaluator_on_kernel_tables_is_the_plain_summary() {
+    let (hw_db, engines) = (HardwareDb::builtin().unwrap(), EngineDb::builtin().unwrap());
+    let model = ModelDb::builtin().unwrap().resolve("llama-3.1-8b").unwrap();
+    let hw = hw_db.get("h100-sxm").unwrap();
+    let k = crate::predict::Kernels {
+        db: crate::kernels::KernelDb::builtin().unwrap(),
+        hardware: hw_db,
+        engines,
+    };
+    let vllm = engines.get("vllm").unwrap();
+    let s = Scenario::default();
+    let on = k.predictor(&model, hw, vllm, &s).unwrap();
+    assert!(on.kernels().is_some());
+    let off = Predictor::new(&model, hw, vllm, &s).unwrap();
+    let mut ev = Evaluator::new(&on);
+    for (b, prompt, g) in [(1, 512, 128), (16, 512, 128), (16, 2048, 64)] {
+        let (fast, plain) = (ev.summary(b, prompt, g), on.summary(b, prompt, g));
+        assert_eq!(fast.decode_total_s, plain.decode_total_s);
+        assert_eq!(fast.prefill.time_s, plain.prefill.time_s);
+        assert_ne!(
+            fast.decode_total_s,
+            off.summary(b, prompt, g).decode_total_s
+        );
+    }
+}
