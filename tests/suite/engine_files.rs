@@ -252,3 +252,130 @@ fn malformed_overrides_and_bases_name_the_key() {
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
     assert!(err.contains("did you mean vllm"), "{err}");
 }
+
+/// Each fitted factor carries its tag from data/engines.toml into `predict --json`'s
+/// `factors` and into `explain`; a tag that is not one of the two sentences is an error
+/// naming `factors.KEY`; `ideal` has nothing but physics.
+#[test]
+fn factor_tags_travel_from_the_file_to_predict_and_explain() {
+    use crate::support::cli::{json, ok, one_line_error, run};
+    use ridgeline::engine::FactorTag;
+    // the bundled file's own line for trt-llm's HBM efficiency
+    let trt = builtin("trt-llm");
+    let tag = &trt.provenance.factors["memory_efficiency.hbm"];
+    let FactorTag::Fitted {
+        rows,
+        devices,
+        publications,
+    } = tag
+    else {
+        panic!("{tag}")
+    };
+    let text = include_str!("../../data/engines.toml");
+    assert!(text.contains(&format!("\"memory_efficiency.hbm\" = \"{tag}\"")));
+    let v = json(&[
+        "predict",
+        "--model",
+        "llama-3-8b",
+        "--gpu",
+        "h100",
+        "--engine",
+        "trt-llm",
+        "--json",
+    ]);
+    let f = v["factors"].as_array().unwrap();
+    let hbm = f
+        .iter()
+        .find(|x| x["name"] == "memory_efficiency.hbm")
+        .unwrap();
+    assert_eq!(hbm["source"], "fitted");
+    assert_eq!(hbm["rows"].as_u64(), Some(*rows as u64));
+    assert_eq!(hbm["devices"].as_u64(), Some(*devices as u64));
+    assert_eq!(hbm["publications"].as_u64(), Some(*publications as u64));
+    assert_eq!(
+        hbm["value"].as_f64(),
+        Some(trt.memory_efficiency(hw("h100-sxm")))
+    );
+    // on an Apple GPU llama.cpp's matmuls are priced by its Apple override
+    let v = json(&[
+        "predict",
+        "--model",
+        "llama-3-8b",
+        "--gpu",
+        "m2-ultra",
+        "--engine",
+        "llama.cpp",
+        "--json",
+    ]);
+    assert!(
+        v["factors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|x| x["name"] == "apple_compute_efficiency")
+    );
+    // the RDNA override is fitted on one device (Strix Halo): explain says so
+    let e = ok(&[
+        "explain",
+        "--model",
+        "llama-3-8b",
+        "--gpu",
+        "ryzen-ai-max-395",
+        "--engine",
+        "llama.cpp",
+    ]);
+    let line = e.lines().find(|l| l.contains("[factors]")).unwrap();
+    assert!(
+        line.contains("rdna_compute_efficiency") && line.contains("from 1 device"),
+        "{line}"
+    );
+    assert!(
+        line.contains("elsewhere in its family an assumption"),
+        "{line}"
+    );
+    // ideal: every factor is physics, and explain has no factors finding
+    let v = json(&[
+        "predict",
+        "--model",
+        "llama-3-8b",
+        "--gpu",
+        "h100",
+        "--engine",
+        "ideal",
+        "--json",
+    ]);
+    assert!(
+        v["factors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|x| x["source"] == "physics")
+    );
+    let e = ok(&[
+        "explain",
+        "--model",
+        "llama-3-8b",
+        "--gpu",
+        "h100",
+        "--engine",
+        "ideal",
+    ]);
+    assert!(!e.contains("[factors]"));
+    // a malformed tag
+    let p = scratch(
+        "badtag",
+        "[mine]\nbase = \"typical\"\n\n[mine.factors]\ncompute_efficiency = \"fitted on many rows\"\n",
+    );
+    let out = run(&[
+        "predict",
+        "--model",
+        "llama-3-8b",
+        "--gpu",
+        "h100",
+        "--engine",
+        "mine",
+        "--engine-file",
+        p.to_str().unwrap(),
+    ]);
+    one_line_error(&out, &["factors.compute_efficiency", "fitted on N rows"]);
+}

@@ -71,7 +71,7 @@ pub use report::{
 pub use ridgeline_core::stats::median_abs;
 pub use run::{
     Calibration, KindSummary, Progress, RowReport, base_for, calibrate, calibrate_with_progress,
-    carry_over_memory, options_for, start_from_typical,
+    carry_over_memory, options_for, start_from_typical, tag_carried,
 };
 pub use save::{engines_file, engines_toml, fits_on_tables, kernel_engines_toml};
 

@@ -18,14 +18,15 @@
 //!
 //! A `base` is another table of the same file or an engine already loaded (a built-in
 //! one for `--engine-file`). Inherited: every factor, flag and setting; not inherited:
-//! `description`, `fitted_on` and `override`. Files written before the selectors keep
+//! `description`, `fitted_on`, `factors` (where each factor came from, as
+//! [`FactorTag`] sentences) and `override`. Files written before the selectors keep
 //! loading: `apple_compute_efficiency`, `rdna_compute_efficiency` and
 //! `rdna_expert_overhead_s` are read as the overrides `class = "apple"` and
 //! `architecture = "rdna"`.
 
 use super::{
-    DeviceFactor, DeviceOverride, Engine, Features, Footprint, Overheads, Provenance, Scheduler,
-    Selector, Speed,
+    DeviceFactor, DeviceOverride, Engine, FactorTag, Features, Footprint, Overheads, Provenance,
+    Scheduler, Selector, Speed,
 };
 use crate::error::{Error, Result};
 use crate::hardware::DeviceClass;
@@ -99,6 +100,8 @@ struct EngineFile {
     kv_block_tokens: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     fitted_on: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    factors: Option<BTreeMap<String, String>>,
     #[serde(default, rename = "override", skip_serializing_if = "Option::is_none")]
     override_builtin: Option<bool>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -210,6 +213,11 @@ impl EngineFile {
             max_num_seqs: sc.max_num_seqs,
             kv_block_tokens: sc.kv_block_tokens,
             fitted_on: Some(e.provenance.fitted_on.clone()),
+            factors: (!e.provenance.factors.is_empty()).then(|| {
+                (e.provenance.factors.iter())
+                    .map(|(k, t)| (k.clone(), t.to_string()))
+                    .collect()
+            }),
             override_builtin: unless(e.override_builtin, false),
             device: e.devices.iter().map(DeviceFile::of).collect(),
         }
@@ -330,6 +338,14 @@ impl EngineFile {
                 "engine '{id}': missing field `{field}` (give it, or `base = \"typical\"` to inherit it)"
             ),
         };
+        let mut factors = BTreeMap::new();
+        for (k, v) in self.factors.unwrap_or_default() {
+            let tag = v.parse::<FactorTag>().map_err(|m| Error::Parse {
+                source_name: src.to_string(),
+                message: format!("engine '{id}': factors.{k}: {m}"),
+            })?;
+            factors.insert(k, tag);
+        }
         Ok(Engine {
             id: id.to_string(),
             description: self.description.unwrap_or_default(),
@@ -380,6 +396,7 @@ impl EngineFile {
                 fitted_on: self.fitted_on.unwrap_or_default(),
                 base: self.base,
                 on_tables: false,
+                factors,
             },
             override_builtin: self.override_builtin.unwrap_or(false),
         })

@@ -181,6 +181,98 @@ pub struct Provenance {
     /// Fitted on top of the measured kernel tables (a profile of
     /// [`EngineDb::on_tables`], not written in files: which file it came from says it).
     pub on_tables: bool,
+    /// Where each fitted or derived factor came from, by the fit's name of it
+    /// (`compute_efficiency`, `memory_efficiency.hbm`, `apple_compute_efficiency`, ...;
+    /// the `factors` table of an engine file). A factor without a tag was not fitted:
+    /// its value is the one given (by hand, or the prior the fit started from). Not
+    /// inherited through `base`.
+    pub factors: BTreeMap<String, FactorTag>,
+}
+
+/// Where one factor of a profile came from ([`Provenance::factors`]), written in engine
+/// files as a sentence: `fitted on 19 rows from 6 devices in 5 publications`, or
+/// `carried over from typical`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FactorTag {
+    /// Fitted on published measurements.
+    Fitted {
+        /// Rows whose prediction depends on the factor.
+        rows: u32,
+        /// Distinct devices among those rows.
+        devices: u32,
+        /// Distinct publications (GitHub repository or web page) among them.
+        publications: u32,
+    },
+    /// Not measured for this engine: derived from another profile's value (the fit
+    /// scales `typical`'s memory efficiencies by the engine's fitted ratio to them).
+    Carried {
+        /// The profile it was derived from.
+        from: String,
+    },
+}
+
+impl std::fmt::Display for FactorTag {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let plural =
+            |n: u32, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+        match self {
+            FactorTag::Fitted {
+                rows,
+                devices,
+                publications,
+            } => write!(
+                f,
+                "fitted on {} from {} in {}",
+                plural(*rows, "row", "rows"),
+                plural(*devices, "device", "devices"),
+                plural(*publications, "publication", "publications")
+            ),
+            FactorTag::Carried { from } => write!(f, "carried over from {from}"),
+        }
+    }
+}
+
+impl std::str::FromStr for FactorTag {
+    type Err = String;
+
+    /// The sentence [`FactorTag`]'s `Display` writes; anything else is an error saying
+    /// what is expected.
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        let expected = || {
+            format!(
+                "'{s}' is not a factor tag: expected 'fitted on N rows from N devices in N publications' or 'carried over from ENGINE'"
+            )
+        };
+        let w: Vec<&str> = s.split_whitespace().collect();
+        if let ["carried", "over", "from", from] = w.as_slice() {
+            return Ok(FactorTag::Carried {
+                from: (*from).to_string(),
+            });
+        }
+        let n = |t: &str| t.parse::<u32>().ok().filter(|&v| v > 0);
+        let unit = |t: &str, one: &str, many: &str| t == one || t == many;
+        match w.as_slice() {
+            ["fitted", "on", r, ru, "from", d, du, "in", p, pu]
+                if unit(ru, "row", "rows")
+                    && unit(du, "device", "devices")
+                    && unit(pu, "publication", "publications") =>
+            {
+                match (n(r), n(d), n(p)) {
+                    (Some(rows), Some(devices), Some(publications))
+                        if devices <= rows && publications <= rows =>
+                    {
+                        Ok(FactorTag::Fitted {
+                            rows,
+                            devices,
+                            publications,
+                        })
+                    }
+                    _ => Err(expected()),
+                }
+            }
+            _ => Err(expected()),
+        }
+    }
 }
 
 /// Most tokens a pass may have and still run the matrix-vector kernels (llama.cpp's

@@ -33,8 +33,9 @@ pub use fast::{DecodeLines, DecodeSums, Evaluator, IterationCost};
 pub use kernel::{CostSource, KernelUse, Kernels};
 pub use pass::PassResult;
 pub use report::{
-    ConfigInfo, DecodeReport, GenerationReport, HardwareInfo, Limits, MemoryReport, ModelInfo,
-    Note, OpReport, Prediction, PrefillReport, SpeculativeReport, predict,
+    ConfigInfo, DecodeReport, FactorReport, FactorSource, GenerationReport, HardwareInfo, Limits,
+    MemoryReport, ModelInfo, Note, OpReport, Prediction, PrefillReport, SpeculativeReport,
+    factor_reports, predict,
 };
 pub use spec::{Draft, MAX_SPEC_K, Speculation};
 pub use whatif::{QUANTIZED_WHAT_IF, WhatIf, WhatIfs};

@@ -85,7 +85,9 @@ impl Predictor<'_> {
                 ratio(b * prompt as f64, s.prefill.roofline_time_s),
             ],
         );
+        let factors = factor_reports(self.engine, self.hardware);
         Ok(Prediction {
+            factors,
             model: ModelInfo {
                 id: self.model.id.clone(),
                 name: self.model.name.clone(),
@@ -708,6 +710,124 @@ pub struct Prediction {
     /// of the engine and kind ([`crate::intervals`]); empty (not written) for `ideal`.
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub intervals: crate::intervals::Intervals,
+    /// The engine factors that price this prediction's ops (those no kernel table
+    /// covers) and its passes, each with where it came from.
+    pub factors: Vec<FactorReport>,
+}
+
+/// Where a factor's value comes from ([`FactorReport::source`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FactorSource {
+    /// Fitted on published measurements ([`crate::engine::FactorTag::Fitted`]).
+    Fitted,
+    /// Derived from another profile's value ([`crate::engine::FactorTag::Carried`]).
+    Carried,
+    /// Not fitted: the value the profile gives (by hand, or the prior a fit started
+    /// from; the engine file's remarks say which).
+    Given,
+    /// The pure roofline (the `ideal` engine): no factor at all.
+    Physics,
+}
+
+/// One engine factor behind a prediction (`factors[]` of `predict --json`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct FactorReport {
+    /// The factor as the fit names it (`compute_efficiency`, `memory_efficiency.hbm`,
+    /// `apple_compute_efficiency`, `step_overhead_s`, ...).
+    pub name: String,
+    /// Its value (a fraction, or seconds for `*_s`).
+    pub value: f64,
+    /// Where the value comes from.
+    pub source: FactorSource,
+    /// The provenance as a sentence (`fitted on 19 rows from 6 devices in 5
+    /// publications`), where the profile records one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tag: Option<String>,
+    /// Rows that fitted it (fitted only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rows: Option<u32>,
+    /// Distinct devices among those rows (fitted only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub devices: Option<u32>,
+    /// Distinct publications among those rows (fitted only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub publications: Option<u32>,
+}
+
+/// The factors of `engine` that price a prediction on `hw`: its compute and memory
+/// efficiencies as they apply to the device (a device override's compute efficiency
+/// where one selects it), the attention efficiency and the three overheads, each with
+/// its tag ([`crate::engine::Provenance::factors`]).
+pub fn factor_reports(engine: &Engine, hw: &Hardware) -> Vec<FactorReport> {
+    use crate::engine::{DeviceFactor, FactorTag, Selector, memory_keys};
+    use crate::hardware::DeviceClass;
+    let physics = engine.same_factors(&Engine::ideal());
+    let memory_key = memory_keys(hw)
+        .into_iter()
+        .flatten()
+        .find(|k| engine.speed.memory_efficiency.contains_key(*k))
+        .unwrap_or("default");
+    let compute_name = match engine
+        .devices
+        .iter()
+        .find(|o| o.select.matches(hw) && DeviceFactor::ComputeEfficiency.of(o).is_some())
+    {
+        None => "compute_efficiency".to_string(),
+        Some(o) if o.select == Selector::class(DeviceClass::Apple) => {
+            "apple_compute_efficiency".to_string()
+        }
+        Some(o) if o.select == Selector::architecture("rdna") => {
+            "rdna_compute_efficiency".to_string()
+        }
+        Some(o) => format!("compute_efficiency ({})", o.select.describe()),
+    };
+    let (sp, oh) = (&engine.speed, &engine.overheads);
+    let named = [
+        (compute_name, engine.compute_efficiency_on(hw)),
+        (
+            format!("memory_efficiency.{memory_key}"),
+            engine.memory_efficiency(hw),
+        ),
+        ("attention_efficiency".to_string(), sp.attention_efficiency),
+        ("step_overhead_s".to_string(), oh.step_overhead_s),
+        ("layer_overhead_s".to_string(), oh.layer_overhead_s),
+        (
+            "prefill_layer_overhead_s".to_string(),
+            oh.prefill_layer_overhead_s,
+        ),
+    ];
+    named
+        .into_iter()
+        .map(|(name, value)| {
+            let tag = engine.provenance.factors.get(&name);
+            let (source, rows, devices, publications) = match tag {
+                _ if physics => (FactorSource::Physics, None, None, None),
+                Some(FactorTag::Fitted {
+                    rows,
+                    devices,
+                    publications,
+                }) => (
+                    FactorSource::Fitted,
+                    Some(*rows),
+                    Some(*devices),
+                    Some(*publications),
+                ),
+                Some(FactorTag::Carried { .. }) => (FactorSource::Carried, None, None, None),
+                None => (FactorSource::Given, None, None, None),
+            };
+            FactorReport {
+                tag: tag.filter(|_| !physics).map(|t| t.to_string()),
+                name,
+                value,
+                source,
+                rows,
+                devices,
+                publications,
+            }
+        })
+        .collect()
 }
 
 /// One-call prediction: builds a [`Predictor`] and predicts.

@@ -16,7 +16,7 @@
 use super::factors::{Factor, Limit, factor};
 use super::many::Memo;
 use super::{Bounds, Case, Kind, lm};
-use crate::engine::{Engine, memory_group};
+use crate::engine::{Engine, FactorTag, memory_group};
 use crate::error::{Error, Result};
 use serde::Serialize;
 use statrs::distribution::{ContinuousCDF, StudentsT};
@@ -557,6 +557,10 @@ pub fn fit(base: &Engine, cases: &[&Case], opts: &FitOptions) -> Result<EngineFi
             rows,
         })
         .collect();
+    engine.provenance.factors = fitted
+        .iter()
+        .map(|p| (p.key.clone(), tag(&p.rows, &cases)))
+        .collect();
     for p in fitted.iter().filter(|p| p.at_bound) {
         notes.push(format!(
             "{} stopped at its bound {:.4} (bounds {:.4}..{:.4})",
@@ -572,6 +576,23 @@ pub fn fit(base: &Engine, cases: &[&Case], opts: &FitOptions) -> Result<EngineFi
         rms_log_after: rms_after,
         notes,
     })
+}
+
+/// Where a factor informed by the rows `ids` of `cases` came from: those rows, their
+/// distinct devices and their distinct publications ([`super::source_key`]).
+fn tag(ids: &[String], cases: &[&Case]) -> FactorTag {
+    let rows: Vec<&&Case> = cases.iter().filter(|c| ids.contains(&c.id)).collect();
+    let distinct = |key: &dyn Fn(&Case) -> String| {
+        let mut v: Vec<String> = rows.iter().map(|c| key(c)).collect();
+        v.sort_unstable();
+        v.dedup();
+        v.len() as u32
+    };
+    FactorTag::Fitted {
+        rows: rows.len() as u32,
+        devices: distinct(&|c| c.hardware.id.clone()),
+        publications: distinct(&|c| super::source_key(&c.source)),
+    }
 }
 
 fn engine_rows(cases: &[&Case]) -> Vec<String> {
@@ -691,6 +712,50 @@ mod tests {
         );
         assert!(f.rms_log_after < 1e-4);
         assert_eq!(f.engine.provenance.fitted_on, vec!["d1".to_string()]);
+    }
+
+    #[test]
+    fn a_fitted_factor_is_tagged_with_its_rows_devices_and_publications() {
+        // three batch-1 decode rows, all memory-bound on HBM: two on the A100 from one
+        // repository (two pages of it), one on the H100 from a web page. The HBM
+        // efficiency depends on all three: 3 rows, 2 devices, 2 publications.
+        let mut rows = [
+            decode_at("a100-80gb-sxm", 0.5),
+            decode_at("a100-80gb-sxm", 0.5),
+            decode_at("h100-sxm", 0.5),
+        ];
+        let sources = [
+            "https://github.com/org/bench/blob/main/a.md",
+            "https://github.com/org/bench/blob/main/b.md",
+            "https://example.org/h100-post",
+        ];
+        for (i, (c, src)) in rows.iter_mut().zip(sources).enumerate() {
+            c.id = format!("d{i}");
+            c.source = src.to_string();
+        }
+        let cases: Vec<&Case> = rows.iter().collect();
+        let f = fit(&engine(1.0, 1.0, 1.0, 0.0), &cases, &plain()).unwrap();
+        assert_eq!(
+            f.engine.provenance.factors.get("memory_efficiency.hbm"),
+            Some(&FactorTag::Fitted {
+                rows: 3,
+                devices: 2,
+                publications: 2
+            })
+        );
+        // compute_efficiency was kept (no row depends on it): no tag
+        assert!(
+            !f.engine
+                .provenance
+                .factors
+                .contains_key("compute_efficiency")
+        );
+        let text = f.engine.provenance.factors["memory_efficiency.hbm"].to_string();
+        assert_eq!(text, "fitted on 3 rows from 2 devices in 2 publications");
+        assert_eq!(
+            text.parse::<FactorTag>().unwrap(),
+            f.engine.provenance.factors["memory_efficiency.hbm"]
+        );
     }
 
     #[test]

@@ -100,6 +100,7 @@ pub fn base_for(engines: &EngineDb, id: &str) -> Result<Engine> {
             e.id = id.to_string();
             e.description = format!("{id}: not in the engine database; starts from typical");
             e.provenance.fitted_on.clear();
+            e.provenance.factors.clear();
             Ok(e)
         }
     }
@@ -115,10 +116,37 @@ pub fn start_from_typical(engine: &Engine, typical: &Engine) -> Engine {
     e.speed.memory_efficiency = typical.speed.memory_efficiency.clone();
     e.overheads.expert_overhead_s = typical.overheads.expert_overhead_s;
     e.provenance.fitted_on.clear();
+    e.provenance.factors.clear();
     for f in super::FACTORS.iter().filter(|f| f.from_typical) {
         (f.copy)(&mut e, typical);
     }
     e
+}
+
+/// Tags as `carried over from typical` the speed factors of `e` that hold `typical`'s
+/// value without a tag of their own ([`start_from_typical`] copied them; no row of the
+/// engine informs them): the registry's factors that start from `typical`, and the
+/// memory efficiencies equal to typical's.
+pub fn tag_carried(e: &mut Engine, typical: &Engine) {
+    let carried = || crate::engine::FactorTag::Carried {
+        from: typical.id.clone(),
+    };
+    for factor in super::FACTORS.iter().filter(|x| x.from_typical) {
+        if !e.provenance.factors.contains_key(factor.key)
+            && (factor.stored)(typical).is_some()
+            && (factor.get)(e) == (factor.get)(typical)
+        {
+            e.provenance
+                .factors
+                .insert(factor.key.to_string(), carried());
+        }
+    }
+    for (k, v) in &typical.speed.memory_efficiency {
+        let key = format!("memory_efficiency.{k}");
+        if !e.provenance.factors.contains_key(&key) && e.speed.memory_efficiency.get(k) == Some(v) {
+            e.provenance.factors.insert(key, carried());
+        }
+    }
 }
 
 /// Memory groups a fit did not reach (an engine measured only on HBM parts, say) take
@@ -162,6 +190,12 @@ pub fn carry_over_memory(f: &mut EngineFit, typical: &Engine, bounds: &Bounds) {
         // max then min: no panic where a caller's bounds cross (fit refuses them)
         let v = (typ(&k) * ratio).max(bounds.min_efficiency).min(hi);
         f.engine.speed.memory_efficiency.insert(k.clone(), v);
+        f.engine.provenance.factors.insert(
+            format!("memory_efficiency.{k}"),
+            crate::engine::FactorTag::Carried {
+                from: typical.id.clone(),
+            },
+        );
         derived.push(format!("{k} {v:.3}"));
     }
     if !derived.is_empty() {
@@ -244,6 +278,7 @@ pub(super) fn fit_engine(
     }
     let mut f = fit(&base, &rows, &o)?;
     carry_over_memory(&mut f, typical, bounds);
+    tag_carried(&mut f.engine, typical);
     Ok(f)
 }
 

@@ -354,7 +354,9 @@ pub fn engines_file(
                      step_overhead_s, layer_overhead_s) are typical's."
                 );
                 comment(&mut out, "#", &text);
-                super::start_from_typical(e, &typical)
+                let mut e = super::start_from_typical(e, &typical);
+                super::tag_carried(&mut e, &typical);
+                e
             }
             (None, Err(e)) => return Err(Error::internal("engine TOML writer", e)),
         };

@@ -30,6 +30,7 @@ pub fn explain(p: &Prediction, w: &WhatIfs) -> Explanation {
     }
     f.push(memory_finding(p));
     f.extend(kernels_finding(p));
+    f.extend(factors_finding(p));
     // how far to trust the figures above, once they have been said
     f.extend(super::text::interval_line(p).map(|line| finding("interval", line)));
     if let Some(q) = &w.quantized {
@@ -98,6 +99,49 @@ fn kernels_finding(p: &Prediction) -> Option<Finding> {
             "{} {} from kernel timings {table}; {rest}.",
             capitalize(&parts.join(" and ")),
             if parts.len() > 1 { "come" } else { "comes" }
+        ),
+    ))
+}
+
+/// Which engine factors price the figures and where each came from (`None` for the
+/// pure roofline, which has none).
+fn factors_finding(p: &Prediction) -> Option<Finding> {
+    use crate::predict::FactorSource;
+    if p.factors.is_empty() || p.factors.iter().all(|f| f.source == FactorSource::Physics) {
+        return None;
+    }
+    let one = |f: &crate::predict::FactorReport| {
+        let value = if f.name.ends_with("_s") {
+            fmt_seconds(f.value)
+        } else {
+            format!("{:.3}", f.value)
+        };
+        let family = f.name.starts_with("apple_") || f.name.starts_with("rdna_");
+        let whence = match (f.source, f.tag.as_deref()) {
+            (FactorSource::Fitted, Some(t)) if family && f.devices == Some(1) => {
+                format!("{t}: measured on that device only, elsewhere in its family an assumption")
+            }
+            (_, Some(t)) => t.to_string(),
+            (FactorSource::Physics, _) => "physics".to_string(),
+            _ => "given, not fitted".to_string(),
+        };
+        format!("{} {value} ({whence})", f.name)
+    };
+    let lead = if p
+        .notes
+        .iter()
+        .any(|n| matches!(n, crate::predict::Note::KernelTables { .. }))
+    {
+        "The ops no kernel table covers and the passes' overheads"
+    } else {
+        "The ops and the passes' overheads"
+    };
+    Some(finding(
+        "factors",
+        format!(
+            "{lead} are priced by {}'s factors: {}.",
+            p.config.engine,
+            p.factors.iter().map(one).collect::<Vec<_>>().join("; ")
         ),
     ))
 }
