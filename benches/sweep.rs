@@ -128,7 +128,7 @@ fn bench(c: &mut Criterion) {
     g.finish();
 
     // 10,000 configurations on the bundled kernel tables (`sweep --kernels bundled`):
-    // 2 devices x 2 counts x 25 batches x 5 prompts x 5 gens x 2 engines, every one
+    // 2 devices x 2 counts x 50 batches x 5 prompts x 5 gens x 2 engines, every one
     // through the plain summary on the tables
     let mut g = c.benchmark_group("sweep_tables_10k");
     g.sample_size(10);
@@ -138,7 +138,7 @@ fn bench(c: &mut Criterion) {
             model: "llama-3-8b",
             gpu: "h100,h200",
             gpus: "1,2",
-            batch: "1..25",
+            batch: "1..50",
             weights: "native",
             kv: "native",
             engine: "vllm,trt-llm",

@@ -213,8 +213,7 @@ pub enum FactorTag {
 
 impl std::fmt::Display for FactorTag {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let plural =
-            |n: u32, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+        let s = |n: u32| if n == 1 { "" } else { "s" };
         match self {
             FactorTag::Fitted {
                 rows,
@@ -222,10 +221,10 @@ impl std::fmt::Display for FactorTag {
                 publications,
             } => write!(
                 f,
-                "fitted on {} from {} in {}",
-                plural(*rows, "row", "rows"),
-                plural(*devices, "device", "devices"),
-                plural(*publications, "publication", "publications")
+                "fitted on {rows} row{} from {devices} device{} in {publications} publication{}",
+                s(*rows),
+                s(*devices),
+                s(*publications)
             ),
             FactorTag::Carried { from } => write!(f, "carried over from {from}"),
         }
@@ -370,6 +369,13 @@ impl Engine {
             provenance: Provenance::default(),
             override_builtin: false,
         }
+    }
+
+    /// Whether this profile predicts as the pure roofline does ([`Engine::ideal`]'s
+    /// factors, whatever its name).
+    pub fn is_physics(&self) -> bool {
+        static IDEAL: OnceLock<Engine> = OnceLock::new();
+        self.same_factors(IDEAL.get_or_init(Engine::ideal))
     }
 
     /// Whether two profiles predict the same (every factor equal; names, descriptions

@@ -123,10 +123,9 @@ impl<'a> Predictor<'a> {
         self.kernels.as_ref()
     }
 
-    /// Where the time of an op no table covers comes from (not on the hot path: it
-    /// builds the `ideal` profile to compare with).
+    /// Where the time of an op no table covers comes from.
     pub(super) fn fallback_source(&self) -> CostSource {
-        if self.engine.same_factors(&crate::engine::Engine::ideal()) {
+        if self.engine.is_physics() {
             CostSource::Physics
         } else {
             CostSource::Fitted

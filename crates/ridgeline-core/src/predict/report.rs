@@ -763,7 +763,7 @@ pub struct FactorReport {
 pub fn factor_reports(engine: &Engine, hw: &Hardware) -> Vec<FactorReport> {
     use crate::engine::{DeviceFactor, FactorTag, Selector, memory_keys};
     use crate::hardware::DeviceClass;
-    let physics = engine.same_factors(&Engine::ideal());
+    let physics = engine.is_physics();
     let memory_key = memory_keys(hw)
         .into_iter()
         .flatten()
