@@ -30,9 +30,10 @@ pub fn explain(p: &Prediction, w: &WhatIfs) -> Explanation {
     }
     f.push(memory_finding(p));
     f.extend(kernels_finding(p));
-    f.extend(factors_finding(p));
     // how far to trust the figures above, once they have been said
     f.extend(super::text::interval_line(p).map(|line| finding("interval", line)));
+    // and what they rest on
+    f.extend(factors_finding(p));
     if let Some(q) = &w.quantized {
         f.push(quantized_finding(p, w, q));
     }
