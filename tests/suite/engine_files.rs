@@ -273,17 +273,31 @@ fn factor_tags_travel_from_the_file_to_predict_and_explain() {
     };
     let text = include_str!("../../data/engines.toml");
     assert!(text.contains(&format!("\"memory_efficiency.hbm\" = \"{tag}\"")));
-    let v = json(&[
-        "predict",
-        "--model",
-        "llama-3-8b",
-        "--gpu",
-        "h100",
-        "--engine",
-        "trt-llm",
-        "--json",
-    ]);
-    let f = v["factors"].as_array().unwrap();
+    let factors = |gpu: &str, engine: &str| {
+        let v = json(&[
+            "predict",
+            "--model",
+            "llama-3-8b",
+            "--gpu",
+            gpu,
+            "--engine",
+            engine,
+            "--json",
+        ]);
+        v["factors"].as_array().unwrap().clone()
+    };
+    let explain = |gpu: &str, engine: &str| {
+        ok(&[
+            "explain",
+            "--model",
+            "llama-3-8b",
+            "--gpu",
+            gpu,
+            "--engine",
+            engine,
+        ])
+    };
+    let f = factors("h100", "trt-llm");
     let hbm = f
         .iter()
         .find(|x| x["name"] == "memory_efficiency.hbm")
@@ -297,33 +311,13 @@ fn factor_tags_travel_from_the_file_to_predict_and_explain() {
         Some(trt.memory_efficiency(hw("h100-sxm")))
     );
     // on an Apple GPU llama.cpp's matmuls are priced by its Apple override
-    let v = json(&[
-        "predict",
-        "--model",
-        "llama-3-8b",
-        "--gpu",
-        "m2-ultra",
-        "--engine",
-        "llama.cpp",
-        "--json",
-    ]);
     assert!(
-        v["factors"]
-            .as_array()
-            .unwrap()
+        factors("m2-ultra", "llama.cpp")
             .iter()
             .any(|x| x["name"] == "apple_compute_efficiency")
     );
     // the RDNA override is fitted on one device (Strix Halo): explain says so
-    let e = ok(&[
-        "explain",
-        "--model",
-        "llama-3-8b",
-        "--gpu",
-        "ryzen-ai-max-395",
-        "--engine",
-        "llama.cpp",
-    ]);
+    let e = explain("ryzen-ai-max-395", "llama.cpp");
     let line = e.lines().find(|l| l.contains("[factors]")).unwrap();
     assert!(
         line.contains("rdna_compute_efficiency") && line.contains("from 1 device"),
@@ -334,33 +328,12 @@ fn factor_tags_travel_from_the_file_to_predict_and_explain() {
         "{line}"
     );
     // ideal: every factor is physics, and explain has no factors finding
-    let v = json(&[
-        "predict",
-        "--model",
-        "llama-3-8b",
-        "--gpu",
-        "h100",
-        "--engine",
-        "ideal",
-        "--json",
-    ]);
     assert!(
-        v["factors"]
-            .as_array()
-            .unwrap()
+        factors("h100", "ideal")
             .iter()
             .all(|x| x["source"] == "physics")
     );
-    let e = ok(&[
-        "explain",
-        "--model",
-        "llama-3-8b",
-        "--gpu",
-        "h100",
-        "--engine",
-        "ideal",
-    ]);
-    assert!(!e.contains("[factors]"));
+    assert!(!explain("h100", "ideal").contains("[factors]"));
     // a malformed tag
     let p = scratch(
         "badtag",

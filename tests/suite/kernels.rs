@@ -219,6 +219,20 @@ fn kernel_predictions_use_the_engine_refitted_on_the_tables() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// `predict --model llama-3.1-8b --kernels bundled --json` with `args`.
+fn predict_on_tables(args: &[&str]) -> serde_json::Value {
+    let mut a = vec![
+        "predict",
+        "--model",
+        "llama-3.1-8b",
+        "--kernels",
+        "bundled",
+        "--json",
+    ];
+    a.extend_from_slice(args);
+    json(&a)
+}
+
 /// `sweep --kernels bundled`: a row on a device a table covers is the `predict
 /// --kernels bundled` of its configuration (the refitted profile, the tables read), a
 /// row on a device no table covers is the row without tables; `--rate` refuses it.
@@ -230,7 +244,7 @@ fn sweep_reads_the_tables_row_by_row_as_predict_does() {
             "--model",
             "llama-3.1-8b",
             "--gpu",
-            "h100-sxm,rtx-4090",
+            "h100-sxm,mi300x",
             "--batch",
             "1,16",
             "--prompt",
@@ -252,23 +266,8 @@ fn sweep_reads_the_tables_row_by_row_as_predict_does() {
     for (r, plain) in on.iter().zip(&off) {
         let (gpu, batch) = (r["gpu"].as_str().unwrap(), r["batch"].as_u64().unwrap());
         let b = batch.to_string();
-        let p = json(&[
-            "predict",
-            "--model",
-            "llama-3.1-8b",
-            "--gpu",
-            gpu,
-            "--batch",
-            &b,
-            "--prompt",
-            "1000",
-            "--gen",
-            "200",
-            "--engine",
-            "vllm",
-            "--kernels",
-            "bundled",
-            "--json",
+        let p = predict_on_tables(&[
+            "--gpu", gpu, "--batch", &b, "--prompt", "1000", "--gen", "200", "--engine", "vllm",
         ]);
         for (col, key) in [("ttft_s", "ttft_s"), ("tpot_s", "tpot_s")] {
             let (s, q) = (
@@ -326,10 +325,7 @@ fn plan_ranks_on_the_tables() {
         best["kv"].as_str().unwrap(),
     );
     let (g, b) = (gpus.to_string(), batch.to_string());
-    let p = json(&[
-        "predict",
-        "--model",
-        "llama-3.1-8b",
+    let p = predict_on_tables(&[
         "--gpu",
         "h100-sxm",
         "--gpus",
@@ -342,9 +338,6 @@ fn plan_ranks_on_the_tables() {
         kv,
         "--engine",
         "trt-llm",
-        "--kernels",
-        "bundled",
-        "--json",
     ]);
     let (plan_tpot, tpot) = (
         best["tpot_s"].as_f64().unwrap(),
