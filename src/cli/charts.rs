@@ -105,7 +105,7 @@ pub(super) fn of_command(ctx: &Ctx, cli: &Cli, chart: Chart) -> Result<String> {
 fn device_chart(ctx: &Ctx, a: &PredictArgs, chart: Chart, links: Links) -> Result<String> {
     let model = ctx.model(&a.model)?;
     let engine = ctx.engines.get(&a.run.engine)?;
-    let draft = ctx.draft_model(&a.decoding)?;
+    let draft = ctx.draft_model(a.decoding.draft.as_deref())?;
     let kernels = a.kernels.load()?;
     let s = a.scenario();
     let preds = ctx

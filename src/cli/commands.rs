@@ -243,7 +243,7 @@ pub fn roofline_cmd(
     let engine = ctx.engines.get(&a.run.engine)?;
     let s = a.scenario();
     let hws = ctx.hardware.get_list(&a.gpu)?;
-    let draft = ctx.draft_model(&a.decoding)?;
+    let draft = ctx.draft_model(a.decoding.draft.as_deref())?;
     let kernels = a.kernels.load()?;
     let preds = hws
         .iter()

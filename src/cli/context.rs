@@ -2,9 +2,7 @@
 //! simulation and training set-ups that a command and its chart both build, and the
 //! JSON and file-error helpers.
 
-use super::{
-    Cli, DecodingArgs, PlanArgs, PlanTrainArgs, PredictArgs, SimulateArgs, SweepArgs, TrainArgs,
-};
+use super::{Cli, PlanArgs, PlanTrainArgs, PredictArgs, SimulateArgs, SweepArgs, TrainArgs};
 use crate::engine::EngineDb;
 use crate::hardware::{Hardware, HardwareDb, PriceBook};
 use crate::instances::InstanceDb;
@@ -151,7 +149,7 @@ impl Ctx {
         let model = self.model(&a.model)?;
         let hw = self.hardware.get(&a.gpu)?;
         let engine = self.engines.get(&a.run.engine)?;
-        let draft = self.draft_model(&a.decoding)?;
+        let draft = self.draft_model(a.decoding.draft.as_deref())?;
         let kernels = a.kernels.load()?;
         f(&self.predictor_on(
             &model,
@@ -183,18 +181,16 @@ impl Ctx {
     }
 
     /// The `--draft` model, if named.
-    pub(super) fn draft_model(&self, d: &DecodingArgs) -> Result<Option<ModelConfig>> {
-        d.draft
-            .as_deref()
-            .map(|n| {
-                self.model(n).map_err(|e| match e {
-                    e @ crate::Error::UnknownName { .. } => {
-                        crate::Error::invalid("draft", e.to_string())
-                    }
-                    e => e,
-                })
+    pub(super) fn draft_model(&self, d: Option<&str>) -> Result<Option<ModelConfig>> {
+        d.map(|n| {
+            self.model(n).map_err(|e| match e {
+                e @ crate::Error::UnknownName { .. } => {
+                    crate::Error::invalid("draft", e.to_string())
+                }
+                e => e,
             })
-            .transpose()
+        })
+        .transpose()
     }
 }
 
@@ -255,13 +251,12 @@ pub(super) fn simulate_rows(ctx: &Ctx, a: &SimulateArgs) -> Result<crate::simula
     let model = ctx.model(&a.model)?;
     let hw = ctx.hardware.get(&a.gpu)?;
     let engine = ctx.engines.get(&a.run.engine)?;
-    if a.draft.is_some() {
-        return Err(Error::conflict(
-            &["--draft", "simulate"],
-            "the simulator drafts from the model's own head (its MTP module, or an EAGLE-style head): a separate draft model is not simulated; drop --draft",
-        ));
-    }
-    let (s, serving) = (a.scenario(), a.serving()?);
+    let draft = ctx.draft_model(a.draft.as_deref())?;
+    let s = a.scenario();
+    let serving = crate::simulate::Serving {
+        draft: draft.as_ref(),
+        ..a.serving()?
+    };
     if let Some(sp) = &s.spec {
         sp.validate()?;
     }

@@ -44,15 +44,17 @@ pub struct SimulateArgs {
     #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=MAX_DEVICES), conflicts_with = "disagg")]
     pub ep: u64,
     /// Speculative decoding: draft tokens proposed per verify pass (needs --spec-accept);
-    /// the drafts come from the model's own head (its MTP module where it ships one).
+    /// the drafts come from --draft, else from the model's own head (its MTP module
+    /// where it ships one).
     #[arg(long, requires = "spec_accept", allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=crate::predict::MAX_SPEC_K))]
     pub spec_k: Option<u64>,
     /// Speculative decoding: probability that a draft token is accepted, 0..1 (needs
     /// --spec-k).
     #[arg(long, requires = "spec_k", allow_negative_numbers = true, value_parser = super::groups::probability)]
     pub spec_accept: Option<f64>,
-    /// A separate draft model: not simulated (exit 2; the simulator drafts from the
-    /// model's own head).
+    /// Speculative decoding: a draft model id or config.json (same vocabulary), served
+    /// beside the model on the same devices (its weights and cache take from the KV
+    /// pool, its steps and prompt pass from every iteration).
     #[arg(long, requires = "spec_k")]
     pub draft: Option<String>,
     /// Formats, engine (its scheduler fields: max_num_seqs, max_batched_tokens,
@@ -120,8 +122,8 @@ impl SimulateArgs {
         }
     }
 
-    /// The serving options.
-    pub fn serving(&self) -> Result<crate::simulate::Serving> {
+    /// The serving options (without the draft model, which the caller resolves).
+    pub fn serving<'d>(&self) -> Result<crate::simulate::Serving<'d>> {
         use crate::simulate::{Disagg, Serving, Slo};
         Ok(Serving {
             max_num_seqs: self.max_num_seqs,
@@ -132,6 +134,7 @@ impl SimulateArgs {
                 ttft_s: self.slo_ttft_ms.map(|x| x / 1e3),
                 tpot_s: self.slo_tpot_ms.map(|x| x / 1e3),
             },
+            draft: None,
         })
     }
 

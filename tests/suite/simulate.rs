@@ -658,10 +658,13 @@ fn expert_parallel_serving_matches_predict() {
 fn speculative_serving_matches_predict() {
     // DeepSeek-V3's MTP module as the draft, k = 2 accepted 80% of the time: a verify
     // pass yields 1 + 0.8 + 0.64 = 2.44 tokens; alone and in a closed loop the simulator
-    // gives predict's figures, dense (Llama 3.1 8B) and expert-parallel alike
-    for (model, gpu, gpus, ep) in [
-        ("deepseek-v3", "h200", 8, 8),
-        ("llama-3.1-8b", "h100", 1, 1),
+    // gives predict's figures, dense (Llama 3.1 8B) and expert-parallel alike, and with
+    // a separate draft model (Llama 3.2 1B drafting for Llama 3.1 70B on 4 H100)
+    let draft = ModelDb::builtin().unwrap().resolve("llama-3.2-1b").unwrap();
+    for (model, gpu, gpus, ep, d) in [
+        ("deepseek-v3", "h200", 8, 8, None),
+        ("llama-3.1-8b", "h100", 1, 1, None),
+        ("llama-3.1-70b", "h100", 4, 1, Some(&draft)),
     ] {
         let s = setup(model, gpu, "sglang");
         let scenario = Scenario {
@@ -671,10 +674,16 @@ fn speculative_serving_matches_predict() {
             ..Scenario::default()
         };
         assert!((Speculation { k: 2, accept: 0.8 }.tokens_per_verify() - 2.44).abs() < 1e-12);
-        let p = Predictor::new(&s.model, s.gpu, s.engine, &scenario).unwrap();
-        let sim = |w: &Workload| {
-            simulate(&s.model, s.gpu, s.engine, &scenario, &Serving::default(), w).unwrap()
+        let mut p = Predictor::new(&s.model, s.gpu, s.engine, &scenario).unwrap();
+        if let Some(d) = d {
+            p = p.with_draft(d).unwrap();
+        }
+        let serving = Serving {
+            draft: d,
+            ..Serving::default()
         };
+        let sim =
+            |w: &Workload| simulate(&s.model, s.gpu, s.engine, &scenario, &serving, w).unwrap();
         let g = p.predict(1, 512, 128).unwrap().generation;
         let run = sim(&fixed(Arrivals::Poisson { rate: 0.001 }, 20, 512, 128));
         within(run.ttft_s.p50, g.ttft_s, 0.01, "TTFT p50");
@@ -714,7 +723,7 @@ fn speculative_serving_matches_predict() {
             );
         }
     }
-    // the CLI takes --spec-k and --spec-accept, and refuses a separate draft model
+    // the CLI takes --spec-k and --spec-accept, and a separate draft model
     let args = |extra: &[&str]| {
         let mut a = vec![
             "simulate",
@@ -741,7 +750,24 @@ fn speculative_serving_matches_predict() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let out = args(&["--draft", "llama-3.2-1b"]);
+    let pool = |out: std::process::Output| {
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["config"]["kv_cache_bytes"].as_f64().unwrap()
+    };
+    // the draft's weights replace the one-layer head's in the KV pool's room: Llama
+    // 3.2 1B is 1,235,814,400 bf16 parameters (2,471,628,800 bytes); Llama 3.1 8B's head
+    // is one layer (q, o 4096^2 = 16,777,216 each; k, v 4096 x 1024 = 4,194,304 each;
+    // MLP 3 x 4096 x 14336 = 176,160,768; norms 8,192: 218,112,000) and the 2 x 4096^2
+    // = 33,554,432 projection: 251,666,432 parameters, 503,332,864 bytes
+    let shrink = pool(args(&[])) - pool(args(&["--draft", "llama-3.2-1b"]));
+    assert_eq!(shrink, 2_471_628_800.0 - 503_332_864.0);
+    // a draft with another vocabulary is refused, naming it
+    let out = args(&["--draft", "qwen3-0.6b"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--draft"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("draft"));
 }

@@ -629,6 +629,54 @@ fn rate_sweep_rows_are_the_simulations_of_their_deployments() {
             r.rate_per_s
         );
     }
+    // with a draft model the rows are the simulations of the deployment drafting
+    // with it (Llama 3.2 1B for Llama 3 8B, k = 3 accepted 70% of the time)
+    let spec = ridgeline::predict::Speculation { k: 3, accept: 0.7 };
+    let drafted = SweepLists {
+        gpu: "h100",
+        gpus: "1",
+        spec: Some(spec),
+        draft: "llama-3.2-1b",
+        ..lists
+    };
+    let rows = Sweep::from_lists(&drafted, hw, engines)
+        .unwrap()
+        .rate_rows(&[4.0], opts)
+        .unwrap();
+    let draft = ridgeline::model::ModelDb::builtin()
+        .unwrap()
+        .resolve("llama-3.2-1b")
+        .unwrap();
+    let scenario = ridgeline::predict::Scenario {
+        prompt: 512,
+        gen_tokens: 128,
+        spec: Some(spec),
+        ..Default::default()
+    };
+    let sim = |draft| {
+        simulate(
+            &model,
+            hw.get("h100").unwrap(),
+            engines.get("typical").unwrap(),
+            &scenario,
+            &Serving {
+                draft,
+                ..Serving::default()
+            },
+            &Workload {
+                arrivals: Arrivals::Poisson { rate: 4.0 },
+                requests: 100,
+                prompt: Dist::Fixed { tokens: 512 },
+                gen_tokens: Dist::Fixed { tokens: 128 },
+                seed: 7,
+            },
+        )
+        .unwrap()
+    };
+    let with_draft = sim(Some(&draft));
+    assert_eq!(rows[0].run.as_ref().unwrap(), &with_draft);
+    // and the draft is felt: its steps are slower than the model's own head's
+    assert!(with_draft.tpot_s.p50 > sim(None).tpot_s.p50);
     // the scheduler chooses the batch: a batch axis is refused, naming both
     let batched = SweepLists {
         batch: "1,8",

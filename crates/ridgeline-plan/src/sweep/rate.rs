@@ -129,12 +129,6 @@ impl Sweep<'_> {
                 "with request rates the scheduler chooses the batch: leave batch at 1",
             ));
         }
-        if self.draft.is_some() {
-            return Err(Error::conflict(
-                &["draft", "rate"],
-                "the simulator drafts from the model's own head (its MTP module, or an EAGLE-style head): a separate draft model is not simulated; drop --draft",
-            ));
-        }
         let cells = self.rate_cells(rates.len());
         if cells.len() > MAX_RATE_CELLS {
             return Err(Error::invalid(
@@ -209,6 +203,10 @@ impl Sweep<'_> {
             seed: opts.seed,
         };
         let name = |f: &Option<Format>| f.map_or("native".to_string(), |f| f.name());
+        let serving = Serving {
+            draft: self.draft.as_ref(),
+            ..Serving::default()
+        };
         RateRow {
             model: model.id.clone(),
             gpu: hw.id.clone(),
@@ -219,7 +217,7 @@ impl Sweep<'_> {
             prompt,
             gen_tokens,
             rate_per_s: rate,
-            run: simulate(model, hw, engine, &scenario, &Serving::default(), &workload)
+            run: simulate(model, hw, engine, &scenario, &serving, &workload)
                 .map_err(|e| e.to_string()),
         }
     }

@@ -19,7 +19,7 @@ use crate::error::{Error, Result};
 use crate::hardware::Hardware;
 use crate::memory::Parallel;
 use crate::model::ModelConfig;
-use crate::predict::{Predictor, Scenario};
+use crate::predict::Scenario;
 use std::collections::VecDeque;
 
 /// The link between the pools.
@@ -61,8 +61,10 @@ pub(super) fn run(
         ..*scenario
     };
     let (sp, sd) = (pool(d.prefill_gpus), pool(d.decode_gpus));
-    let pp = Predictor::new(model, hardware, engine, &sp).map_err(|e| in_pool(e, "prefill"))?;
-    let pd = Predictor::new(model, hardware, engine, &sd).map_err(|e| in_pool(e, "decode"))?;
+    let pp = super::predictor(model, hardware, engine, &sp, serving.draft)
+        .map_err(|e| in_pool(e, "prefill"))?;
+    let pd = super::predictor(model, hardware, engine, &sd, serving.draft)
+        .map_err(|e| in_pool(e, "decode"))?;
     let lim = limits(engine);
     let mut pre = Instance::new(&pp, lim, serving.prefix_hit).map_err(|e| in_pool(e, "prefill"))?;
     pre.prefill_only = true;

@@ -123,7 +123,7 @@ pub struct Slo {
 
 /// How the deployment serves, beyond the engine profile.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Serving {
+pub struct Serving<'d> {
     /// Replaces the engine's `max_num_seqs`.
     pub max_num_seqs: Option<u64>,
     /// Replaces the engine's `max_batched_tokens`.
@@ -134,9 +134,13 @@ pub struct Serving {
     pub disagg: Option<Disagg>,
     /// Targets for goodput.
     pub slo: Slo,
+    /// A separate speculative-decoding draft model, served beside the model on the same
+    /// devices (needs the scenario's `spec`; `None`: the drafts come from the model's
+    /// own head, its MTP module or an EAGLE-style one).
+    pub draft: Option<&'d ModelConfig>,
 }
 
-impl Serving {
+impl Serving<'_> {
     /// Checks ranges; errors name the field.
     pub fn validate(&self) -> Result<()> {
         if !(self.prefix_hit.is_finite() && (0.0..1.0).contains(&self.prefix_hit)) {
@@ -387,7 +391,7 @@ pub fn simulate(
     if let Some(d) = serving.disagg {
         return disagg::run(model, hardware, &engine, scenario, serving, workload, d);
     }
-    let p = Predictor::new(model, hardware, &engine, scenario)?;
+    let p = predictor(model, hardware, &engine, scenario, serving.draft)?;
     let mut inst = Instance::new(&p, lim, serving.prefix_hit)?;
     let mut run = run::unified(&mut inst, workload, serving)?;
     run.config = RunConfig {
@@ -396,6 +400,22 @@ pub fn simulate(
         ..config(model, hardware, &engine, serving, workload)
     };
     Ok(run)
+}
+
+/// The predictor of one pool, with `draft` as its speculative-decoding draft where one
+/// is given.
+fn predictor<'a>(
+    model: &'a ModelConfig,
+    hardware: &'a Hardware,
+    engine: &'a Engine,
+    scenario: &Scenario,
+    draft: Option<&'a ModelConfig>,
+) -> Result<Predictor<'a>> {
+    let p = Predictor::new(model, hardware, engine, scenario)?;
+    match draft {
+        Some(d) => p.with_draft(d),
+        None => Ok(p),
+    }
 }
 
 /// The configuration of a run, without its pools' sizes.
