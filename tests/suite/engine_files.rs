@@ -33,11 +33,17 @@ fn with_file(tag: &str, text: &str) -> ridgeline::Result<EngineDb> {
 
 #[test]
 fn the_bundled_overrides_select_their_devices() {
-    // llama.cpp's RDNA and Apple entries apply to Strix Halo (rdna3.5) and the M-series,
-    // the general factor to everything else; the values are the bundled file's own
+    // llama.cpp's Strix Halo and Apple entries apply to that device (its RDNA rows all
+    // come from it, so the fit keyed them to its id) and to the M-series, the general
+    // factor to everything else; the values are the bundled file's own
     let llama = builtin("llama.cpp");
-    let rdna = Selector::architecture("rdna");
+    let rdna = Selector::device("ryzen-ai-max-395");
     let apple = Selector::class(DeviceClass::Apple);
+    assert!(
+        llama
+            .device_override(&Selector::architecture("rdna"))
+            .is_none()
+    );
     let r = llama
         .override_value(&rdna, DeviceFactor::ComputeEfficiency)
         .unwrap();
@@ -316,16 +322,28 @@ fn factor_tags_travel_from_the_file_to_predict_and_explain() {
             .iter()
             .any(|x| x["name"] == "apple_compute_efficiency")
     );
-    // the RDNA override is fitted on one device (Strix Halo): explain says so
+    // llama.cpp's RDNA rows all come from one device (Strix Halo): its factors are keyed
+    // to that device, not to the family, and explain names them so
     let e = explain("ryzen-ai-max-395", "llama.cpp");
     let line = e.lines().find(|l| l.contains("[factors]")).unwrap();
     assert!(
-        line.contains("rdna_compute_efficiency") && line.contains("from 1 device"),
+        line.contains("compute_efficiency (device = \"ryzen-ai-max-395\")")
+            && line.contains("from 1 device"),
         "{line}"
     );
-    assert!(
-        line.contains("elsewhere in its family an assumption"),
-        "{line}"
+    assert!(!line.contains("rdna_"), "{line}");
+    // another RDNA device (the same file under another id) takes the general factors
+    let lcpp = builtin("llama.cpp");
+    let strix = hw("ryzen-ai-max-395");
+    let other = ridgeline::hardware::Hardware {
+        id: "another-rdna".into(),
+        ..strix.clone()
+    };
+    assert!(other.architecture.starts_with("rdna"));
+    assert!(lcpp.compute_efficiency_on(strix) < lcpp.speed.compute_efficiency);
+    assert_eq!(
+        lcpp.compute_efficiency_on(&other),
+        lcpp.speed.compute_efficiency
     );
     // ideal: every factor is physics, and explain has no factors finding
     assert!(

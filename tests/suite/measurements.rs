@@ -505,22 +505,22 @@ fn apple_compute(e: &ridgeline::engine::Engine) -> Option<f64> {
     )
 }
 
-/// The `architecture = "rdna"` override's compute efficiency.
-fn rdna_compute(e: &ridgeline::engine::Engine) -> Option<f64> {
-    use ridgeline::engine::{DeviceFactor, Selector};
-    e.override_value(
-        &Selector::architecture("rdna"),
-        DeviceFactor::ComputeEfficiency,
-    )
+/// The RDNA override of `factor`: the `architecture = "rdna"` entry's, or Strix Halo's
+/// own where the fit keyed it to that device (every RDNA row runs there).
+fn rdna(e: &ridgeline::engine::Engine, factor: ridgeline::engine::DeviceFactor) -> Option<f64> {
+    use ridgeline::engine::Selector;
+    e.override_value(&Selector::architecture("rdna"), factor)
+        .or_else(|| e.override_value(&Selector::device("ryzen-ai-max-395"), factor))
 }
 
-/// The `architecture = "rdna"` override's time per expert matrix.
+/// The RDNA override's compute efficiency.
+fn rdna_compute(e: &ridgeline::engine::Engine) -> Option<f64> {
+    rdna(e, ridgeline::engine::DeviceFactor::ComputeEfficiency)
+}
+
+/// The RDNA override's time per expert matrix.
 fn rdna_expert(e: &ridgeline::engine::Engine) -> Option<f64> {
-    use ridgeline::engine::{DeviceFactor, Selector};
-    e.override_value(
-        &Selector::architecture("rdna"),
-        DeviceFactor::ExpertOverhead,
-    )
+    rdna(e, ridgeline::engine::DeviceFactor::ExpertOverhead)
 }
 
 #[test]

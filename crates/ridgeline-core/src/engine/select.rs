@@ -80,6 +80,14 @@ impl Selector {
         }
     }
 
+    /// The one device with hardware id `id`.
+    pub fn device(id: &str) -> Selector {
+        Selector {
+            device: Some(id.to_string()),
+            ..Selector::default()
+        }
+    }
+
     /// Every device whose architecture starts with `prefix`.
     pub fn architecture(prefix: &str) -> Selector {
         Selector {
@@ -204,6 +212,28 @@ impl DeviceFactor {
         match self {
             DeviceFactor::ComputeEfficiency => &mut o.compute_efficiency,
             DeviceFactor::ExpertOverhead => &mut o.expert_overhead_s,
+        }
+    }
+
+    /// The name of this factor as the override selected by `select` sets it, in fit
+    /// reports, factor tags and `predict`'s factors list: the keys of older files for
+    /// the two families they had (`apple_compute_efficiency` for `class = "apple"`,
+    /// `rdna_compute_efficiency` and `rdna_expert_overhead_s` for `architecture =
+    /// "rdna"`), else the key and the criteria (`compute_efficiency (device =
+    /// "ryzen-ai-max-395")`).
+    pub fn name_under(self, select: &Selector) -> String {
+        let family = if *select == Selector::class(crate::hardware::DeviceClass::Apple) {
+            "apple"
+        } else if *select == Selector::architecture("rdna") {
+            "rdna"
+        } else {
+            ""
+        };
+        match (family, self) {
+            ("apple", DeviceFactor::ComputeEfficiency) | ("rdna", _) => {
+                format!("{family}_{}", self.key())
+            }
+            _ => format!("{} ({})", self.key(), select.describe()),
         }
     }
 }

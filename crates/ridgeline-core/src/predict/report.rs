@@ -761,28 +761,21 @@ pub struct FactorReport {
 /// where one selects it), the attention efficiency and the three overheads, each with
 /// its tag ([`crate::engine::Provenance::factors`]).
 pub fn factor_reports(engine: &Engine, hw: &Hardware) -> Vec<FactorReport> {
-    use crate::engine::{DeviceFactor, FactorTag, Selector, memory_keys};
-    use crate::hardware::DeviceClass;
+    use crate::engine::{DeviceFactor, FactorTag, memory_keys};
     let physics = engine.is_physics();
     let memory_key = memory_keys(hw)
         .into_iter()
         .flatten()
         .find(|k| engine.speed.memory_efficiency.contains_key(*k))
         .unwrap_or("default");
-    let compute_name = match engine
+    let compute_name = engine
         .devices
         .iter()
         .find(|o| o.select.matches(hw) && DeviceFactor::ComputeEfficiency.of(o).is_some())
-    {
-        None => "compute_efficiency".to_string(),
-        Some(o) if o.select == Selector::class(DeviceClass::Apple) => {
-            "apple_compute_efficiency".to_string()
-        }
-        Some(o) if o.select == Selector::architecture("rdna") => {
-            "rdna_compute_efficiency".to_string()
-        }
-        Some(o) => format!("compute_efficiency ({})", o.select.describe()),
-    };
+        .map_or_else(
+            || "compute_efficiency".to_string(),
+            |o| DeviceFactor::ComputeEfficiency.name_under(&o.select),
+        );
     let (sp, oh) = (&engine.speed, &engine.overheads);
     let named = [
         (compute_name, engine.compute_efficiency_on(hw)),

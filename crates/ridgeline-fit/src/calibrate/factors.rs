@@ -10,7 +10,7 @@
 
 use super::ParamKind;
 use crate::engine::{DeviceFactor, Engine, Selector};
-use crate::hardware::DeviceClass;
+use crate::hardware::{DeviceClass, Hardware};
 
 /// Which bounds hold a factor's value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,6 +43,9 @@ pub struct Factor {
     pub limit: Limit,
     /// A fit starts it from `typical`'s value (see `start_from_typical`).
     pub from_typical: bool,
+    /// For a device override: the factor it sets and the family it is fitted for (a
+    /// fit informed by one device's rows keys it to that device instead).
+    pub family: Option<(DeviceFactor, fn() -> Selector)>,
 }
 
 impl Factor {
@@ -64,6 +67,7 @@ macro_rules! plain {
             copy: |e, t| e.$group.$field = t.$group.$field,
             limit: Limit::$limit,
             from_typical: $typical,
+            family: None,
         }
     };
 }
@@ -90,6 +94,7 @@ macro_rules! family {
             },
             limit: Limit::$limit,
             from_typical: true,
+            family: Some((DeviceFactor::$factor, || $select)),
         }
     };
 }
@@ -127,6 +132,38 @@ pub static FACTORS: &[Factor] = &[
         Overhead
     ),
 ];
+
+/// Moves back into their families the family overrides an earlier fit keyed to one
+/// device ([`key_to_device`]) where that device is among `hardware` and of the family,
+/// so that a refit starts from them and can move them (the device's override would
+/// otherwise shadow the family's).
+pub fn fold_into_families(e: &mut Engine, hardware: &[&Hardware]) {
+    for (factor, family) in FACTORS.iter().filter_map(|f| f.family) {
+        let family = family();
+        for hw in hardware.iter().filter(|hw| family.matches(hw)) {
+            let own = Selector::device(&hw.id);
+            if let Some(v) = e.override_value(&own, factor) {
+                e.set_override(&own, factor, None);
+                if e.override_value(&family, factor).is_none() {
+                    e.set_override(&family, factor, Some(v));
+                }
+            }
+        }
+    }
+}
+
+/// Keys the family override `f` holds in `e` to the one device `id` its rows came
+/// from (a factor fitted on one device belongs to that device; the rest of the family
+/// takes the general factor); returns the override's new name
+/// ([`DeviceFactor::name_under`]), or `None` when `f` is no family override.
+pub fn key_to_device(e: &mut Engine, f: &Factor, id: &str) -> Option<String> {
+    let (factor, family) = f.family?;
+    let own = Selector::device(id);
+    let v = e.override_value(&family(), factor);
+    e.set_override(&family(), factor, None);
+    e.set_override(&own, factor, v);
+    Some(factor.name_under(&own))
+}
 
 /// The registry's entry of a scalar kind (`None` for [`ParamKind::Memory`]).
 pub fn factor(kind: &ParamKind) -> Option<&'static Factor> {

@@ -13,7 +13,7 @@
 //! the log-ratios: `θ ± t(0.975, n - p) · sqrt(s² (JᵀJ)⁻¹)` with `s² = SSR / (n - p)`,
 //! mapped back to the factor; none when there are no more rows than free parameters.
 
-use super::factors::{Factor, Limit, factor};
+use super::factors::{Factor, Limit, factor, fold_into_families, key_to_device};
 use super::many::Memo;
 use super::{Bounds, Case, Kind, lm};
 use crate::engine::{Engine, FactorTag, memory_group};
@@ -484,7 +484,11 @@ pub fn fit(base: &Engine, cases: &[&Case], opts: &FitOptions) -> Result<EngineFi
         .collect();
     let b = &opts.bounds;
     b.check()?;
-    let (start, groups) = start_in_bounds(base, &cases, b);
+    let mut base = base.clone();
+    let hardware: Vec<&crate::hardware::Hardware> =
+        cases.iter().map(|c| c.hardware.as_ref()).collect();
+    fold_into_families(&mut base, &hardware);
+    let (start, groups) = start_in_bounds(&base, &cases, b);
     let memo = Memo::new(&cases);
     let r0 = residuals(&memo, &cases, &start)?;
     let rms_before = lm::rms(&r0);
@@ -541,7 +545,7 @@ pub fn fit(base: &Engine, cases: &[&Case], opts: &FitOptions) -> Result<EngineFi
     let mut engine = with(&start, &params, &x);
     let rms_after = lm::rms(&residuals(&memo, &cases, &engine)?);
     engine.provenance.fitted_on = engine_rows(&cases);
-    let fitted: Vec<FittedParam> = params
+    let mut fitted: Vec<FittedParam> = params
         .iter()
         .zip(informing)
         .enumerate()
@@ -557,6 +561,21 @@ pub fn fit(base: &Engine, cases: &[&Case], opts: &FitOptions) -> Result<EngineFi
             rows,
         })
         .collect();
+    // a family override informed by one device's rows belongs to that device
+    for p in &mut fitted {
+        let Some(f) = factor(&p.kind) else {
+            continue;
+        };
+        if let [device] = &devices_of(&p.rows, &cases)[..]
+            && let Some(name) = key_to_device(&mut engine, f, device)
+        {
+            notes.push(format!(
+                "{} is informed by rows of {device} only: keyed to that device as {name}",
+                p.key
+            ));
+            p.key = name;
+        }
+    }
     engine.provenance.factors = fitted
         .iter()
         .map(|p| (p.key.clone(), tag(&p.rows, &cases)))
@@ -578,20 +597,30 @@ pub fn fit(base: &Engine, cases: &[&Case], opts: &FitOptions) -> Result<EngineFi
     })
 }
 
+/// The distinct values of `key` over the rows `ids` of `cases`, sorted.
+fn distinct(ids: &[String], cases: &[&Case], key: &dyn Fn(&Case) -> String) -> Vec<String> {
+    let mut v: Vec<String> = cases
+        .iter()
+        .filter(|c| ids.contains(&c.id))
+        .map(|c| key(c))
+        .collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// The devices of the rows `ids` of `cases`, sorted and distinct.
+fn devices_of(ids: &[String], cases: &[&Case]) -> Vec<String> {
+    distinct(ids, cases, &|c| c.hardware.id.clone())
+}
+
 /// Where a factor informed by the rows `ids` of `cases` came from: those rows, their
 /// distinct devices and their distinct publications ([`super::source_key`]).
 fn tag(ids: &[String], cases: &[&Case]) -> FactorTag {
-    let rows: Vec<&&Case> = cases.iter().filter(|c| ids.contains(&c.id)).collect();
-    let distinct = |key: &dyn Fn(&Case) -> String| {
-        let mut v: Vec<String> = rows.iter().map(|c| key(c)).collect();
-        v.sort_unstable();
-        v.dedup();
-        v.len() as u32
-    };
     FactorTag::Fitted {
-        rows: rows.len() as u32,
-        devices: distinct(&|c| c.hardware.id.clone()),
-        publications: distinct(&|c| super::source_key(&c.source)),
+        rows: cases.iter().filter(|c| ids.contains(&c.id)).count() as u32,
+        devices: devices_of(ids, cases).len() as u32,
+        publications: distinct(ids, cases, &|c| super::source_key(&c.source)).len() as u32,
     }
 }
 
@@ -755,6 +784,73 @@ mod tests {
         assert_eq!(
             text.parse::<FactorTag>().unwrap(),
             f.engine.provenance.factors["memory_efficiency.hbm"]
+        );
+    }
+
+    #[test]
+    fn a_family_factor_from_one_device_is_keyed_to_it() {
+        use crate::engine::{DeviceFactor, Selector};
+        use crate::hardware::DeviceClass;
+        // compute-bound prompts on Apple GPUs at 60% of the ideal prefill rate, and one
+        // decode row each for the memory efficiency: the Apple compute factor is
+        // informed by the prompts' devices
+        let rows_on = |gpus: &[&str]| -> Vec<Case> {
+            gpus.iter()
+                .enumerate()
+                .flat_map(|(i, g)| {
+                    let mut p = case(
+                        &format!("p{i}"),
+                        g,
+                        "llama-2-7b",
+                        1,
+                        2048,
+                        1,
+                        Target::PrefillTokensPerS,
+                    );
+                    p.measured = 0.6 * predict_case(&p, &Engine::ideal()).unwrap();
+                    let mut d = decode_at(g, 0.7);
+                    d.id = format!("d{i}");
+                    [p, d]
+                })
+                .collect()
+        };
+        let apple = Selector::class(DeviceClass::Apple);
+        let one = rows_on(&["m2-ultra"]);
+        let f = fit(&Engine::ideal(), &one.iter().collect::<Vec<_>>(), &plain()).unwrap();
+        let own = Selector::device("m2-ultra");
+        let name = "compute_efficiency (device = \"m2-ultra\")";
+        // the value sits under the device, not the class, and is named so
+        let v = f
+            .engine
+            .override_value(&own, DeviceFactor::ComputeEfficiency);
+        assert!(
+            v.is_some_and(|v| (v - 0.6).abs() < 0.05),
+            "{v:?} {:?}",
+            f.params
+        );
+        assert_eq!(
+            f.engine
+                .override_value(&apple, DeviceFactor::ComputeEfficiency),
+            None
+        );
+        assert!(f.params.iter().any(|p| p.key == name), "{:?}", f.params);
+        assert!(f.engine.provenance.factors.contains_key(name));
+        // a refit starting from it moves it back into the family and keys it again
+        let again = fit(&f.engine, &one.iter().collect::<Vec<_>>(), &plain()).unwrap();
+        assert_eq!(again.engine.devices, f.engine.devices);
+        // informed by two devices, it stays the family's
+        let two = rows_on(&["m2-ultra", "m1-max"]);
+        let f = fit(&Engine::ideal(), &two.iter().collect::<Vec<_>>(), &plain()).unwrap();
+        assert!(
+            f.engine
+                .override_value(&apple, DeviceFactor::ComputeEfficiency)
+                .is_some()
+        );
+        assert!(
+            f.engine
+                .provenance
+                .factors
+                .contains_key("apple_compute_efficiency")
         );
     }
 

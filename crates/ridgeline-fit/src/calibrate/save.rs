@@ -37,10 +37,19 @@ fn num(v: f64) -> String {
 /// `engine` with its fitted numbers rounded to 3 significant digits, as written.
 fn rounded(engine: &Engine) -> Engine {
     let mut e = engine.clone();
-    // every fittable factor as stored (an unset family override stays unset) ...
+    // every fittable factor as stored (an unset family override stays unset), every
+    // device override (a family's keyed to its one device among them) ...
     for f in super::FACTORS {
         if let Some(v) = (f.stored)(&e) {
             (f.set)(&mut e, round_sig(v, 3));
+        }
+    }
+    for o in &mut e.devices {
+        for v in [&mut o.compute_efficiency, &mut o.expert_overhead_s]
+            .into_iter()
+            .flatten()
+        {
+            *v = round_sig(*v, 3);
         }
     }
     // ... and the overheads set by hand beside them
