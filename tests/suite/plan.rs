@@ -323,14 +323,16 @@ fn library_plan_counts_and_layouts() {
 
 #[test]
 fn a_moe_plan_also_tries_expert_parallelism() {
-    // on 1 or 2 devices in bf16: 1 x (tp); 2 x tp, 2 x pp, and for a mixture-of-experts
-    // model 2 x tp with its experts over both (ep 2): 4 layouts, 3 for a dense model
+    // on 1, 2 or 4 devices in bf16: 1 x (tp); 2 x tp, 2 x pp; 4 x tp, 4 x pp; and for a
+    // mixture-of-experts model 2 x tp with its experts over both (ep 2), 4 x tp with its
+    // experts over two groups of two (ep 2) or over all four (ep 4): 8 layouts, 5 for a
+    // dense model
     let count = |model: &str| {
         plan_json(&[
             "--gpu",
             "h100",
             "--gpus",
-            "1,2",
+            "1,2,4",
             "--weights",
             "bf16",
             "--kv",
@@ -344,10 +346,14 @@ fn a_moe_plan_also_tries_expert_parallelism() {
         ])
     };
     let moe = count("qwen3-30b-a3b");
-    assert_eq!(moe["evaluated"], 4);
-    assert_eq!(count("llama-3-8b")["evaluated"], 3);
+    assert_eq!(moe["evaluated"], 8);
+    assert_eq!(count("llama-3-8b")["evaluated"], 5);
     let mut all: Vec<&serde_json::Value> = moe["pareto"].as_array().unwrap().iter().collect();
     all.extend(moe["unserved"].as_array().unwrap());
     all.push(&moe["best"]);
-    assert!(all.iter().all(|e| e["ep"] == 1 || e["ep"] == 2), "{moe}");
+    assert!(
+        all.iter()
+            .all(|e| e["ep"] == 1 || e["ep"] == 2 || e["ep"] == 4 && e["gpus"] == 4),
+        "{moe}"
+    );
 }

@@ -200,16 +200,21 @@ pub(super) fn layouts<'a>(req: &PlanRequest<'a>) -> (Vec<Layout<'a>>, u64) {
                 &[Parallel::Pp]
             };
             // a mixture-of-experts model within a node is also served with its experts
-            // spread over every device and attention data-parallel (expert parallelism
-            // over all of them, as SGLang's and vLLM's wide-EP deployments run)
+            // spread over groups of the devices and attention data-parallel across the
+            // groups: every group count that divides the devices, from two groups of
+            // gpus/2 tensor-parallel devices up to one device per group (expert
+            // parallelism over all of them, as SGLang's and vLLM's wide-EP deployments
+            // run)
             let moe_ep = req.model.experts > 1 && gpus > 1 && gpus <= per_node;
             for &parallel in parallels {
-                let eps: &[u64] = if moe_ep && parallel == Parallel::Tp {
-                    &[1, gpus]
+                let eps: Vec<u64> = if moe_ep && parallel == Parallel::Tp {
+                    (1..=gpus)
+                        .filter(|&ep| ep == 1 || gpus.is_multiple_of(ep))
+                        .collect()
                 } else {
-                    &[1]
+                    vec![1]
                 };
-                for &ep in eps {
+                for ep in eps {
                     if check_layout(&req.model, hw, gpus, parallel, ep).is_err() {
                         let n = weights.len() * kv_set.len() * req.engines.len();
                         impossible = impossible.saturating_add(n as u64);
