@@ -85,11 +85,11 @@ KV_DTYPES = {"bfloat16": ("bf16", 16.0), "fp8": ("fp8", 8.0)}
 # parallelism (Llama 3 8B at tp 1 and 2, 70B at tp 8 and 1, MHA, gpt-oss's 64-wide heads)
 ATTN_KEYS = [(32, 8, 128), (16, 4, 128), (8, 1, 128), (64, 8, 128), (32, 32, 128), (64, 8, 64)]
 GRID = {
-    "m": [1, 4, 16, 64, 256, 1024, 4096, 16384],
-    "nk": [1024, 4096, 16384],
-    "batch": [1, 4, 16, 64, 256],
-    "seq": [128, 512, 2048, 8192],
-    "kv_len": [128, 512, 2048, 8192, 32768],
+    "m": [2**i for i in range(0, 16)],  # 1 .. 32768
+    "nk": [1024, 2048, 4096, 8192, 16384, 51200],
+    "batch": [2**i for i in range(0, 11)],  # 1 .. 1024
+    "seq": [2**i for i in range(7, 15)],  # 128 .. 16384
+    "kv_len": [2**i for i in range(7, 16)],  # 128 .. 32768
     "ar_elems": [4**i for i in range(5, 15)],  # 1 Ki .. 256 Mi elements
 }
 LICENCE = (

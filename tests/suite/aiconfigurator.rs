@@ -81,13 +81,13 @@ fn every_row_is_predicted_and_the_readme_table_is_current() {
 #[test]
 fn on_the_kernel_tables_the_medians_stay_near_the_reference() {
     let c = compared();
-    for (formats, limits) in [("bf16", [10.0, 10.0, 10.0]), ("fp8", [15.0, 10.0, 10.0])] {
+    for (formats, limits) in [("bf16", [10.0, 10.0, 10.0]), ("fp8", [10.0, 10.0, 10.0])] {
         let ratios: Vec<[f64; 3]> = c
             .iter()
             .filter(|x| x.row.formats == formats)
             .map(|x| x.tables.unwrap().ratios(&x.row))
             .collect();
-        // tolerances a few points above today's medians (README, section Accuracy)
+        // issue 33's target, a few points above today's medians (README, section Accuracy)
         for (m, ((_, err), limit)) in summarize(&ratios).iter().zip(limits).enumerate() {
             assert!(
                 *err <= limit,
