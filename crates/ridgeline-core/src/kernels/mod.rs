@@ -432,8 +432,14 @@ impl KernelDb {
         shape: &Shape,
     ) -> Option<(f64, Source)> {
         let (id, source) = self.table_for(hw, hardware, backend)?;
-        self.efficiency(id, backend, op, dtype, shape)
-            .map(|e| (e, source))
+        let e = self.efficiency(id, backend, op, dtype, shape)?;
+        let scale = match &source {
+            Source::Transferred(_) => hardware
+                .get(id)
+                .map_or(1.0, |from| transfer_scale(op, from, hw)),
+            Source::Measured => 1.0,
+        };
+        Some((carry(e, scale), source))
     }
 
     /// What every table covers, by device then engine.
@@ -459,6 +465,43 @@ impl KernelDb {
                 }
             })
             .collect()
+    }
+}
+
+/// What an efficiency of `op` measured on `from` is multiplied by on its sibling `to`
+/// ([`carry`]). A fraction of the roof carries as it is (1), except a decode step's
+/// attention: its kernels' time follows the device's SMs and clocks, not its memory
+/// bandwidth (the H200 runs the H100's decode attention in about the same time with
+/// 1.43x the bandwidth: docs/kernels.md), so its time carries at the ratio of the
+/// devices' [`sm_rate`]s. Its roof is the bandwidth's on both (a few FLOPs per byte), so
+/// the fraction scales by `bw(from) / bw(to) x rate(to) / rate(from)`. Only between HBM
+/// parts, where that was measured: a GDDR part has a quarter of the bandwidth per SM
+/// and may well be bound by it.
+pub fn transfer_scale(op: OpClass, from: &Hardware, to: &Hardware) -> f64 {
+    let hbm = |h: &Hardware| crate::engine::memory_key(h) == Some("hbm");
+    if op != OpClass::AttentionDecode || !(hbm(from) && hbm(to)) {
+        return 1.0;
+    }
+    let bw = |h: &Hardware| h.memory.bandwidth_bytes_per_s;
+    let (rf, rt) = sm_rate(from, to);
+    bw(from) / bw(to) * rt / rf
+}
+
+/// An efficiency `e` carried by `scale` ([`transfer_scale`]), never past the roof (1)
+/// where it did not pass it.
+pub fn carry(e: f64, scale: f64) -> f64 {
+    (e * scale).min(e.max(1.0))
+}
+
+/// What the SMs of `a` and `b` get through per second, as a pair of rates in the same
+/// unit: the FP32 vector peaks (cores x clock, unthrottled on GeForce parts, whose
+/// tensor rate with 32-bit accumulation is half a workstation part's) where both
+/// hardware files give one, else the 16-bit tensor peaks.
+fn sm_rate(a: &Hardware, b: &Hardware) -> (f64, f64) {
+    use crate::dtype::ComputeDtype::{Bf16, Fp32};
+    match (a.peak(Fp32), b.peak(Fp32)) {
+        ((x, Fp32), (y, Fp32)) => (x, y),
+        _ => (a.peak(Bf16).0, b.peak(Bf16).0),
     }
 }
 

@@ -401,3 +401,48 @@ fn a_replaced_engine_loses_its_profile_on_tables() {
         .to_string();
     assert!(err.contains("[nope] is no engine"), "{err}");
 }
+
+#[test]
+fn decode_attention_carries_its_time_at_the_sm_rate_not_the_bandwidth() {
+    // H100 PCIe reads H100 SXM's table. A fraction of the roof carries as it is for a
+    // GEMM (above); a decode step's attention carries its time at the FP32 vector
+    // peaks' ratio (51 / 67 TFLOP/s): the fraction of the (bandwidth) roof scales by
+    // bw(SXM) / bw(PCIe) x 51 / 67 = 3.35 / 2.0 x 51 / 67 = 1.2750, capped at 1
+    let hw = crate::hardware::HardwareDb::builtin().unwrap();
+    let db = KernelDb::builtin().unwrap();
+    let shape = Shape::Attention {
+        batch: 16,
+        len: 4096,
+        heads: 32,
+        kv_heads: 8,
+        head_dim: 128,
+    };
+    let op = OpClass::AttentionDecode;
+    let sxm = db
+        .efficiency("h100-sxm", "vllm", op, "bf16", &shape)
+        .unwrap();
+    let (pcie, source) = db
+        .lookup(hw.get("h100-pcie").unwrap(), hw, "vllm", op, "bf16", &shape)
+        .unwrap();
+    assert_eq!(source, Source::Transferred("h100-sxm".into()));
+    let want = (sxm * 3.35 / 2.0 * 51.0 / 67.0).min(1.0);
+    assert!(
+        (pcie / want - 1.0).abs() < 1e-12,
+        "{pcie} vs {want} (sxm {sxm})"
+    );
+    assert!(pcie > sxm);
+    // so the PCIe card's time is the SXM's x 67 / 51 (where uncapped): the roof
+    // (bytes / bandwidth) over the efficiency
+    if want < 1.0 {
+        let bytes = 1e9;
+        let t = |bw: f64, e: f64| bytes / bw / e;
+        let ratio = t(2.0e12, pcie) / t(3.35e12, sxm);
+        assert!((ratio - 67.0 / 51.0).abs() < 1e-9, "{ratio}");
+    }
+    // between GDDR parts (RTX 4090 reading the L40S's table) the fraction carries as it is
+    let l40s = db.efficiency("l40s", "vllm", op, "bf16", &shape).unwrap();
+    let (rtx, _) = db
+        .lookup(hw.get("rtx-4090").unwrap(), hw, "vllm", op, "bf16", &shape)
+        .unwrap();
+    assert_eq!(rtx, l40s);
+}

@@ -79,6 +79,9 @@ pub struct KernelUse<'a> {
     pub device: String,
     /// Measured (the device's own table) or transferred (its sibling's).
     pub source: Source,
+    /// What a decode step's attention efficiency is multiplied by on this device
+    /// ([`crate::kernels::transfer_scale`]; 1 for the device's own table).
+    decode_attention_scale: f64,
 }
 
 /// Where an op's time comes from (`source` in the op table of `predict --json`).
@@ -100,13 +103,20 @@ impl<'a> Predictor<'a> {
     /// device's own under the engine, else its sibling's among `hardware`; unchanged
     /// where neither has one ([`Predictor::kernels`] then says `None`).
     pub fn with_kernels(mut self, db: &'a KernelDb, hardware: &HardwareDb) -> Self {
-        self.kernels =
-            db.table_for(self.hardware, hardware, &self.engine.id)
-                .map(|(device, source)| KernelUse {
-                    db,
-                    device: device.to_string(),
-                    source,
-                });
+        let to = self.hardware;
+        self.kernels = db
+            .table_for(to, hardware, &self.engine.id)
+            .map(|(device, source)| KernelUse {
+                db,
+                decode_attention_scale: match source {
+                    Source::Transferred(_) => hardware.get(device).map_or(1.0, |from| {
+                        crate::kernels::transfer_scale(OpClass::AttentionDecode, from, to)
+                    }),
+                    Source::Measured => 1.0,
+                },
+                device: device.to_string(),
+                source,
+            });
         self
     }
 
@@ -145,8 +155,13 @@ impl<'a> Predictor<'a> {
         if let Some(k) = &self.kernels
             && part == Part::Decode
             && let Some((class, dtype, peak, shape)) = self.kernel_shape(op, step)
-            && let Some(eff) =
-                k.db.efficiency(&k.device, &self.engine.id, class, dtype, &shape)
+            && let Some(eff) = k
+                .db
+                .efficiency(&k.device, &self.engine.id, class, dtype, &shape)
+                .map(|e| match class {
+                    OpClass::AttentionDecode => crate::kernels::carry(e, k.decode_attention_scale),
+                    _ => e,
+                })
             && eff > 0.0
             && eff.is_finite()
         {
