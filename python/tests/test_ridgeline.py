@@ -123,6 +123,18 @@ def test_simulate_equals_the_cli_json(cli):
     assert len(s["rows"]) == 2
 
 
+def test_simulate_takes_a_draft_model(cli):
+    # speculative decoding with a separate draft (Llama 3.2 1B for Llama 3.1 8B): the
+    # same run as the CLI's, and its KV pool is smaller than with the model's own head
+    kw = dict(model="llama-3.1-8b", gpu="h100", rate=1, requests=20, spec_k=3, spec_accept=0.7)
+    words = ["--model", "llama-3.1-8b", "--gpu", "h100", "--rate", "1", "--requests", "20",
+             "--spec-k", "3", "--spec-accept", "0.7"]
+    drafted = ridgeline.simulate(draft="llama-3.2-1b", **kw)
+    assert drafted == cli.json("simulate", *words, "--draft", "llama-3.2-1b")
+    own = ridgeline.simulate(**kw)
+    assert drafted["config"]["kv_cache_bytes"] < own["config"]["kv_cache_bytes"]
+
+
 def test_explain_is_the_cli_text(cli):
     text = ridgeline.explain(model="llama-3-70b", gpu="h100", gpus=2, batch=32)
     r = cli.run("explain", "--model", "llama-3-70b", "--gpu", "h100", "--gpus", "2", "--batch", "32")
