@@ -473,7 +473,7 @@ impl KernelDb {
 /// attention: its kernels' time follows the device's SMs and clocks, not its memory
 /// bandwidth (the H200 runs the H100's decode attention in about the same time with
 /// 1.43x the bandwidth: docs/kernels.md), so its time carries at the ratio of the
-/// devices' [`sm_rate`]s. Its roof is the bandwidth's on both (a few FLOPs per byte), so
+/// devices' SM rates (`sm_rate`). Its roof is the bandwidth's on both (a few FLOPs per byte), so
 /// the fraction scales by `bw(from) / bw(to) x rate(to) / rate(from)`. Only between HBM
 /// parts, where that was measured: a GDDR part has a quarter of the bandwidth per SM
 /// and may well be bound by it.
