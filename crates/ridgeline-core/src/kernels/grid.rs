@@ -61,32 +61,35 @@ fn cmp(a: &[f64], b: &[f64]) -> std::cmp::Ordering {
         .unwrap_or(std::cmp::Ordering::Equal)
 }
 
-/// Interpolates `points` (sorted, all equal on the axes before `axis`) at `at`.
+/// Interpolates `points` (sorted, all equal on the axes before `axis`) at `at`. The
+/// runs of points sharing a value of this axis are contiguous (sorted), so the two that
+/// bracket `at[axis]` are found by binary search, without allocating.
 fn interp(points: &[Point], axis: usize, at: &[f64]) -> Option<f64> {
     let first = points.first()?;
     if axis >= first.0.len() {
         return Some(first.1);
     }
-    // the runs of points sharing a value of this axis (contiguous: sorted)
-    let mut runs: Vec<(f64, &[Point])> = Vec::new();
-    let mut start = 0;
-    for i in 1..=points.len() {
-        if i == points.len() || points[i].0[axis] != points[start].0[axis] {
-            runs.push((points[start].0[axis], &points[start..i]));
-            start = i;
-        }
-    }
+    let value = |i: usize| points[i].0[axis];
+    // the run of points whose value on this axis is `x`
+    let run = |x: f64| {
+        let lo = points.partition_point(|p| p.0[axis] < x);
+        let hi = points.partition_point(|p| p.0[axis] <= x);
+        &points[lo..hi]
+    };
     let q = at.get(axis).copied().unwrap_or(0.0);
-    let hi = runs.partition_point(|r| r.0 < q);
-    if hi == 0 {
-        return interp(runs[0].1, axis + 1, at);
+    // the first point (and so the first run) at or above q
+    let i = points.partition_point(|p| p.0[axis] < q);
+    if i == 0 {
+        return interp(run(value(0)), axis + 1, at);
     }
-    if hi == runs.len() {
-        return interp(runs[hi - 1].1, axis + 1, at);
+    if i == points.len() {
+        return interp(run(value(i - 1)), axis + 1, at);
     }
-    let (x0, p0) = runs[hi - 1];
-    let (x1, p1) = runs[hi];
-    let (v0, v1) = (interp(p0, axis + 1, at)?, interp(p1, axis + 1, at)?);
+    let (x0, x1) = (value(i - 1), value(i));
+    let (v0, v1) = (
+        interp(run(x0), axis + 1, at)?,
+        interp(run(x1), axis + 1, at)?,
+    );
     let t = (q.ln() - x0.ln()) / (x1.ln() - x0.ln());
     Some(v0 + t * (v1 - v0))
 }
