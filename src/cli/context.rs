@@ -202,11 +202,7 @@ pub(super) fn build_predictor<'a>(
     s: &Scenario,
     draft: Option<&'a ModelConfig>,
 ) -> Result<Predictor<'a>> {
-    let p = Predictor::new(model, hw, engine, s)?;
-    match draft {
-        Some(d) => p.with_draft(d),
-        None => Ok(p),
-    }
+    Predictor::new(model, hw, engine, s)?.with_draft_if(draft)
 }
 
 pub(super) fn to_json<T: serde::Serialize>(v: &T) -> Result<String> {

@@ -279,30 +279,22 @@ fn factor_tags_travel_from_the_file_to_predict_and_explain() {
     };
     let text = include_str!("../../data/engines.toml");
     assert!(text.contains(&format!("\"memory_efficiency.hbm\" = \"{tag}\"")));
-    let factors = |gpu: &str, engine: &str| {
-        let v = json(&[
-            "predict",
+    let words = |cmd: &'static str, gpu: &'static str, engine: &'static str| {
+        [
+            cmd,
             "--model",
             "llama-3-8b",
             "--gpu",
             gpu,
             "--engine",
             engine,
-            "--json",
-        ]);
+        ]
+    };
+    let factors = |gpu, engine| {
+        let v = json(&[&words("predict", gpu, engine)[..], &["--json"]].concat());
         v["factors"].as_array().unwrap().clone()
     };
-    let explain = |gpu: &str, engine: &str| {
-        ok(&[
-            "explain",
-            "--model",
-            "llama-3-8b",
-            "--gpu",
-            gpu,
-            "--engine",
-            engine,
-        ])
-    };
+    let explain = |gpu, engine| ok(&words("explain", gpu, engine));
     let f = factors("h100", "trt-llm");
     let hbm = f
         .iter()

@@ -120,6 +120,14 @@ impl<'a> Predictor<'a> {
         Ok(self)
     }
 
+    /// [`Predictor::with_draft`] where a draft is given, else the predictor unchanged.
+    pub fn with_draft_if(self, draft: Option<&'a ModelConfig>) -> Result<Self> {
+        match draft {
+            Some(d) => self.with_draft(d),
+            None => Ok(self),
+        }
+    }
+
     /// The speculative-decoding settings, if any.
     pub fn speculation(&self) -> Option<Speculation> {
         self.spec

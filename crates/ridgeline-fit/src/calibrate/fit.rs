@@ -485,8 +485,10 @@ pub fn fit(base: &Engine, cases: &[&Case], opts: &FitOptions) -> Result<EngineFi
     let b = &opts.bounds;
     b.check()?;
     let mut base = base.clone();
-    let hardware: Vec<&crate::hardware::Hardware> =
+    let mut hardware: Vec<&crate::hardware::Hardware> =
         cases.iter().map(|c| c.hardware.as_ref()).collect();
+    hardware.sort_by(|a, b| a.id.cmp(&b.id));
+    hardware.dedup_by(|a, b| a.id == b.id);
     fold_into_families(&mut base, &hardware);
     let (start, groups) = start_in_bounds(&base, &cases, b);
     let memo = Memo::new(&cases);

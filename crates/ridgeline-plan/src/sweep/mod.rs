@@ -559,10 +559,7 @@ impl<'a> Sweep<'a> {
             Some(k) => k.predictor(model, hw, engine, &s)?,
             None => Predictor::new(model, hw, engine, &s)?,
         };
-        match &self.draft {
-            Some(d) => p.with_draft(d),
-            None => Ok(p),
-        }
+        p.with_draft_if(self.draft.as_ref())
     }
 
     /// Evaluates the configurations with flat indices in `range` in order on this thread,

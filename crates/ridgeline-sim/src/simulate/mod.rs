@@ -411,11 +411,7 @@ fn predictor<'a>(
     scenario: &Scenario,
     draft: Option<&'a ModelConfig>,
 ) -> Result<Predictor<'a>> {
-    let p = Predictor::new(model, hardware, engine, scenario)?;
-    match draft {
-        Some(d) => p.with_draft(d),
-        None => Ok(p),
-    }
+    Predictor::new(model, hardware, engine, scenario)?.with_draft_if(draft)
 }
 
 /// The configuration of a run, without its pools' sizes.
