@@ -196,9 +196,17 @@ pub(super) fn serving(sweep: &RateSweep, a: &SimulateArgs) -> Result<String> {
         .first()
         .ok_or_else(|| Error::internal("serving chart", "a simulation with no rows"))?
         .config;
+    // speculative decoding changes every figure: say so, and who drafts
+    let spec = match (a.spec_k, a.spec_accept) {
+        (Some(k), Some(acc)) => format!(
+            "; speculative k {k}, accept {acc} (draft {})",
+            a.draft.as_deref().unwrap_or("the model's own head")
+        ),
+        _ => String::new(),
+    };
     let opts = crate::plot::serving::ServingOptions {
         subtitle: format!(
-            "{} on {} x {}, engine {}; prompt {}, gen {}",
+            "{} on {} x {}, engine {}; prompt {}, gen {}{spec}",
             first.model,
             first.gpus,
             first.gpu,

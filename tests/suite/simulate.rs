@@ -766,6 +766,13 @@ fn speculative_serving_matches_predict() {
     // = 33,554,432 projection: 251,666,432 parameters, 503,332,864 bytes
     let shrink = pool(args(&[])) - pool(args(&["--draft", "llama-3.2-1b"]));
     assert_eq!(shrink, 2_471_628_800.0 - 503_332_864.0);
+    // the serving chart's subtitle says who drafts
+    let svg = std::env::temp_dir().join(format!("ridgeline-draft-{}.svg", std::process::id()));
+    let out = args(&["--draft", "llama-3.2-1b", "--svg", svg.to_str().unwrap()]);
+    assert!(out.status.success());
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(text.contains("speculative k 3, accept 0.7 (draft llama-3.2-1b)"));
+    let _ = std::fs::remove_file(&svg);
     // a draft with another vocabulary is refused, naming it
     let out = args(&["--draft", "qwen3-0.6b"]);
     assert_eq!(out.status.code(), Some(2));
