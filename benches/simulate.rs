@@ -132,6 +132,8 @@ fn plan(c: &mut Criterion) {
         ownership: Default::default(),
         price_basis: Default::default(),
         kernels: None,
+        spec: None,
+        draft: None,
     };
     let target = RateTarget {
         rate_per_s: 50.0,

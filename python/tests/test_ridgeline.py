@@ -135,6 +135,23 @@ def test_simulate_takes_a_draft_model(cli):
     assert drafted["config"]["kv_cache_bytes"] < own["config"]["kv_cache_bytes"]
 
 
+def test_plan_speculates_and_emits_the_draft(cli):
+    # a plan with Llama 3.2 1B drafting for Llama 3.1 70B on 4 H100: the CLI's plan, and
+    # its vLLM launch line carries the draft (4 tokens per verify pass)
+    kw = dict(gpu="h100", gpus="4", weights="fp8", kv="fp8", spec_k=4, spec_accept=0.7,
+              draft="llama-3.2-1b")
+    doc = ridgeline.plan("llama-3.1-70b", **kw)
+    assert doc == cli.json("plan", "--model", "llama-3.1-70b", "--gpu", "h100", "--gpus", "4",
+                           "--weights", "fp8", "--kv", "fp8", "--spec-k", "4",
+                           "--spec-accept", "0.7", "--draft", "llama-3.2-1b")
+    assert doc["speculative"] == {"k": 4, "accept": 0.7, "draft": "llama-3.2-1b"}
+    (script,) = ridgeline.plan("llama-3.1-70b", emit="vllm", **kw)["files"]
+    line = next(l for l in script["contents"].splitlines() if "--speculative-config" in l)
+    config = json.loads(line.split("--speculative-config ", 1)[1].rstrip(" \\").strip("'"))
+    assert config["num_speculative_tokens"] == 4
+    assert config["model"] == "meta-llama/Llama-3.2-1B-Instruct"
+
+
 def test_explain_is_the_cli_text(cli):
     text = ridgeline.explain(model="llama-3-70b", gpu="h100", gpus=2, batch=32)
     r = cli.run("explain", "--model", "llama-3-70b", "--gpu", "h100", "--gpus", "2", "--batch", "32")

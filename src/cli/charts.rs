@@ -105,7 +105,7 @@ pub(super) fn of_command(ctx: &Ctx, cli: &Cli, chart: Chart) -> Result<String> {
 fn device_chart(ctx: &Ctx, a: &PredictArgs, chart: Chart, links: Links) -> Result<String> {
     let model = ctx.model(&a.model)?;
     let engine = ctx.engines.get(&a.run.engine)?;
-    let draft = ctx.draft_model(a.decoding.draft.as_deref())?;
+    let draft = ctx.draft_model(a.decoding.spec.draft.as_deref())?;
     let kernels = a.kernels.load()?;
     let s = a.scenario();
     let preds = ctx
@@ -197,10 +197,10 @@ pub(super) fn serving(sweep: &RateSweep, a: &SimulateArgs) -> Result<String> {
         .ok_or_else(|| Error::internal("serving chart", "a simulation with no rows"))?
         .config;
     // speculative decoding changes every figure: say so, and who drafts
-    let spec = match (a.spec_k, a.spec_accept) {
+    let spec = match (a.spec.spec_k, a.spec.spec_accept) {
         (Some(k), Some(acc)) => format!(
             "; speculative k {k}, accept {acc} (draft {})",
-            a.draft.as_deref().unwrap_or("the model's own head")
+            a.spec.draft.as_deref().unwrap_or("the model's own head")
         ),
         _ => String::new(),
     };

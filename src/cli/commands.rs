@@ -146,8 +146,13 @@ pub fn predict(ctx: &Ctx, a: &PredictArgs, out: &PredictOutputs, json: bool) -> 
     ctx.with_predictor(a, |pred| {
         let p = pred.predict(a.batch, a.prompt, a.gen_tokens)?;
         if let Some(format) = out.emit.emit {
+            let draft = match pred.draft() {
+                crate::predict::Draft::Model(d, _) => Some(d),
+                crate::predict::Draft::Head => None,
+            };
             let s =
-                Serving::from_prediction(&p, &ctx.model(&a.model)?, devices_per_node(ctx, &a.gpu)?);
+                Serving::from_prediction(&p, &ctx.model(&a.model)?, devices_per_node(ctx, &a.gpu)?)
+                    .speculating(pred.speculation(), draft);
             if let Some(text) = launch::deliver(out.emit, format, Launch::Serving(&s), json)? {
                 return Ok(text);
             }
@@ -243,7 +248,7 @@ pub fn roofline_cmd(
     let engine = ctx.engines.get(&a.run.engine)?;
     let s = a.scenario();
     let hws = ctx.hardware.get_list(&a.gpu)?;
-    let draft = ctx.draft_model(a.decoding.draft.as_deref())?;
+    let draft = ctx.draft_model(a.decoding.spec.draft.as_deref())?;
     let kernels = a.kernels.load()?;
     let preds = hws
         .iter()
@@ -326,7 +331,11 @@ pub fn simulate(
             &model,
             longest,
             devices_per_node(ctx, &a.gpu)?,
-        )?;
+        )?
+        .speculating(
+            a.spec.speculation(),
+            ctx.draft_model(a.spec.draft.as_deref())?.as_ref(),
+        );
         if let Some(text) = launch::deliver(emit, format, Launch::Serving(&s), json)? {
             return Ok(text);
         }
@@ -356,6 +365,12 @@ pub fn plan(
         let svgs: Vec<(&'static str, &Path)> =
             t.svg.as_deref().map(|p| ("--svg", p)).into_iter().collect();
         check_outputs(&launch::with_out(svgs, emit))?;
+    }
+    if t.train && a.spec.spec_k.is_some() {
+        return Err(Error::conflict(
+            &["--spec-k", "--train"],
+            "speculative decoding is a serving choice; a training plan takes none",
+        ));
     }
     if t.train {
         return plan_train(ctx, a, t, emit, json);
@@ -410,6 +425,8 @@ pub fn plan(
             hardware: &ctx.hardware,
             engines: &ctx.engines,
         }),
+        spec: a.spec.speculation(),
+        draft: ctx.draft_model(a.spec.draft.as_deref())?,
     };
     let report = match a.rate.target() {
         Some(t) => crate::plan::plan_rate(&req, &t)?,
@@ -418,7 +435,8 @@ pub fn plan(
     if let Some(format) = emit.emit {
         let best = report.best.as_ref().ok_or_else(no_best)?;
         let dpn = devices_per_node(ctx, &best.gpu)?;
-        let s = Serving::from_entry(best, &req.model, dpn);
+        let s =
+            Serving::from_entry(best, &req.model, dpn).speculating(req.spec, req.draft.as_ref());
         if let Some(text) = launch::deliver(emit, format, Launch::Serving(&s), json)? {
             return Ok(text);
         }

@@ -149,7 +149,7 @@ impl Ctx {
         let model = self.model(&a.model)?;
         let hw = self.hardware.get(&a.gpu)?;
         let engine = self.engines.get(&a.run.engine)?;
-        let draft = self.draft_model(a.decoding.draft.as_deref())?;
+        let draft = self.draft_model(a.decoding.spec.draft.as_deref())?;
         let kernels = a.kernels.load()?;
         f(&self.predictor_on(
             &model,
@@ -247,7 +247,7 @@ pub(super) fn simulate_rows(ctx: &Ctx, a: &SimulateArgs) -> Result<crate::simula
     let model = ctx.model(&a.model)?;
     let hw = ctx.hardware.get(&a.gpu)?;
     let engine = ctx.engines.get(&a.run.engine)?;
-    let draft = ctx.draft_model(a.draft.as_deref())?;
+    let draft = ctx.draft_model(a.spec.draft.as_deref())?;
     let s = a.scenario();
     let serving = crate::simulate::Serving {
         draft: draft.as_ref(),

@@ -54,6 +54,21 @@ pub struct DecodingArgs {
     /// the groups, tokens sent to their experts by all-to-all.
     #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=MAX_DEVICES))]
     pub ep: u64,
+    /// Speculative decoding.
+    #[command(flatten)]
+    pub spec: SpecArgs,
+}
+
+impl DecodingArgs {
+    /// The speculative-decoding settings, if any.
+    pub fn speculation(&self) -> Option<crate::predict::Speculation> {
+        self.spec.speculation()
+    }
+}
+
+/// Speculative decoding (predict, explain, roofline, sweep, simulate and plan).
+#[derive(Args, Clone, Default)]
+pub struct SpecArgs {
     /// Speculative decoding: draft tokens proposed per verify pass (needs --spec-accept).
     #[arg(long, requires = "spec_accept", allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=crate::predict::MAX_SPEC_K))]
     pub spec_k: Option<u64>,
@@ -61,13 +76,14 @@ pub struct DecodingArgs {
     /// --spec-k).
     #[arg(long, requires = "spec_k", allow_negative_numbers = true, value_parser = probability)]
     pub spec_accept: Option<f64>,
-    /// Speculative decoding: draft model id or config.json (same vocabulary); without
-    /// it the drafts come from the model's own MTP or EAGLE-style head.
+    /// Speculative decoding: draft model id or config.json (same vocabulary), on the
+    /// same devices (its weights and cache take device memory); without it the drafts
+    /// come from the model's own MTP or EAGLE-style head.
     #[arg(long, requires = "spec_k")]
     pub draft: Option<String>,
 }
 
-impl DecodingArgs {
+impl SpecArgs {
     /// The speculative-decoding settings, if any.
     pub fn speculation(&self) -> Option<crate::predict::Speculation> {
         Some(crate::predict::Speculation {

@@ -133,11 +133,11 @@ fn command_line(command: &str, a: &PredictArgs) -> String {
         super::KernelsArg::Bundled => opt("--kernels", "bundled".into()),
         super::KernelsArg::Dir(d) => opt("--kernels", d.display().to_string()),
     }
-    if let (Some(k), Some(acc)) = (d.spec_k, d.spec_accept) {
+    if let (Some(k), Some(acc)) = (d.spec.spec_k, d.spec.spec_accept) {
         opt("--spec-k", k.to_string());
         opt("--spec-accept", acc.to_string());
     }
-    if let Some(draft) = &d.draft {
+    if let Some(draft) = &d.spec.draft {
         opt("--draft", draft.clone());
     }
     w.join(" ")

@@ -23,7 +23,7 @@ mod embed;
 mod emit;
 mod groups;
 pub use embed::{OptionInfo, options, sweep_columns_args};
-pub use groups::{AttentionArgs, DecodingArgs, EmitArgs, RunArgs};
+pub use groups::{AttentionArgs, DecodingArgs, EmitArgs, RunArgs, SpecArgs};
 mod html;
 pub mod progress;
 mod run;
@@ -578,7 +578,7 @@ impl SweepArgs {
             parallel: self.parallel,
             ep: self.decoding.ep,
             spec: self.decoding.speculation(),
-            draft: self.decoding.draft.as_deref().unwrap_or(""),
+            draft: self.decoding.spec.draft.as_deref().unwrap_or(""),
             flash: self.attention.fused(),
         }
     }
@@ -643,6 +643,9 @@ pub struct PlanArgs {
     /// Serving at a request rate (`--rate`).
     #[command(flatten)]
     pub rate: PlanRateArgs,
+    /// Speculative decoding in every configuration planned (not with --train).
+    #[command(flatten)]
+    pub spec: SpecArgs,
     /// Buy or rent: years a purchased device is written off over.
     #[arg(
         long = "own-life-years",

@@ -43,20 +43,10 @@ pub struct SimulateArgs {
     /// to their experts by all-to-all.
     #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=MAX_DEVICES), conflicts_with = "disagg")]
     pub ep: u64,
-    /// Speculative decoding: draft tokens proposed per verify pass (needs --spec-accept);
-    /// the drafts come from --draft, else from the model's own head (its MTP module
-    /// where it ships one).
-    #[arg(long, requires = "spec_accept", allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=crate::predict::MAX_SPEC_K))]
-    pub spec_k: Option<u64>,
-    /// Speculative decoding: probability that a draft token is accepted, 0..1 (needs
-    /// --spec-k).
-    #[arg(long, requires = "spec_k", allow_negative_numbers = true, value_parser = super::groups::probability)]
-    pub spec_accept: Option<f64>,
-    /// Speculative decoding: a draft model id or config.json (same vocabulary), served
-    /// beside the model on the same devices (its weights and cache take from the KV
-    /// pool, its steps and prompt pass from every iteration).
-    #[arg(long, requires = "spec_k")]
-    pub draft: Option<String>,
+    /// Speculative decoding (a draft model's weights and cache take from the KV pool,
+    /// its steps and prompt pass from every iteration).
+    #[command(flatten)]
+    pub spec: super::SpecArgs,
     /// Formats, engine (its scheduler fields: max_num_seqs, max_batched_tokens,
     /// kv_block_tokens) and attention kernel.
     #[command(flatten)]
@@ -113,10 +103,7 @@ impl SimulateArgs {
             gpus: self.gpus.unwrap_or(1),
             parallel: self.parallel,
             ep: self.ep,
-            spec: self
-                .spec_k
-                .zip(self.spec_accept)
-                .map(|(k, accept)| crate::predict::Speculation { k, accept }),
+            spec: self.spec.speculation(),
             flash: self.run.attention.fused(),
             ..Scenario::default()
         }

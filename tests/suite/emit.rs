@@ -229,6 +229,8 @@ fn choices(tool: &str, flag_or_key: &str) -> Option<BTreeSet<String>> {
         "--optimizer" => "optimizer",
         "fsdp_config.fsdp_sharding_strategy" => "sharding_strategy",
         "mixed_precision" => "mixed_precision",
+        "--speculative-algorithm" => "speculative_algorithm",
+        "speculative_config.decoding_type" => "decoding_type",
         _ => return None,
     };
     let path = format!("{}/data/emit/{tool}.toml", env!("CARGO_MANIFEST_DIR"));
@@ -257,6 +259,37 @@ fn bad_choices<'a>(
         .collect()
 }
 
+/// vLLM's `--speculative-config` JSON of a command line: its keys not in vllm.toml's
+/// `speculative_config_keys`, its method not in `speculative_method`.
+fn bad_speculative_config(line: &Line) -> Vec<String> {
+    let Some(Some(text)) = line.flags.get("--speculative-config") else {
+        return Vec::new();
+    };
+    let path = format!("{}/data/emit/vllm.toml", env!("CARGO_MANIFEST_DIR"));
+    let doc: toml::Value = toml::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let list = |k: &str| -> BTreeSet<String> {
+        doc[k]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap().to_string())
+            .collect()
+    };
+    let (keys, methods) = (list("speculative_config_keys"), list("speculative_method"));
+    let v: serde_json::Value = serde_json::from_str(text).unwrap();
+    let mut bad: Vec<String> = v
+        .as_object()
+        .unwrap()
+        .keys()
+        .filter(|k| !keys.contains(*k))
+        .map(|k| format!("--speculative-config.{k}"))
+        .collect();
+    if let Some(m) = v["method"].as_str().filter(|m| !methods.contains(*m)) {
+        bad.push(format!("--speculative-config.method={m}"));
+    }
+    bad
+}
+
 /// Flags and keys of one emitted file not in the tool's list (empty: all listed), and
 /// values outside the choices it lists.
 fn unlisted(format: &str, name: &str, text: &str) -> Vec<String> {
@@ -275,6 +308,7 @@ fn unlisted(format: &str, name: &str, text: &str) -> Vec<String> {
                 tool,
                 c.flags.iter().map(|(k, v)| (k, v.as_ref())),
             ));
+            bad.extend(bad_speculative_config(&c));
         }
     } else if name.ends_with(".json") {
         fn walk(v: &serde_json::Value, at: &str, out: &mut Vec<String>) {
@@ -316,6 +350,7 @@ fn unlisted(format: &str, name: &str, text: &str) -> Vec<String> {
                         "vllm",
                         line.flags.iter().map(|(k, v)| (k, v.as_ref())),
                     ));
+                    bad.extend(bad_speculative_config(&line));
                 }
                 if p.ends_with("command") && items.first().map(String::as_str) == Some("sh") {
                     for part in items[2].split("&&") {
@@ -641,6 +676,7 @@ fn serving(gpus: u64, replicas: u64) -> Serving {
         max_num_seqs: 64,
         max_batched_tokens: 8192,
         max_model_len: 8192,
+        spec: None,
     }
 }
 
@@ -1270,6 +1306,164 @@ fn out_writes_the_files_atomically_beside_each_other() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--emit"));
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn speculative_decoding_reads_back_from_every_serving_format() {
+    // Llama 3.1 70B on 4 H100 drafting 4 tokens a pass with Llama 3.2 1B
+    let draft: &[&str] = &[
+        "predict",
+        "--model",
+        "llama-3.1-70b",
+        "--gpu",
+        "h100",
+        "--gpus",
+        "4",
+        "--spec-k",
+        "4",
+        "--spec-accept",
+        "0.7",
+        "--draft",
+        "llama-3.2-1b",
+    ];
+    let repo = "meta-llama/Llama-3.2-1B-Instruct";
+    let script = |args: &[&str], f: &str, name: &str| {
+        emitted(&[args, &["--emit", f, "--json"]].concat())[name].clone()
+    };
+    let spec_config = |c: &Line| -> serde_json::Value {
+        serde_json::from_str(c.get("--speculative-config")).unwrap()
+    };
+    let text = script(draft, "vllm", "vllm.sh");
+    let v = spec_config(&command(&text));
+    assert_eq!(v["method"], "draft_model");
+    assert_eq!(v["model"], repo);
+    assert_eq!(v["num_speculative_tokens"], 4);
+    assert!(text.contains("acceptance 0.7 assumed"), "{text}");
+    // k drafts in a chain (top-k 1) verify k + 1 = 5 tokens
+    let c = command(&script(draft, "sglang", "sglang.sh"));
+    assert_eq!(c.get("--speculative-algorithm"), "STANDALONE");
+    assert_eq!(c.get("--speculative-draft-model-path"), repo);
+    assert_eq!(c.num("--speculative-num-steps"), 4);
+    assert_eq!(c.num("--speculative-eagle-topk"), 1);
+    assert_eq!(c.num("--speculative-num-draft-tokens"), 5);
+    // the draft converted as the model is (BF16), its 16 layers and output on the devices
+    let c = command(&script(draft, "llama.cpp", "llama-server.sh"));
+    assert_eq!(c.get("--model-draft"), "models/llama-3.2-1b-BF16.gguf");
+    assert_eq!(c.num("--draft-max"), 4);
+    assert_eq!(c.num("--n-gpu-layers-draft"), 17);
+    // TensorRT-LLM 1.0's LLM API has no draft/target config: said, not written
+    let files = emitted(&[draft, &["--emit", "trt-llm", "--json"]].concat());
+    assert!(!files["extra_llm_api_options.yaml"].contains("speculative_config"));
+    assert!(
+        files["trtllm-serve.sh"].contains("draft llama-3.2-1b (k 4) is not written"),
+        "{}",
+        files["trtllm-serve.sh"]
+    );
+    let files = emitted(&[draft, &["--emit", "k8s", "--json"]].concat());
+    let (_, lists) = yaml(&files["k8s.yaml"]);
+    let c = parse_words(&lists["spec.template.spec.containers.command"]);
+    assert_eq!(spec_config(&c)["num_speculative_tokens"], 4);
+
+    // DeepSeek-V3's own MTP module drafts 2 tokens on 8 H200
+    let mtp: &[&str] = &[
+        "predict",
+        "--model",
+        "deepseek-v3",
+        "--gpu",
+        "h200",
+        "--gpus",
+        "8",
+        "--spec-k",
+        "2",
+        "--spec-accept",
+        "0.8",
+    ];
+    let v = spec_config(&command(&script(mtp, "vllm", "vllm.sh")));
+    assert_eq!(v["method"], "deepseek_mtp");
+    assert_eq!(v["num_speculative_tokens"], 2);
+    assert!(v.get("model").is_none(), "{v}");
+    let c = command(&script(mtp, "sglang", "sglang.sh"));
+    assert_eq!(c.get("--speculative-algorithm"), "EAGLE");
+    assert!(!c.has("--speculative-draft-model-path"));
+    assert_eq!(c.num("--speculative-num-draft-tokens"), 3);
+    let (values, _) = yaml(&script(mtp, "trt-llm", "extra_llm_api_options.yaml"));
+    assert_eq!(values["speculative_config.decoding_type"], "MTP");
+    assert_eq!(values["speculative_config.num_nextn_predict_layers"], "2");
+
+    // a model without a draft head: the EAGLE head is a placeholder, said so; llama.cpp
+    // drafts only with a separate model
+    let head: &[&str] = &[
+        "predict",
+        "--model",
+        "llama-3.1-8b",
+        "--gpu",
+        "h100",
+        "--spec-k",
+        "3",
+        "--spec-accept",
+        "0.7",
+    ];
+    let text = script(head, "vllm", "vllm.sh");
+    let v = spec_config(&command(&text));
+    assert_eq!(
+        (v["method"].as_str(), v["model"].as_str()),
+        (Some("eagle3"), Some("EAGLE_HEAD_PATH"))
+    );
+    assert!(
+        text.contains("# EAGLE_HEAD_PATH: llama-3.1-8b ships no draft head"),
+        "{text}"
+    );
+    let text = script(head, "llama.cpp", "llama-server.sh");
+    assert!(!command(&text).has("--draft-max"));
+    assert!(text.contains("(k 3) is not written"), "{text}");
+
+    // plan and simulate emit the speculation they planned and simulated
+    let plan = [
+        "plan",
+        "--model",
+        "llama-3.1-70b",
+        "--gpu",
+        "h100",
+        "--gpus",
+        "4",
+        "--weights",
+        "fp8",
+        "--kv",
+        "fp8",
+        "--spec-k",
+        "4",
+        "--spec-accept",
+        "0.7",
+        "--draft",
+        "llama-3.2-1b",
+    ];
+    let v = spec_config(&command(&script(&plan, "vllm", "vllm.sh")));
+    assert_eq!(
+        (v["model"].as_str(), v["num_speculative_tokens"].as_u64()),
+        (Some(repo), Some(4))
+    );
+    let sim = [
+        "simulate",
+        "--model",
+        "llama-3.1-70b",
+        "--gpu",
+        "h100",
+        "--gpus",
+        "4",
+        "--rate",
+        "1",
+        "--requests",
+        "20",
+        "--spec-k",
+        "2",
+        "--spec-accept",
+        "0.6",
+    ];
+    let v = spec_config(&command(&script(&sim, "vllm", "vllm.sh")));
+    assert_eq!(
+        (v["method"].as_str(), v["num_speculative_tokens"].as_u64()),
+        (Some("eagle3"), Some(2))
+    );
 }
 
 #[test]

@@ -198,6 +198,153 @@ fn the_best_is_what_predict_says_of_it() {
 }
 
 #[test]
+fn a_speculating_plan_is_what_predict_says_of_its_best() {
+    // Llama 3.1 70B on 4 H100, Llama 3.2 1B drafting 4 tokens a pass at acceptance 0.7
+    let spec = [
+        "--spec-k",
+        "4",
+        "--spec-accept",
+        "0.7",
+        "--draft",
+        "llama-3.2-1b",
+    ];
+    let args = [
+        "--model",
+        "llama-3.1-70b",
+        "--gpu",
+        "h100",
+        "--gpus",
+        "4",
+        "--weights",
+        "fp8",
+        "--kv",
+        "fp8",
+        "--gen",
+        "256",
+        "--max-tpot-ms",
+        "30",
+    ];
+    let v = plan_json(&[&args[..], &spec[..]].concat());
+    assert_eq!(v["speculative"]["k"], 4);
+    assert_eq!(v["speculative"]["accept"], 0.7);
+    assert_eq!(v["speculative"]["draft"], "llama-3.2-1b");
+    let b = &v["best"];
+    let batch = b["batch"].to_string();
+    let out = run(&[
+        &[
+            "predict",
+            "--model",
+            "llama-3.1-70b",
+            "--gpu",
+            "h100",
+            "--gpus",
+            "4",
+            "--parallel",
+            b["parallel"].as_str().unwrap(),
+            "--weights",
+            "fp8",
+            "--kv",
+            "fp8",
+            "--batch",
+            &batch,
+            "--gen",
+            "256",
+            "--json",
+        ][..],
+        &spec[..],
+    ]
+    .concat());
+    let p: Value = serde_json::from_slice(&out.stdout).unwrap();
+    for k in ["ttft_s", "tpot_s"] {
+        let (x, y) = (b[k].as_f64().unwrap(), p["generation"][k].as_f64().unwrap());
+        assert!((x - y).abs() <= 1e-12 * y, "{k}: {x} vs {y}");
+    }
+    // the draft's weights and cache are in the plan's bytes per device, as in predict's
+    let total = p["memory"]["total_bytes"].as_f64().unwrap();
+    assert!((b["total_bytes"].as_f64().unwrap() - total).abs() <= 1e-9 * total);
+    let plain = plan_json(&args);
+    assert!(plain.get("speculative").is_none());
+    assert!(plain["best"]["tpot_s"].as_f64().unwrap() <= 0.030);
+
+    // a rate plan simulates the same speculation: one replica serving 2 req/s at p99
+    // TPOT 40 ms runs below predict's batch-1 time per token with the draft (a vanishing
+    // rate is batch 1), and says it speculates
+    let rate = [
+        "--rate",
+        "2",
+        "--p99-tpot-ms",
+        "40",
+        "--requests",
+        "100",
+        "--gen",
+        "256",
+    ];
+    let v = plan_json(&[&args[..10], &rate[..], &spec[..]].concat());
+    assert_eq!(v["speculative"]["draft"], "llama-3.2-1b");
+    let one = run(&[
+        &[
+            "predict",
+            "--model",
+            "llama-3.1-70b",
+            "--gpu",
+            "h100",
+            "--gpus",
+            "4",
+            "--weights",
+            "fp8",
+            "--kv",
+            "fp8",
+            "--gen",
+            "256",
+            "--json",
+        ][..],
+        &spec[..],
+    ]
+    .concat());
+    let one: Value = serde_json::from_slice(&one.stdout).unwrap();
+    let p99 = v["best"]["tpot_s"].as_f64().unwrap();
+    let floor = one["generation"]["tpot_s"].as_f64().unwrap();
+    assert!(
+        p99 <= 0.040 && p99 >= 0.999 * floor,
+        "{p99} vs batch-1 {floor}"
+    );
+
+    // speculation is a serving choice: a training plan refuses it, naming the flags; a
+    // draft with another vocabulary is refused once, naming --draft
+    let out = run(&[
+        "plan",
+        "--model",
+        "llama-3-8b",
+        "--train",
+        "--tokens",
+        "1e9",
+        "--spec-k",
+        "2",
+        "--spec-accept",
+        "0.5",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--spec-k") && err.contains("--train"), "{err}");
+    let out = run(&[
+        "plan",
+        "--model",
+        "llama-3.1-70b",
+        "--gpu",
+        "h100",
+        "--spec-k",
+        "2",
+        "--spec-accept",
+        "0.5",
+        "--draft",
+        "mistral-7b",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("draft") && err.contains("vocabulary"), "{err}");
+}
+
+#[test]
 fn impossible_targets_name_the_binding_one() {
     let v = plan_json(&[
         "--model",
@@ -305,6 +452,8 @@ fn library_plan_counts_and_layouts() {
         ownership: Default::default(),
         price_basis: Default::default(),
         kernels: None,
+        spec: None,
+        draft: None,
     };
     let p = plan(&req).unwrap();
     // 1: tp; 3: tp (32 heads: skipped) and pp; 16: beyond a node of 8, pp only

@@ -474,6 +474,10 @@ fn plan_keys_are_documented_both_ways() {
         json("plan --model llama-2-70b --prompt 1024 --gen 256 --max-tpot-ms 0.5 --json"),
         // devices without a price (best by tokens/s per device)
         json("plan --model llama-3-8b --gpu h800-sxm --gpus 1,2 --json"),
+        // speculative decoding with a draft model
+        json(
+            "plan --model llama-3.1-8b --gpu h100 --gpus 1 --weights fp8 --kv fp8 --spec-k 3 --spec-accept 0.7 --draft llama-3.2-1b --json",
+        ),
         // a rate: replicas, the rate per replica, what limits it
         json(
             "plan --model llama-3-8b --gpu l4,h800-sxm --gpus 1 --weights fp8 --kv fp8 --rate 10 --p99-ttft-ms 2000 --p99-tpot-ms 100 --requests 100 --json",

@@ -536,6 +536,8 @@ fn rate_plans_size_fleets_that_meet_the_targets() {
         ownership: Default::default(),
         price_basis: Default::default(),
         kernels: None,
+        spec: None,
+        draft: None,
     };
     let t = RateTarget {
         rate_per_s: 30.0,

@@ -37,7 +37,7 @@ pub use report::{
     MemoryReport, ModelInfo, Note, OpReport, Prediction, PrefillReport, SpeculativeReport,
     factor_reports, predict,
 };
-pub use spec::{Draft, MAX_SPEC_K, Speculation};
+pub use spec::{Draft, MAX_SPEC_K, Speculation, check_draft};
 pub use whatif::{QUANTIZED_WHAT_IF, WhatIf, WhatIfs};
 
 /// What to predict: shapes, formats, layout.

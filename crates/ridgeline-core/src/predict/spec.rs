@@ -81,6 +81,22 @@ pub enum Draft<'a> {
     Model(&'a ModelConfig, Precision),
 }
 
+/// Whether `draft` can draft for `model` on any layout: the same vocabulary (the error
+/// names `draft` and `model`). Whether tensor parallelism divides its heads depends on
+/// the layout ([`Predictor::with_draft`]).
+pub fn check_draft(model: &ModelConfig, draft: &ModelConfig) -> Result<()> {
+    if draft.vocab != model.vocab {
+        return Err(Error::conflict(
+            &["draft", "model"],
+            format!(
+                "draft {} has a vocabulary of {} tokens, {} of {}: speculative decoding needs the same tokenizer",
+                draft.id, draft.vocab, model.id, model.vocab
+            ),
+        ));
+    }
+    Ok(())
+}
+
 impl<'a> Predictor<'a> {
     /// Speculative decoding with drafts from `draft` (a model sharing this model's
     /// vocabulary, in its native formats, on the same tensor-parallel devices) instead
@@ -92,15 +108,7 @@ impl<'a> Predictor<'a> {
                 "a draft model needs speculative decoding (spec_k and spec_accept)",
             ));
         }
-        if draft.vocab != self.model.vocab {
-            return Err(Error::conflict(
-                &["draft", "model"],
-                format!(
-                    "draft {} has a vocabulary of {} tokens, {} of {}: speculative decoding needs the same tokenizer",
-                    draft.id, draft.vocab, self.model.id, self.model.vocab
-                ),
-            ));
-        }
+        check_draft(self.model, draft)?;
         if !draft.heads.is_multiple_of(self.tp) {
             return Err(Error::conflict(
                 &["draft", "gpus"],

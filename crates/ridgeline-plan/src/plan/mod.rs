@@ -40,7 +40,7 @@ use crate::error::{Error, Result};
 use crate::hardware::{Hardware, HardwareDb, Ownership};
 use crate::memory::Parallel;
 use crate::model::ModelConfig;
-use crate::predict::Scenario;
+use crate::predict::{Scenario, Speculation};
 use search::Cand;
 use serde::Serialize;
 
@@ -95,6 +95,11 @@ pub struct PlanRequest<'a> {
     /// Measured kernel tables read where they cover an op (`None`: the engines' fitted
     /// costs). Not for [`plan_rate`]: the serving simulation does not read them.
     pub kernels: Option<crate::predict::Kernels<'a>>,
+    /// Speculative decoding in every configuration (`None`: off).
+    pub spec: Option<Speculation>,
+    /// Draft model of speculative decoding (`None`: the model's own head), served on
+    /// the same devices (its weights and cache take device memory).
+    pub draft: Option<ModelConfig>,
 }
 
 crate::named_enum! {
@@ -346,6 +351,31 @@ pub struct Plan {
     pub near_ties: Vec<String>,
     /// The assumptions behind `own_usd_per_hour` and `breakeven_utilisation`.
     pub ownership: Ownership,
+    /// Speculative decoding in every configuration planned (absent: off).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub speculative: Option<PlanSpeculation>,
+}
+
+/// The speculative decoding a plan's configurations all run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PlanSpeculation {
+    /// Draft tokens proposed per verify pass.
+    pub k: u64,
+    /// Probability that a draft token is accepted.
+    pub accept: f64,
+    /// Draft model id (null: the model's own head, its MTP module where it ships one).
+    pub draft: Option<String>,
+}
+
+impl PlanSpeculation {
+    /// The speculation of `req`, if any.
+    pub(crate) fn of(req: &PlanRequest<'_>) -> Option<PlanSpeculation> {
+        req.spec.map(|s| PlanSpeculation {
+            k: s.k,
+            accept: s.accept,
+            draft: req.draft.as_ref().map(|d| d.id.clone()),
+        })
+    }
 }
 
 /// How close to the best's objective (relative) a candidate with fewer devices or a
@@ -375,6 +405,19 @@ fn validate(req: &PlanRequest<'_>) -> Result<()> {
         if let Some(v) = target.limit(&req.targets) {
             crate::error::require_positive(target.name(), v)?;
         }
+    }
+    if let Some(spec) = req.spec {
+        spec.validate()?;
+    }
+    match (&req.draft, req.spec) {
+        (Some(_), None) => {
+            return Err(Error::conflict(
+                &["draft", "spec_k"],
+                "a draft model needs speculative decoding (spec_k and spec_accept)",
+            ));
+        }
+        (Some(d), Some(_)) => crate::predict::check_draft(&req.model, d)?,
+        _ => {}
     }
     let engines = ("engine", req.engines.len());
     check_choices(
@@ -429,6 +472,8 @@ pub(crate) fn check_choices(
 ///     ownership: Default::default(),
 ///     price_basis: Default::default(),
 ///     kernels: None,
+///     spec: None,
+///     draft: None,
 /// };
 /// let p = plan(&req)?;
 /// let best = p.best.expect("an 8B model meets 50 ms per token somewhere");
@@ -478,5 +523,6 @@ pub fn plan(req: &PlanRequest<'_>) -> Result<Plan> {
         unpriced,
         near_ties: near_tie.into_iter().collect(),
         ownership: req.ownership,
+        speculative: PlanSpeculation::of(req),
     })
 }

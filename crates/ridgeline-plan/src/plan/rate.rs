@@ -15,7 +15,6 @@
 use super::search::{self, Cand, Layout};
 use super::{Entry, Plan, PlanRequest};
 use crate::error::{Error, Result};
-use crate::predict::Predictor;
 use crate::search::largest_real;
 use crate::simulate::{Arrivals, Dist, Run, Serving, Workload, check_workload, limits, simulate};
 use crate::units::fmt_seconds;
@@ -79,8 +78,8 @@ fn highest_rate(
     l: &Layout<'_>,
     t: &RateTarget,
 ) -> std::result::Result<Found, String> {
-    let s = l.scenario(req.flash);
-    let p = Predictor::new(&req.model, l.hw, l.engine, &s).map_err(|e| e.to_string())?;
+    let s = l.scenario(req);
+    let p = l.predictor(req, &s).map_err(|e| e.to_string())?;
     let top = p
         .max_batch(req.prompt, req.gen_tokens)
         .min(limits(l.engine).max_num_seqs);
@@ -102,7 +101,11 @@ fn highest_rate(
             },
             seed: t.seed,
         };
-        simulate(&req.model, l.hw, l.engine, &s, &Serving::default(), &w).map_err(|e| e.to_string())
+        let serving = Serving {
+            draft: req.draft.as_ref(),
+            ..Serving::default()
+        };
+        simulate(&req.model, l.hw, l.engine, &s, &serving, &w).map_err(|e| e.to_string())
     };
     // a vanishing rate is batch 1 (tests/suite/simulate.rs): checked without simulating
     let one = p
@@ -304,5 +307,6 @@ pub fn plan_rate(req: &PlanRequest<'_>, target: &RateTarget) -> Result<Plan> {
         unpriced,
         near_ties: near_tie.into_iter().collect(),
         ownership: req.ownership,
+        speculative: super::PlanSpeculation::of(req),
     })
 }

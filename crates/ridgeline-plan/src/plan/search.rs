@@ -7,6 +7,7 @@ use super::{
 };
 use crate::dtype::Format;
 use crate::engine::Engine;
+use crate::error::Result;
 use crate::hardware::Hardware;
 use crate::memory::Parallel;
 use crate::model::ModelConfig;
@@ -84,19 +85,33 @@ pub(super) struct Layout<'a> {
     pub engine: &'a Engine,
 }
 
-impl Layout<'_> {
-    /// This layout's devices and formats with `flash`, the rest as
-    /// [`Scenario::default`] (batch 1, no expert parallelism or speculation).
-    pub fn scenario(&self, flash: bool) -> Scenario {
+impl<'a> Layout<'a> {
+    /// This layout's devices and formats with the request's attention kernel and
+    /// speculation, the rest as [`Scenario::default`] (batch 1).
+    pub fn scenario(&self, req: &PlanRequest<'_>) -> Scenario {
         Scenario {
             weights: self.weights,
             kv: self.kv,
             gpus: self.gpus,
             parallel: self.parallel,
             ep: self.ep,
-            flash,
+            flash: req.flash,
+            spec: req.spec,
             ..Scenario::default()
         }
+    }
+
+    /// The predictor of this layout for `req` (its kernel tables where given, its
+    /// draft model where named).
+    pub fn predictor<'r>(&self, req: &'r PlanRequest<'_>, s: &Scenario) -> Result<Predictor<'r>>
+    where
+        'a: 'r,
+    {
+        match &req.kernels {
+            Some(k) => k.predictor(&req.model, self.hw, self.engine, s),
+            None => Predictor::new(&req.model, self.hw, self.engine, s),
+        }?
+        .with_draft_if(req.draft.as_ref())
     }
 
     /// The configuration of `c` in this layout, formats resolved for `model`.
@@ -274,13 +289,9 @@ fn evaluate_layout(req: &PlanRequest<'_>, i: usize, l: &Layout<'_>) -> Option<Ve
     let s = Scenario {
         prompt,
         gen_tokens,
-        ..l.scenario(req.flash)
+        ..l.scenario(req)
     };
-    let p = match &req.kernels {
-        Some(k) => k.predictor(&req.model, l.hw, l.engine, &s),
-        None => Predictor::new(&req.model, l.hw, l.engine, &s),
-    }
-    .ok()?;
+    let p = l.predictor(req, &s).ok()?;
     let price =
         super::device_hour(l.hw, &req.ownership, req.price_basis).map(|x| x * l.gpus as f64);
     let max_batch = p.max_batch(prompt, gen_tokens);

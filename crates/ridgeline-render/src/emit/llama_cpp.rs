@@ -1,7 +1,7 @@
 //! llama.cpp: `llama-server` over a GGUF file of the model in the planned format.
 
 use super::shell::{Cmd, script};
-use super::{EmittedFile, Format, Serving, header, refuse};
+use super::{Drafter, EmittedFile, Format, Serving, draft_path, header, refuse};
 use crate::dtype::Format as Dtype;
 use crate::error::Result;
 
@@ -85,6 +85,23 @@ pub(crate) fn emit(s: &Serving) -> Result<Vec<EmittedFile>> {
         let mode = if s.pp > 1 { "layer" } else { "row" };
         cmd.flag("--split-mode", mode);
         cmd.flag("--tensor-split", vec!["1"; s.gpus as usize].join(","));
+    }
+    match s.drafter() {
+        None => {}
+        Some((k, Drafter::Model(d))) => {
+            let draft = format!("models/{}-{ty}.gguf", d.id);
+            comments.push(format!(
+                "{draft}: the draft {}, converted as the model is",
+                draft_path(d)
+            ));
+            cmd.flag("--model-draft", &draft);
+            cmd.flag("--draft-max", k);
+            cmd.flag("--n-gpu-layers-draft", d.layers + 1);
+        }
+        Some((k, _)) => comments.push(format!(
+            "speculative decoding from the model's own head (k {k}) is not written: \
+             llama-server drafts with a separate model (--model-draft) only"
+        )),
     }
     if let Some(t) = kv {
         cmd.flag("--cache-type-k", t);

@@ -201,7 +201,38 @@ pub struct Serving {
     pub max_batched_tokens: u64,
     /// Longest request, prompt + generated tokens.
     pub max_model_len: u64,
+    /// Speculative decoding (`None`: off); see [`Serving::speculating`].
+    pub spec: Option<Speculating>,
 }
+
+/// Speculative decoding of a serving configuration: what the engine is told to run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Speculating {
+    /// Draft tokens proposed per verify pass.
+    pub k: u64,
+    /// Acceptance probability ridgeline assumed (a property of the drafts and the
+    /// traffic, not a setting: said in a comment).
+    pub accept: f64,
+    /// A separate draft model (`None`: the model's own head).
+    pub draft: Option<ModelConfig>,
+}
+
+/// Who proposes the draft tokens, as the engines name them.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Drafter<'s> {
+    /// A separate, smaller model with the same vocabulary.
+    Model(&'s ModelConfig),
+    /// The checkpoint's own multi-token-prediction module (DeepSeek's
+    /// `num_nextn_predict_layers`, the only MTP modules ridgeline reads).
+    Mtp,
+    /// A one-layer EAGLE-style head trained for the model: not part of its checkpoint,
+    /// so the emitted file names a placeholder ([`EAGLE_HEAD`]).
+    Eagle,
+}
+
+/// The path an emitted file gives a draft head that no checkpoint ridgeline knows
+/// provides (the header says to replace it).
+pub(crate) const EAGLE_HEAD: &str = "EAGLE_HEAD_PATH";
 
 impl Serving {
     /// Devices of one expert group (the tensor-parallel size of each pipeline stage
@@ -245,6 +276,7 @@ impl Serving {
             max_num_seqs: e.batch,
             max_batched_tokens: (e.batch * e.prompt).max(e.batch),
             max_model_len: e.prompt + e.gen_tokens,
+            spec: None,
         }
     }
 
@@ -271,6 +303,7 @@ impl Serving {
             max_num_seqs: c.batch,
             max_batched_tokens: (c.batch * c.prompt).max(c.batch),
             max_model_len: c.prompt + c.r#gen,
+            spec: None,
         }
     }
 
@@ -319,7 +352,34 @@ impl Serving {
             max_num_seqs,
             max_batched_tokens,
             max_model_len,
+            spec: None,
         })
+    }
+
+    /// This configuration speculating with `spec` (none: unchanged), the drafts from
+    /// `draft` or, without one, from the model's own head.
+    pub fn speculating(
+        mut self,
+        spec: Option<crate::predict::Speculation>,
+        draft: Option<&ModelConfig>,
+    ) -> Serving {
+        self.spec = spec.map(|sp| Speculating {
+            k: sp.k,
+            accept: sp.accept,
+            draft: draft.cloned(),
+        });
+        self
+    }
+
+    /// Draft tokens per verify pass and who drafts them (`None`: no speculation).
+    pub(crate) fn drafter(&self) -> Option<(u64, Drafter<'_>)> {
+        let sp = self.spec.as_ref()?;
+        let who = match &sp.draft {
+            Some(d) => Drafter::Model(d),
+            None if self.model.mtp_layers > 0 => Drafter::Mtp,
+            None => Drafter::Eagle,
+        };
+        Some((sp.k, who))
     }
 }
 
@@ -616,7 +676,38 @@ pub(crate) fn serving_summary(s: &Serving) -> String {
     if s.replicas > 1 {
         t.push_str(&format!(", {} replicas", s.replicas));
     }
+    if let Some(sp) = &s.spec {
+        t.push_str(&format!(
+            ", speculative k {} (acceptance {} assumed; draft {})",
+            sp.k,
+            sp.accept,
+            sp.draft
+                .as_ref()
+                .map_or("the model's own head", |d| d.id.as_str())
+        ));
+    }
     t
+}
+
+/// The comments every engine's file carries about its drafts: where a placeholder
+/// stands for a head no checkpoint provides, and where a draft model has no known repo.
+pub(crate) fn drafter_notes(s: &Serving) -> Vec<String> {
+    match s.drafter() {
+        Some((_, Drafter::Eagle)) => vec![format!(
+            "{EAGLE_HEAD}: {} ships no draft head; replace it with an EAGLE-style head trained for it",
+            s.model.id
+        )],
+        Some((_, Drafter::Model(d))) if hf_repo(d).is_none() => vec![format!(
+            "no Hugging Face repo is known for draft {}: replace its path with its checkpoint",
+            d.id
+        )],
+        _ => Vec::new(),
+    }
+}
+
+/// A draft model's path as an engine loads it: its Hugging Face repo, else its id.
+pub(crate) fn draft_path(d: &ModelConfig) -> String {
+    hf_repo(d).unwrap_or_else(|| d.id.clone())
 }
 
 /// The training configuration in words, for the header.

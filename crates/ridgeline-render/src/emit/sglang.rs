@@ -1,7 +1,10 @@
 //! SGLang: one `python -m sglang.launch_server` command line.
 
 use super::shell::{Cmd, script};
-use super::{EmittedFile, Format, Serving, WeightsHow, header, python_engine_weights, refuse};
+use super::{
+    Drafter, EAGLE_HEAD, EmittedFile, Format, Serving, WeightsHow, draft_path, drafter_notes,
+    header, python_engine_weights, refuse,
+};
 use crate::dtype::Format as Dtype;
 use crate::error::Result;
 
@@ -29,6 +32,31 @@ pub(crate) fn emit(s: &Serving) -> Result<Vec<EmittedFile>> {
     cmd.flag("--max-running-requests", s.max_num_seqs);
     cmd.flag("--chunked-prefill-size", s.max_batched_tokens);
     cmd.flag("--context-length", s.max_model_len);
+    if let Some((k, who)) = s.drafter() {
+        // a chain of k drafts (top-k 1) verifies k + 1 tokens
+        match who {
+            Drafter::Model(d) => {
+                cmd.flag("--speculative-algorithm", "STANDALONE");
+                cmd.flag("--speculative-draft-model-path", draft_path(d));
+                comments.push(
+                    "STANDALONE (a separate draft model) is not in every release's \
+                     --speculative-algorithm choices: check `python -m sglang.launch_server --help`"
+                        .into(),
+                );
+            }
+            Drafter::Mtp => {
+                cmd.flag("--speculative-algorithm", "EAGLE");
+            }
+            Drafter::Eagle => {
+                cmd.flag("--speculative-algorithm", "EAGLE3");
+                cmd.flag("--speculative-draft-model-path", EAGLE_HEAD);
+            }
+        }
+        cmd.flag("--speculative-num-steps", k);
+        cmd.flag("--speculative-eagle-topk", 1);
+        cmd.flag("--speculative-num-draft-tokens", k + 1);
+        comments.extend(drafter_notes(s));
+    }
     match s.kv {
         None => {}
         Some(Dtype::Fp8 | Dtype::Fp8Block) => {

@@ -2,7 +2,9 @@
 //! YAML (the KV-cache dtype, attention data parallelism).
 
 use super::shell::{Cmd, script};
-use super::{EmittedFile, Format, Serving, header, is_gguf, refuse};
+use super::{
+    Drafter, EAGLE_HEAD, EmittedFile, Format, Serving, drafter_notes, header, is_gguf, refuse,
+};
 use crate::dtype::Format as Dtype;
 use crate::error::Result;
 
@@ -91,6 +93,25 @@ pub(crate) fn emit(s: &Serving) -> Result<Vec<EmittedFile>> {
     );
     if s.ep > 1 {
         yaml.push_str("enable_attention_dp: true\n");
+    }
+    match s.drafter() {
+        None => {}
+        Some((k, Drafter::Mtp)) => yaml.push_str(&format!(
+            "speculative_config:\n  decoding_type: MTP\n  num_nextn_predict_layers: {k}\n"
+        )),
+        Some((k, Drafter::Eagle)) => {
+            yaml.push_str(&format!(
+                "speculative_config:\n  decoding_type: Eagle\n  max_draft_len: {k}\n  speculative_model_dir: {EAGLE_HEAD}\n"
+            ));
+            comments.extend(drafter_notes(s));
+        }
+        Some((k, Drafter::Model(d))) => comments.push(format!(
+            "speculative decoding with draft {} (k {k}) is not written: the LLM API of this \
+             version configures MTP, Eagle and NGram drafts (examples/llm_speculative_decoding \
+             of {}); a draft/target speculative_config needs a later release",
+            d.id,
+            f.version()
+        )),
     }
     Ok(vec![
         EmittedFile {

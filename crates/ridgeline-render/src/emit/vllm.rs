@@ -1,7 +1,10 @@
 //! vLLM: one `vllm serve` command line.
 
 use super::shell::{Cmd, script};
-use super::{EmittedFile, Format, Serving, WeightsHow, header, python_engine_weights, refuse};
+use super::{
+    Drafter, EAGLE_HEAD, EmittedFile, Format, Serving, WeightsHow, draft_path, drafter_notes,
+    header, python_engine_weights, refuse,
+};
 use crate::dtype::Format as Dtype;
 use crate::error::Result;
 
@@ -34,6 +37,41 @@ pub(crate) fn command(s: &Serving, format: Format) -> Result<(Cmd, Vec<String>)>
     cmd.flag("--max-num-seqs", s.max_num_seqs);
     cmd.flag("--max-num-batched-tokens", s.max_batched_tokens);
     cmd.flag("--max-model-len", s.max_model_len);
+    if let Some((k, who)) = s.drafter() {
+        let config = match who {
+            Drafter::Model(d) => serde_json::json!({
+                "method": "draft_model",
+                "model": draft_path(d),
+                "num_speculative_tokens": k,
+            }),
+            Drafter::Mtp => serde_json::json!({
+                "method": "deepseek_mtp",
+                "num_speculative_tokens": k,
+            }),
+            Drafter::Eagle => serde_json::json!({
+                "method": "eagle3",
+                "model": EAGLE_HEAD,
+                "num_speculative_tokens": k,
+            }),
+        };
+        cmd.flag("--speculative-config", config);
+        notes.extend(drafter_notes(s));
+        if matches!(who, Drafter::Model(_)) {
+            notes.push(
+                "a separate draft model (method draft_model): vLLM's V1 engine of this \
+                 version refuses it (vllm/engine/arg_utils.py, vllm-project/vllm pull 25142); \
+                 later releases run it (docs: features/speculative_decoding/draft_model)"
+                    .into(),
+            );
+        }
+        if s.pp > 1 {
+            notes.push(
+                "vLLM's speculative decoding is not compatible with pipeline parallelism \
+                 (docs/features/spec_decode.md of v0.10.0): serve the stages tensor-parallel"
+                    .into(),
+            );
+        }
+    }
     match s.kv {
         None => {}
         Some(Dtype::Fp8 | Dtype::Fp8Block) => {

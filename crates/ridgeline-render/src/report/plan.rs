@@ -97,6 +97,20 @@ fn usd_m(e: &Entry) -> String {
 }
 
 /// `plan --rate`: the cheapest fleet for the rate, then the Pareto front per replica.
+/// The line saying that every configuration speculates, and who drafts (empty when
+/// none does).
+fn speculation(p: &Plan) -> String {
+    match &p.speculative {
+        Some(sp) => format!(
+            "Speculative decoding in every configuration: k {}, accept {} (draft {})\n",
+            sp.k,
+            sp.accept,
+            sp.draft.as_deref().unwrap_or("the model's own head")
+        ),
+        None => String::new(),
+    }
+}
+
 fn render_rate(p: &Plan, t: &crate::plan::RateTarget) -> String {
     let unserved = p.unserved.as_deref().unwrap_or_default();
     let mut targets = vec![format!("{} req/s", crate::units::sig3(t.rate_per_s))];
@@ -107,13 +121,14 @@ fn render_rate(p: &Plan, t: &crate::plan::RateTarget) -> String {
         targets.push(format!("p99 TPOT <= {}", fmt_seconds(x)));
     }
     let mut s = format!(
-        "Plan for {} at {}: prompt {}, gen {} tokens per request (simulated: {} requests per rate tried, seed {})\nEvaluated {} layout{}, {} serve a rate within the targets{}\n\n",
+        "Plan for {} at {}: prompt {}, gen {} tokens per request (simulated: {} requests per rate tried, seed {})\n{}Evaluated {} layout{}, {} serve a rate within the targets{}\n\n",
         p.model,
         targets.join(", "),
         p.prompt,
         p.gen_tokens,
         t.requests,
         t.seed,
+        speculation(p),
         p.evaluated,
         if p.evaluated == 1 { "" } else { "s" },
         p.feasible,
@@ -241,7 +256,7 @@ pub fn render(p: &Plan) -> String {
         targets.push(format!("price <= ${x:.2}/h"));
     }
     let mut s = format!(
-        "Plan for {}: prompt {}, gen {} tokens per request\nTargets: {}\nEvaluated {} configurations, {} feasible ({} layouts skipped as impossible for this model)\n\n",
+        "Plan for {}: prompt {}, gen {} tokens per request\nTargets: {}\n{}Evaluated {} configurations, {} feasible ({} layouts skipped as impossible for this model)\n\n",
         p.model,
         p.prompt,
         p.gen_tokens,
@@ -250,6 +265,7 @@ pub fn render(p: &Plan) -> String {
         } else {
             targets.join(", ")
         },
+        speculation(p),
         p.evaluated,
         p.feasible,
         p.skipped_layouts
