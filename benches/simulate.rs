@@ -134,6 +134,7 @@ fn plan(c: &mut Criterion) {
         kernels: None,
         spec: None,
         draft: None,
+        inter_node_bytes_per_s: 50e9,
     };
     let target = RateTarget {
         rate_per_s: 50.0,

@@ -26,6 +26,7 @@ const MILLION: SweepLists<'static> = SweepLists {
     spec: None,
     draft: "",
     flash: true,
+    inter_node_bytes_per_s: 50e9,
 };
 
 /// The same size with one gen and 25 prompts: every configuration needs its own prefill.

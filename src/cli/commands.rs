@@ -427,6 +427,7 @@ pub fn plan(
         }),
         spec: a.spec.speculation(),
         draft: ctx.draft_model(a.spec.draft.as_deref())?,
+        inter_node_bytes_per_s: a.inter_node_bw,
     };
     let report = match a.rate.target() {
         Some(t) => crate::plan::plan_rate(&req, &t)?,

@@ -308,7 +308,10 @@ fn train_pools(
     if !t.instances {
         return Ok(plan_devices(ctx, a.gpu.as_deref())?
             .into_iter()
-            .map(Pool::device)
+            .map(|hw| Pool {
+                inter_node_bytes_per_s: a.inter_node_bw,
+                ..Pool::device(hw)
+            })
             .collect());
     }
     let wanted: Option<Vec<&Hardware>> = match a.gpu.as_deref() {

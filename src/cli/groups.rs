@@ -57,6 +57,11 @@ pub struct DecodingArgs {
     /// Speculative decoding.
     #[command(flatten)]
     pub spec: SpecArgs,
+    /// Network bandwidth per device between scale-up domains (nodes), bytes/s per
+    /// direction (400 Gb/s InfiniBand = 50e9): collectives and pipeline sends that
+    /// cross domains run at it.
+    #[arg(long = "inter-node-bw", allow_negative_numbers = true, default_value_t = crate::hardware::DEFAULT_INTER_NODE_BYTES_PER_S)]
+    pub inter_node_bw: f64,
 }
 
 impl DecodingArgs {

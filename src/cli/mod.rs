@@ -365,6 +365,7 @@ impl PredictArgs {
             flash: self.run.attention.fused(),
             offload: self.offload == OffloadArg::Cpu,
             spec: self.decoding.speculation(),
+            inter_node_bytes_per_s: self.decoding.inter_node_bw,
         }
     }
 }
@@ -580,6 +581,7 @@ impl SweepArgs {
             spec: self.decoding.speculation(),
             draft: self.decoding.spec.draft.as_deref().unwrap_or(""),
             flash: self.attention.fused(),
+            inter_node_bytes_per_s: self.decoding.inter_node_bw,
         }
     }
 }
@@ -646,6 +648,11 @@ pub struct PlanArgs {
     /// Speculative decoding in every configuration planned (not with --train).
     #[command(flatten)]
     pub spec: SpecArgs,
+    /// Network bandwidth per device between scale-up domains (nodes), bytes/s per
+    /// direction (400 Gb/s InfiniBand = 50e9): what layouts across nodes communicate
+    /// at, serving or training.
+    #[arg(long = "inter-node-bw", allow_negative_numbers = true, default_value_t = crate::hardware::DEFAULT_INTER_NODE_BYTES_PER_S)]
+    pub inter_node_bw: f64,
     /// Buy or rent: years a purchased device is written off over.
     #[arg(
         long = "own-life-years",

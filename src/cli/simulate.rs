@@ -47,6 +47,10 @@ pub struct SimulateArgs {
     /// its steps and prompt pass from every iteration).
     #[command(flatten)]
     pub spec: super::SpecArgs,
+    /// Network bandwidth per device between scale-up domains (nodes), bytes/s per
+    /// direction (400 Gb/s InfiniBand = 50e9).
+    #[arg(long = "inter-node-bw", allow_negative_numbers = true, default_value_t = crate::hardware::DEFAULT_INTER_NODE_BYTES_PER_S)]
+    pub inter_node_bw: f64,
     /// Formats, engine (its scheduler fields: max_num_seqs, max_batched_tokens,
     /// kv_block_tokens) and attention kernel.
     #[command(flatten)]
@@ -104,6 +108,7 @@ impl SimulateArgs {
             parallel: self.parallel,
             ep: self.ep,
             spec: self.spec.speculation(),
+            inter_node_bytes_per_s: self.inter_node_bw,
             flash: self.run.attention.fused(),
             ..Scenario::default()
         }

@@ -82,6 +82,91 @@ fn expert_parallel_all_to_all_on_the_link() {
 }
 
 #[test]
+fn collectives_between_nodes_run_at_the_network() {
+    // DeepSeek-V3 on 16 H100 (two NVLink domains of 8), one device per expert group:
+    // a device's all-to-all sends (16 - 8) / 15 = 8/15 of its bytes to the other node
+    // over its own 50 GB/s NIC while 7/15 go over NVLink (450 GB/s) at the same time:
+    // max(7/15 / 450e9, 8/15 / 50e9) = 1.0667e-11 s/byte, 93.75 GB/s
+    let m = model("deepseek-v3");
+    let s = Scenario {
+        batch: 64,
+        gpus: 16,
+        ep: 16,
+        weights: Some(Format::Fp8),
+        ..Scenario::default()
+    };
+    let link_time = |p: &Prediction, kind: OpKind| {
+        let op = p
+            .ops
+            .iter()
+            .find(|o| o.kind == kind && o.phase == Phase::Prefill)
+            .unwrap();
+        (op.link_bytes, op.roofline_time_s)
+    };
+    let p = run(&m, "h100", "ideal", &s, None);
+    let (bytes, t) = link_time(&p, OpKind::MoeDispatch);
+    close("a2a across nodes", bytes / t, 93.75e9, 1e-9);
+    // a 25 GB/s network halves it: max(7/15 / 450e9, 8/15 / 25e9) = 2.1333e-11 s/byte
+    let slow = Scenario {
+        inter_node_bytes_per_s: 25e9,
+        ..s
+    };
+    let (bytes, t) = link_time(&run(&m, "h100", "ideal", &slow, None), OpKind::MoeDispatch);
+    close("a2a at 25 GB/s", bytes / t, 46.875e9, 1e-9);
+    // within one node (8 devices) the all-to-all is NVLink's alone
+    let node = Scenario {
+        gpus: 8,
+        ep: 8,
+        ..s
+    };
+    let (bytes, t) = link_time(&run(&m, "h100", "ideal", &node, None), OpKind::MoeDispatch);
+    close("a2a in a node", bytes / t, 450e9, 1e-9);
+    // a tensor-parallel ring over 16 devices: the 8 members per node drive 8 NICs,
+    // min(450e9, 8 x 50e9) = 400 GB/s
+    let llama = model("llama-3.1-405b");
+    let ring = Scenario {
+        gpus: 16,
+        weights: Some(Format::Fp8),
+        ..Scenario::default()
+    };
+    let (bytes, t) = link_time(
+        &run(&llama, "h100", "ideal", &ring, None),
+        OpKind::AllreduceMlp,
+    );
+    close("ring across nodes", bytes / t, 400e9, 1e-9);
+    // pipeline stages over 16 devices: 14 sends over NVLink and 1 over the network, each
+    // 512 tokens x 16384 wide x 2 bytes (bf16 activations); the ideal engine's link
+    // efficiency is 1, so against a 450 GB/s network the prompt pass takes
+    // 16,777,216 x (1 / 50e9 - 1 / 450e9) = 0.298 ms longer
+    let pp = Scenario {
+        gpus: 16,
+        parallel: Parallel::Pp,
+        weights: Some(Format::Fp8),
+        ..Scenario::default()
+    };
+    let hw = HardwareDb::builtin().unwrap().get("h100").unwrap();
+    let e = EngineDb::builtin().unwrap().get("ideal").unwrap();
+    let pred = Predictor::new(&llama, hw, e, &pp).unwrap();
+    let near = Predictor::new(
+        &llama,
+        hw,
+        e,
+        &Scenario {
+            inter_node_bytes_per_s: 450e9,
+            ..pp
+        },
+    )
+    .unwrap();
+    let bytes = 512.0 * 16384.0 * 2.0;
+    let extra = bytes * (1.0 / 50e9 - 1.0 / 450e9);
+    let (a, b) = (
+        pred.predict(1, 512, 1).unwrap().prefill.time_s,
+        near.predict(1, 512, 1).unwrap().prefill.time_s,
+    );
+    close("one stage send over the network", a - b, extra, 1e-6);
+}
+
+#[test]
 fn expert_parallel_memory_holds_an_eighth_of_the_experts() {
     // DeepSeek-V3's routed experts: 58 layers x 256 x 3 x 7168 x 2048 =
     // 653,908,770,816 parameters, 1 byte each in fp8. A device of --ep 8 (one device per

@@ -546,7 +546,8 @@ fn scale_up_domains_and_the_note_when_devices_span_several() {
                     n,
                     ridgeline::predict::Note::BeyondScaleUp {
                         gpus: 16,
-                        domain: 8
+                        domain: 8,
+                        ..
                     }
                 )
             })

@@ -454,6 +454,7 @@ fn library_plan_counts_and_layouts() {
         kernels: None,
         spec: None,
         draft: None,
+        inter_node_bytes_per_s: 50e9,
     };
     let p = plan(&req).unwrap();
     // 1: tp; 3: tp (32 heads: skipped) and pp; 16: beyond a node of 8, pp only
@@ -503,6 +504,37 @@ fn a_moe_plan_also_tries_expert_parallelism() {
     assert!(
         all.iter()
             .all(|e| e["ep"] == 1 || e["ep"] == 2 || e["ep"] == 4 && e["gpus"] == 4),
+        "{moe}"
+    );
+
+    // beyond a node (16 H100, nodes of 8): pp, and for the MoE model expert groups whose
+    // tensor parallelism fits a node, ep 2 (tp 8), 4, 8 and 16: 5 layouts, 1 dense
+    let wide = |model: &str| {
+        plan_json(&[
+            "--gpu",
+            "h100",
+            "--gpus",
+            "16",
+            "--weights",
+            "bf16",
+            "--kv",
+            "bf16",
+            "--rate",
+            "1",
+            "--requests",
+            "30",
+            "--model",
+            model,
+        ])
+    };
+    let moe = wide("qwen3-30b-a3b");
+    assert_eq!(moe["evaluated"], 5);
+    assert_eq!(wide("llama-3-70b")["evaluated"], 1);
+    let mut all: Vec<&serde_json::Value> = moe["pareto"].as_array().unwrap().iter().collect();
+    all.extend(moe["unserved"].as_array().unwrap());
+    assert!(
+        all.iter().all(|e| e["parallel"] == "pp" && e["ep"] == 1
+            || e["parallel"] == "tp" && [2, 4, 8, 16].contains(&e["ep"].as_u64().unwrap())),
         "{moe}"
     );
 }

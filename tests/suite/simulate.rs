@@ -538,6 +538,7 @@ fn rate_plans_size_fleets_that_meet_the_targets() {
         kernels: None,
         spec: None,
         draft: None,
+        inter_node_bytes_per_s: 50e9,
     };
     let t = RateTarget {
         rate_per_s: 30.0,

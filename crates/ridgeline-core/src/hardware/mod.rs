@@ -242,6 +242,75 @@ impl From<Peaks> for PeaksFile {
     }
 }
 
+/// Default inter-node network bandwidth per GPU: one 400 Gb/s InfiniBand / RoCE NIC per
+/// GPU (DGX A100 and H100 layouts) = 50e9 bytes/s per direction.
+pub const DEFAULT_INTER_NODE_BYTES_PER_S: f64 = 50e9;
+
+/// Slowest inter-node network the model accepts, bytes/s (1 MB/s; 1 GbE is 125 MB/s):
+/// below it communication times leave the range of numbers worth printing (and at
+/// 1e-300 that of `f64`).
+pub const MIN_INTER_NODE_BYTES_PER_S: f64 = 1e6;
+
+/// Checks an inter-node bandwidth per device (the error names
+/// `inter_node_bytes_per_s`).
+pub fn check_inter_node(bytes_per_s: f64) -> Result<()> {
+    crate::error::require_positive("inter_node_bytes_per_s", bytes_per_s)?;
+    if bytes_per_s < MIN_INTER_NODE_BYTES_PER_S {
+        return Err(Error::invalid(
+            "inter_node_bytes_per_s",
+            format!("{bytes_per_s} bytes/s is below the 1e6 bytes/s (1 MB/s) ridgeline models"),
+        ));
+    }
+    Ok(())
+}
+
+/// How a collective's traffic meets the network between scale-up domains
+/// ([`group_bandwidth`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Traffic {
+    /// A ring (all-reduce, all-gather, reduce-scatter, pipeline sends): only the hops
+    /// between domains cross the network.
+    Ring,
+    /// An all-to-all (expert dispatch and combine): every rank sends to every other.
+    AllToAll,
+}
+
+/// Per-device bandwidth of a collective over `size` ranks spaced `stride` apart, where
+/// `domain` consecutive devices share a scale-up link of `scaleup` bytes/s and domains
+/// reach each other over a network of `network` bytes/s per device. Inside one domain:
+/// the scale-up link. Across domains, with `g = domain / stride` members of the group in
+/// each: a ring's `g` members drive `g` network links in parallel rings,
+/// `min(scaleup, g x network)`; an all-to-all sends the share `r = (size - g) / (size -
+/// 1)` of its bytes to other domains, each device over its own network link, the rest
+/// over the scale-up link at the same time: `1 / max((1 - r) / scaleup, r / network)`.
+pub fn group_bandwidth(
+    scaleup: f64,
+    network: f64,
+    domain: u64,
+    (size, stride): (u64, u64),
+    traffic: Traffic,
+) -> f64 {
+    if size.saturating_mul(stride) <= domain {
+        return scaleup;
+    }
+    let g = (domain / stride.max(1)).clamp(1, size);
+    match traffic {
+        Traffic::Ring => {
+            let net = g as f64 * network;
+            if scaleup > 0.0 { scaleup.min(net) } else { net }
+        }
+        Traffic::AllToAll => {
+            let r = (size - g) as f64 / size.saturating_sub(1).max(1) as f64;
+            let inside = if scaleup > 0.0 {
+                (1.0 - r) / scaleup
+            } else {
+                0.0
+            };
+            1.0 / inside.max(r / network)
+        }
+    }
+}
+
 /// An interconnect: host link (PCIe) or scale-up link (NVLink, ...).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -681,6 +750,14 @@ impl Hardware {
     pub fn scaleup_domains(&self, gpus: u64) -> u64 {
         self.scaleup_domain_devices()
             .map_or(1, |d| gpus.div_ceil(d.max(1)).max(1))
+    }
+
+    /// Devices that reach each other without the network: the scale-up domain where
+    /// the link states it, else the node (`devices_per_node`, default 8).
+    pub fn domain_devices(&self) -> u64 {
+        self.scaleup_domain_devices()
+            .unwrap_or_else(|| self.devices_per_node.map_or(8, u64::from))
+            .max(1)
     }
 
     /// Devices one scale-up domain joins, where the link states it.

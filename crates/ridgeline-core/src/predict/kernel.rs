@@ -222,11 +222,13 @@ impl<'a> Predictor<'a> {
                 // link on AIConfigurator's 4 x L40S, where the published TensorRT-LLM
                 // runs on such devices come out faster than the plain link model);
                 // it is read only across a scale-up fabric, which every board of a
-                // device shares
+                // device shares, and within one domain (beyond it the network carries
+                // the ring: the link model)
                 if n < 2
                     || self.parallel != Parallel::Tp
                     || op.cost.link_bytes <= 0.0
                     || self.hardware.scaleup_link.is_none()
+                    || n > self.hardware.domain_devices()
                 {
                     return None;
                 }

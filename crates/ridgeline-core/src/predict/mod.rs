@@ -10,10 +10,10 @@
 use crate::dtype::{ComputeDtype, Format};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::hardware::Hardware;
+use crate::hardware::{Hardware, Traffic, group_bandwidth};
 use crate::memory::{InferenceMemory, Layout, MemoryModel, Parallel};
 use crate::model::ModelConfig;
-use crate::model::graph::{self, Graph, OpInstance, Precision, Shard, Step, Unit};
+use crate::model::graph::{self, Graph, OpInstance, OpKind, Precision, Shard, Step, Unit};
 use crate::roofline::{Ceilings, Efficiency, Placement, place};
 
 mod affine;
@@ -68,6 +68,10 @@ pub struct Scenario {
     /// Speculative decoding (`None`: off); the drafts come from the model's own head
     /// unless [`Predictor::with_draft`] names a draft model.
     pub spec: Option<Speculation>,
+    /// Network bandwidth per device between scale-up domains, bytes/s per direction
+    /// (default [`crate::hardware::DEFAULT_INTER_NODE_BYTES_PER_S`]): what collectives
+    /// and pipeline sends crossing domains run at ([`crate::hardware::group_bandwidth`]).
+    pub inter_node_bytes_per_s: f64,
 }
 
 /// Largest batch, prompt or generation length accepted (10^12): far beyond any device,
@@ -110,6 +114,7 @@ impl Scenario {
         if let Some(spec) = self.spec {
             spec.validate()?;
         }
+        crate::hardware::check_inter_node(self.inter_node_bytes_per_s)?;
         let tokens = self.batch as f64 * (self.prompt + self.gen_tokens) as f64;
         if tokens > MAX_TOKENS as f64 {
             return Err(Error::invalid(
@@ -138,6 +143,7 @@ impl Default for Scenario {
             flash: true,
             offload: false,
             spec: None,
+            inter_node_bytes_per_s: crate::hardware::DEFAULT_INTER_NODE_BYTES_PER_S,
         }
     }
 }
@@ -256,6 +262,11 @@ pub struct Predictor<'a> {
     routed_expert_bytes: f64,
     host_bw: f64,
     link_bw: f64,
+    /// Ceilings of the expert all-to-all (dispatch, combine): the vector units', the
+    /// link at [`Traffic::AllToAll`]'s bandwidth over the expert groups.
+    ep_comm: Ceilings,
+    /// Network bandwidth per device between scale-up domains, bytes/s.
+    network_bw: f64,
     /// The compute dtype the weights' matmuls wanted and the one whose peak was used.
     matmul_dtypes: (ComputeDtype, ComputeDtype),
     /// The model's sliding windows, ascending: where decode costs stop growing.
@@ -271,6 +282,13 @@ pub struct Predictor<'a> {
     expert_matrix_s: f64,
     /// Kernel tables read where they cover an op ([`Predictor::with_kernels`]).
     kernels: Option<KernelUse<'a>>,
+}
+
+/// The device link's bandwidth per direction (0 without one).
+fn link_bw(hardware: &Hardware) -> f64 {
+    hardware
+        .device_link()
+        .map_or(0.0, |l| l.bytes_per_s_per_direction)
 }
 
 /// Most devices one layout may have.
@@ -436,7 +454,19 @@ impl<'a> Predictor<'a> {
         }
         let mut attention = hardware.ceilings(activations);
         attention.peak_flops_per_s = rate(activations);
-        let vector = hardware.ceilings(ComputeDtype::Fp32);
+        let mut vector = hardware.ceilings(ComputeDtype::Fp32);
+        // collectives: the tensor-parallel all-reduce over tp consecutive devices, the
+        // expert all-to-all over the ep groups (one rank every tp devices); crossing
+        // scale-up domains, the network carries part of them
+        let (scaleup, domain) = (link_bw(hardware), hardware.domain_devices());
+        let group = |size: u64, stride: u64, t: Traffic| {
+            group_bandwidth(scaleup, s.inter_node_bytes_per_s, domain, (size, stride), t)
+        };
+        let mut ep_comm = vector;
+        if vector.link_bytes_per_s.is_some() {
+            vector.link_bytes_per_s = Some(group(tp, 1, Traffic::Ring));
+            ep_comm.link_bytes_per_s = Some(group(s.ep.max(1), tp, Traffic::AllToAll));
+        }
         let eff = engine.efficiency(hardware);
         let comm_eff = Efficiency {
             overhead_s: engine.overheads.collective_latency_s,
@@ -482,9 +512,9 @@ impl<'a> Predictor<'a> {
                 .host_link
                 .as_ref()
                 .map_or(0.0, |l| l.bytes_per_s_per_direction),
-            link_bw: hardware
-                .device_link()
-                .map_or(0.0, |l| l.bytes_per_s_per_direction),
+            link_bw: link_bw(hardware),
+            ep_comm,
+            network_bw: s.inter_node_bytes_per_s,
             matmul_dtypes: (matmul_dtype, used),
             windows: {
                 let mut w: Vec<u64> = model.kinds.iter().filter_map(|k| k.window).collect();
@@ -540,6 +570,9 @@ impl<'a> Predictor<'a> {
     /// engine uses it).
     pub(super) fn ceilings(&self, op: &OpInstance) -> &Ceilings {
         match op.unit {
+            Unit::Vector if matches!(op.kind, OpKind::MoeDispatch | OpKind::MoeCombine) => {
+                &self.ep_comm
+            }
             Unit::Vector => &self.vector,
             _ if op.kind.is_attention_core() => &self.attention,
             Unit::Matrix(d) | Unit::Dequant(d) => self

@@ -26,10 +26,15 @@ impl fmt::Display for Note {
             Note::DoesNotFit => {
                 f.write_str("does not fit in device memory: times are what it would take if it did")
             }
-            Note::BeyondScaleUp { gpus, domain } => write!(
+            Note::BeyondScaleUp {
+                gpus,
+                domain,
+                network_bytes_per_s,
+            } => write!(
                 f,
-                "{gpus} devices span {} scale-up domains of {domain}: collectives are costed at the scale-up link's bandwidth, but across domains they cross the slower network (times are an optimistic bound)",
-                gpus.div_ceil((*domain).max(1))
+                "{gpus} devices span {} domains of {domain} joined by the scale-up link: collectives and pipeline sends between domains cross the network at {} GB/s per device (--inter-node-bw)",
+                gpus.div_ceil((*domain).max(1)),
+                crate::units::sig3(network_bytes_per_s / 1e9)
             ),
             Note::KernelTables {
                 device,

@@ -104,9 +104,12 @@ impl Predictor<'_> {
         if self.parallel == Parallel::Pp && self.gpus > 1 {
             let bytes =
                 tokens as f64 * self.model.hidden as f64 * self.precision.activations.bytes();
-            comm = (self.gpus - 1) as f64
-                * (bytes / (self.link_bw * self.eff.link)
-                    + self.engine.overheads.collective_latency_s);
+            // consecutive stages: the sends between scale-up domains cross the network
+            let crossing = self.gpus.div_ceil(self.hardware.domain_devices()) - 1;
+            let inside = self.gpus - 1 - crossing;
+            let send =
+                |bw: f64| bytes / (bw * self.eff.link) + self.engine.overheads.collective_latency_s;
+            comm = inside as f64 * send(self.link_bw) + crossing as f64 * send(self.network_bw);
         }
         (overhead, comm)
     }

@@ -44,12 +44,12 @@ impl Predictor<'_> {
         if !s.memory.fits {
             notes.push(Note::DoesNotFit);
         }
-        if let Some(domain) = self.hardware.scaleup_domain_devices()
-            && self.hardware.scaleup_domains(self.gpus) > 1
-        {
+        let domain = self.hardware.domain_devices();
+        if self.gpus > domain {
             notes.push(Note::BeyondScaleUp {
                 gpus: self.gpus,
                 domain,
+                network_bytes_per_s: self.network_bw,
             });
         }
         if let Some(k) = self.kernels() {
@@ -596,14 +596,16 @@ pub enum Note {
     /// The configuration does not fit in device memory; times are what it would take
     /// if it did.
     DoesNotFit,
-    /// The devices span more than one scale-up domain: collectives are costed at the
-    /// scale-up link's bandwidth, which only devices inside one domain reach, so the
-    /// times are an optimistic bound.
+    /// The devices span more than one scale-up domain (or node): collectives and
+    /// pipeline sends between domains cross the network
+    /// ([`crate::hardware::group_bandwidth`]).
     BeyondScaleUp {
         /// Devices.
         gpus: u64,
         /// Devices per domain.
         domain: u64,
+        /// Network bandwidth per device between domains, bytes/s.
+        network_bytes_per_s: f64,
     },
     /// Ops a measured kernel table covers cost their measured times
     /// ([`Predictor::with_kernels`]).

@@ -71,6 +71,7 @@ impl Predictor<'_> {
             flash: self.flash,
             offload: false,
             spec: self.spec,
+            inter_node_bytes_per_s: self.network_bw,
         };
         let now = self.memory(batch, prompt, gen_tokens).0;
         let quantized = (weights.bits() > 5.0)

@@ -4,7 +4,7 @@
 use super::efficiency::TrainEfficiency;
 use super::memory::{FrameworkOverhead, max_lora_rank};
 use crate::dtype::Format;
-use crate::error::{Error, Result, require_positive};
+use crate::error::{Error, Result};
 use crate::hardware::Hardware;
 use crate::model::ModelConfig;
 use serde::Serialize;
@@ -13,9 +13,7 @@ pub use super::kinds::{
     LoraTargets, Loss, Method, Offload, Optimizer, Recompute, TrainPrecision, TrainStack,
 };
 
-/// Default inter-node network bandwidth per GPU: one 400 Gb/s InfiniBand / RoCE NIC per
-/// GPU (DGX A100 and H100 layouts) = 50e9 bytes/s per direction.
-pub const DEFAULT_INTER_NODE_BYTES_PER_S: f64 = 50e9;
+pub use crate::hardware::{DEFAULT_INTER_NODE_BYTES_PER_S, MIN_INTER_NODE_BYTES_PER_S};
 
 /// Devices per node when the hardware file does not say (DGX/HGX boards hold 8).
 pub const DEFAULT_DEVICES_PER_NODE: u64 = 8;
@@ -31,11 +29,6 @@ const MAX_SIZE: u64 = 100_000_000;
 
 /// Largest device count the model accepts.
 const MAX_GPUS: u64 = 10_000_000;
-
-/// Slowest inter-node network the model accepts, bytes/s (1 MB/s; 1 GbE is 125 MB/s):
-/// below it a step's communication time leaves the range of numbers worth printing
-/// (and at 1e-300 that of `f64`).
-pub const MIN_INTER_NODE_BYTES_PER_S: f64 = 1e6;
 
 /// A training configuration (the `train` command's options).
 #[derive(Debug, Clone, PartialEq)]
@@ -253,17 +246,7 @@ fn check_values(cfg: &TrainConfig) -> Result<()> {
             return Err(Error::invalid(field, "sizes beyond 1e8 are not modelled"));
         }
     }
-    require_positive("inter_node_bytes_per_s", cfg.inter_node_bytes_per_s)?;
-    if cfg.inter_node_bytes_per_s < MIN_INTER_NODE_BYTES_PER_S {
-        return Err(Error::invalid(
-            "inter_node_bytes_per_s",
-            format!(
-                "{} bytes/s is below the 1e6 bytes/s (1 MB/s) ridgeline models",
-                cfg.inter_node_bytes_per_s
-            ),
-        ));
-    }
-    Ok(())
+    crate::hardware::check_inter_node(cfg.inter_node_bytes_per_s)
 }
 
 /// Degrees that contradict the model: `tp · pp` not dividing `gpus`, `tp` not dividing

@@ -231,17 +231,17 @@ impl Trainer<'_> {
     /// the group in each node drive `g` NICs in parallel rings, so the rate is
     /// `min(scale-up, g · inter_node)`.
     fn group_bandwidth(&self, size: u64, stride: u64) -> f64 {
-        let node = self.layout.devices_per_node;
         let scaleup = self
             .hardware
             .device_link()
             .map_or(0.0, |l| l.bytes_per_s_per_direction);
-        if size.saturating_mul(stride) <= node {
-            return scaleup;
-        }
-        let g = (node / stride.max(1)).clamp(1, size) as f64;
-        let net = g * self.cfg.inter_node_bytes_per_s;
-        if scaleup > 0.0 { scaleup.min(net) } else { net }
+        crate::hardware::group_bandwidth(
+            scaleup,
+            self.cfg.inter_node_bytes_per_s,
+            self.layout.devices_per_node,
+            (size, stride),
+            crate::hardware::Traffic::Ring,
+        )
     }
 
     /// The share of an op's forward that op-level selective checkpointing

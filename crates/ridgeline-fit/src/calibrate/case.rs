@@ -208,6 +208,7 @@ pub(super) fn case(r: &Measurement, names: &mut Names) -> std::result::Result<Ca
         flash: flash_attention(r, &mut c.assumptions),
         offload: false,
         spec: None,
+        inter_node_bytes_per_s: crate::hardware::DEFAULT_INTER_NODE_BYTES_PER_S,
     };
     Ok(c)
 }

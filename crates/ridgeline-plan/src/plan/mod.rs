@@ -9,10 +9,12 @@
 //!   has one);
 //! - device counts: 1, 2, 4, 8, 16, 32 (or those given). Up to a node (the device's
 //!   `devices_per_node`, default 8) both tensor and pipeline parallel are tried; beyond a
-//!   node only pipeline parallel, since tensor parallel across nodes is not what anyone
-//!   deploys (the inter-node network itself is not modelled: stage sends use the
-//!   device link). Layouts the model does not allow (tp not dividing the heads, more
-//!   stages than layers, no link) are skipped and counted;
+//!   node pipeline parallel, since tensor parallel across nodes is not what anyone
+//!   deploys, and for a mixture-of-experts model expert parallelism over groups whose
+//!   tensor parallelism stays within a node. Collectives and stage sends between
+//!   scale-up domains run at the network's bandwidth per device
+//!   ([`PlanRequest::inter_node_bytes_per_s`]). Layouts the model does not allow (tp
+//!   not dividing the heads, more stages than layers, no link) are skipped and counted;
 //! - weight formats: native, fp8 where the device publishes an fp8 peak, int8 where it
 //!   publishes an int8 peak, q8_0 and awq-int4 (or those given);
 //! - KV formats: native (the activation dtype) and fp8 (or those given);
@@ -100,6 +102,9 @@ pub struct PlanRequest<'a> {
     /// Draft model of speculative decoding (`None`: the model's own head), served on
     /// the same devices (its weights and cache take device memory).
     pub draft: Option<ModelConfig>,
+    /// Network bandwidth per device between scale-up domains, bytes/s (see
+    /// [`Scenario::inter_node_bytes_per_s`]).
+    pub inter_node_bytes_per_s: f64,
 }
 
 crate::named_enum! {
@@ -474,6 +479,7 @@ pub(crate) fn check_choices(
 ///     kernels: None,
 ///     spec: None,
 ///     draft: None,
+///     inter_node_bytes_per_s: 50e9,
 /// };
 /// let p = plan(&req)?;
 /// let best = p.best.expect("an 8B model meets 50 ms per token somewhere");

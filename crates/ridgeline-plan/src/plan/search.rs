@@ -97,6 +97,7 @@ impl<'a> Layout<'a> {
             ep: self.ep,
             flash: req.flash,
             spec: req.spec,
+            inter_node_bytes_per_s: req.inter_node_bytes_per_s,
             ..Scenario::default()
         }
     }
@@ -190,7 +191,8 @@ impl<'a> Layout<'a> {
 }
 
 /// Every layout the request asks for: up to a node both tensor and pipeline parallel,
-/// beyond a node pipeline parallel only.
+/// beyond a node pipeline parallel, and for a mixture-of-experts model expert groups
+/// whose tensor parallelism fits a node.
 /// Layouts the model cannot use (see [`check_layout`]) are not built, only counted: a
 /// device-count list of any length costs memory for the possible layouts alone.
 pub(super) fn layouts<'a>(req: &PlanRequest<'a>) -> (Vec<Layout<'a>>, u64) {
@@ -207,24 +209,25 @@ pub(super) fn layouts<'a>(req: &PlanRequest<'a>) -> (Vec<Layout<'a>>, u64) {
             .unwrap_or_else(|| default_weight_formats(hw));
         let per_node = u64::from(hw.devices_per_node.unwrap_or(8)).max(1);
         for &gpus in &req.gpu_counts {
+            // a mixture-of-experts model is also served with its experts spread over
+            // groups of the devices and attention data-parallel across the groups: every
+            // group count that divides the devices, from two groups of gpus/2
+            // tensor-parallel devices up to one device per group (expert parallelism
+            // over all of them, as SGLang's and vLLM's wide-EP deployments run); beyond
+            // a node, the groups' tensor parallelism stays within one (the all-to-all
+            // crosses the network)
+            let moe_ep = req.model.experts > 1 && gpus > 1;
             let parallels: &[Parallel] = if gpus == 1 {
                 &[Parallel::Tp]
-            } else if gpus <= per_node {
+            } else if gpus <= per_node || moe_ep {
                 &[Parallel::Tp, Parallel::Pp]
             } else {
                 &[Parallel::Pp]
             };
-            // a mixture-of-experts model within a node is also served with its experts
-            // spread over groups of the devices and attention data-parallel across the
-            // groups: every group count that divides the devices, from two groups of
-            // gpus/2 tensor-parallel devices up to one device per group (expert
-            // parallelism over all of them, as SGLang's and vLLM's wide-EP deployments
-            // run)
-            let moe_ep = req.model.experts > 1 && gpus > 1 && gpus <= per_node;
             for &parallel in parallels {
                 let eps: Vec<u64> = if moe_ep && parallel == Parallel::Tp {
                     (1..=gpus)
-                        .filter(|&ep| ep == 1 || gpus.is_multiple_of(ep))
+                        .filter(|&ep| gpus.is_multiple_of(ep) && gpus / ep <= per_node)
                         .collect()
                 } else {
                     vec![1]

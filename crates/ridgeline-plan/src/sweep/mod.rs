@@ -126,6 +126,9 @@ pub struct Sweep<'a> {
     pub flash: bool,
     /// Stream weights that do not fit from host memory.
     pub offload: bool,
+    /// Network bandwidth per device between scale-up domains, bytes/s (see
+    /// [`Scenario::inter_node_bytes_per_s`]).
+    pub inter_node_bytes_per_s: f64,
     /// Measured kernel tables read where they cover an op (`None`: the engines' fitted
     /// costs); the evaluation then takes the plain path, about as costly per
     /// configuration as one [`Predictor::summary`].
@@ -163,6 +166,8 @@ pub struct SweepLists<'t> {
     pub draft: &'t str,
     /// `--flash` / `--no-flash`.
     pub flash: bool,
+    /// `--inter-node-bw`, bytes/s.
+    pub inter_node_bytes_per_s: f64,
 }
 
 impl Default for SweepLists<'_> {
@@ -183,6 +188,7 @@ impl Default for SweepLists<'_> {
             spec: None,
             draft: "",
             flash: true,
+            inter_node_bytes_per_s: crate::hardware::DEFAULT_INTER_NODE_BYTES_PER_S,
         }
     }
 }
@@ -392,6 +398,7 @@ impl<'a> Sweep<'a> {
             },
             flash: l.flash,
             offload: false,
+            inter_node_bytes_per_s: l.inter_node_bytes_per_s,
             kernels: None,
         };
         sweep.validate()?;
@@ -414,6 +421,7 @@ impl<'a> Sweep<'a> {
             flash: self.flash,
             offload: self.offload,
             spec: None,
+            inter_node_bytes_per_s: self.inter_node_bytes_per_s,
         }
     }
 
