@@ -146,6 +146,7 @@ def train(
     offload: Optional[str] = None,
     virtual_stages: Optional[int] = None,
     inter_node_bw: Optional[float] = None,
+    mtp: Optional[int] = None,
     no_flash: Optional[bool] = None,
     no_sequence_parallel: Optional[bool] = None,
     compile: Optional[bool] = None,

@@ -459,6 +459,12 @@ pub struct TrainArgs {
     /// Inter-node network bandwidth per GPU, bytes/s (400 Gb/s InfiniBand = 50e9).
     #[arg(long = "inter-node-bw", allow_negative_numbers = true, default_value_t = crate::train::DEFAULT_INTER_NODE_BYTES_PER_S)]
     pub inter_node_bw: f64,
+    /// Multi-token-prediction modules trained beside the model (DeepSeek-V3 trains one):
+    /// each one layer of the last kind and a projection on the last stage, taking a
+    /// layer's place in the pipeline partition, with the shared lm_head run again
+    /// [default: none].
+    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(0..=crate::train::MAX_MTP_MODULES))]
+    pub mtp: Option<u64>,
     /// Naive attention that materializes the score matrix.
     #[arg(long = "no-flash")]
     pub no_flash: bool,
@@ -494,6 +500,7 @@ impl TrainArgs {
             flash: !self.no_flash,
             virtual_stages: self.virtual_stages,
             inter_node_bytes_per_s: self.inter_node_bw,
+            mtp: self.mtp,
             ..TrainConfig::default()
         }
     }

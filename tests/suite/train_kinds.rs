@@ -254,6 +254,73 @@ fn deepseek_v3_pretraining_throughput_per_gpu() {
     assert!((0.85..1.15).contains(&ratio), "ratio {ratio}");
 }
 
+/// DeepSeek-V3's multi-token-prediction module in training (`--mtp 1`): one more layer
+/// of the last kind (latent attention and MoE), a `2·7168 → 7168` projection and the
+/// shared lm_head run again. On 8 H100s, tensor parallel, 4K sequences: the model FLOPs
+/// grow by tokens · (6 · (the layer's active parameters + 2 · 7168² + 129,280 · 7168) +
+/// 6 · q · 4096), with latent attention's q = 128 heads · (192 + 128) / 2 = 20,480; the
+/// weights by the layer's parameters and the projection over tp 8 and its norms, in bf16.
+#[test]
+fn deepseek_v3_trains_its_mtp_module_when_asked() {
+    let m = model("deepseek-v3");
+    let hw = gpu("h100");
+    let cfg = |mtp| TrainConfig {
+        gpus: 8,
+        tp: 8,
+        seq: 4096,
+        mtp,
+        ..TrainConfig::default()
+    };
+    let r0 = Trainer::new(&m, &hw, &cfg(None)).unwrap().report();
+    let r1 = Trainer::new(&m, &hw, &cfg(Some(1))).unwrap().report();
+    let kind = m.kinds[*m.layer_kinds.last().unwrap() as usize];
+    let mixer = m.try_mixer_params(kind.mixer).unwrap() as f64;
+    let (ffn_all, ffn_active) = m.try_ffn_params(kind.ffn).unwrap();
+    let (h, v) = (7168.0, 129_280.0);
+    let tokens = r0.step.tokens;
+    let flops = tokens
+        * (6.0 * (mixer + ffn_active as f64 + 2.0 * h * h + v * h) + 6.0 * 20_480.0 * 4096.0);
+    let got = r1.step.flops - r0.step.flops;
+    assert!((got / flops - 1.0).abs() < 1e-9, "{got} vs {flops}");
+    // RMSNorm scales of 7168 each: the layer's own and the module's two input norms
+    let norms = (m.norms_per_layer + 2) as f64 * h;
+    let weights = 2.0 * ((mixer + ffn_all as f64 + 2.0 * h * h) / 8.0 + norms);
+    let got = r1.memory.inner.params_bytes - r0.memory.inner.params_bytes;
+    assert!((got / weights - 1.0).abs() < 1e-9, "{got} vs {weights}");
+    // slower, and a step of the same tokens: the published report trains with one
+    assert!(r1.step.time_s > r0.step.time_s);
+    assert_eq!(r1.step.tokens, r0.step.tokens);
+    // from the CLI, and a count beyond what is modelled exits 2 naming --mtp
+    let v = json(&[
+        "train",
+        "--model",
+        "deepseek-v3",
+        "--gpu",
+        "h100",
+        "--gpus",
+        "8",
+        "--tp",
+        "8",
+        "--seq",
+        "4096",
+        "--mtp",
+        "1",
+        "--json",
+    ]);
+    assert_eq!(v["step"]["flops"].as_f64().unwrap(), r1.step.flops);
+    let out = run(&[
+        "train",
+        "--model",
+        "deepseek-v3",
+        "--gpu",
+        "h100",
+        "--mtp",
+        "99",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--mtp"));
+}
+
 /// Axolotl's gpt-oss-20b LoRA example (docs.axolotl.ai/docs/models/gpt-oss.html:
 /// "LoRA SFT linear layers (1x48GB @ ~44GiB)", device_mem_reserved; the config
 /// examples/gpt-oss/gpt-oss-20b-sft-lora-singlegpu.yaml: MXFP4 dequantized to bf16,

@@ -27,6 +27,10 @@ pub const DEFAULT_LORA_RANK: u64 = 8;
 /// Largest sequence length and micro-batch the model accepts.
 const MAX_SIZE: u64 = 100_000_000;
 
+/// Most multi-token-prediction modules trained ([`TrainConfig::mtp`]; DeepSeek-V3 trains
+/// one).
+pub const MAX_MTP_MODULES: u64 = 16;
+
 /// Largest device count the model accepts.
 const MAX_GPUS: u64 = 10_000_000;
 
@@ -98,6 +102,14 @@ pub struct TrainConfig {
     /// Network bandwidth per GPU between nodes, bytes/s per direction (at least
     /// [`MIN_INTER_NODE_BYTES_PER_S`]).
     pub inter_node_bytes_per_s: f64,
+    /// Multi-token-prediction modules trained beside the model (DeepSeek-V3's MTP
+    /// objective; `None` or `Some(0)`: none). Each is one layer of the model's last kind
+    /// and a `2·hidden → hidden` projection on the last pipeline stage, where it takes
+    /// the place of a layer in the partition, sharing the embedding and the lm_head,
+    /// whose logits it computes again for its own prediction. Not on by default: the
+    /// pipeline partition here is uniform, while DeepSeek's own (DualPipe) balances the
+    /// head-carrying stages, so the modules' cost on the last stage would be overstated.
+    pub mtp: Option<u64>,
     /// Override of the calibrated efficiencies.
     pub efficiency: Option<TrainEfficiency>,
     /// Override of the framework memory overhead.
@@ -134,6 +146,7 @@ impl Default for TrainConfig {
             virtual_stages: 1,
             frozen_format: None,
             inter_node_bytes_per_s: DEFAULT_INTER_NODE_BYTES_PER_S,
+            mtp: None,
             efficiency: None,
             overhead: None,
         }
@@ -141,6 +154,15 @@ impl Default for TrainConfig {
 }
 
 impl TrainConfig {
+    /// The multi-token-prediction modules trained with `model` (see
+    /// [`TrainConfig::mtp`]).
+    pub fn mtp_modules(&self, model: &ModelConfig) -> u64 {
+        if model.layer_kinds.is_empty() {
+            return 0;
+        }
+        self.mtp.unwrap_or(0)
+    }
+
     /// The LoRA rank in use: as given or [`DEFAULT_LORA_RANK`] for LoRA and QLoRA, 0 for
     /// full training.
     pub fn effective_lora_rank(&self) -> u64 {
@@ -219,6 +241,12 @@ fn check_mixer_heads(model: &ModelConfig, tp: u64) -> Result<()> {
 /// Values that are wrong on their own: zero sizes, sizes beyond what is modelled, a
 /// ZeRO stage above 3, a non-positive or slower-than-modelled network.
 fn check_values(cfg: &TrainConfig) -> Result<()> {
+    if let Some(n) = cfg.mtp.filter(|&n| n > MAX_MTP_MODULES) {
+        return Err(Error::invalid(
+            "mtp",
+            format!("{n} multi-token-prediction modules; at most {MAX_MTP_MODULES} are modelled"),
+        ));
+    }
     positive_u64("gpus", cfg.gpus)?;
     positive_u64("tp", cfg.tp)?;
     positive_u64("pp", cfg.pp)?;
@@ -493,7 +521,14 @@ pub(super) fn layout(
         micro_batch: cfg.micro_batch,
         global_batch: global,
         micro_batches: global / (cfg.micro_batch * dp),
-        layers_per_stage: model.layers.div_ceil(cfg.pp),
+        // pipelined, each multi-token-prediction module counts as a layer of the last
+        // stage (Megatron-Core's pipeline layouts hold it so), which then has as many
+        // fewer of the model's own
+        layers_per_stage: if cfg.pp > 1 {
+            (model.layers + cfg.mtp_modules(model)).div_ceil(cfg.pp)
+        } else {
+            model.layers
+        },
         devices_per_node: hardware
             .devices_per_node
             .map_or(DEFAULT_DEVICES_PER_NODE, |d| (d as u64).max(1)),

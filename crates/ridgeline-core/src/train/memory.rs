@@ -481,15 +481,16 @@ impl StageParams {
 }
 
 /// Parameters of a stage holding the layers `range`; the `first` stage holds the
-/// embedding, the `last` the lm_head (a tied table on both when they differ) and the
-/// final norm. Routed experts are split over `ep` expert-parallel ranks besides `tp`.
+/// embedding, the `last` the lm_head (a tied table on both when they differ), the final
+/// norm and the `mtp` multi-token-prediction modules (each one layer of the last kind, a
+/// `2·hidden → hidden` projection and its two input norms; the tables are shared).
+/// Routed experts are split over `ep` expert-parallel ranks besides `tp`.
 pub(super) fn stage_params(
     cfg: &ModelConfig,
-    tp: u64,
-    ep: u64,
+    (tp, ep): (u64, u64),
     range: std::ops::Range<usize>,
-    first: bool,
-    last: bool,
+    (first, last): (bool, bool),
+    mtp: u64,
 ) -> StageParams {
     let p = cfg.params();
     let t = tp.max(1) as f64;
@@ -498,11 +499,19 @@ pub(super) fn stage_params(
         let routed = layers::routed_params(cfg, kind);
         (layers::layer_params(cfg, kind) - routed) + routed / ep
     };
-    let body = layers::sum_over(cfg, range.clone(), share);
-    let routed = layers::sum_over(cfg, range.clone(), |k| layers::routed_params(cfg, k)) / ep;
+    let mut body = layers::sum_over(cfg, range.clone(), share);
+    let mut routed = layers::sum_over(cfg, range.clone(), |k| layers::routed_params(cfg, k)) / ep;
     let largest_layer = layers::max_over(cfg, range.clone(), share);
     let n = (range.end.min(cfg.layer_kinds.len())).saturating_sub(range.start) as u64;
     let norm_each = p.norms as f64 / (cfg.norms_per_layer * cfg.layers + 1) as f64;
+    let mut mtp_norms = 0.0;
+    if let (true, Some(&k)) = (last && mtp > 0, cfg.layer_kinds.last()) {
+        let kind = &cfg.kinds[k as usize];
+        let proj = 2.0 * (cfg.hidden * cfg.hidden) as f64;
+        body += mtp as f64 * (share(kind) + proj);
+        routed += mtp as f64 * layers::routed_params(cfg, kind) / ep;
+        mtp_norms = mtp as f64 * norm_each * (cfg.norms_per_layer + 2) as f64;
+    }
     let table = (cfg.vocab * cfg.hidden) as f64;
     let mut embed = 0.0;
     if first {
@@ -522,7 +531,9 @@ pub(super) fn stage_params(
         routed: routed / t,
         largest_layer: largest_layer / t,
         embed: embed / t,
-        norms: norm_each * (cfg.norms_per_layer * n) as f64 + if last { norm_each } else { 0.0 },
+        norms: norm_each * (cfg.norms_per_layer * n) as f64
+            + if last { norm_each } else { 0.0 }
+            + mtp_norms,
     }
 }
 
@@ -589,10 +600,13 @@ impl Trainer<'_> {
     pub(super) fn stage_range(&self, first: bool, last: bool) -> std::ops::Range<usize> {
         let n = self.model.layer_kinds.len();
         let per = (self.layout.layers_per_stage as usize).min(n);
+        // the last stage's multi-token-prediction modules take the place of layers
+        let mtp = self.cfg.mtp_modules(self.model) as usize;
         match (first, last) {
             (true, true) => 0..n,
             (true, false) => 0..per,
-            _ => n - per..n,
+            (false, true) => n - per.saturating_sub(mtp)..n,
+            (false, false) => n - per..n,
         }
     }
 
@@ -601,11 +615,10 @@ impl Trainer<'_> {
         let l = &self.layout;
         stage_params(
             self.model,
-            l.tp,
-            l.ep,
+            (l.tp, l.ep),
             self.stage_range(first, last),
-            first,
-            last,
+            (first, last),
+            self.cfg.mtp_modules(self.model),
         )
     }
 
@@ -729,8 +742,21 @@ impl Trainer<'_> {
         }
         let e = self.precision.activations.bytes();
         let tokens = self.cfg.seq as f64 * micro_batch as f64;
+        // the last stage's multi-token-prediction modules: a layer's activations each and
+        // logits of their own predictions
+        let mtp = if last {
+            self.cfg.mtp_modules(self.model)
+        } else {
+            0
+        };
+        if let (true, Some(&k)) = (mtp > 0, self.model.layer_kinds.last()) {
+            total += mtp as f64 * of(&self.model.kinds[k as usize], &kept);
+        }
         let logits = if last {
-            tokens * self.model.vocab.div_ceil(l.tp) as f64 * self.cfg.loss.bytes_per_logit(e)
+            (1 + mtp) as f64
+                * tokens
+                * self.model.vocab.div_ceil(l.tp) as f64
+                * self.cfg.loss.bytes_per_logit(e)
         } else {
             0.0
         };

@@ -36,8 +36,8 @@ pub mod step;
 
 pub use config::{
     DEFAULT_DEVICES_PER_NODE, DEFAULT_INTER_NODE_BYTES_PER_S, DEFAULT_LORA_RANK, Layout,
-    LoraTargets, Loss, MAX_ZERO_STAGE, MIN_INTER_NODE_BYTES_PER_S, Method, Offload, Optimizer,
-    Recompute, TrainConfig, TrainPrecision, TrainStack,
+    LoraTargets, Loss, MAX_MTP_MODULES, MAX_ZERO_STAGE, MIN_INTER_NODE_BYTES_PER_S, Method,
+    Offload, Optimizer, Recompute, TrainConfig, TrainPrecision, TrainStack,
 };
 pub use efficiency::{BUILTIN_TRAINING_TOML, EfficiencyTable, TableEntry, TrainEfficiency};
 pub use memory::{

@@ -448,6 +448,21 @@ impl Trainer<'_> {
         for op in g.ops() {
             self.op_kernels(op, &mut out);
         }
+        // the multi-token-prediction modules on the last stage: each joins the next
+        // token's embedding with the last hidden state, runs one layer and the shared
+        // lm_head (the inference draft head's graph)
+        let shard = graph::Shard {
+            tp: l.tp,
+            ep: l.ep.max(1),
+            layers: 1,
+        };
+        for _ in 0..self.cfg.mtp_modules(self.model) {
+            let head =
+                graph::draft_head(self.model, &step, &self.precision, &shard, self.cfg.flash);
+            for op in head.ops() {
+                self.op_kernels(op, &mut out);
+            }
+        }
         if self.cfg.method != Method::Full {
             self.adapter_kernels(&mut out);
             if self.frozen.bits() < 16.0 {
@@ -633,8 +648,16 @@ impl Trainer<'_> {
             } else {
                 0.0
             };
-        // the parameters one token multiplies: inactive routed experts left out
-        let n = p.active as f64 - table_lookup;
+        // the parameters one token multiplies: inactive routed experts left out; each
+        // multi-token-prediction module multiplies its layer's active parameters, its
+        // `2·hidden × hidden` projection and the shared lm_head again
+        let (h, v) = (self.model.hidden as f64, self.model.vocab as f64);
+        let mtp = self.mtp_kind().map_or(0.0, |kind| {
+            let mixer = self.model.try_mixer_params(kind.mixer).unwrap_or(0) as f64;
+            let ffn = self.model.try_ffn_params(kind.ffn).map_or(0, |(_, a)| a) as f64;
+            self.cfg.mtp_modules(self.model) as f64 * (mixer + ffn + 2.0 * h * h + v * h)
+        });
+        let n = p.active as f64 - table_lookup + mtp;
         let dense = match self.cfg.method {
             Method::Full => 6.0 * n,
             _ => 4.0 * n + 6.0 * self.trainable_params(),
@@ -661,9 +684,15 @@ impl Trainer<'_> {
     /// `2 · pairs(s, w) / s - 1` (`s` itself without a window).
     pub(super) fn attention_flops_per_token(&self) -> f64 {
         let s = self.cfg.seq;
+        // the multi-token-prediction modules: one more layer of the last kind each
+        let mtp = self
+            .mtp_kind()
+            .map(|k| (k, self.cfg.mtp_modules(self.model)));
         self.model
             .kind_counts()
             .iter()
+            .map(|&(k, n)| (k, n))
+            .chain(mtp)
             .map(|(kind, layers)| {
                 // the width the score and value matmuls multiply over, per side: latent
                 // attention's queries and keys are `H·(d_nope + d_rope)` wide, its
@@ -680,9 +709,16 @@ impl Trainer<'_> {
                     Some(w) if w < s => 2.0 * crate::ops::windowed_pairs(s, s, w) / s as f64 - 1.0,
                     _ => s as f64,
                 };
-                6.0 * *layers as f64 * q * span
+                6.0 * layers as f64 * q * span
             })
             .sum()
+    }
+
+    /// The layer kind of the multi-token-prediction modules trained (the model's last),
+    /// `None` without any.
+    fn mtp_kind(&self) -> Option<crate::model::LayerKind> {
+        let &k = self.model.layer_kinds.last()?;
+        (self.cfg.mtp_modules(self.model) > 0).then(|| self.model.kinds[k as usize])
     }
 
     /// Predicts one optimizer step.

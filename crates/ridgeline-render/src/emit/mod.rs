@@ -569,6 +569,7 @@ pub enum Launch<'a> {
 ///     replicas: 1, weights: ridgeline_core::dtype::Format::Bf16, kv: None,
 ///     engine: "vllm".into(), max_num_seqs: 64, max_batched_tokens: 8192,
 ///     max_model_len: 4096,
+///     spec: None,
 /// };
 /// let files = emit(Format::Vllm, Launch::Serving(&s))?;
 /// assert!(files[0].contents.contains("--tensor-parallel-size 2"));
