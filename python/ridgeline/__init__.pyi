@@ -194,6 +194,7 @@ def plan(
     spec_accept: Optional[float] = None,
     draft: Optional[ModelArg] = None,
     kernels: Optional[Union[str, "os.PathLike[str]"]] = None,
+    mtp: Optional[int] = None,
     train: Optional[bool] = None,
     tokens: Optional[Union[str, int, float]] = None,
     seq: Optional[int] = None,

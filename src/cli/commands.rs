@@ -287,6 +287,12 @@ pub fn train(
         let svgs: Vec<(&'static str, &Path)> = svg.map(|p| ("--svg", p)).into_iter().collect();
         check_outputs(&launch::with_out(svgs, emit))?;
     }
+    if a.mtp.is_some_and(|n| n > 0) && a.method != crate::train::Method::Full {
+        return Err(Error::conflict(
+            &["--mtp", "--method"],
+            "multi-token-prediction modules are trained in full training only; LoRA and QLoRA adapt the model's own layers",
+        ));
+    }
     let (model, hw, cfg) = train_setup(ctx, a)?;
     let report = crate::train::train(&model, &hw, &cfg)?;
     if let Some(format) = emit.emit {

@@ -345,6 +345,8 @@ pub(super) fn train_plan_base(a: &PlanArgs, t: &PlanTrainArgs) -> crate::train::
         seq: t.seq,
         stack: t.stack,
         flash: !a.no_flash,
+        inter_node_bytes_per_s: a.inter_node_bw,
+        mtp: t.mtp,
         ..crate::train::TrainConfig::default()
     }
 }

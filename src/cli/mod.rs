@@ -778,6 +778,10 @@ pub struct PlanTrainArgs {
     /// Rent cloud instance shapes (see `ridgeline instances`) instead of loose devices.
     #[arg(long, requires = "train")]
     pub instances: bool,
+    /// Multi-token-prediction modules the full-training configurations train beside
+    /// the model, as `train --mtp` [default: none].
+    #[arg(long, requires = "train", allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(0..=crate::train::MAX_MTP_MODULES))]
+    pub mtp: Option<u64>,
     /// Print Markdown instead of text.
     #[arg(long, requires = "train", conflicts_with = "json")]
     pub markdown: bool,

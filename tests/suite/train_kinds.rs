@@ -308,17 +308,41 @@ fn deepseek_v3_trains_its_mtp_module_when_asked() {
         "--json",
     ]);
     assert_eq!(v["step"]["flops"].as_f64().unwrap(), r1.step.flops);
-    let out = run(&[
-        "train",
-        "--model",
-        "deepseek-v3",
-        "--gpu",
-        "h100",
-        "--mtp",
-        "99",
-    ]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--mtp"));
+    for bad in [&["--mtp", "99"][..], &["--mtp", "1", "--method", "lora"]] {
+        let out = run(&[
+            &["train", "--model", "deepseek-v3", "--gpu", "h100"][..],
+            bad,
+        ]
+        .concat());
+        assert_eq!(out.status.code(), Some(2), "{bad:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("--mtp"),
+            "{bad:?}"
+        );
+    }
+    // a training plan's full-training configurations carry it
+    let plan = |mtp: &str| {
+        json(&[
+            "plan",
+            "--train",
+            "--model",
+            "deepseek-v3",
+            "--gpu",
+            "h100",
+            "--gpus",
+            "64",
+            "--tokens",
+            "1e9",
+            "--method",
+            "full",
+            "--mtp",
+            mtp,
+            "--json",
+        ])
+    };
+    let (p0, p1) = (plan("0"), plan("1"));
+    let hours = |p: &serde_json::Value| p["best"]["hours"].as_f64().unwrap();
+    assert!(hours(&p1) > hours(&p0), "{} vs {}", hours(&p1), hours(&p0));
 }
 
 /// Axolotl's gpt-oss-20b LoRA example (docs.axolotl.ai/docs/models/gpt-oss.html:

@@ -106,7 +106,8 @@ pub struct TrainConfig {
     /// objective; `None` or `Some(0)`: none). Each is one layer of the model's last kind
     /// and a `2·hidden → hidden` projection on the last pipeline stage, where it takes
     /// the place of a layer in the partition, sharing the embedding and the lm_head,
-    /// whose logits it computes again for its own prediction. Not on by default: the
+    /// whose logits it computes again for its own prediction; full training only (LoRA
+    /// and QLoRA train none). Not on by default: the
     /// pipeline partition here is uniform, while DeepSeek's own (DualPipe) balances the
     /// head-carrying stages, so the modules' cost on the last stage would be overstated.
     pub mtp: Option<u64>,
@@ -157,7 +158,7 @@ impl TrainConfig {
     /// The multi-token-prediction modules trained with `model` (see
     /// [`TrainConfig::mtp`]).
     pub fn mtp_modules(&self, model: &ModelConfig) -> u64 {
-        if model.layer_kinds.is_empty() {
+        if model.layer_kinds.is_empty() || self.method != Method::Full {
             return 0;
         }
         self.mtp.unwrap_or(0)
