@@ -293,6 +293,12 @@ pub fn train(
             "multi-token-prediction modules are trained in full training only; LoRA and QLoRA adapt the model's own layers",
         ));
     }
+    if a.overlap_ep && a.ep <= 1 {
+        return Err(Error::conflict(
+            &["--overlap-ep", "--ep"],
+            "the expert all-to-all it hides runs only with expert parallelism (--ep above 1)",
+        ));
+    }
     let (model, hw, cfg) = train_setup(ctx, a)?;
     let report = crate::train::train(&model, &hw, &cfg)?;
     if let Some(format) = emit.emit {

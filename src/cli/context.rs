@@ -347,6 +347,7 @@ pub(super) fn train_plan_base(a: &PlanArgs, t: &PlanTrainArgs) -> crate::train::
         flash: !a.no_flash,
         inter_node_bytes_per_s: a.inter_node_bw,
         mtp: t.mtp,
+        overlap_ep: t.overlap_ep,
         ..crate::train::TrainConfig::default()
     }
 }

@@ -465,6 +465,11 @@ pub struct TrainArgs {
     /// [default: none].
     #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(0..=crate::train::MAX_MTP_MODULES))]
     pub mtp: Option<u64>,
+    /// Hide each micro-batch's expert all-to-all behind an adjacent micro-batch's
+    /// computation (Megatron-Core's `--overlap-moe-expert-parallel-comm`, DeepSeek's
+    /// DualPipe); with `--ep` above 1.
+    #[arg(long = "overlap-ep")]
+    pub overlap_ep: bool,
     /// Naive attention that materializes the score matrix.
     #[arg(long = "no-flash")]
     pub no_flash: bool,
@@ -501,6 +506,7 @@ impl TrainArgs {
             virtual_stages: self.virtual_stages,
             inter_node_bytes_per_s: self.inter_node_bw,
             mtp: self.mtp,
+            overlap_ep: self.overlap_ep,
             ..TrainConfig::default()
         }
     }
@@ -782,6 +788,10 @@ pub struct PlanTrainArgs {
     /// the model, as `train --mtp` [default: none].
     #[arg(long, requires = "train", allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(0..=crate::train::MAX_MTP_MODULES))]
     pub mtp: Option<u64>,
+    /// Expert-parallel configurations hide the expert all-to-all behind computation,
+    /// as `train --overlap-ep`.
+    #[arg(long = "overlap-ep", requires = "train")]
+    pub overlap_ep: bool,
     /// Print Markdown instead of text.
     #[arg(long, requires = "train", conflicts_with = "json")]
     pub markdown: bool,

@@ -266,13 +266,21 @@ pub fn check_inter_node(bytes_per_s: f64) -> Result<()> {
 
 /// How a collective's traffic meets the network between scale-up domains
 /// ([`group_bandwidth`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Traffic {
     /// A ring (all-reduce, all-gather, reduce-scatter, pipeline sends): only the hops
     /// between domains cross the network.
     Ring,
     /// An all-to-all (expert dispatch and combine): every rank sends to every other.
     AllToAll,
+    /// An all-to-all whose copies for another domain cross the network once per domain
+    /// and are forwarded inside it: the scale-up link carries every copy, the network
+    /// `network_share` bytes per link byte (see
+    /// [`crate::ops::forwarded_network_share`]).
+    Forwarded {
+        /// Network bytes per link byte.
+        network_share: f64,
+    },
 }
 
 /// Per-device bandwidth of a collective over `size` ranks spaced `stride` apart, where
@@ -282,7 +290,8 @@ pub enum Traffic {
 /// each: a ring's `g` members drive `g` network links in parallel rings,
 /// `min(scaleup, g x network)`; an all-to-all sends the share `r = (size - g) / (size -
 /// 1)` of its bytes to other domains, each device over its own network link, the rest
-/// over the scale-up link at the same time: `1 / max((1 - r) / scaleup, r / network)`.
+/// over the scale-up link at the same time: `1 / max((1 - r) / scaleup, r / network)`;
+/// a forwarded all-to-all `1 / max(1 / scaleup, share / network)`.
 pub fn group_bandwidth(
     scaleup: f64,
     network: f64,
@@ -307,6 +316,10 @@ pub fn group_bandwidth(
                 0.0
             };
             1.0 / inside.max(r / network)
+        }
+        Traffic::Forwarded { network_share } => {
+            let inside = if scaleup > 0.0 { 1.0 / scaleup } else { 0.0 };
+            1.0 / inside.max(network_share / network)
         }
     }
 }

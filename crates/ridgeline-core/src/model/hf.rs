@@ -3,7 +3,7 @@
 //! the offending field.
 
 use super::fields::Fields;
-use super::{MAX_PARAMS, ModelConfig};
+use super::{ExpertGroups, MAX_PARAMS, ModelConfig};
 use crate::dtype::Format;
 use crate::error::{Error, Result};
 use crate::ops::{Activation, NormKind};
@@ -101,6 +101,7 @@ struct MlpDims {
     expert_intermediate: u64,
     experts: u64,
     per_token: u64,
+    groups: Option<ExpertGroups>,
 }
 
 /// Feed-forward widths, experts and experts per token. Llama 4 names its dense width
@@ -137,6 +138,7 @@ fn mlp_dims(f: &Fields, hidden: u64, plain: bool, family: &str) -> Result<MlpDim
             "field num_experts_per_tok: {per_token} is more than num_local_experts {experts}"
         )));
     }
+    let groups = expert_groups(f, experts)?;
     let (intermediate, expert_intermediate) = if family.starts_with("llama4") {
         let dense = f.uint(&["intermediate_size_mlp"])?.unwrap_or(intermediate);
         (dense, intermediate)
@@ -149,7 +151,27 @@ fn mlp_dims(f: &Fields, hidden: u64, plain: bool, family: &str) -> Result<MlpDim
         expert_intermediate,
         experts,
         per_token,
+        groups,
     })
+}
+
+/// Group-limited routing (DeepSeek-V3's `n_group` groups of experts, of which each token
+/// picks from the best `topk_group`): `None` with one group or without the fields.
+fn expert_groups(f: &Fields, experts: u64) -> Result<Option<ExpertGroups>> {
+    let (Some(groups), Some(per_token)) = (f.uint(&["n_group"])?, f.uint(&["topk_group"])?) else {
+        return Ok(None);
+    };
+    if groups == 0 || !experts.is_multiple_of(groups) {
+        return Err(f.error(format!(
+            "field n_group: {groups} does not divide the {experts} routed experts"
+        )));
+    }
+    if per_token == 0 || per_token > groups {
+        return Err(f.error(format!(
+            "field topk_group: {per_token} is not between 1 and n_group {groups}"
+        )));
+    }
+    Ok((groups > 1 && per_token < groups).then_some(ExpertGroups { groups, per_token }))
 }
 
 /// Biases (q/k/v, o, MLP) and the norm, by family.
@@ -481,6 +503,7 @@ fn from_fields(f: &Fields, fallback_id: &str) -> Result<ModelConfig> {
         rope,
         experts: mlp.experts,
         experts_per_token: mlp.per_token,
+        expert_groups: mlp.groups,
         expert_intermediate: mlp.expert_intermediate,
         shared_experts: structure.shared_experts,
         shared_intermediate: structure.shared_intermediate,
@@ -509,6 +532,41 @@ fn from_fields(f: &Fields, fallback_id: &str) -> Result<ModelConfig> {
 #[cfg(test)]
 mod tests {
     use super::without_python_literals;
+    use crate::model::{ExpertGroups, ModelConfig};
+
+    /// A small MoE config with group-limited routing fields.
+    fn routed(groups: u64, per_group: u64) -> crate::error::Result<ModelConfig> {
+        let text = format!(
+            r#"{{"model_type":"deepseek_v3","hidden_size":64,"num_hidden_layers":2,
+            "num_attention_heads":4,"intermediate_size":128,"vocab_size":100,
+            "n_routed_experts":16,"num_experts_per_tok":4,"moe_intermediate_size":32,
+            "n_group":{groups},"topk_group":{per_group}}}"#
+        );
+        ModelConfig::from_json_str(&text, "t", "t")
+    }
+
+    #[test]
+    fn group_limited_routing_is_read_and_checked() {
+        let groups = routed(4, 2).unwrap().expert_groups;
+        assert_eq!(
+            groups,
+            Some(ExpertGroups {
+                groups: 4,
+                per_token: 2
+            })
+        );
+        // one group, or every group, limits nothing
+        assert_eq!(routed(1, 1).unwrap().expert_groups, None);
+        assert_eq!(routed(4, 4).unwrap().expert_groups, None);
+        for (g, k, field) in [
+            (3, 1, "n_group"),
+            (4, 5, "topk_group"),
+            (4, 0, "topk_group"),
+        ] {
+            let e = routed(g, k).unwrap_err().to_string();
+            assert!(e.contains(field), "{e}");
+        }
+    }
 
     #[test]
     fn python_literals_outside_strings_read_as_null() {

@@ -192,6 +192,10 @@ pub struct ModelConfig {
     pub experts: u64,
     /// Experts each token is routed to.
     pub experts_per_token: u64,
+    /// Group-limited routing (`n_group`, `topk_group`): each token's experts come from a
+    /// few groups of experts; `None` where any expert can be picked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expert_groups: Option<ExpertGroups>,
     /// Inner width of one routed expert (`moe_intermediate_size`; `intermediate` for
     /// Mixtral-style models whose experts are full MLPs).
     pub expert_intermediate: u64,
@@ -232,6 +236,18 @@ pub struct ModelConfig {
     /// Llama-style decoder, ...): carried into every prediction's notes.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub approximations: Vec<String>,
+}
+
+/// Group-limited routing: the routed experts split into `groups` equal groups, and each
+/// token picks its experts from the `per_token` best groups (DeepSeek-V3: 8 and 4, so
+/// that with one group per node a token reaches at most 4 nodes; arXiv 2412.19437,
+/// section 2.1.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ExpertGroups {
+    /// Groups of routed experts (`n_group`).
+    pub groups: u64,
+    /// Groups each token picks from (`topk_group`).
+    pub per_token: u64,
 }
 
 /// Parameter counts by part.

@@ -57,6 +57,28 @@ pub fn expert_devices_per_token(n: u64, k: u64) -> f64 {
     n * (1.0 - (1.0 - 1.0 / n).powf(k as f64))
 }
 
+/// The network share of an expert-parallel all-to-all over `n` devices, `per_domain` of
+/// them in each scale-up domain, whose copies for another domain cross the network once
+/// per domain and are forwarded inside it (DeepSeek-V3's training dispatch, arXiv
+/// 2412.19437 section 3.2.2; DeepEP's normal kernels): network bytes per link byte of
+/// [`moe_all_to_all`]. A token's `k` experts lie uniformly in `reachable` of the
+/// `d = ceil(n / per_domain)` domains (all of them, or fewer under node-limited routing);
+/// it reaches `r · (1 - (1 - 1/r)^k)` distinct domains, `(d - 1)/d` of them remote,
+/// against [`expert_devices_per_token`]` · (n - 1)/n` remote copies. For DeepSeek-V3 over
+/// 64 devices in 8 nodes, top-8 from 4 nodes: 3.1496 remote nodes for 7.4575 remote
+/// copies, 0.4223.
+pub fn forwarded_network_share(n: u64, per_domain: u64, k: u64, reachable: Option<u64>) -> f64 {
+    let d = n.div_ceil(per_domain.max(1));
+    if n <= 1 || d <= 1 {
+        return 0.0;
+    }
+    let r = reachable.unwrap_or(d).clamp(1, d) as f64;
+    let domains = r * (1.0 - (1.0 - 1.0 / r).powf(k as f64));
+    let remote_domains = domains * (d - 1) as f64 / d as f64;
+    let remote_copies = expert_devices_per_token(n, k) * (n - 1) as f64 / n as f64;
+    (remote_domains / remote_copies).min(1.0)
+}
+
 /// One expert-parallel all-to-all over `n` devices (the MoE dispatch, or the combine
 /// that brings the results back): each of a device's `tokens` token vectors of `width`
 /// elements at `bits` goes once to every other device holding one of its `k` experts
@@ -91,6 +113,18 @@ pub fn moe_all_to_all(n: u64, tokens: f64, k: u64, width: f64, bits: f64) -> Cos
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn forwarded_share_of_deepseek_v3_training() {
+        // 64 devices, 8 per node, top-8 from 4 of 8 nodes: 4 (1 - 0.75^8) = 3.59955
+        // nodes, 7/8 of them remote = 3.14961; 64 (1 - (63/64)^8) (63/64) = 7.45753 copies
+        let q = forwarded_network_share(64, 8, 8, Some(4));
+        assert!((q - 3.149_605 / 7.457_535).abs() < 1e-5, "{q}");
+        // inside one node nothing crosses the network
+        assert_eq!(forwarded_network_share(8, 8, 8, None), 0.0);
+        // 2 nodes of one device each, top-1: every remote copy is its own node's
+        assert!((forwarded_network_share(2, 1, 1, None) - 1.0).abs() < 1e-12);
+    }
 
     #[test]
     fn ring_factors() {

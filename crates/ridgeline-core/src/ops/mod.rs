@@ -25,7 +25,9 @@ pub use attention::{
     AttentionShape, attention_fused, attention_scores, attention_values, causal_pairs,
     chunked_pairs, windowed_pairs,
 };
-pub use collective::{Collective, collective, expert_devices_per_token, moe_all_to_all};
+pub use collective::{
+    Collective, collective, expert_devices_per_token, forwarded_network_share, moe_all_to_all,
+};
 pub use elementwise::{Activation, activation, gated_activation, residual_add, rope};
 pub use embedding::embedding;
 pub use gemm::{Class, Operand, gemm, linear};

@@ -111,6 +111,11 @@ pub struct TrainConfig {
     /// pipeline partition here is uniform, while DeepSeek's own (DualPipe) balances the
     /// head-carrying stages, so the modules' cost on the last stage would be overstated.
     pub mtp: Option<u64>,
+    /// The expert all-to-all of each micro-batch runs beside the computation of an
+    /// adjacent one (Megatron-Core's combined 1F1B, `--overlap-moe-expert-parallel-comm`;
+    /// DeepSeek-V3's DualPipe), hidden up to that computation; off: it adds to the
+    /// micro-batch like the tensor-parallel collectives.
+    pub overlap_ep: bool,
     /// Override of the calibrated efficiencies.
     pub efficiency: Option<TrainEfficiency>,
     /// Override of the framework memory overhead.
@@ -148,6 +153,7 @@ impl Default for TrainConfig {
             frozen_format: None,
             inter_node_bytes_per_s: DEFAULT_INTER_NODE_BYTES_PER_S,
             mtp: None,
+            overlap_ep: false,
             efficiency: None,
             overhead: None,
         }

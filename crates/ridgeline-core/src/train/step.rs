@@ -60,6 +60,7 @@ use super::Trainer;
 use super::config::{Method, Offload, Recompute};
 use super::layers;
 use crate::dtype::ComputeDtype;
+use crate::hardware::Traffic as Pattern;
 use crate::model::graph::{self, OpInstance, OpKind, Step, Unit};
 use crate::ops::{ByteClasses, Cost};
 use crate::roofline::{Bound, Ceilings, Efficiency, place, slowest, time_at};
@@ -229,8 +230,9 @@ impl Trainer<'_> {
     /// Effective per-GPU bandwidth of a collective over a group of `size` ranks spaced
     /// `stride` apart: the scale-up link inside a node; across nodes, the `g` members of
     /// the group in each node drive `g` NICs in parallel rings, so the rate is
-    /// `min(scale-up, g · inter_node)`.
-    fn group_bandwidth(&self, size: u64, stride: u64) -> f64 {
+    /// `min(scale-up, g · inter_node)` for a ring ([`crate::hardware::group_bandwidth`]
+    /// for the other patterns).
+    fn group_bandwidth(&self, size: u64, stride: u64, traffic: Pattern) -> f64 {
         let scaleup = self
             .hardware
             .device_link()
@@ -240,8 +242,32 @@ impl Trainer<'_> {
             self.cfg.inter_node_bytes_per_s,
             self.layout.devices_per_node,
             (size, stride),
-            crate::hardware::Traffic::Ring,
+            traffic,
         )
+    }
+
+    /// The expert all-to-all's pattern: copies for another node cross the network once
+    /// per node and are forwarded over the scale-up link (DeepSeek-V3's dispatch, arXiv
+    /// 2412.19437 section 3.2.2), a token reaching only its `topk_group` groups' nodes
+    /// where each node holds whole groups.
+    fn expert_traffic(&self) -> Pattern {
+        let l = &self.layout;
+        let ep = l.ep.max(1);
+        let per_domain = (l.devices_per_node / l.tp.max(1)).clamp(1, ep);
+        let domains = ep.div_ceil(per_domain);
+        let reachable = self
+            .model
+            .expert_groups
+            .filter(|g| g.groups.is_multiple_of(domains))
+            .map(|g| g.per_token);
+        Pattern::Forwarded {
+            network_share: crate::ops::forwarded_network_share(
+                ep,
+                per_domain,
+                self.model.experts_per_token,
+                reachable,
+            ),
+        }
     }
 
     /// The share of an op's forward that op-level selective checkpointing
@@ -479,7 +505,7 @@ impl Trainer<'_> {
         let vector = Ceilings {
             peak_flops_per_s: hw.peak(ComputeDtype::Fp32).0,
             memory_bytes_per_s: bw,
-            link_bytes_per_s: Some(self.group_bandwidth(self.layout.tp, 1)),
+            link_bytes_per_s: Some(self.group_bandwidth(self.layout.tp, 1, Pattern::Ring)),
         };
         let base_eff = Efficiency {
             compute: self.eff.compute,
@@ -488,7 +514,11 @@ impl Trainer<'_> {
             overhead_s: 0.0,
         };
         let a2a = Ceilings {
-            link_bytes_per_s: Some(self.group_bandwidth(self.layout.ep, self.layout.tp)),
+            link_bytes_per_s: Some(self.group_bandwidth(
+                self.layout.ep,
+                self.layout.tp,
+                self.expert_traffic(),
+            )),
             ..vector
         };
         let mut mb = MicroBatch::default();
@@ -539,7 +569,7 @@ impl Trainer<'_> {
         // pipeline sends: activations (and their gradients) of one micro-batch cross each
         // stage boundary; the slowest stage sends one way and receives the other.
         let e = self.precision.activations.bytes();
-        let pp_bw = self.group_bandwidth(l.pp, l.tp * l.dp);
+        let pp_bw = self.group_bandwidth(l.pp, l.tp * l.dp, Pattern::Ring);
         let pp_bytes = if l.pp > 1 {
             2.0 * l.micro_batch as f64 * self.cfg.seq as f64 * self.model.hidden as f64 * e
                 / l.tp as f64
@@ -582,7 +612,7 @@ impl Trainer<'_> {
             };
             time_at(
                 dp_bytes,
-                self.group_bandwidth(ranks, stride) * self.eff.link,
+                self.group_bandwidth(ranks, stride, Pattern::Ring) * self.eff.link,
             )
         };
         let overlappable = if self.cfg.zero >= 3 { m * op_s } else { op_s };
@@ -726,8 +756,15 @@ impl Trainer<'_> {
         let l = &self.layout;
         let mb = self.micro_batch();
         let op_s = mb.compute_s + mb.memory_s;
-        let comm_s = mb.tp_s + mb.ep_s;
-        let tp_exposed = comm_s - (self.eff.overlap_tp * comm_s).min(op_s);
+        // an overlapped all-to-all hides behind the adjacent micro-batch's computation;
+        // what it leaves, and the other collectives, overlap by the stack's fraction
+        let hidden_ep = if self.cfg.overlap_ep && l.ep > 1 {
+            mb.ep_s.min(op_s)
+        } else {
+            0.0
+        };
+        let comm_s = mb.tp_s + mb.ep_s - hidden_ep;
+        let tp_exposed = comm_s - (self.eff.overlap_tp * comm_s).min(op_s - hidden_ep);
         let t_micro = op_s + tp_exposed;
         let m = l.micro_batches as f64;
         let n = l.layers_per_stage.max(1);
