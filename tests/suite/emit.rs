@@ -227,6 +227,7 @@ fn choices(tool: &str, flag_or_key: &str) -> Option<BTreeSet<String>> {
         "--cache-type-k" | "--cache-type-v" => "cache_type",
         "--fp8-format" => "fp8_format",
         "--optimizer" => "optimizer",
+        "--moe-token-dispatcher-type" => "moe_token_dispatcher_type",
         "fsdp_config.fsdp_sharding_strategy" => "sharding_strategy",
         "mixed_precision" => "mixed_precision",
         "--speculative-algorithm" => "speculative_algorithm",
@@ -1019,6 +1020,48 @@ fn megatron_reads_back_3d_layout_and_refuses_lora() {
     assert_eq!(c.num("--num-experts"), 8);
     assert_eq!(c.num("--moe-router-topk"), 2);
     assert_eq!(c.num("--tensor-model-parallel-size"), 1);
+    // inside a node the plain all-to-all dispatcher, no MTP, no overlap
+    assert_eq!(c.get("--moe-token-dispatcher-type"), "alltoall");
+    assert!(!c.has("--moe-enable-deepep") && !c.has("--mtp-num-layers"));
+    assert!(!c.has("--overlap-moe-expert-parallel-comm"));
+
+    // DeepSeek-V3 with its MTP module, ep 16 over two H100 nodes, the all-to-all
+    // overlapped: DeepEP's dispatcher (it forwards per node, as costed), one MTP layer,
+    // the combined 1F1B switch; pipelined without an interleaved schedule, Megatron
+    // refuses the overlap, so a comment says so and the switch stays off
+    let deepseek = |format: &str, extra: &[&str]| {
+        let base = [
+            "train",
+            "--model",
+            "deepseek-v3",
+            "--gpu",
+            "h100",
+            "--ep",
+            "16",
+            "--mtp",
+            "1",
+            "--overlap-ep",
+            "--emit",
+            format,
+            "--json",
+        ];
+        emitted(&[&base[..], extra].concat())
+    };
+    let text = deepseek("megatron", &["--gpus", "16"])["megatron.sh"].clone();
+    let c = command(&text);
+    assert_eq!(c.num("--expert-model-parallel-size"), 16);
+    assert_eq!(c.get("--moe-token-dispatcher-type"), "flex");
+    assert!(c.has("--moe-enable-deepep"));
+    assert_eq!(c.num("--mtp-num-layers"), 1);
+    assert!(c.has("--overlap-moe-expert-parallel-comm"));
+    let text = deepseek("megatron", &["--gpus", "32", "--pp", "2"])["megatron.sh"].clone();
+    assert!(!command(&text).has("--overlap-moe-expert-parallel-comm"));
+    assert!(text.contains("# overlap-ep: --overlap-moe-expert-parallel-comm not set"));
+    // a tool without either says so
+    let files = deepseek("deepspeed", &["--gpus", "16", "--zero", "3"]);
+    let script = files.values().find(|t| t.contains("deepspeed ")).unwrap();
+    assert!(script.contains("mtp 1: DeepSpeed trains no multi-token-prediction"));
+    assert!(script.contains("overlap-ep: DeepSpeed has no switch"));
 
     refused(
         &[

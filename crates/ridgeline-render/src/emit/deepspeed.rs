@@ -85,6 +85,7 @@ pub(crate) fn emit(t: &Training) -> Result<Vec<EmittedFile>> {
     if let Some(note) = lora_note(t) {
         comments.push(note);
     }
+    comments.extend(super::moe_training_notes(t, "DeepSpeed"));
     if t.optimizer_in_backward {
         comments.push("optimizer in backward: not a DeepSpeed option".into());
     }

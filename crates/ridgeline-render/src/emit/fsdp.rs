@@ -64,6 +64,7 @@ pub(crate) fn emit(t: &Training) -> Result<Vec<EmittedFile>> {
     if let Some(n) = lora_note(t) {
         comments.push(n);
     }
+    comments.extend(super::moe_training_notes(t, "accelerate's FSDP"));
     let yes = |b: bool| if b { "true" } else { "false" };
     let mut yaml = String::new();
     for c in header(f, &super::training_summary(t)) {

@@ -37,6 +37,14 @@ pub(crate) fn emit(t: &Training) -> Result<Vec<EmittedFile>> {
     }
     if t.ep > 1 {
         cmd.flag("--expert-model-parallel-size", t.ep);
+        // the all-to-all the prediction costs: across nodes DeepEP's, which sends a
+        // token once per node and forwards it there
+        if t.ep_across_nodes() {
+            cmd.flag("--moe-token-dispatcher-type", "flex");
+            cmd.switch("--moe-enable-deepep");
+        } else {
+            cmd.flag("--moe-token-dispatcher-type", "alltoall");
+        }
     }
     cmd.flag("--num-layers", m.layers);
     cmd.flag("--hidden-size", m.hidden);
@@ -125,6 +133,30 @@ pub(crate) fn emit(t: &Training) -> Result<Vec<EmittedFile>> {
                 "optimizer {}: Megatron-LM offers adam and sgd; adam given",
                 o.name()
             ));
+        }
+    }
+    if t.mtp > 0 {
+        cmd.flag("--mtp-num-layers", t.mtp);
+    }
+    if t.overlap_ep {
+        // transformer_config.py's conditions for the combined 1F1B schedule
+        let blocked = if t.pp > 1 && t.virtual_stages <= 1 {
+            Some("a pipelined run needs an interleaved schedule (--virtual-stages)")
+        } else if t.recompute == Recompute::Full {
+            Some("it refuses full recomputation")
+        } else if t.mtp > 1 {
+            Some("it takes at most one multi-token-prediction layer")
+        } else {
+            None
+        };
+        match blocked {
+            None => {
+                cmd.switch("--overlap-moe-expert-parallel-comm");
+            }
+            Some(why) => comments.push(format!(
+                "overlap-ep: --overlap-moe-expert-parallel-comm not set: {why}; the \
+                 prediction assumed the all-to-all hidden"
+            )),
         }
     }
     if m.mla.is_some() || m.linear.is_some() || m.ssm.is_some() || m.mamba.is_some() {

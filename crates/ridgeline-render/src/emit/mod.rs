@@ -461,6 +461,11 @@ pub struct Training {
     pub optimizer_in_backward: bool,
     /// Compiled step.
     pub compile: bool,
+    /// Multi-token-prediction modules trained beside the model.
+    pub mtp: u64,
+    /// The expert all-to-all hidden behind an adjacent micro-batch's computation (with
+    /// `ep > 1`).
+    pub overlap_ep: bool,
 }
 
 impl Training {
@@ -543,7 +548,14 @@ impl Training {
             sequence_parallel: c.sequence_parallel && tp > 1,
             optimizer_in_backward: c.optimizer_in_backward,
             compile: c.compile,
+            mtp: c.mtp_modules(model),
+            overlap_ep: c.overlap_ep && ep > 1,
         }
+    }
+
+    /// The expert-parallel group spans scale-up domains (nodes).
+    pub fn ep_across_nodes(&self) -> bool {
+        self.ep > 1 && self.ep * self.tp > self.devices_per_node.max(1)
     }
 }
 
@@ -731,6 +743,26 @@ pub(crate) fn training_summary(t: &Training) -> String {
         t.precision.name(),
         t.recompute.name()
     )
+}
+
+/// Comments for what a tool's config cannot set of the prediction's multi-token
+/// prediction modules and expert all-to-all overlap.
+pub(crate) fn moe_training_notes(t: &Training, tool: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    if t.mtp > 0 {
+        out.push(format!(
+            "mtp {}: {tool} trains no multi-token-prediction modules from this file; the \
+             prediction counts them, so the model's training code must add them",
+            t.mtp
+        ));
+    }
+    if t.overlap_ep {
+        out.push(format!(
+            "overlap-ep: {tool} has no switch that hides the expert all-to-all behind \
+             computation; the prediction assumed it hidden"
+        ));
+    }
+    out
 }
 
 /// What LoRA or QLoRA asks of a training script the launcher cannot set (`None`: full).

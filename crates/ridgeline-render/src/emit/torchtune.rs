@@ -163,6 +163,7 @@ pub(crate) fn emit(t: &Training) -> Result<Vec<EmittedFile>> {
             t.tp, t.pp, t.ep, t.gpus
         ));
     }
+    comments.extend(super::moe_training_notes(t, "torchtune"));
     if t.compile {
         kv(&mut cmd, "compile", &"True");
     }
