@@ -1023,6 +1023,7 @@ fn megatron_reads_back_3d_layout_and_refuses_lora() {
     // inside a node the plain all-to-all dispatcher, no MTP, no overlap
     assert_eq!(c.get("--moe-token-dispatcher-type"), "alltoall");
     assert!(!c.has("--moe-enable-deepep") && !c.has("--mtp-num-layers"));
+    assert!(!c.has("--moe-router-num-groups"));
     assert!(!c.has("--overlap-moe-expert-parallel-comm"));
 
     // DeepSeek-V3 with its MTP module, ep 16 over two H100 nodes, the all-to-all
@@ -1054,6 +1055,9 @@ fn megatron_reads_back_3d_layout_and_refuses_lora() {
     assert!(c.has("--moe-enable-deepep"));
     assert_eq!(c.num("--mtp-num-layers"), 1);
     assert!(c.has("--overlap-moe-expert-parallel-comm"));
+    // its node-limited routing: top-8 experts from 4 of 8 groups
+    assert_eq!(c.num("--moe-router-num-groups"), 8);
+    assert_eq!(c.num("--moe-router-group-topk"), 4);
     let text = deepseek("megatron", &["--gpus", "32", "--pp", "2"])["megatron.sh"].clone();
     assert!(!command(&text).has("--overlap-moe-expert-parallel-comm"));
     assert!(text.contains("# overlap-ep: --overlap-moe-expert-parallel-comm not set"));

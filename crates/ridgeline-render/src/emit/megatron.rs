@@ -64,6 +64,11 @@ pub(crate) fn emit(t: &Training) -> Result<Vec<EmittedFile>> {
         cmd.flag("--num-experts", m.experts);
         cmd.flag("--moe-router-topk", m.experts_per_token);
         cmd.flag("--moe-ffn-hidden-size", m.expert_intermediate);
+        // group-limited routing (config.json n_group, topk_group)
+        if let Some(g) = m.expert_groups {
+            cmd.flag("--moe-router-num-groups", g.groups);
+            cmd.flag("--moe-router-group-topk", g.per_token);
+        }
         if m.shared_experts > 0 {
             cmd.flag(
                 "--moe-shared-expert-intermediate-size",
