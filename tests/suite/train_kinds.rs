@@ -22,6 +22,12 @@ fn gpu(id: &str) -> Hardware {
 
 const GIB: f64 = 1_073_741_824.0;
 
+/// `ridgeline train --model deepseek-v3 --gpu h100` with `extra` flags.
+fn train_deepseek_on_h100(extra: &[&str]) -> std::process::Output {
+    let base = ["train", "--model", "deepseek-v3", "--gpu", "h100"];
+    run(&[&base[..], extra].concat())
+}
+
 /// Every bundled model trains: a finite, positive memory and step, `0 < MFU <= HFU <=
 /// 1`, on 64 H100s with ZeRO-3 and full recomputation (a layout every model admits).
 #[test]
@@ -136,12 +142,7 @@ fn latent_attention_lora_targets_q_b_and_kv_b() {
     let (limit, matrix) = max_lora_rank(&m, LoraTargets::QueryValue);
     assert_eq!(limit, 512);
     assert_eq!(matrix, "kv_b_proj (512 x 32768)");
-    let out = run(&[
-        "train",
-        "--model",
-        "deepseek-v3",
-        "--gpu",
-        "h100",
+    let out = train_deepseek_on_h100(&[
         "--gpus",
         "64",
         "--zero",
@@ -326,14 +327,7 @@ fn training_all_to_all_between_nodes_runs_at_the_network() {
     assert!((fell / hidden - 1.0).abs() < 1e-9, "{fell} vs {hidden}");
     assert!(f(&on, "time_s") < f(&off, "time_s"));
     // without expert parallelism there is nothing to hide: exit 2 naming the flag
-    let out = run(&[
-        "train",
-        "--model",
-        "deepseek-v3",
-        "--gpu",
-        "h100",
-        "--overlap-ep",
-    ]);
+    let out = train_deepseek_on_h100(&["--overlap-ep"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--overlap-ep"));
 }
@@ -393,11 +387,7 @@ fn deepseek_v3_trains_its_mtp_module_when_asked() {
     ]);
     assert_eq!(v["step"]["flops"].as_f64().unwrap(), r1.step.flops);
     for bad in [&["--mtp", "99"][..], &["--mtp", "1", "--method", "lora"]] {
-        let out = run(&[
-            &["train", "--model", "deepseek-v3", "--gpu", "h100"][..],
-            bad,
-        ]
-        .concat());
+        let out = train_deepseek_on_h100(bad);
         assert_eq!(out.status.code(), Some(2), "{bad:?}");
         assert!(
             String::from_utf8_lossy(&out.stderr).contains("--mtp"),
