@@ -277,10 +277,7 @@ pub(super) fn simulate_rows(ctx: &Ctx, a: &SimulateArgs) -> Result<crate::simula
     crate::work::start("simulate", workload.requests.saturating_mul(n));
     Ok(match &rates {
         Some(rates) => simulate_rates(&model, hw, engine, &s, &serving, &workload, rates)?,
-        None => RateSweep {
-            rows: vec![simulate(&model, hw, engine, &s, &serving, &workload)?],
-            knee: None,
-        },
+        None => RateSweep::single(simulate(&model, hw, engine, &s, &serving, &workload)?),
     })
 }
 

@@ -34,6 +34,7 @@ mod plan;
 mod prices;
 mod properties;
 mod prose_numbers;
+mod public_api;
 mod reference;
 mod reliability;
 mod serving;

@@ -263,7 +263,7 @@ impl Format {
     }
 
     /// Whether this format keeps the token embedding and lm_head in 16-bit.
-    pub fn keeps_embeddings_16bit(self) -> bool {
+    pub(crate) fn keeps_embeddings_16bit(self) -> bool {
         matches!(
             self,
             Format::Fp8
@@ -279,7 +279,7 @@ impl Format {
     }
 
     /// A GGUF block format (`q8_0`, `q4_0`, `q4_k_m`, `q5_k_m`, `q6_k`).
-    pub fn is_gguf(self) -> bool {
+    pub(crate) fn is_gguf(self) -> bool {
         matches!(
             self,
             Format::Q8_0 | Format::Q4_0 | Format::Q4KM | Format::Q5KM | Format::Q6K

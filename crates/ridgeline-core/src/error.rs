@@ -142,7 +142,7 @@ impl Error {
     }
 
     /// [`Error::Read`] for `path` from an I/O error.
-    pub fn read(path: impl AsRef<std::path::Path>, e: impl std::fmt::Display) -> Self {
+    pub(crate) fn read(path: impl AsRef<std::path::Path>, e: impl std::fmt::Display) -> Self {
         Error::Read {
             path: path.as_ref().display().to_string(),
             message: e.to_string(),

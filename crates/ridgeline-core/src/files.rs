@@ -32,7 +32,7 @@ pub fn read_document(path: &Path) -> Result<String> {
 
 /// Reads a regular file of at most `limit` bytes as UTF-8 (a leading byte-order mark
 /// is dropped); every failure is [`Error::Read`] naming the path.
-pub fn read_limited(path: &Path, limit: u64) -> Result<String> {
+pub(crate) fn read_limited(path: &Path, limit: u64) -> Result<String> {
     let meta = std::fs::metadata(path).map_err(|e| Error::read(path, e))?;
     if !meta.is_file() {
         let what = if meta.is_dir() {

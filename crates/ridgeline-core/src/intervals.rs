@@ -1,6 +1,6 @@
 //! 80% prediction intervals from held-out errors: the bundled `data/intervals.toml`
 //! ([`IntervalDb`]) and the `intervals` object of `predict --json` and `train --json`
-//! ([`Intervals`]).
+//! (`Intervals`).
 //!
 //! Each band holds quantiles of `measured / predicted` (as a speed: for a time,
 //! `predicted / measured`) over the rows of one measurement kind (A single-stream
@@ -81,7 +81,7 @@ impl Band {
 
     /// `[time / p90, time / p10]` (a time is the inverse of a speed), no shorter than
     /// `ideal` (the roofline's time; 0 for none).
-    pub fn time(&self, time: f64, ideal: f64) -> [f64; 2] {
+    pub(crate) fn time(&self, time: f64, ideal: f64) -> [f64; 2] {
         let low = (time / self.p90).max(ideal);
         [low, (time / self.p10).max(low)]
     }
@@ -145,14 +145,14 @@ impl IntervalDb {
 
 /// 80% intervals `[low, high]` keyed by the dotted path of the number they bound
 /// (`generation.ttft_s`); empty for the pure roofline.
-pub type Intervals = BTreeMap<String, [f64; 2]>;
+pub(crate) type Intervals = BTreeMap<String, [f64; 2]>;
 
 /// Intervals of an inference prediction by `engine` at `batch`: decode tokens/s and
 /// time per output token from kind A at batch 1 (else B), output tokens/s from B (A at
 /// batch 1), time to first token and prefill tokens/s from C. `numbers` and `ideal`
 /// (the same five under the pure roofline, which bounds each interval) are in the order
 /// decode tokens/s, output tokens/s, TTFT, TPOT, prefill tokens/s.
-pub fn inference(
+pub(crate) fn inference(
     db: &IntervalDb,
     engine: &str,
     batch: u64,
@@ -185,7 +185,7 @@ pub fn inference(
 /// Intervals of a training prediction: step tokens/s per device from kind D, total
 /// memory bytes per device from kind E. Tokens/s stay at or below `ideal_tokens_per_s_per_gpu`
 /// (the rate at an MFU of 1).
-pub fn training(
+pub(crate) fn training(
     db: &IntervalDb,
     tokens_per_s_per_gpu: f64,
     ideal_tokens_per_s_per_gpu: f64,

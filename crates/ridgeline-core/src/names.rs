@@ -136,7 +136,7 @@ macro_rules! named_enum {
 mod tests {
     crate::named_enum! {
         /// Test kinds.
-        pub enum Kind: "test kind" {
+        pub(crate) enum Kind: "test kind" {
             /// A.
             Alpha = "alpha",
             /// B.

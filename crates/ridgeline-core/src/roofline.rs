@@ -63,7 +63,7 @@ pub struct Ceilings {
 impl Ceilings {
     /// The ideal (not derated) compute, memory and link times of a placed op, s; a term
     /// with no work is 0, never NaN.
-    pub fn ideal_terms(&self, p: &Placement) -> [f64; 3] {
+    pub(crate) fn ideal_terms(&self, p: &Placement) -> [f64; 3] {
         let f = if self.peak_flops_per_s > 0.0 {
             p.flops / self.peak_flops_per_s
         } else {
@@ -163,7 +163,7 @@ pub struct Placement {
 
 /// Time to do `num` units of work at `rate` per second: 0 for no work, infinite for
 /// work at a rate of 0 (a ceiling the device does not have).
-pub fn time_at(num: f64, rate: f64) -> f64 {
+pub(crate) fn time_at(num: f64, rate: f64) -> f64 {
     if num == 0.0 {
         0.0
     } else if rate > 0.0 {
@@ -177,7 +177,7 @@ pub fn time_at(num: f64, rate: f64) -> f64 {
 /// to compute, then memory, then communication; an overhead longer than all three
 /// makes the op overhead-bound; an op with no work and no overhead is memory-bound.
 #[inline]
-pub fn slowest(compute_s: f64, memory_s: f64, link_s: f64, overhead_s: f64) -> (f64, Bound) {
+pub(crate) fn slowest(compute_s: f64, memory_s: f64, link_s: f64, overhead_s: f64) -> (f64, Bound) {
     let mut best = (compute_s, Bound::Compute);
     if memory_s > best.0 {
         best = (memory_s, Bound::Memory);

@@ -166,7 +166,7 @@ impl Work {
 
     /// Refuses `units` of work over the budget ([`Error::TooMuchWork`] naming `param`,
     /// the parameter that asked for the most; `what` says what the units count).
-    pub fn charge(&self, units: f64, param: &str, what: &str) -> Result<()> {
+    pub(crate) fn charge(&self, units: f64, param: &str, what: &str) -> Result<()> {
         match self.0.budget {
             Some(b) if units.is_nan() || units > b => Err(Error::TooMuchWork {
                 param: param.to_string(),
@@ -181,7 +181,7 @@ impl Work {
     }
 
     /// Begins a stage of `total` units (0: unknown), with no unit done yet.
-    pub fn start(&self, stage: &str, total: u64) {
+    pub(crate) fn start(&self, stage: &str, total: u64) {
         *self.0.stage.lock().unwrap_or_else(|e| e.into_inner()) = stage.to_string();
         self.0.done.store(0, Ordering::Relaxed);
         self.0.total.store(total, Ordering::Relaxed);
@@ -277,7 +277,7 @@ pub fn check() -> Result<()> {
     CURRENT.with(|c| c.borrow().0.as_ref().map_or(Ok(()), Work::check))
 }
 
-/// [`Work::charge`] of the token in force; `Ok` when there is none.
+/// `Work::charge` of the token in force; `Ok` when there is none.
 pub fn charge(units: f64, param: &str, what: &str) -> Result<()> {
     CURRENT.with(|c| {
         c.borrow()
@@ -287,7 +287,7 @@ pub fn charge(units: f64, param: &str, what: &str) -> Result<()> {
     })
 }
 
-/// [`Work::start`] of the token in force, if any (not inside [`quietly`]).
+/// `Work::start` of the token in force, if any (not inside [`quietly`]).
 pub fn start(stage: &str, total: u64) {
     CURRENT.with(|c| {
         if let (Some(w), true) = &*c.borrow() {

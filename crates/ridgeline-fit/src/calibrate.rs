@@ -207,6 +207,7 @@ pub struct CaseKernels {
 
 /// A row left out, and why.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Skipped {
     /// Row id.
     pub id: String,
@@ -308,6 +309,7 @@ pub fn cases_with(rows: &[Measurement], hw_db: &HardwareDb, model_db: &ModelDb) 
 
 /// A case compared under an engine: the row, the engine and what was compared.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct Compared {
     /// Row id.
     pub id: String,
@@ -327,7 +329,7 @@ pub struct Compared {
 
 impl Compared {
     /// `c` compared under the engine `engine`.
-    pub fn new(c: &Case, engine: &str) -> Compared {
+    pub(crate) fn new(c: &Case, engine: &str) -> Compared {
         Compared {
             id: c.id.clone(),
             kind: c.kind,
@@ -340,13 +342,14 @@ impl Compared {
     }
 
     /// `100 · (predicted / measured - 1)`.
-    pub fn error_pct(&self, predicted: f64) -> f64 {
+    pub(crate) fn error_pct(&self, predicted: f64) -> f64 {
         100.0 * (predicted / self.measured - 1.0)
     }
 }
 
 /// One case's prediction against its measurement.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct RowError {
     /// The row and the engine used.
     #[serde(flatten)]

@@ -84,7 +84,7 @@ pub struct ReferenceRow {
 
 impl ReferenceRow {
     /// The configuration in ridgeline's words.
-    pub fn scenario(&self) -> Result<Scenario> {
+    pub(crate) fn scenario(&self) -> Result<Scenario> {
         let (weights, kv) = match self.formats.as_str() {
             "bf16" => ("bf16", "bf16"),
             "fp8" => ("fp8", "fp8"),
@@ -209,7 +209,7 @@ pub struct Estimate {
 impl Estimate {
     /// From a TTFT and a time per token for `row`'s configuration: tokens/s per GPU
     /// by the reference's formula.
-    pub fn new(ttft_s: f64, tpot_s: f64, row: &ReferenceRow) -> Estimate {
+    pub(crate) fn new(ttft_s: f64, tpot_s: f64, row: &ReferenceRow) -> Estimate {
         let request_s = ttft_s + (row.osl - 1) as f64 * tpot_s;
         Estimate {
             ttft_s,

@@ -20,10 +20,10 @@ use serde::{Deserialize, Serialize};
 use std::sync::OnceLock;
 
 /// The bundled instance shapes.
-pub const BUILTIN_INSTANCES_TOML: &str = include_str!("../../../data/instances.toml");
+pub(crate) const BUILTIN_INSTANCES_TOML: &str = include_str!("../../../data/instances.toml");
 
 /// Most devices one instance may hold (a GB200 NVL72 rack holds 72).
-pub const MAX_DEVICES_PER_INSTANCE: u64 = 1024;
+pub(crate) const MAX_DEVICES_PER_INSTANCE: u64 = 1024;
 
 /// One rentable instance shape.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -374,6 +374,7 @@ impl InstanceDb {
 /// One row of `ridgeline instances --json`: the shape as written, plus its price per
 /// device-hour.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct InstanceReport<'a> {
     /// The shape.
     #[serde(flatten)]

@@ -38,6 +38,7 @@ use serde::Serialize;
 
 /// Decode throughput and latency at one batch.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct ThroughputPoint {
     /// Concurrent sequences.
     pub batch: u64,
@@ -60,6 +61,7 @@ pub struct ThroughputPoint {
 
 /// One device's curves.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct ThroughputSeries {
     /// Legend label (the device).
     pub label: String,
@@ -72,7 +74,7 @@ pub struct ThroughputSeries {
 }
 
 /// Evaluates one point with [`Predictor::summary`] (allocation-free).
-pub fn throughput_point(
+pub(crate) fn throughput_point(
     pred: &Predictor,
     batch: u64,
     prompt: u64,
@@ -183,6 +185,7 @@ pub fn throughput_titles(pred: &Predictor, prompt: u64, gen_tokens: u64) -> (Str
 
 /// One named part of a bar.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct MemorySegment {
     /// Legend name (`weights`, `KV cache`, `optimizer`, ...).
     pub name: String,
@@ -192,6 +195,7 @@ pub struct MemorySegment {
 
 /// One stacked bar: segments from the bottom up.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct MemoryBar {
     /// Label under the bar.
     pub label: String,
@@ -215,7 +219,7 @@ impl MemoryBar {
     }
 
     /// The inference footprint as a bar: weights, KV cache, activations, overhead.
-    pub fn inference(label: &str, m: &InferenceMemory) -> MemoryBar {
+    pub(crate) fn inference(label: &str, m: &InferenceMemory) -> MemoryBar {
         MemoryBar::new(
             label,
             [

@@ -57,7 +57,7 @@ pub struct Engine {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Speed {
     /// Fraction of memory bandwidth reached, by memory technology (`hbm`, `gddr`,
-    /// `lpddr`) or device class (`default` for the rest); see [`memory_keys`].
+    /// `lpddr`) or device class (`default` for the rest); see `memory_keys`.
     pub memory_efficiency: BTreeMap<String, f64>,
     /// Fraction of dense peak FLOP/s reached.
     pub compute_efficiency: f64,
@@ -288,7 +288,7 @@ pub const MAX_SCHEDULER_COUNT: u64 = 1 << 24;
 /// smaller fraction of HBM bandwidth (2-5 TB/s) than of GDDR bandwidth (0.3-1 TB/s) in
 /// the same engine, whether the card is sold as data-centre (L40S, A10G) or consumer.
 /// Apple, TPU and Gaudi devices try their class first.
-pub fn memory_keys(hw: &Hardware) -> [Option<&'static str>; 2] {
+pub(crate) fn memory_keys(hw: &Hardware) -> [Option<&'static str>; 2] {
     let class = Some(class_key(hw.class));
     match hw.class {
         DeviceClass::Apple | DeviceClass::Tpu | DeviceClass::Gaudi => [class, memory_key(hw)],
@@ -297,7 +297,7 @@ pub fn memory_keys(hw: &Hardware) -> [Option<&'static str>; 2] {
 }
 
 /// The key a fitted memory efficiency of `hw` is stored under: the first of
-/// [`memory_keys`] (`hbm`, `gddr`, `apple`, ...).
+/// `memory_keys` (`hbm`, `gddr`, `apple`, ...).
 pub fn memory_group(hw: &Hardware) -> &'static str {
     memory_keys(hw)
         .into_iter()
@@ -307,7 +307,7 @@ pub fn memory_group(hw: &Hardware) -> &'static str {
 }
 
 /// Keys `memory_efficiency` accepts.
-pub const MEMORY_KEYS: [&str; 10] = [
+pub(crate) const MEMORY_KEYS: [&str; 10] = [
     "default",
     "hbm",
     "gddr",
@@ -373,7 +373,7 @@ impl Engine {
 
     /// Whether this profile predicts as the pure roofline does ([`Engine::ideal`]'s
     /// factors, whatever its name).
-    pub fn is_physics(&self) -> bool {
+    pub(crate) fn is_physics(&self) -> bool {
         static IDEAL: OnceLock<Engine> = OnceLock::new();
         self.same_factors(IDEAL.get_or_init(Engine::ideal))
     }
@@ -389,7 +389,7 @@ impl Engine {
             && self.devices == other.devices
     }
 
-    /// Fraction of bandwidth reached on `hw`: the first of [`memory_keys`] present,
+    /// Fraction of bandwidth reached on `hw`: the first of `memory_keys` present,
     /// else `default`, else 1.
     pub fn memory_efficiency(&self, hw: &Hardware) -> f64 {
         memory_keys(hw)
@@ -407,7 +407,7 @@ impl Engine {
     }
 
     /// What the engine's matmul kernels do with low-precision weights.
-    pub fn kernels(&self) -> crate::model::graph::Kernels {
+    pub(crate) fn kernels(&self) -> crate::model::graph::Kernels {
         crate::model::graph::Kernels {
             fp4: self.features.fp4_tensor_cores,
             int8_mma: self.features.int8_mma,
@@ -428,7 +428,7 @@ impl Engine {
 
     /// The value of `factor` on `hw`: the first override in [`Engine::devices`] that
     /// selects `hw` and sets it, else `None`.
-    pub fn device_value(&self, factor: DeviceFactor, hw: &Hardware) -> Option<f64> {
+    pub(crate) fn device_value(&self, factor: DeviceFactor, hw: &Hardware) -> Option<f64> {
         self.devices
             .iter()
             .filter(|o| o.select.matches(hw))
@@ -622,7 +622,7 @@ impl EngineDb {
     /// data/engines.toml, as `calibrate --kernels --save` writes it) as the engines'
     /// profiles on kernel tables; each must name an engine of `self`, and replaces a
     /// profile on tables it had.
-    pub fn with_tables_toml(mut self, text: &str, src: &str) -> Result<EngineDb> {
+    pub(crate) fn with_tables_toml(mut self, text: &str, src: &str) -> Result<EngineDb> {
         for mut e in file::parse(text, src, &self.engines)? {
             if self.get_exact(&e.id).is_none() {
                 return Err(Error::Parse {

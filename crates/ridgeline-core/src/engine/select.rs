@@ -113,7 +113,7 @@ impl Selector {
     }
 
     /// The criteria as `key = "value"` pairs, for messages (`class = "apple"`).
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         [
             ("architecture", &self.architecture),
             ("class", &self.class),
@@ -128,7 +128,7 @@ impl Selector {
 
     /// Why the selector is malformed (no criterion, an unknown class or memory key, an
     /// empty value), or `None`.
-    pub fn problem(&self) -> Option<String> {
+    pub(crate) fn problem(&self) -> Option<String> {
         let given = [&self.architecture, &self.class, &self.memory, &self.device];
         if given.iter().all(|v| v.is_none()) {
             return Some(
@@ -176,7 +176,7 @@ pub struct DeviceOverride {
 
 impl DeviceOverride {
     /// Whether it sets nothing.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.compute_efficiency.is_none() && self.expert_overhead_s.is_none()
     }
 }
@@ -192,7 +192,7 @@ pub enum DeviceFactor {
 
 impl DeviceFactor {
     /// Its key in an engine file.
-    pub fn key(self) -> &'static str {
+    pub(crate) fn key(self) -> &'static str {
         match self {
             DeviceFactor::ComputeEfficiency => "compute_efficiency",
             DeviceFactor::ExpertOverhead => "expert_overhead_s",
@@ -200,7 +200,7 @@ impl DeviceFactor {
     }
 
     /// Its value in `o`.
-    pub fn of(self, o: &DeviceOverride) -> Option<f64> {
+    pub(crate) fn of(self, o: &DeviceOverride) -> Option<f64> {
         match self {
             DeviceFactor::ComputeEfficiency => o.compute_efficiency,
             DeviceFactor::ExpertOverhead => o.expert_overhead_s,
@@ -208,7 +208,7 @@ impl DeviceFactor {
     }
 
     /// Its slot in `o`.
-    pub fn slot(self, o: &mut DeviceOverride) -> &mut Option<f64> {
+    pub(crate) fn slot(self, o: &mut DeviceOverride) -> &mut Option<f64> {
         match self {
             DeviceFactor::ComputeEfficiency => &mut o.compute_efficiency,
             DeviceFactor::ExpertOverhead => &mut o.expert_overhead_s,

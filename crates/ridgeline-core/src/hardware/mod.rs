@@ -253,7 +253,7 @@ pub const MIN_INTER_NODE_BYTES_PER_S: f64 = 1e6;
 
 /// Checks an inter-node bandwidth per device (the error names
 /// `inter_node_bytes_per_s`).
-pub fn check_inter_node(bytes_per_s: f64) -> Result<()> {
+pub(crate) fn check_inter_node(bytes_per_s: f64) -> Result<()> {
     crate::error::require_positive("inter_node_bytes_per_s", bytes_per_s)?;
     if bytes_per_s < MIN_INTER_NODE_BYTES_PER_S {
         return Err(Error::invalid(
@@ -267,7 +267,7 @@ pub fn check_inter_node(bytes_per_s: f64) -> Result<()> {
 /// How a collective's traffic meets the network between scale-up domains
 /// ([`group_bandwidth`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Traffic {
+pub(crate) enum Traffic {
     /// A ring (all-reduce, all-gather, reduce-scatter, pipeline sends): only the hops
     /// between domains cross the network.
     Ring,
@@ -292,7 +292,7 @@ pub enum Traffic {
 /// 1)` of its bytes to other domains, each device over its own network link, the rest
 /// over the scale-up link at the same time: `1 / max((1 - r) / scaleup, r / network)`;
 /// a forwarded all-to-all `1 / max(1 / scaleup, share / network)`.
-pub fn group_bandwidth(
+pub(crate) fn group_bandwidth(
     scaleup: f64,
     network: f64,
     domain: u64,
@@ -677,7 +677,7 @@ impl Hardware {
     /// Board power per FLOP/s of the largest 16-bit tensor rate the vendor publishes
     /// (fp16, bf16 or fp16 with fp16 accumulate), in W·s/FLOP; `None` without `tdp_w`
     /// or a 16-bit peak.
-    pub fn watts_per_tensor_flop(&self) -> Option<f64> {
+    pub(crate) fn watts_per_tensor_flop(&self) -> Option<f64> {
         let p = &self.peak_flops_per_s;
         let peak = [p.rates.fp16, p.rates.bf16, p.rates.fp16_acc16]
             .into_iter()
@@ -767,14 +767,14 @@ impl Hardware {
 
     /// Devices that reach each other without the network: the scale-up domain where
     /// the link states it, else the node (`devices_per_node`, default 8).
-    pub fn domain_devices(&self) -> u64 {
+    pub(crate) fn domain_devices(&self) -> u64 {
         self.scaleup_domain_devices()
             .unwrap_or_else(|| self.devices_per_node.map_or(8, u64::from))
             .max(1)
     }
 
     /// Devices one scale-up domain joins, where the link states it.
-    pub fn scaleup_domain_devices(&self) -> Option<u64> {
+    pub(crate) fn scaleup_domain_devices(&self) -> Option<u64> {
         self.scaleup_link.as_ref().and_then(|l| l.domain_devices)
     }
 

@@ -21,7 +21,7 @@ use crate::error::{Error, Result, require_in};
 use serde::{Deserialize, Serialize};
 
 /// The bundled price book.
-pub const BUILTIN_PRICES_TOML: &str = include_str!("../../../../data/prices.toml");
+pub(crate) const BUILTIN_PRICES_TOML: &str = include_str!("../../../../data/prices.toml");
 
 /// One rentable shape at a price.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -310,7 +310,7 @@ impl Default for Ownership {
 }
 
 /// Hours in a year (365 days).
-pub const HOURS_PER_YEAR: f64 = 8760.0;
+pub(crate) const HOURS_PER_YEAR: f64 = 8760.0;
 
 impl Ownership {
     /// Checks the assumptions; errors name the option.

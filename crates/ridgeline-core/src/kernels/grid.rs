@@ -45,7 +45,7 @@ impl Grid {
     /// combined linearly in `ln(coordinate)`. Outside the measured values of an axis (at
     /// that place in the grid) the nearest one is taken: clamped, never extrapolated.
     /// `None` for an empty grid.
-    pub fn at(&self, at: &[f64]) -> Option<f64> {
+    pub(crate) fn at(&self, at: &[f64]) -> Option<f64> {
         interp(&self.points, 0, at)
     }
 }

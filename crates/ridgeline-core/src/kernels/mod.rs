@@ -186,6 +186,7 @@ pub struct Table {
 
 /// What one table covers, for `ridgeline kernels`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Coverage {
     /// Ridgeline hardware id.
     pub device: String,
@@ -291,7 +292,7 @@ impl KernelDb {
 
     /// The measured efficiency of `op` on `device` under `backend` at `shape` for
     /// `dtype` (see [`OpClass`] for what the dtype is of): interpolated in the grid of
-    /// that (op, dtype, key) as [`Grid::at`] does (linear in the logarithms of the
+    /// that (op, dtype, key) as `Grid::at` does (linear in the logarithms of the
     /// coordinates, clamped at the measured edges). Attention at a head count no key
     /// holds is read at the key of the same head dimension and group size with the
     /// nearest KV-head count, at the batch that keeps batch x KV heads. `None` where no
@@ -477,7 +478,7 @@ impl KernelDb {
 /// the fraction scales by `bw(from) / bw(to) x rate(to) / rate(from)`. Only between HBM
 /// parts, where that was measured: a GDDR part has a quarter of the bandwidth per SM
 /// and may well be bound by it.
-pub fn transfer_scale(op: OpClass, from: &Hardware, to: &Hardware) -> f64 {
+pub(crate) fn transfer_scale(op: OpClass, from: &Hardware, to: &Hardware) -> f64 {
     let hbm = |h: &Hardware| crate::engine::memory_key(h) == Some("hbm");
     if op != OpClass::AttentionDecode || !(hbm(from) && hbm(to)) {
         return 1.0;
@@ -489,7 +490,7 @@ pub fn transfer_scale(op: OpClass, from: &Hardware, to: &Hardware) -> f64 {
 
 /// An efficiency `e` carried by `scale` ([`transfer_scale`]), never past the roof (1)
 /// where it did not pass it.
-pub fn carry(e: f64, scale: f64) -> f64 {
+pub(crate) fn carry(e: f64, scale: f64) -> f64 {
     (e * scale).min(e.max(1.0))
 }
 
@@ -503,20 +504,6 @@ fn sm_rate(a: &Hardware, b: &Hardware) -> (f64, f64) {
         ((x, Fp32), (y, Fp32)) => (x, y),
         _ => (a.peak(Bf16).0, b.peak(Bf16).0),
     }
-}
-
-/// [`KernelDb::efficiency`] in the built-in tables (`None` also if they fail to parse,
-/// which a test rules out).
-pub fn efficiency(
-    device: &str,
-    backend: &str,
-    op: OpClass,
-    dtype: &str,
-    shape: &Shape,
-) -> Option<f64> {
-    KernelDb::builtin()
-        .ok()?
-        .efficiency(device, backend, op, dtype, shape)
 }
 
 #[cfg(test)]

@@ -55,7 +55,7 @@ fn check_key(op: OpClass, key: &str) -> std::result::Result<(), String> {
 
 /// Parses `text`, the table of `device` under `backend`; `source` names the file in
 /// errors (line and column of the first bad cell).
-pub fn table(text: &str, source: &str, device: &str, backend: &str) -> Result<Table> {
+pub(crate) fn table(text: &str, source: &str, device: &str, backend: &str) -> Result<Table> {
     let mut header_seen = false;
     // per grid: (coordinates, efficiency, line)
     type Rows = Vec<(Vec<f64>, f64, usize)>;

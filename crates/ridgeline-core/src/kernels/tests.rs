@@ -195,7 +195,9 @@ fn builtin_tables_parse_and_name_known_devices_and_engines() {
         k: 4096,
     };
     assert_eq!(
-        efficiency("h100-sxm", "trt-llm", OpClass::Gemm, "bf16", &s),
+        KernelDb::builtin()
+            .unwrap()
+            .efficiency("h100-sxm", "trt-llm", OpClass::Gemm, "bf16", &s),
         Some(0.797)
     );
 }

@@ -42,6 +42,7 @@ impl Layout {
 
 /// Memory of one device (the JSON `memory` object of `predict`).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct InferenceMemory {
     /// Weights held on this device, bytes.
     pub weights_bytes: f64,
@@ -85,7 +86,7 @@ struct StageMemory {
 
 /// The per-device quantities memory depends on, hoisted out of batch/context loops.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct MemoryModel {
+pub(crate) struct MemoryModel {
     /// The shares worth checking (see [`Share::stages`]); the most loaded at a given
     /// batch and context is reported.
     stages: [StageMemory; 2],
@@ -107,7 +108,7 @@ pub struct MemoryModel {
 
 impl MemoryModel {
     /// Precomputes the model for one (model, device, engine, formats, layout).
-    pub fn new(
+    pub(crate) fn new(
         cfg: &ModelConfig,
         hw: &Hardware,
         engine: &Engine,
@@ -179,7 +180,7 @@ impl MemoryModel {
 
     /// The same model with `weights` bytes and a per-sequence `cache` held beside the
     /// model's on every device (a speculative-decoding draft; replaces any set before).
-    pub fn with_extra(self, weights: f64, cache: CacheBytes) -> MemoryModel {
+    pub(crate) fn with_extra(self, weights: f64, cache: CacheBytes) -> MemoryModel {
         MemoryModel {
             extra: (weights, cache),
             ..self
@@ -188,7 +189,7 @@ impl MemoryModel {
 
     /// KV-cache bytes per token of one sequence on the device holding the most layers
     /// (while the context is below every sliding window).
-    pub fn kv_bytes_per_token(&self) -> f64 {
+    pub(crate) fn kv_bytes_per_token(&self) -> f64 {
         self.stages[..self.n_stages]
             .iter()
             .map(|s| s.cache.per_token_below_windows())
@@ -199,7 +200,7 @@ impl MemoryModel {
     /// draft's), where one line gives them: a device holding every layer. A pipeline's
     /// stages are weighed against each other at each footprint ([`MemoryModel::at`]),
     /// so no one line answers for them (`None`).
-    pub fn sequence_cache(&self) -> Option<CacheBytes> {
+    pub(crate) fn sequence_cache(&self) -> Option<CacheBytes> {
         (self.n_stages == 1)
             .then(|| self.stages[0].cache.plus(&self.extra.1))
             .flatten()
@@ -208,7 +209,7 @@ impl MemoryModel {
     /// Footprint for `batch` sequences with `prompt` prompt tokens and `gen` generated,
     /// on the most loaded device (under expert parallelism a device holds its group's
     /// `ceil(batch / ep)` sequences).
-    pub fn at(&self, batch: u64, prompt: u64, gen_tokens: u64) -> InferenceMemory {
+    pub(crate) fn at(&self, batch: u64, prompt: u64, gen_tokens: u64) -> InferenceMemory {
         let b = batch.div_ceil(self.groups) as f64;
         let p = prompt as f64;
         // the prefill workspace holds one chunk of tokens at most (all of batch x prompt

@@ -70,12 +70,12 @@ impl Share {
     }
 
     /// KV heads on this device (replicated when fewer than `tp`).
-    pub fn kv_heads(&self, cfg: &ModelConfig) -> u64 {
+    pub(crate) fn kv_heads(&self, cfg: &ModelConfig) -> u64 {
         cfg.kv_heads.div_ceil(self.tp)
     }
 
     /// The layer kinds on this device with their counts.
-    pub fn kinds(&self, cfg: &ModelConfig) -> Vec<(LayerKind, u64)> {
+    pub(crate) fn kinds(&self, cfg: &ModelConfig) -> Vec<(LayerKind, u64)> {
         let end = (self.start + self.layers) as usize;
         cfg.kinds_in(self.start as usize..end.min(cfg.layer_kinds.len()))
     }
@@ -244,7 +244,7 @@ impl CacheBytes {
     }
 
     /// Bytes per token while the context is below every window.
-    pub fn per_token_below_windows(&self) -> f64 {
+    pub(crate) fn per_token_below_windows(&self) -> f64 {
         self.per_token
             + self.windows[..self.n_windows]
                 .iter()
@@ -259,7 +259,7 @@ impl CacheBytes {
 /// tensor-parallel rank holds it), for linear attention a fixed state of `value
 /// heads · d_k · d_v` fp32 values plus the convolution's last inputs, and for a Mamba-2
 /// block a fixed state of `heads · head_dim · d_state` values (at
-/// [`crate::model::SsmDims::state_bytes`]: the activation dtype unless the config's
+/// `crate::model::SsmDims::state_bytes`: the activation dtype unless the config's
 /// `mamba_ssm_cache_dtype` says otherwise) plus the convolution's last `conv_kernel - 1`
 /// inputs over `d_inner + 2 · n_groups · d_state` channels at the activation dtype (a
 /// Mamba-1 block: `d_inner · d_state` and the window over `d_inner`). The recurrent

@@ -19,7 +19,7 @@ use std::sync::OnceLock;
 
 /// Largest parameter count accepted from a config (10^15): keeps every derived count
 /// exact in `u64` and `f64`.
-pub const MAX_PARAMS: u64 = 1_000_000_000_000_000;
+pub(crate) const MAX_PARAMS: u64 = 1_000_000_000_000_000;
 
 crate::named_enum! {
     /// What mixes information across tokens in a layer.
@@ -100,12 +100,12 @@ pub struct MlaDims {
 
 impl MlaDims {
     /// Elements cached per token per layer: the latent and the shared rotary key.
-    pub fn cache_elems(&self) -> u64 {
+    pub(crate) fn cache_elems(&self) -> u64 {
         self.kv_lora_rank + self.qk_rope_head_dim
     }
 
     /// Query/key dimension per head (`nope + rope`).
-    pub fn qk_head_dim(&self) -> u64 {
+    pub(crate) fn qk_head_dim(&self) -> u64 {
         self.qk_nope_head_dim + self.qk_rope_head_dim
     }
 }
@@ -127,13 +127,13 @@ pub struct LinearDims {
 
 impl LinearDims {
     /// Channels of the q, k, v projections (convolved).
-    pub fn qkv_channels(&self) -> u64 {
+    pub(crate) fn qkv_channels(&self) -> u64 {
         2 * self.key_heads * self.key_dim + self.value_heads * self.value_dim
     }
 
     /// State elements per sequence per layer: the recurrent matrices (kept in fp32) and
     /// the convolution's last `conv_kernel - 1` inputs.
-    pub fn state_elems(&self) -> (u64, u64) {
+    pub(crate) fn state_elems(&self) -> (u64, u64) {
         (
             self.value_heads * self.key_dim * self.value_dim,
             (self.conv_kernel.saturating_sub(1)) * self.qkv_channels(),
@@ -143,6 +143,7 @@ impl LinearDims {
 
 /// Normalized architecture of a decoder-only transformer.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct ModelConfig {
     /// ridgeline id (`llama-2-7b`), or the file stem for user files.
     pub id: String,
@@ -252,6 +253,7 @@ pub struct ExpertGroups {
 
 /// Parameter counts by part.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct ParamCounts {
     /// Token embedding (and learned positions).
     pub embedding: u64,
@@ -302,7 +304,7 @@ impl ModelConfig {
     /// kv_b `r_kv·H·(d_nope + d_v)`, o `H·d_v·h`. Linear attention: qkvz `h·(2·n_k·d_k +
     /// 2·n_v·d_v)`, b and a `h·2·n_v`, a causal convolution over the q, k, v channels,
     /// `2·n_v` decay parameters, a `d_v` norm, out `n_v·d_v·h`. Mamba-2 and Mamba-1: see
-    /// [`SsmDims::try_params`] and [`MambaDims::try_params`]. Dense MLP `3·h·i` gated or
+    /// `SsmDims::try_params` and `MambaDims::try_params`. Dense MLP `3·h·i` gated or
     /// `2·h·i` plain (+ biases); MoE: routed experts of width `i_e`, a router `h·E`, and
     /// shared experts of total width `i_s`; no feed-forward in a mixer-only block. Norms
     /// per layer of `h` (×2 with LayerNorm bias). Plus embedding `V·h`, learned positions
@@ -417,7 +419,7 @@ impl ModelConfig {
     }
 
     /// [`ModelConfig::params`] with checked arithmetic: `None` when a count overflows.
-    pub fn try_params(&self) -> Option<ParamCounts> {
+    pub(crate) fn try_params(&self) -> Option<ParamCounts> {
         let mul = |a: u64, b: u64| a.checked_mul(b);
         let (h, v) = (self.hidden, self.vocab);
         let (mut attention, mut mlp, mut active_mlp) = (0u64, 0u64, 0u64);
@@ -477,7 +479,7 @@ impl ModelConfig {
     }
 
     /// The layer kinds of layers `range` (a pipeline stage) with their counts.
-    pub fn kinds_in(&self, range: std::ops::Range<usize>) -> Vec<(LayerKind, u64)> {
+    pub(crate) fn kinds_in(&self, range: std::ops::Range<usize>) -> Vec<(LayerKind, u64)> {
         // one kind (most models): no count over the layers
         if let [only] = self.kinds[..] {
             let n = range.len() as u64;
@@ -507,7 +509,7 @@ impl ModelConfig {
     }
 
     /// Parameters of one routed expert (biases included).
-    pub fn expert_params(&self) -> u64 {
+    pub(crate) fn expert_params(&self) -> u64 {
         self.try_mlp_params(self.expert_intermediate)
             .unwrap_or(u64::MAX)
     }
@@ -585,6 +587,7 @@ impl ModelDb {
 
 /// One row of `ridgeline models --json`.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct ModelSummary {
     /// Model id.
     pub id: String,

@@ -44,29 +44,29 @@ pub struct SsmDims {
 
 impl SsmDims {
     /// Inner width `heads · head_dim` (`expand · hidden` in the paper's terms).
-    pub fn d_inner(&self) -> u64 {
+    pub(crate) fn d_inner(&self) -> u64 {
         self.heads * self.head_dim
     }
 
     /// Width of `B` and `C` together: `2 · n_groups · d_state`.
-    pub fn bc_width(&self) -> u64 {
+    pub(crate) fn bc_width(&self) -> u64 {
         2 * self.groups * self.d_state
     }
 
     /// Channels of the causal convolution (`x`, `B`, `C`).
-    pub fn conv_channels(&self) -> u64 {
+    pub(crate) fn conv_channels(&self) -> u64 {
         self.d_inner() + self.bc_width()
     }
 
     /// Output width of `in_proj`: `z`, `x`, `B`, `C` and `dt`.
-    pub fn in_proj_width(&self) -> u64 {
+    pub(crate) fn in_proj_width(&self) -> u64 {
         2 * self.d_inner() + self.bc_width() + self.heads
     }
 
     /// Parameters of one block: `in_proj` `h·(2·d_inner + 2·G·N + H)`, the convolution
     /// `(d_inner + 2·G·N)·k` (+ a bias per channel), `dt_bias`, `A_log` and `D` (`3·H`),
     /// the gated norm `d_inner`, `out_proj` `d_inner·h` (+ biases with `use_bias`).
-    pub fn try_params(&self, hidden: u64) -> Option<u64> {
+    pub(crate) fn try_params(&self, hidden: u64) -> Option<u64> {
         let w = self.in_proj_width();
         let c = self.conv_channels();
         let mut p = hidden
@@ -86,7 +86,7 @@ impl SsmDims {
 
     /// State elements per sequence per layer: the SSM state `heads · head_dim · d_state`
     /// and the convolution's last `conv_kernel - 1` inputs over its channels.
-    pub fn state_elems(&self) -> (u64, u64) {
+    pub(crate) fn state_elems(&self) -> (u64, u64) {
         (
             self.d_inner() * self.d_state,
             self.conv_kernel.saturating_sub(1) * self.conv_channels(),
@@ -94,13 +94,13 @@ impl SsmDims {
     }
 
     /// Bytes per element of the SSM state with activations of `act` bytes.
-    pub fn state_bytes(&self, act: f64) -> f64 {
+    pub(crate) fn state_bytes(&self, act: f64) -> f64 {
         self.state_format.map_or(act, |f| f.bits() / 8.0)
     }
 
     /// Bytes one block keeps per sequence (all tensor-parallel ranks together): the SSM
     /// state at [`SsmDims::state_bytes`] and the convolution window at `act` bytes.
-    pub fn bytes_per_sequence(&self, act: f64) -> f64 {
+    pub(crate) fn bytes_per_sequence(&self, act: f64) -> f64 {
         let (state, conv) = self.state_elems();
         state as f64 * self.state_bytes(act) + conv as f64 * act
     }
@@ -191,7 +191,7 @@ impl MambaDims {
     /// Parameters of one block: `in_proj` `h·2·d`, the convolution `d·k` (+ `d` biases),
     /// `x_proj` `d·(r + 2·N)` with norms `r + 2·N`, `dt_proj` `r·d + d`, `A` `d·N`, `D`
     /// `d`, `out_proj` `d·h` (+ biases with `mamba_proj_bias`).
-    pub fn try_params(&self, hidden: u64) -> Option<u64> {
+    pub(crate) fn try_params(&self, hidden: u64) -> Option<u64> {
         let (d, n, r) = (self.d_inner, self.d_state, self.dt_rank);
         let rbc = r.checked_add(n.checked_mul(2)?)?;
         let mut p = hidden
@@ -214,7 +214,7 @@ impl MambaDims {
 
     /// State elements per sequence per layer: `d_inner · d_state` and the convolution's
     /// last `conv_kernel - 1` inputs over `d_inner` channels.
-    pub fn state_elems(&self) -> (u64, u64) {
+    pub(crate) fn state_elems(&self) -> (u64, u64) {
         (
             self.d_inner * self.d_state,
             self.conv_kernel.saturating_sub(1) * self.d_inner,
@@ -222,13 +222,13 @@ impl MambaDims {
     }
 
     /// Bytes per element of the SSM state with activations of `act` bytes.
-    pub fn state_bytes(&self, act: f64) -> f64 {
+    pub(crate) fn state_bytes(&self, act: f64) -> f64 {
         self.state_format.map_or(act, |f| f.bits() / 8.0)
     }
 
     /// Bytes one block keeps per sequence (all tensor-parallel ranks together): the SSM
     /// state at [`MambaDims::state_bytes`] and the convolution window at `act` bytes.
-    pub fn bytes_per_sequence(&self, act: f64) -> f64 {
+    pub(crate) fn bytes_per_sequence(&self, act: f64) -> f64 {
         let (state, conv) = self.state_elems();
         state as f64 * self.state_bytes(act) + conv as f64 * act
     }

@@ -130,7 +130,7 @@ impl AttentionShape {
     /// Key positions read per sequence: all of them, or with a window the last
     /// `q_len + w - 1` (what the new queries can see), or with chunks of `c` those from
     /// the start of the first new query's chunk: `kv_len - c·floor((kv_len - q_len) / c)`.
-    pub fn keys_read(&self) -> u64 {
+    pub(crate) fn keys_read(&self) -> u64 {
         match self.window {
             Some(c) if self.chunked => {
                 let first = self.kv_len.saturating_sub(self.q_len);
@@ -262,7 +262,7 @@ fn naive_matmul(s: &AttentionShape, read: f64, written: f64) -> Cost {
 /// Number of score elements of the naive variant, for sizing its softmax.
 impl AttentionShape {
     /// Rows and columns of the score matrix (`batch·heads·q_len`, `kv_len`).
-    pub fn score_matrix(&self) -> (u64, u64) {
+    pub(crate) fn score_matrix(&self) -> (u64, u64) {
         (
             self.batch
                 .saturating_mul(self.heads)

@@ -16,7 +16,7 @@ pub enum Activation {
 
 impl Activation {
     /// FLOPs per element (see each variant).
-    pub fn flops_per_element(self) -> f64 {
+    pub(crate) fn flops_per_element(self) -> f64 {
         match self {
             Activation::Silu => 5.0,
             Activation::Gelu => 8.0,
@@ -44,7 +44,7 @@ pub(super) fn rw(elems_read: f64, elems_written: f64, act_bits: f64, flops: f64)
 
 /// `y = f(x)` over `tokens × width` elements (plain MLP: width is the intermediate size).
 ///
-/// Counting rule: [`Activation::flops_per_element`] per element; read x, write y.
+/// Counting rule: `Activation::flops_per_element` per element; read x, write y.
 pub fn activation(f: Activation, tokens: u64, width: u64, act_bits: f64) -> Cost {
     let e = tokens as f64 * width as f64;
     rw(e, e, act_bits, f.flops_per_element() * e)

@@ -38,7 +38,7 @@ impl Operand {
         }
     }
     /// A KV-cache operand of `bits` per element.
-    pub fn kv(bits: f64) -> Self {
+    pub(crate) fn kv(bits: f64) -> Self {
         Operand {
             bits,
             class: Class::Kv,

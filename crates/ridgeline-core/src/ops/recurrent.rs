@@ -87,7 +87,7 @@ pub struct ScanShape {
 
 impl ScanShape {
     /// FLOPs per token: one recurrent step, or the chunked (SSD) form (see [`ssm_scan`]).
-    pub fn flops_per_token(&self) -> f64 {
+    pub(crate) fn flops_per_token(&self) -> f64 {
         let (h, p, n, g) = (
             self.heads as f64,
             self.head_dim as f64,

@@ -64,7 +64,7 @@ pub(super) fn series((c, s): Line, start: u64, end: u64) -> f64 {
 
 /// `Σ_{L=lo}^{hi} max_i (c_i + s_i·L)` for affine lines `(c_i, s_i)`, exactly, in
 /// O(lines²) without iterating over `L`.
-pub fn sum_max_affine(lines: &[(f64, f64)], lo: u64, hi: u64) -> f64 {
+pub(crate) fn sum_max_affine(lines: &[(f64, f64)], lo: u64, hi: u64) -> f64 {
     if hi < lo || lines.is_empty() {
         return 0.0;
     }

@@ -13,6 +13,7 @@ use serde::Serialize;
 /// The `architecture` object of a prediction: whole-model figures for one sequence (all
 /// layers, every device's share together), at the KV format in use.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Architecture {
     /// Query heads.
     pub heads: u64,
@@ -55,6 +56,7 @@ pub struct Architecture {
 
 /// Layers sharing one sliding window.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct WindowLayers {
     /// Tokens attended to.
     pub window: u64,
@@ -67,6 +69,7 @@ pub struct WindowLayers {
 
 /// The state-space (Mamba) blocks of a hybrid model.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct SsmFacts {
     /// Mamba version: 2 (Nemotron-H) or 1 (Jamba).
     pub version: u64,
@@ -87,6 +90,7 @@ pub struct SsmFacts {
 
 /// The experts of a mixture-of-experts model.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct ExpertFacts {
     /// Routed experts per MoE layer.
     pub routed: u64,

@@ -53,11 +53,11 @@ pub struct Kernels<'a> {
 
 impl<'a> Kernels<'a> {
     /// The profile a prediction under `engine` on `hw` uses with these tables.
-    pub fn engine(&self, engine: &'a Engine, hw: &Hardware) -> &'a Engine {
+    pub(crate) fn engine(&self, engine: &'a Engine, hw: &Hardware) -> &'a Engine {
         self.db.engine_for(engine, self.engines, hw, self.hardware)
     }
 
-    /// A predictor on these tables: [`Kernels::engine`]'s profile, reading the tables
+    /// A predictor on these tables: `Kernels::engine`'s profile, reading the tables
     /// where they cover an op ([`Predictor::with_kernels`]).
     pub fn predictor(
         &self,
@@ -73,7 +73,7 @@ impl<'a> Kernels<'a> {
 
 /// The kernel tables a predictor reads.
 #[derive(Debug, Clone)]
-pub struct KernelUse<'a> {
+pub(crate) struct KernelUse<'a> {
     db: &'a KernelDb,
     /// The device whose table is read: the predictor's own or its sibling's.
     pub device: String,
@@ -101,7 +101,7 @@ pub enum CostSource {
 impl<'a> Predictor<'a> {
     /// The predictor reading the kernel tables of `db` ([`KernelDb::table_for`]): the
     /// device's own under the engine, else its sibling's among `hardware`; unchanged
-    /// where neither has one ([`Predictor::kernels`] then says `None`).
+    /// where neither has one (`Predictor::kernels` then says `None`).
     pub fn with_kernels(mut self, db: &'a KernelDb, hardware: &HardwareDb) -> Self {
         let to = self.hardware;
         self.kernels = db
@@ -129,7 +129,7 @@ impl<'a> Predictor<'a> {
     }
 
     /// The kernel tables in use (`None`: none, every op at the engine's costs).
-    pub fn kernels(&self) -> Option<&KernelUse<'a>> {
+    pub(crate) fn kernels(&self) -> Option<&KernelUse<'a>> {
         self.kernels.as_ref()
     }
 

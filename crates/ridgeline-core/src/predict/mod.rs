@@ -16,7 +16,7 @@ use crate::model::ModelConfig;
 use crate::model::graph::{self, Graph, OpInstance, OpKind, Precision, Shard, Step, Unit};
 use crate::roofline::{Ceilings, Efficiency, Placement, place};
 
-mod affine;
+pub(crate) mod affine;
 mod arch;
 mod fast;
 mod kernel;
@@ -27,15 +27,14 @@ mod spec;
 mod whatif;
 
 pub use crate::model::graph::{activation_dtype, resolve_formats};
-pub use affine::sum_max_affine;
 pub use arch::{Architecture, ExpertFacts, WindowLayers};
-pub use fast::{DecodeLines, DecodeSums, Evaluator, IterationCost};
-pub use kernel::{CostSource, KernelUse, Kernels};
+pub use fast::{Evaluator, IterationCost};
+pub(crate) use kernel::KernelUse;
+pub use kernel::{CostSource, Kernels};
 pub use pass::PassResult;
 pub use report::{
     ConfigInfo, DecodeReport, FactorReport, FactorSource, GenerationReport, HardwareInfo, Limits,
-    MemoryReport, ModelInfo, Note, OpReport, Prediction, PrefillReport, SpeculativeReport,
-    factor_reports, predict,
+    MemoryReport, ModelInfo, Note, OpReport, Prediction, PrefillReport, SpeculativeReport, predict,
 };
 pub use spec::{Draft, MAX_SPEC_K, Speculation, check_draft};
 pub use whatif::{QUANTIZED_WHAT_IF, WhatIf, WhatIfs};
@@ -70,7 +69,7 @@ pub struct Scenario {
     pub spec: Option<Speculation>,
     /// Network bandwidth per device between scale-up domains, bytes/s per direction
     /// (default [`crate::hardware::DEFAULT_INTER_NODE_BYTES_PER_S`]): what collectives
-    /// and pipeline sends crossing domains run at ([`crate::hardware::group_bandwidth`]).
+    /// and pipeline sends crossing domains run at (`crate::hardware::group_bandwidth`).
     pub inter_node_bytes_per_s: f64,
 }
 
@@ -212,6 +211,7 @@ fn ratio(num: f64, den: f64) -> f64 {
 
 /// The allocation-free core numbers of a prediction.
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
 pub struct Summary {
     /// Prefill pass.
     pub prefill: PassResult,
@@ -371,7 +371,7 @@ fn check_experts(model: &ModelConfig, gpus: u64, parallel: Parallel, ep: u64) ->
 
 /// Routed-expert weight matrices per expert over the model's MoE layers: 3 (gate, up,
 /// down) per layer for a gated MLP, 2 (up, down) for a plain one; 0 for a dense model.
-pub fn expert_matrices(model: &ModelConfig) -> u64 {
+pub(crate) fn expert_matrices(model: &ModelConfig) -> u64 {
     if !model.is_moe() {
         return 0;
     }
@@ -615,7 +615,7 @@ impl<'a> Predictor<'a> {
     /// The rows (tokens) of a weight matmul, `None` for any other op: its FLOPs over
     /// twice its weights' elements ([`Predictor::weight_elements`]; for routed experts,
     /// the tokens each expert that has some receives on average).
-    pub fn matmul_rows(&self, op: &OpInstance) -> Option<f64> {
+    pub(crate) fn matmul_rows(&self, op: &OpInstance) -> Option<f64> {
         if op.cost.flops <= 0.0 {
             return None;
         }
@@ -631,7 +631,7 @@ impl<'a> Predictor<'a> {
     /// those differ their elements are off by the ratio of the widths, which moves only
     /// the roll-off of [`crate::engine::Speed::gemm_half_rows`] and the shape a kernel
     /// table is read at.)
-    pub fn weight_elements(&self, op: &OpInstance) -> Option<f64> {
+    pub(crate) fn weight_elements(&self, op: &OpInstance) -> Option<f64> {
         use crate::model::graph::OpKind as K;
         if !matches!(op.unit, Unit::Matrix(_) | Unit::Dequant(_))
             || op.kind.is_attention_core()
@@ -698,7 +698,7 @@ impl<'a> Predictor<'a> {
     }
 
     /// One sequence's cache bytes as a function of its context, where one line gives
-    /// them ([`MemoryModel::sequence_cache`]).
+    /// them (`MemoryModel::sequence_cache`).
     pub fn sequence_cache(&self) -> Option<crate::memory::CacheBytes> {
         self.memory.sequence_cache()
     }

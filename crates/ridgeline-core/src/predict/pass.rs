@@ -25,6 +25,7 @@ pub(super) enum Part {
 
 /// Time and work of one forward pass.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[non_exhaustive]
 pub struct PassResult {
     /// FLOPs on one device.
     pub flops: f64,
@@ -267,7 +268,7 @@ impl Predictor<'_> {
 
     /// One decode step at `context`: the plain step, or with speculative decoding the
     /// cost per output token (verify pass and drafts over tokens per verify).
-    pub fn decode_step(&self, batch: u64, context: u64, offloaded: f64) -> PassResult {
+    pub(crate) fn decode_step(&self, batch: u64, context: u64, offloaded: f64) -> PassResult {
         let (parts, n) = self.decode_parts();
         let step = Step::decode(batch, context);
         let mut r = PassResult::default();
@@ -331,7 +332,7 @@ impl Predictor<'_> {
     ///
     /// A sliding window makes its attention affine only up to the window (constant
     /// beyond), so the sum is taken piecewise between the model's windows.
-    pub fn decode_with_sum(
+    pub(crate) fn decode_with_sum(
         &self,
         batch: u64,
         mid: u64,

@@ -296,6 +296,7 @@ impl Predictor<'_> {
 /// above are then per output token, a verify pass and its drafts over the tokens a
 /// verify pass yields.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct SpeculativeReport {
     /// `k` and `accept`.
     #[serde(flatten)]
@@ -321,6 +322,7 @@ fn finite(x: f64) -> f64 {
 
 /// `model` in the prediction document.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct ModelInfo {
     /// Model id.
     pub id: String,
@@ -334,6 +336,7 @@ pub struct ModelInfo {
 
 /// `hardware` in the prediction document.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct HardwareInfo {
     /// Device id.
     pub id: String,
@@ -351,6 +354,7 @@ pub struct HardwareInfo {
 
 /// `config` in the prediction document.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct ConfigInfo {
     /// Sequences.
     pub batch: u64,
@@ -380,6 +384,7 @@ pub struct ConfigInfo {
 
 /// `memory` in the prediction document (per device).
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct MemoryReport {
     /// The contract keys.
     #[serde(flatten)]
@@ -495,6 +500,7 @@ impl GenerationReport {
 
 /// One row of `ops`.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct OpReport {
     /// What the op is (serialized as its name, `qkv_proj`).
     #[serde(rename = "name")]
@@ -598,7 +604,7 @@ pub enum Note {
     DoesNotFit,
     /// The devices span more than one scale-up domain (or node): collectives and
     /// pipeline sends between domains cross the network
-    /// ([`crate::hardware::group_bandwidth`]).
+    /// (`crate::hardware::group_bandwidth`).
     BeyondScaleUp {
         /// Devices.
         gpus: u64,
@@ -624,6 +630,7 @@ pub enum Note {
 
 /// The planning limits of `predict --max`.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct Limits {
     /// Model id.
     pub model: String,
@@ -762,7 +769,7 @@ pub struct FactorReport {
 /// efficiencies as they apply to the device (a device override's compute efficiency
 /// where one selects it), the attention efficiency and the three overheads, each with
 /// its tag ([`crate::engine::Provenance::factors`]).
-pub fn factor_reports(engine: &Engine, hw: &Hardware) -> Vec<FactorReport> {
+pub(crate) fn factor_reports(engine: &Engine, hw: &Hardware) -> Vec<FactorReport> {
     use crate::engine::{DeviceFactor, FactorTag, memory_keys};
     let physics = engine.is_physics();
     let memory_key = memory_keys(hw)

@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
 /// The bundled `data/training.toml`.
-pub const BUILTIN_TRAINING_TOML: &str = include_str!("../../../../data/training.toml");
+pub(crate) const BUILTIN_TRAINING_TOML: &str = include_str!("../../../../data/training.toml");
 
 /// Efficiency factors of a training stack on one hardware generation.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -60,7 +60,7 @@ impl TrainEfficiency {
     }
 
     /// Compute fraction for matmuls in `dtype`.
-    pub fn compute_for(&self, dtype: ComputeDtype) -> f64 {
+    pub(crate) fn compute_for(&self, dtype: ComputeDtype) -> f64 {
         match dtype {
             ComputeDtype::Fp8 | ComputeDtype::Int8 | ComputeDtype::Fp4 | ComputeDtype::Int4 => {
                 self.compute_fp8
@@ -86,7 +86,7 @@ impl TrainEfficiency {
     /// Checks every fraction: the ceilings' in (0, 1], the overlaps in [0, 1], and
     /// `attention <= compute` (which bounds HFU by `compute`, see [`super::step`]);
     /// errors name the field as `efficiency.<factor>`.
-    pub fn validate(&self) -> Result<()> {
+    pub(crate) fn validate(&self) -> Result<()> {
         let factors = self.factors();
         let (ceilings, overlaps) = factors.split_at(5);
         for (f, v) in ceilings {
@@ -275,7 +275,7 @@ impl EfficiencyTable {
     }
 
     /// The factors for `hw` under the generic stack: [`EfficiencyTable::for_stack`].
-    pub fn for_hardware(&self, hw: &Hardware) -> TrainEfficiency {
+    pub(crate) fn for_hardware(&self, hw: &Hardware) -> TrainEfficiency {
         self.for_stack(hw, TrainStack::Generic)
     }
 

@@ -70,7 +70,7 @@ impl TrainPrecision {
     }
 
     /// 16-bit storage format of weights and gradients.
-    pub fn weight_format(self) -> Format {
+    pub(crate) fn weight_format(self) -> Format {
         match self {
             TrainPrecision::Fp16 => Format::Fp16,
             _ => Format::Bf16,
@@ -79,14 +79,14 @@ impl TrainPrecision {
 
     /// Whether the optimizer keeps an fp32 master copy of the trainable weights (every
     /// recipe but [`TrainPrecision::Bf16Pure`]).
-    pub fn fp32_master(self) -> bool {
+    pub(crate) fn fp32_master(self) -> bool {
         self != TrainPrecision::Bf16Pure
     }
 
     /// Bytes of one full-precision optimizer moment (AdamW's m and v, SGD's momentum):
     /// fp32 (4) with mixed precision, bf16 (2) in pure bf16, where the states take the
     /// parameters' dtype.
-    pub fn moment_bytes(self) -> f64 {
+    pub(crate) fn moment_bytes(self) -> f64 {
         if self.fp32_master() { 4.0 } else { 2.0 }
     }
 }

@@ -77,6 +77,7 @@ pub const DEFAULT_OVERHEAD: FrameworkOverhead = FrameworkOverhead {
 
 /// Per-device memory (the `train --json` `memory` keys), bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct TrainMemory {
     /// Weights held (16-bit trainable copies and frozen base weights).
     pub params_bytes: f64,
@@ -105,6 +106,7 @@ impl TrainMemory {
 
 /// Extra detail on the memory of the reported device.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct MemoryDetail {
     /// Which pipeline stage the figures are for (`only`, `first`, `last`).
     pub stage: &'static str,

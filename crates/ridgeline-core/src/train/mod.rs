@@ -7,7 +7,7 @@
 //! | [`config`] | [`TrainConfig`], its named kinds ([`Method`], [`Recompute`], [`TrainPrecision`], [`Optimizer`], [`Offload`], [`LoraTargets`]) and its validation into a [`Layout`] |
 //! | [`efficiency`] | [`TrainEfficiency`] per chip architecture from `data/training.toml` ([`EfficiencyTable`]) |
 //! | [`memory`] | memory per device: model states, activations ([`activation_bytes_per_layer`]), overhead ([`FrameworkOverhead`]) |
-//! | [`step`] | step time, tokens/s, MFU and HFU ([`StepReport`], [`backward_cost`]) |
+//! | [`step`] | step time, tokens/s, MFU and HFU ([`StepReport`], `backward_cost`) |
 //! | [`report`] | the `train --json` document ([`TrainReport`]) and its caveats ([`TrainNote`], as sentences in [`notes`]) |
 //!
 //! The published training runs (`ridgeline::train::runs`) and the fit of the efficiency
@@ -39,14 +39,14 @@ pub use config::{
     LoraTargets, Loss, MAX_MTP_MODULES, MAX_ZERO_STAGE, MIN_INTER_NODE_BYTES_PER_S, Method,
     Offload, Optimizer, Recompute, TrainConfig, TrainPrecision, TrainStack,
 };
-pub use efficiency::{BUILTIN_TRAINING_TOML, EfficiencyTable, TableEntry, TrainEfficiency};
+pub use efficiency::{EfficiencyTable, TableEntry, TrainEfficiency};
 pub use memory::{
     ActivationShape, DEFAULT_OVERHEAD, FrameworkOverhead, MemoryDetail, TrainMemory,
     activation_bytes_of, activation_bytes_per_layer, adafactor_factored_bytes_per_param,
     lora_matrices_per_layer, lora_params_in, lora_params_per_layer, max_lora_rank,
 };
 pub use report::{HardwareInfo, MemoryReport, ModelInfo, TrainNote, TrainReport};
-pub use step::{StepReport, backward_cost};
+pub use step::StepReport;
 
 use crate::dtype::Format;
 use crate::error::{Result, require_non_negative};
@@ -194,7 +194,7 @@ impl<'a> Trainer<'a> {
 
     /// Whether the step runs unfused elementwise kernels (eager PyTorch): neither
     /// compiled nor on a fused-kernel stack (Megatron-Core with TransformerEngine).
-    pub fn eager(&self) -> bool {
+    pub(crate) fn eager(&self) -> bool {
         !self.cfg.compile && self.cfg.stack == TrainStack::Generic
     }
 }

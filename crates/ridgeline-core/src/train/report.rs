@@ -22,6 +22,7 @@ pub struct MemoryReport {
 
 /// `model` of the report.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct ModelInfo {
     /// Model id.
     pub id: String,
@@ -35,6 +36,7 @@ pub struct ModelInfo {
 
 /// `hardware` of the report.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct HardwareInfo {
     /// Device id.
     pub id: String,

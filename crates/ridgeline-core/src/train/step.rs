@@ -5,7 +5,7 @@
 //! One micro-batch on the slowest (last) pipeline stage: the forward operators come from
 //! [`graph::forward`]; backward costs 2× the forward FLOPs for matmuls (input gradient +
 //! weight gradient; only the input gradient for frozen LoRA weights) with its own bytes
-//! (see [`backward_cost`]), 2.5× for fused attention (the kernel recomputes the scores),
+//! (see `backward_cost`), 2.5× for fused attention (the kernel recomputes the scores),
 //! 2× FLOPs and bytes for vector ops, and repeats the tensor-parallel collectives. Full
 //! recomputation adds one more forward of the layers, selective the attention core. Each
 //! op is placed on the roofline ([`crate::roofline::place`]) with
@@ -48,7 +48,7 @@
 //!   executed FLOPs, and MFU ≤ HFU as executed ≥ executed − recomputed;
 //! - every kernel is placed at no more than its efficiency times its unit's peak
 //!   ([`place`]), and the step time is at least the sum of the kernel times: matmuls at
-//!   [`super::TrainEfficiency::compute_for`] their dtype, the attention core at
+//!   `super::TrainEfficiency::compute_for` their dtype, the attention core at
 //!   `attention ≤ compute` of the 16-bit peak (validation enforces the order: a fused
 //!   attention kernel does not run closer to peak than the dense matmuls), vector ops at
 //!   `compute` of the (lower) fp32 peak. With 16-bit matmuls HFU ≤ `compute`; with fp8
@@ -190,7 +190,7 @@ fn scale(c: Cost, flops: f64, bytes: f64) -> Cost {
 /// weight is frozen, the weight gradient `dW = xᵀ·dy` (same FLOPs again; reads `x` and
 /// `dy`, writes `dW` at `grad_bits`). `w_bits` recovers the element count of `W` from the
 /// forward weight bytes.
-pub fn backward_cost(fwd: &Cost, w_bits: f64, grad_bits: f64, frozen: bool) -> Cost {
+pub(crate) fn backward_cost(fwd: &Cost, w_bits: f64, grad_bits: f64, frozen: bool) -> Cost {
     let x = fwd.read.activations;
     let dy = fwd.written.activations + fwd.written.kv;
     let w = fwd.read.weights;

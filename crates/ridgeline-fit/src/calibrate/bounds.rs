@@ -39,7 +39,7 @@ impl Default for Bounds {
 
 impl Bounds {
     /// The ceiling of memory group `group`.
-    pub fn memory_for(&self, group: &str) -> f64 {
+    pub(crate) fn memory_for(&self, group: &str) -> f64 {
         self.memory
             .get(group)
             .copied()
@@ -49,7 +49,7 @@ impl Bounds {
     /// Checks that the bounds hold a fit: the lowest efficiency in (0, 1], every
     /// ceiling between it and 1, the overhead limit a number >= 0. (Ceilings from
     /// measurements are checked row by row first, see [`super::check_measurements`].)
-    pub fn check(&self) -> Result<()> {
+    pub(crate) fn check(&self) -> Result<()> {
         let lo = self.min_efficiency;
         if !(lo > 0.0 && lo <= 1.0) {
             return Err(Error::invalid(

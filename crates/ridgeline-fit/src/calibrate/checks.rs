@@ -21,7 +21,7 @@ pub const MAX_OFF_ROOFLINE: f64 = 1e3;
 impl Case {
     /// An error about this row's measured value, naming the file, the line, the value
     /// column and the row id.
-    pub fn value_error(&self, message: impl std::fmt::Display) -> Error {
+    pub(crate) fn value_error(&self, message: impl std::fmt::Display) -> Error {
         Error::Parse {
             source_name: self.file.clone(),
             message: format!(
@@ -32,7 +32,7 @@ impl Case {
     }
 
     /// `e`, a failure to predict this row, with the file, line and row id in front.
-    pub fn row_error(&self, e: Error) -> Error {
+    pub(crate) fn row_error(&self, e: Error) -> Error {
         match e {
             Error::Internal { what, message } => Error::Internal {
                 what,

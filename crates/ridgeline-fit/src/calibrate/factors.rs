@@ -50,7 +50,7 @@ pub struct Factor {
 
 impl Factor {
     /// An overhead in seconds (fitted in ms), not an efficiency (fitted in log space).
-    pub fn is_overhead(&self) -> bool {
+    pub(crate) fn is_overhead(&self) -> bool {
         self.limit == Limit::Overhead
     }
 }
@@ -137,7 +137,7 @@ pub static FACTORS: &[Factor] = &[
 /// device ([`key_to_device`]) where that device is among `hardware` and of the family,
 /// so that a refit starts from them and can move them (the device's override would
 /// otherwise shadow the family's).
-pub fn fold_into_families(e: &mut Engine, hardware: &[&Hardware]) {
+pub(crate) fn fold_into_families(e: &mut Engine, hardware: &[&Hardware]) {
     for (factor, family) in FACTORS.iter().filter_map(|f| f.family) {
         let family = family();
         for hw in hardware.iter().filter(|hw| family.matches(hw)) {
@@ -156,7 +156,7 @@ pub fn fold_into_families(e: &mut Engine, hardware: &[&Hardware]) {
 /// from (a factor fitted on one device belongs to that device; the rest of the family
 /// takes the general factor); returns the override's new name
 /// ([`DeviceFactor::name_under`]), or `None` when `f` is no family override.
-pub fn key_to_device(e: &mut Engine, f: &Factor, id: &str) -> Option<String> {
+pub(crate) fn key_to_device(e: &mut Engine, f: &Factor, id: &str) -> Option<String> {
     let (factor, family) = f.family?;
     let own = Selector::device(id);
     let v = e.override_value(&family(), factor);

@@ -120,7 +120,7 @@ pub enum ParamKind {
 
 impl ParamKind {
     /// The TOML key (`memory_efficiency.hbm`).
-    pub fn key(&self) -> String {
+    pub(crate) fn key(&self) -> String {
         match self {
             ParamKind::Memory(g) => format!("memory_efficiency.{g}"),
             scalar => scalar.factor().key.into(),
@@ -174,6 +174,7 @@ impl ParamKind {
 
 /// One fitted factor.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct FittedParam {
     /// Which field.
     pub kind: ParamKind,
@@ -198,6 +199,7 @@ pub struct FittedParam {
 
 /// The result of fitting one engine.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct EngineFit {
     /// The fitted engine (base engine with the fitted factors set, `fitted_on` filled).
     pub engine: Engine,

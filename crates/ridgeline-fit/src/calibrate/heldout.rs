@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// One row predicted by a calibration that did not see it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct HeldOut {
     /// Row id.
     pub id: String,
@@ -246,6 +247,7 @@ impl Fold<'_> {
 
 /// Median absolute % errors of one kind.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct KindAccuracy {
     /// Kind.
     pub kind: Kind,

@@ -233,6 +233,7 @@ pub fn coverage_by_source(ratios: &[HeldRatio]) -> Vec<(Kind, usize, usize)> {
 
 /// What `calibrate --save-intervals` computes: the bands and their coverage.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[non_exhaustive]
 pub struct IntervalBands {
     /// The bands.
     pub db: IntervalDb,

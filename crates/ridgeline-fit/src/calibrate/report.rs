@@ -67,6 +67,7 @@ fn errors_under(cases: &[&Case], engine: &Engine) -> Result<Vec<f64>> {
 
 /// Median and 90th percentile of absolute % errors.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Spread {
     /// Median |error|, %.
     pub median_pct: f64,
@@ -76,7 +77,7 @@ pub struct Spread {
 
 impl Spread {
     /// The spread of `errors` (NaN for none).
-    pub fn of(errors: impl IntoIterator<Item = f64>) -> Spread {
+    pub(crate) fn of(errors: impl IntoIterator<Item = f64>) -> Spread {
         let mut v: Vec<f64> = errors.into_iter().map(f64::abs).collect();
         v.sort_by(|a, b| a.total_cmp(b));
         Spread {
@@ -92,6 +93,7 @@ impl Spread {
 
 /// One kind's errors under the four predictors.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct KindErrors {
     /// Kind (A, B or C).
     pub kind: Kind,
@@ -110,6 +112,7 @@ pub struct KindErrors {
 
 /// One row under the four predictors.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct ReportRow {
     /// The row and its engine.
     #[serde(flatten)]
@@ -130,6 +133,7 @@ pub struct ReportRow {
 
 /// One engine's errors on one kind.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct EngineErrors {
     /// Engine id.
     pub engine: String,
@@ -145,6 +149,7 @@ pub struct EngineErrors {
 
 /// Everything `calibrate --report` shows.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct CalibrationReport {
     /// The flat bandwidth factor's memory efficiency (NaN without kind A rows).
     pub flat_memory_efficiency: f64,

@@ -15,6 +15,7 @@ use std::collections::HashSet;
 
 /// One row before and after calibration.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct RowReport {
     /// The row and the engine it was compared with.
     #[serde(flatten)]
@@ -35,6 +36,7 @@ pub struct RowReport {
 
 /// Median absolute % error of one kind, before and after.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct KindSummary {
     /// Kind.
     pub kind: Kind,

@@ -29,7 +29,7 @@ pub const BUILTIN_SERVING_CSV: &str = include_str!("../../../../data/measurement
 
 /// Columns the serving CSV has after those of the measurements CSV
 /// ([`crate::calibrate::COLUMNS`]).
-pub const SERVING_EXTRA_COLUMNS: [&str; 6] =
+pub(crate) const SERVING_EXTRA_COLUMNS: [&str; 6] =
     ["kv", "concurrency", "requests", "trace", "rate", "lengths"];
 
 /// One published serving figure.
@@ -95,7 +95,7 @@ impl ServingRow {
     }
 
     /// The metric's value in a run.
-    pub fn of(&self, r: &Run) -> Result<f64> {
+    pub(crate) fn of(&self, r: &Run) -> Result<f64> {
         Ok(match self.metric.as_str() {
             "ttft_s_mean" => r.ttft_s.mean,
             "ttft_s_p50" => r.ttft_s.p50,

@@ -117,6 +117,7 @@ fn errors(runs: &[&PublishedRun], eff: &TrainEfficiency) -> Result<Vec<f64>> {
 
 /// One row at the fitted factors.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct RowFit {
     /// Row id.
     pub id: String,
@@ -146,6 +147,7 @@ pub struct RowFit {
 
 /// The fit of one architecture.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct ArchitectureFit {
     /// The architecture (`ampere`, `hopper`).
     pub architecture: String,
@@ -163,6 +165,7 @@ pub struct ArchitectureFit {
 
 /// The best median error at one data-parallel overlap.
 #[derive(Debug, Clone, Copy, Serialize)]
+#[non_exhaustive]
 pub struct OverlapScore {
     /// The overlap.
     pub overlap_dp: f64,
@@ -172,6 +175,7 @@ pub struct OverlapScore {
 
 /// The result of `calibrate --train`.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct TrainFit {
     /// Per architecture, by name.
     pub architectures: Vec<ArchitectureFit>,
@@ -629,7 +633,7 @@ pub fn training_toml(fit: &TrainFit, current: &EfficiencyTable, source: &str) ->
 }
 
 /// Whether `a` and `b` differ by at most `step` (plus rounding).
-pub fn within(a: f64, b: f64, step: f64) -> bool {
+pub(crate) fn within(a: f64, b: f64, step: f64) -> bool {
     (a - b).abs() <= step + 1e-9
 }
 

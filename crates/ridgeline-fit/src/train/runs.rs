@@ -23,7 +23,7 @@ use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
 /// The bundled `data/measurements/training_runs.toml`.
-pub const BUILTIN_TRAINING_RUNS_TOML: &str =
+pub(crate) const BUILTIN_TRAINING_RUNS_TOML: &str =
     include_str!("../../../../data/measurements/training_runs.toml");
 
 /// Bytes in a GiB.
@@ -52,7 +52,7 @@ crate::named_enum! {
 
 impl Metric {
     /// Whether the metric is a memory figure (kind E) rather than a throughput (kind D).
-    pub fn is_memory(self) -> bool {
+    pub(crate) fn is_memory(self) -> bool {
         matches!(self, Metric::AllocatedBytes | Metric::ReservedBytes)
     }
 
@@ -91,7 +91,7 @@ impl Metric {
 /// How one CSV row is configured (a `[run.<id>]` table); every key but `skip` optional.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RunSetup {
+pub(crate) struct RunSetup {
     /// Why the row is not used.
     pub skip: Option<String>,
     /// Model id: a `[models.*]` key or a bundled model.
@@ -207,7 +207,7 @@ impl DeviceSetup {
 impl RunSetups {
     /// Parses a `training_runs.toml` document (devices on the bundled hardware
     /// database); `source_name` names it in errors.
-    pub fn from_toml(text: &str, source_name: &str) -> Result<RunSetups> {
+    pub(crate) fn from_toml(text: &str, source_name: &str) -> Result<RunSetups> {
         let file: RunsFile = super::parse_toml(text, source_name)?;
         let db = HardwareDb::builtin()?;
         let mut devices = BTreeMap::new();
@@ -241,7 +241,7 @@ impl RunSetups {
     }
 
     /// A model: one the file defines, else a bundled one.
-    pub fn model(&self, id: &str) -> Result<ModelConfig> {
+    pub(crate) fn model(&self, id: &str) -> Result<ModelConfig> {
         match self.models.get(id) {
             Some(m) => Ok(m.clone()),
             None => ModelDb::builtin()?.resolve(id),
@@ -257,7 +257,7 @@ impl RunSetups {
     }
 
     /// The setup of a measurement row.
-    pub fn get(&self, row_id: &str) -> Option<&RunSetup> {
+    pub(crate) fn get(&self, row_id: &str) -> Option<&RunSetup> {
         self.runs.get(row_id)
     }
 
@@ -269,6 +269,7 @@ impl RunSetups {
 
 /// A training row that is not used, and why.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Skipped {
     /// Row id.
     pub id: String,

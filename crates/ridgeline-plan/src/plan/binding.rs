@@ -125,7 +125,7 @@ impl Context<'_, '_> {
     }
 
     /// Why nothing better than `best` qualifies.
-    pub fn why_best(&self, best: &Cand, priced: bool) -> Vec<Binding> {
+    pub(crate) fn why_best(&self, best: &Cand, priced: bool) -> Vec<Binding> {
         let better = if priced {
             Better::Cheaper
         } else {
@@ -247,7 +247,7 @@ impl Context<'_, '_> {
     }
 
     /// Which targets no configuration reaches, with the best value reachable.
-    pub fn why_none(&self) -> Vec<Binding> {
+    pub(crate) fn why_none(&self) -> Vec<Binding> {
         let fitting: Vec<&Cand> = self.cands.iter().filter(|c| c.fits).collect();
         if fitting.is_empty() {
             let smallest = self.cands.iter().min_by(|a, b| {

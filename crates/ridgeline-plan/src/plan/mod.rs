@@ -50,7 +50,7 @@ use serde::Serialize;
 pub const DEFAULT_GPU_COUNTS: [u64; 6] = [1, 2, 4, 8, 16, 32];
 
 /// Largest batch searched (2^20).
-pub const MAX_PLAN_BATCH: u64 = 1 << 20;
+pub(crate) const MAX_PLAN_BATCH: u64 = 1 << 20;
 
 /// Service-level and budget targets; `None` leaves one open.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
@@ -122,7 +122,7 @@ crate::named_enum! {
 
 /// What one device-hour of `hw` costs in a plan ranked by `basis`: its rental price, or
 /// what owning it costs per hour of use; `None`: unpriced on that basis.
-pub fn device_hour(hw: &Hardware, own: &Ownership, basis: PriceBasis) -> Option<f64> {
+pub(crate) fn device_hour(hw: &Hardware, own: &Ownership, basis: PriceBasis) -> Option<f64> {
     match basis {
         PriceBasis::Rent => hw.price.as_ref().map(|p| p.usd_per_hour),
         PriceBasis::Own => own.own_usd_per_hour(hw),
@@ -144,7 +144,7 @@ pub fn default_devices(db: &HardwareDb) -> Vec<&Hardware> {
 }
 
 /// The weight formats searched on `hw` by default.
-pub fn default_weight_formats(hw: &Hardware) -> Vec<Option<Format>> {
+pub(crate) fn default_weight_formats(hw: &Hardware) -> Vec<Option<Format>> {
     let mut v = vec![None];
     if hw.peak_flops_per_s.rates.fp8.is_some() {
         v.push(Some(Format::Fp8));
@@ -159,6 +159,7 @@ pub fn default_weight_formats(hw: &Hardware) -> Vec<Option<Format>> {
 
 /// One configuration with its predictions (an entry of `best` and `pareto`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Entry {
     /// Model id.
     pub model: String,
@@ -235,6 +236,7 @@ pub struct Entry {
 /// With a rate ([`plan_rate`]): a layout that serves no rate within the targets, and
 /// why (shown beside the plan, never dropped).
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Unserved {
     /// Device id.
     pub gpu: String,
@@ -275,7 +277,7 @@ crate::named_enum! {
 
 impl Target {
     /// Memory and the four targets, in the order violations are reported.
-    pub const CHECKED: [Target; 5] = [
+    pub(crate) const CHECKED: [Target; 5] = [
         Target::Memory,
         Target::MaxTtft,
         Target::MaxTpot,
@@ -284,7 +286,7 @@ impl Target {
     ];
 
     /// The limit `t` sets on this target (`None`: open, or memory).
-    pub fn limit(self, t: &Targets) -> Option<f64> {
+    pub(crate) fn limit(self, t: &Targets) -> Option<f64> {
         match self {
             Target::MaxTtft => t.max_ttft_s,
             Target::MaxTpot => t.max_tpot_s,
@@ -297,6 +299,7 @@ impl Target {
 
 /// A target that keeps cheaper (or any) configurations out.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Binding {
     /// What binds.
     pub target: Target,
@@ -363,6 +366,7 @@ pub struct Plan {
 
 /// The speculative decoding a plan's configurations all run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct PlanSpeculation {
     /// Draft tokens proposed per verify pass.
     pub k: u64,

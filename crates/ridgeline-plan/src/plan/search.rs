@@ -38,12 +38,12 @@ pub(super) struct Cand {
 
 impl Cand {
     /// USD per million tokens, infinite without a price.
-    pub fn cost(&self) -> f64 {
+    pub(crate) fn cost(&self) -> f64 {
         self.usd_per_million_tokens.unwrap_or(f64::INFINITY)
     }
 
     /// Which of [`Target::CHECKED`] it misses.
-    pub fn violations(&self, t: &Targets) -> [bool; 5] {
+    pub(crate) fn violations(&self, t: &Targets) -> [bool; 5] {
         [
             !self.fits,
             t.max_ttft_s.is_some_and(|x| self.ttft_s > x),
@@ -56,12 +56,12 @@ impl Cand {
     }
 
     /// Fits and meets every target.
-    pub fn meets(&self, t: &Targets) -> bool {
+    pub(crate) fn meets(&self, t: &Targets) -> bool {
         !self.violations(t).iter().any(|&v| v)
     }
 
     /// Its own value of the quantity a target limits (memory: bytes per device).
-    pub fn value(&self, target: Target) -> Option<f64> {
+    pub(crate) fn value(&self, target: Target) -> Option<f64> {
         match target {
             Target::Memory => Some(self.total_bytes),
             Target::MaxTtft => Some(self.ttft_s),
@@ -88,7 +88,7 @@ pub(super) struct Layout<'a> {
 impl<'a> Layout<'a> {
     /// This layout's devices and formats with the request's attention kernel and
     /// speculation, the rest as [`Scenario::default`] (batch 1).
-    pub fn scenario(&self, req: &PlanRequest<'_>) -> Scenario {
+    pub(crate) fn scenario(&self, req: &PlanRequest<'_>) -> Scenario {
         Scenario {
             weights: self.weights,
             kv: self.kv,
@@ -104,7 +104,11 @@ impl<'a> Layout<'a> {
 
     /// The predictor of this layout for `req` (its kernel tables where given, its
     /// draft model where named).
-    pub fn predictor<'r>(&self, req: &'r PlanRequest<'_>, s: &Scenario) -> Result<Predictor<'r>>
+    pub(crate) fn predictor<'r>(
+        &self,
+        req: &'r PlanRequest<'_>,
+        s: &Scenario,
+    ) -> Result<Predictor<'r>>
     where
         'a: 'r,
     {
@@ -116,7 +120,7 @@ impl<'a> Layout<'a> {
     }
 
     /// The configuration of `c` in this layout, formats resolved for `model`.
-    pub fn config(&self, c: &Cand, model: &ModelConfig) -> Config {
+    pub(crate) fn config(&self, c: &Cand, model: &ModelConfig) -> Config {
         let prec = resolve_formats(model, self.weights, self.kv);
         Config {
             gpus: self.gpus,
@@ -130,7 +134,7 @@ impl<'a> Layout<'a> {
     }
 
     /// This layout, serving no rate for `reason`.
-    pub fn unserved(&self, model: &ModelConfig, reason: String) -> super::Unserved {
+    pub(crate) fn unserved(&self, model: &ModelConfig, reason: String) -> super::Unserved {
         let prec = resolve_formats(model, self.weights, self.kv);
         super::Unserved {
             gpu: self.hw.id.clone(),
@@ -145,7 +149,7 @@ impl<'a> Layout<'a> {
     }
 
     /// The report entry of `c` in this layout.
-    pub fn entry(&self, c: &Cand, req: &PlanRequest<'_>) -> Entry {
+    pub(crate) fn entry(&self, c: &Cand, req: &PlanRequest<'_>) -> Entry {
         let (model, prompt, gen_tokens) = (&req.model, req.prompt, req.gen_tokens);
         let cfg = self.config(c, model);
         let own = &req.ownership;

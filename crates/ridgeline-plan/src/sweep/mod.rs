@@ -203,6 +203,7 @@ fn format_item(s: &str) -> Result<Option<Format>> {
 
 /// The predictions of one valid configuration.
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
 pub struct Point {
     /// The core numbers (see [`Predictor::summary`]).
     pub summary: Summary,
@@ -227,7 +228,12 @@ impl Point {
     /// Derives the per-configuration metrics from a summary, with the formulas of
     /// [`Predictor::predict`]'s `generation` block. `usd_per_hour` is the price of all
     /// the devices together.
-    pub fn new(summary: Summary, batch: u64, gen_tokens: u64, usd_per_hour: Option<f64>) -> Point {
+    pub(crate) fn new(
+        summary: Summary,
+        batch: u64,
+        gen_tokens: u64,
+        usd_per_hour: Option<f64>,
+    ) -> Point {
         let g = GenerationReport::from_summary(&summary, batch, gen_tokens);
         let output = g.output_tokens_per_s;
         Point {
@@ -257,7 +263,7 @@ impl Point {
 
     /// The measured columns every output shares, in column order: TTFT, TPOT, decode
     /// and output tokens/s, memory per device and its capacity.
-    pub fn headline(&self) -> [f64; 6] {
+    pub(crate) fn headline(&self) -> [f64; 6] {
         [
             self.ttft_s,
             self.tpot_s,
@@ -282,7 +288,7 @@ impl Point {
 
 /// What [`Sweep::for_each`] hands over for each configuration: its predictions, or why
 /// the combination is invalid.
-pub type Outcome<'r> = std::result::Result<&'r Point, &'r Error>;
+pub(crate) type Outcome<'r> = std::result::Result<&'r Point, &'r Error>;
 
 /// Counts from writing a sweep.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -443,7 +449,7 @@ impl<'a> Sweep<'a> {
     /// Charges the sweep's configurations to the work in force
     /// ([`ridgeline_core::work::charge`]); over its budget the error names the axis
     /// with the most values (`batch`, `prompt`, ...).
-    pub fn charge(&self) -> Result<()> {
+    pub(crate) fn charge(&self) -> Result<()> {
         let shape = self.shape();
         let longest = (0..AXES.len()).max_by_key(|&i| shape[i]).unwrap_or(0);
         ridgeline_core::work::charge(self.len() as f64, AXES[longest], "configurations")
@@ -657,12 +663,12 @@ impl<'a> Sweep<'a> {
         }
     }
 
-    /// Streams the sweep as CSV (see [`write::write_csv`]).
+    /// Streams the sweep as CSV (see `write::write_csv`).
     pub fn write_csv<W: std::io::Write>(&self, out: W, opts: &WriteOptions) -> Result<Stats> {
         write::write_csv(self, out, opts)
     }
 
-    /// Streams the sweep as one JSON document (see [`write::write_json`]).
+    /// Streams the sweep as one JSON document (see `write::write_json`).
     pub fn write_json<W: std::io::Write>(&self, out: W, opts: &WriteOptions) -> Result<Stats> {
         write::write_json(self, out, opts)
     }

@@ -39,6 +39,7 @@ pub const RATE_COLUMNS: [&str; 21] = [
 
 /// One simulated deployment at one rate.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct RateRow {
     /// Model id.
     pub model: String,

@@ -25,7 +25,7 @@ impl Default for WriteOptions {
 /// Writes `COLUMNS` as a CSV header, then one row per configuration in order.
 /// Numbers are SI (s, bytes, tokens/s); invalid combinations have empty metrics and
 /// an `error`. A closed pipe ends the output quietly (`Stats::truncated`).
-pub fn write_csv<W: Write>(sweep: &Sweep<'_>, out: W, opts: &WriteOptions) -> Result<Stats> {
+pub(crate) fn write_csv<W: Write>(sweep: &Sweep<'_>, out: W, opts: &WriteOptions) -> Result<Stats> {
     sweep.validate()?;
     let labels = Labels::new(sweep, Syntax::Csv);
     let mut header = COLUMNS.join(",");
@@ -37,7 +37,11 @@ pub fn write_csv<W: Write>(sweep: &Sweep<'_>, out: W, opts: &WriteOptions) -> Re
 
 /// Writes `{"rows": [...]}` with one object per configuration in order, keys as
 /// [`COLUMNS`]; missing values are `null`.
-pub fn write_json<W: Write>(sweep: &Sweep<'_>, out: W, opts: &WriteOptions) -> Result<Stats> {
+pub(crate) fn write_json<W: Write>(
+    sweep: &Sweep<'_>,
+    out: W,
+    opts: &WriteOptions,
+) -> Result<Stats> {
     sweep.validate()?;
     let labels = Labels::new(sweep, Syntax::Json);
     write_rows(

@@ -34,7 +34,7 @@ use crate::train::{
 
 /// The checked-in flag lists, one TOML document per tool (`tool`, `version`, `source`,
 /// `flags`, `keys`), in [`Format::ALL`] order.
-pub const FLAG_LISTS: [(&str, &str); 9] = [
+pub(crate) const FLAG_LISTS: [(&str, &str); 9] = [
     ("vllm", include_str!("../../../../data/emit/vllm.toml")),
     ("sglang", include_str!("../../../../data/emit/sglang.toml")),
     (
@@ -137,7 +137,7 @@ impl Format {
     }
 
     /// The checked-in flag list of this format's tool (a [`FLAG_LISTS`] document).
-    pub fn flag_list(self) -> &'static str {
+    pub(crate) fn flag_list(self) -> &'static str {
         FLAG_LISTS
             .iter()
             .find(|(name, _)| *name == self.name())
@@ -237,22 +237,22 @@ pub(crate) const EAGLE_HEAD: &str = "EAGLE_HEAD_PATH";
 impl Serving {
     /// Devices of one expert group (the tensor-parallel size of each pipeline stage
     /// times the stages).
-    pub fn group(&self) -> u64 {
+    pub(crate) fn group(&self) -> u64 {
         (self.gpus / self.ep.max(1)).max(1)
     }
 
     /// Tensor-parallel size within one expert group and stage.
-    pub fn tp(&self) -> u64 {
+    pub(crate) fn tp(&self) -> u64 {
         (self.group() / self.pp.max(1)).max(1)
     }
 
     /// Nodes one replica spans.
-    pub fn nodes(&self) -> u64 {
+    pub(crate) fn nodes(&self) -> u64 {
         self.gpus.div_ceil(self.devices_per_node.max(1))
     }
 
     /// The model as an engine loads it: its Hugging Face repo, else its id.
-    pub fn model_path(&self) -> String {
+    pub(crate) fn model_path(&self) -> String {
         hf_repo(&self.model).unwrap_or_else(|| self.model.id.clone())
     }
 
@@ -470,12 +470,12 @@ pub struct Training {
 
 impl Training {
     /// Nodes the run spans.
-    pub fn nodes(&self) -> u64 {
+    pub(crate) fn nodes(&self) -> u64 {
         self.gpus.div_ceil(self.devices_per_node.max(1))
     }
 
     /// Processes per node.
-    pub fn per_node(&self) -> u64 {
+    pub(crate) fn per_node(&self) -> u64 {
         self.gpus.min(self.devices_per_node.max(1))
     }
 
@@ -554,7 +554,7 @@ impl Training {
     }
 
     /// The expert-parallel group spans scale-up domains (nodes).
-    pub fn ep_across_nodes(&self) -> bool {
+    pub(crate) fn ep_across_nodes(&self) -> bool {
         self.ep > 1 && self.ep * self.tp > self.devices_per_node.max(1)
     }
 }
@@ -623,7 +623,7 @@ pub(crate) fn refuse(format: Format, why: impl std::fmt::Display) -> Error {
 
 /// The Hugging Face repo of a model whose config comes from one
 /// (`https://huggingface.co/ORG/NAME/...`), else `None`.
-pub fn hf_repo(model: &ModelConfig) -> Option<String> {
+pub(crate) fn hf_repo(model: &ModelConfig) -> Option<String> {
     let rest = model
         .source
         .trim()

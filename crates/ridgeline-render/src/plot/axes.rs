@@ -199,7 +199,7 @@ pub(crate) struct Axes<'t> {
 impl<'t> Axes<'t> {
     /// Axes whose y title is `y_title` at `title_px`, with SI tick labels on y, no x
     /// labels, full grid and light minor grid lines, 4 px from the top.
-    pub fn new(y_title: &'t str, title_px: f64) -> Axes<'t> {
+    pub(crate) fn new(y_title: &'t str, title_px: f64) -> Axes<'t> {
         Axes {
             margin_top: 4,
             margin_bottom: 0,
@@ -216,7 +216,7 @@ impl<'t> Axes<'t> {
     }
 
     /// The same with x tick labels and the x title `x_title` below.
-    pub fn with_x(self, x_title: &'t str, ticks: fn(&f64) -> String) -> Axes<'t> {
+    pub(crate) fn with_x(self, x_title: &'t str, ticks: fn(&f64) -> String) -> Axes<'t> {
         Axes {
             x_label_area: 46,
             x_title: Some(x_title),
@@ -236,7 +236,7 @@ pub(crate) struct Frame<'a, X: Ranged, Y: Ranged> {
 
 impl<X: Ranged<ValueType = f64>, Y: Ranged<ValueType = f64>> Frame<'_, X, Y> {
     /// The pixel of the data point `(x, y)`.
-    pub fn px(&self, x: f64, y: f64) -> (f64, f64) {
+    pub(crate) fn px(&self, x: f64, y: f64) -> (f64, f64) {
         let (a, b) = self.chart.backend_coord(&(x, y));
         (a as f64, b as f64)
     }

@@ -56,29 +56,29 @@ pub(crate) struct Rect {
 }
 
 impl Rect {
-    pub fn new(x0: f64, y0: f64, x1: f64, y1: f64) -> Rect {
+    pub(crate) fn new(x0: f64, y0: f64, x1: f64, y1: f64) -> Rect {
         Rect { x0, y0, x1, y1 }
     }
 
     /// A box of `r` around a point.
-    pub fn around(x: f64, y: f64, r: f64) -> Rect {
+    pub(crate) fn around(x: f64, y: f64, r: f64) -> Rect {
         Rect::new(x - r, y - r, x + r, y + r)
     }
 
-    pub fn overlaps(&self, o: &Rect) -> bool {
+    pub(crate) fn overlaps(&self, o: &Rect) -> bool {
         self.x0 < o.x1 && o.x0 < self.x1 && self.y0 < o.y1 && o.y0 < self.y1
     }
 
-    pub fn within(&self, o: &Rect) -> bool {
+    pub(crate) fn within(&self, o: &Rect) -> bool {
         self.x0 >= o.x0 && self.x1 <= o.x1 && self.y0 >= o.y0 && self.y1 <= o.y1
     }
 
-    pub fn pad(&self, p: f64) -> Rect {
+    pub(crate) fn pad(&self, p: f64) -> Rect {
         Rect::new(self.x0 - p, self.y0 - p, self.x1 + p, self.y1 + p)
     }
 
     /// The point of the box closest to `(x, y)`.
-    pub fn nearest(&self, x: f64, y: f64) -> (f64, f64) {
+    pub(crate) fn nearest(&self, x: f64, y: f64) -> (f64, f64) {
         (x.clamp(self.x0, self.x1), y.clamp(self.y0, self.y1))
     }
 }
@@ -107,7 +107,7 @@ pub(crate) struct Pen {
 
 impl Pen {
     /// Normal weight, anchored at the top left.
-    pub fn new(size: f64, color: RGBColor) -> Pen {
+    pub(crate) fn new(size: f64, color: RGBColor) -> Pen {
         Pen {
             size,
             bold: false,
@@ -118,12 +118,12 @@ impl Pen {
     }
 
     /// The same in bold.
-    pub fn bold(self) -> Pen {
+    pub(crate) fn bold(self) -> Pen {
         Pen { bold: true, ..self }
     }
 
     /// The same with another anchor.
-    pub fn anchor(self, h: HPos, v: VPos) -> Pen {
+    pub(crate) fn anchor(self, h: HPos, v: VPos) -> Pen {
         Pen { h, v, ..self }
     }
 }
@@ -233,7 +233,7 @@ pub(crate) struct Marker {
 
 impl Marker {
     /// Draws the marker centred at `(x, y)`.
-    pub fn draw(&self, root: &Root, x: f64, y: f64) -> Result<()> {
+    pub(crate) fn draw(&self, root: &Root, x: f64, y: f64) -> Result<()> {
         for (rad, c) in [(self.r + 1.3, self.outline), (self.r, self.fill)] {
             match self.shape {
                 MarkerShape::Circle => root
@@ -255,7 +255,7 @@ impl Marker {
     }
 
     /// The box the drawn marker covers when centred at `(x, y)`.
-    pub fn bounds(&self, x: f64, y: f64) -> Rect {
+    pub(crate) fn bounds(&self, x: f64, y: f64) -> Rect {
         Rect::around(x, y, self.shape.extent(self.r + 1.3))
     }
 }

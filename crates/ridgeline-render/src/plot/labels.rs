@@ -22,7 +22,7 @@ pub(crate) enum Side {
 
 impl Side {
     /// Every side, right first.
-    pub const ALL: [Side; 8] = [
+    pub(crate) const ALL: [Side; 8] = [
         Side::Right,
         Side::AboveRight,
         Side::Above,
@@ -65,14 +65,14 @@ pub(crate) struct Near<'s> {
 
 impl<'s> Near<'s> {
     /// Near the point `(x, y)`, `gap` to `max_d` px away.
-    pub fn point(x: f64, y: f64, gap: f64, max_d: f64, sides: &'s [Side]) -> Near<'s> {
+    pub(crate) fn point(x: f64, y: f64, gap: f64, max_d: f64, sides: &'s [Side]) -> Near<'s> {
         Near::any(vec![(x, y)], gap, max_d, sides)
     }
 
     /// Near the marker at `(x, y)` with half-extent `e`: like [`Near::point`], but a
     /// spot that would read as labelling another marker is taken only in the second
     /// pass, and then with a leader line.
-    pub fn marker(x: f64, y: f64, e: f64, max_d: f64, sides: &'s [Side]) -> Near<'s> {
+    pub(crate) fn marker(x: f64, y: f64, e: f64, max_d: f64, sides: &'s [Side]) -> Near<'s> {
         Near {
             anchors: vec![(x, y)],
             owner: Some((x, y, e)),
@@ -83,7 +83,12 @@ impl<'s> Near<'s> {
     }
 
     /// Near one of `anchors`, in order of preference.
-    pub fn any(anchors: Vec<(f64, f64)>, gap: f64, max_d: f64, sides: &'s [Side]) -> Near<'s> {
+    pub(crate) fn any(
+        anchors: Vec<(f64, f64)>,
+        gap: f64,
+        max_d: f64,
+        sides: &'s [Side],
+    ) -> Near<'s> {
         Near {
             anchors,
             owner: None,
@@ -105,7 +110,7 @@ pub(crate) struct Label {
 
 impl Label {
     /// `text` with `pen`, no inset.
-    pub fn new(text: impl Into<String>, pen: Pen) -> Label {
+    pub(crate) fn new(text: impl Into<String>, pen: Pen) -> Label {
         Label {
             text: text.into(),
             pen,
@@ -115,13 +120,19 @@ impl Label {
 
     /// `text` shrunk from `size` down to `min_size`, then ellipsized, to fit `max_w`
     /// (normal weight).
-    pub fn fitted(text: &str, max_w: f64, size: f64, min_size: f64, color: RGBColor) -> Label {
+    pub(crate) fn fitted(
+        text: &str,
+        max_w: f64,
+        size: f64,
+        min_size: f64,
+        color: RGBColor,
+    ) -> Label {
         let (t, s) = fit_text(text, max_w, size, min_size, false);
         Label::new(t, Pen::new(s, color))
     }
 
     /// Width of the label's box, px.
-    pub fn width(&self) -> f64 {
+    pub(crate) fn width(&self) -> f64 {
         let k = if self.pen.bold { 1.1 } else { 1.0 };
         text_width(&self.text, self.pen.size) * k + 2.0 * self.inset
     }
@@ -154,7 +165,7 @@ pub(crate) struct Placer {
 }
 
 impl Placer {
-    pub fn new(bounds: Rect) -> Placer {
+    pub(crate) fn new(bounds: Rect) -> Placer {
         Placer {
             bounds,
             taken: Vec::new(),
@@ -165,7 +176,7 @@ impl Placer {
     }
 
     /// Marks a marker of half-extent `e` at `(x, y)` as occupied.
-    pub fn block_marker(&mut self, x: f64, y: f64, e: f64) {
+    pub(crate) fn block_marker(&mut self, x: f64, y: f64, e: f64) {
         self.taken.push(Rect::around(x, y, e));
         self.solid.push(Rect::around(x, y, e));
         self.markers.push((x, y, e));
@@ -187,19 +198,19 @@ impl Placer {
     }
 
     /// Marks a box as occupied by drawing (a marker, a piece of a line).
-    pub fn block(&mut self, r: Rect) {
+    pub(crate) fn block(&mut self, r: Rect) {
         self.taken.push(r);
     }
 
     /// Marks a box as occupied by text.
-    pub fn block_text(&mut self, r: Rect) {
+    pub(crate) fn block_text(&mut self, r: Rect) {
         self.taken.push(r);
         self.solid.push(r);
         self.texts.push(r);
     }
 
     /// Marks the pixels along a polyline as occupied (samples every ~6 px).
-    pub fn block_line(&mut self, pts: &[(f64, f64)], half_width: f64) {
+    pub(crate) fn block_line(&mut self, pts: &[(f64, f64)], half_width: f64) {
         for w in pts.windows(2) {
             let (a, b) = (w[0], w[1]);
             let len = ((b.0 - a.0).powi(2) + (b.1 - a.1).powi(2)).sqrt();
@@ -213,17 +224,17 @@ impl Placer {
     }
 
     /// Whether `r` is inside the bounds and clear of everything placed.
-    pub fn free(&self, r: &Rect) -> bool {
+    pub(crate) fn free(&self, r: &Rect) -> bool {
         r.within(&self.bounds) && !self.taken.iter().any(|t| t.overlaps(r))
     }
 
     /// Whether `r` is inside the bounds and clear of text and markers (may cross lines).
-    pub fn free_of_solid(&self, r: &Rect) -> bool {
+    pub(crate) fn free_of_solid(&self, r: &Rect) -> bool {
         r.within(&self.bounds) && !self.solid.iter().any(|t| t.overlaps(r))
     }
 
     /// Whether `r` is inside the bounds and clear of other text (may cross lines).
-    pub fn free_of_text(&self, r: &Rect) -> bool {
+    pub(crate) fn free_of_text(&self, r: &Rect) -> bool {
         r.within(&self.bounds) && !self.texts.iter().any(|t| t.overlaps(r))
     }
 
@@ -250,7 +261,7 @@ impl Placer {
     /// line, unambiguous); the second accepts crossing lines; the third also markers,
     /// but no pass ever accepts overlapping text. Returns the box and whether it needs
     /// a leader line (far from its anchor, or ambiguous). The box is recorded as text.
-    pub fn find(&mut self, w: f64, h: f64, near: &Near) -> Option<(Rect, bool)> {
+    pub(crate) fn find(&mut self, w: f64, h: f64, near: &Near) -> Option<(Rect, bool)> {
         let Near {
             owner,
             gap,
@@ -291,7 +302,7 @@ impl Placer {
 
     /// Places `label` near `near` and draws it (on a halo, after its leader line if it
     /// needs one). Returns whether there was room; without room nothing is drawn.
-    pub fn place(
+    pub(crate) fn place(
         &mut self,
         root: &Root,
         label: &Label,

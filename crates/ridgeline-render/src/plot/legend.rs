@@ -47,14 +47,14 @@ pub(crate) struct Footnote {
 impl Footnote {
     /// `text` in tiny type wrapped to `width`, ending 10 px above the bottom of a canvas
     /// `h` px high.
-    pub fn new(text: &str, width: f64, h: f64) -> Footnote {
+    pub(crate) fn new(text: &str, width: f64, h: f64) -> Footnote {
         let lines = wrap(text, width, TINY_PX);
         let top = h - 10.0 - lines.len() as f64 * 13.0;
         Footnote { lines, top }
     }
 
     /// Draws it with its left edge at `x`.
-    pub fn draw(&self, root: &Root, x: f64) -> Result<()> {
+    pub(crate) fn draw(&self, root: &Root, x: f64) -> Result<()> {
         for (k, line) in self.lines.iter().enumerate() {
             draw_text(
                 root,
@@ -80,7 +80,7 @@ pub(crate) struct Panel<'r, 'a> {
 
 impl<'r, 'a> Panel<'r, 'a> {
     /// A panel at `x`, `inner` px wide, starting at `y`, with rows `line_h` px apart.
-    pub fn new(root: &'r Root<'a>, x: f64, inner: f64, y: f64, line_h: f64) -> Self {
+    pub(crate) fn new(root: &'r Root<'a>, x: f64, inner: f64, y: f64, line_h: f64) -> Self {
         Panel {
             root,
             x,
@@ -91,12 +91,12 @@ impl<'r, 'a> Panel<'r, 'a> {
     }
 
     /// Moves down by `rows` row heights.
-    pub fn skip(&mut self, rows: f64) {
+    pub(crate) fn skip(&mut self, rows: f64) {
         self.y += self.line_h * rows;
     }
 
     /// A bold heading across the panel, then the next row.
-    pub fn heading(&mut self, text: &str) -> Result<()> {
+    pub(crate) fn heading(&mut self, text: &str) -> Result<()> {
         let (t, s) = fit_text(text, self.inner, LABEL_PX, TINY_PX, true);
         draw_text(self.root, &t, self.x, self.y, Pen::new(s, INK).bold())?;
         self.y += self.line_h;
@@ -104,7 +104,7 @@ impl<'r, 'a> Panel<'r, 'a> {
     }
 
     /// Draws samples in the current row.
-    pub fn samples(&self, samples: &[Sample]) -> Result<()> {
+    pub(crate) fn samples(&self, samples: &[Sample]) -> Result<()> {
         let (x, y) = (self.x, self.y);
         for s in samples {
             match *s {
@@ -132,14 +132,14 @@ impl<'r, 'a> Panel<'r, 'a> {
 
     /// Draws `text` `indent` px from the panel's left edge in the current row, shrunk
     /// from `size` down to the tiny size, then ellipsized, to fit the rest of the width.
-    pub fn text(&self, indent: f64, text: &str, size: f64, color: RGBColor) -> Result<()> {
+    pub(crate) fn text(&self, indent: f64, text: &str, size: f64, color: RGBColor) -> Result<()> {
         let (t, s) = fit_text(text, self.inner - indent, size, TINY_PX, false);
         draw_text(self.root, &t, self.x + indent, self.y, Pen::new(s, color))
     }
 
     /// A row: `samples`, then `text` at `indent` (see [`Panel::text`]), then the next
     /// row.
-    pub fn row(
+    pub(crate) fn row(
         &mut self,
         samples: &[Sample],
         indent: f64,
@@ -155,7 +155,7 @@ impl<'r, 'a> Panel<'r, 'a> {
 
     /// Draws `foot` at the bottom of the panel if it starts below `y_min` (otherwise
     /// it is left out).
-    pub fn footnote(&self, foot: &Footnote, y_min: f64) -> Result<()> {
+    pub(crate) fn footnote(&self, foot: &Footnote, y_min: f64) -> Result<()> {
         if foot.top > y_min {
             foot.draw(self.root, self.x)?;
         }

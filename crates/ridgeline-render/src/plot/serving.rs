@@ -49,7 +49,7 @@ const FOOTNOTE: &str = "Poisson arrivals; the same requests at every rate. TTFT:
 const FOOTNOTE_ONE: &str = "Sequences per iteration and KV cache blocks in use, sampled at up to 512 iterations of the run.";
 
 /// The row whose timeline is drawn: the knee's, else the highest rate.
-pub fn timeline_row(s: &RateSweep) -> Option<&Run> {
+pub(crate) fn timeline_row(s: &RateSweep) -> Option<&Run> {
     let knee = s.knee.map(|k| k.rate_per_s);
     s.rows
         .iter()

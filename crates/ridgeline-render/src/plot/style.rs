@@ -45,7 +45,7 @@ pub enum MarkerShape {
 
 impl MarkerShape {
     /// Shapes in the order series take them.
-    pub const ALL: [MarkerShape; 6] = [
+    pub(crate) const ALL: [MarkerShape; 6] = [
         MarkerShape::Circle,
         MarkerShape::Square,
         MarkerShape::TriangleUp,
@@ -55,7 +55,7 @@ impl MarkerShape {
     ];
 
     /// The shape of series `i`.
-    pub fn of_series(i: usize) -> MarkerShape {
+    pub(crate) fn of_series(i: usize) -> MarkerShape {
         Self::ALL[i % Self::ALL.len()]
     }
 

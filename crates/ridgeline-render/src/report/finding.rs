@@ -5,6 +5,7 @@ use serde::Serialize;
 
 /// One claim of the explanation.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct Finding {
     /// `decode`, `prefill`, `batching`, `memory`, `kernels`, `interval`,
     /// `architecture`, `help`.

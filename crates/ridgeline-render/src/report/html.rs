@@ -34,7 +34,7 @@ pub struct HtmlReport<'a> {
 }
 
 /// Text for an HTML text node or attribute value.
-pub fn escape(text: &str) -> String {
+pub(crate) fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {

@@ -5,7 +5,7 @@ use crate::plan::{Entry, Plan, PriceBasis, Unserved};
 use crate::units::fmt_seconds;
 
 /// How many Pareto entries the text shows (`--json` has them all).
-pub const PARETO_SHOWN: usize = 15;
+pub(crate) const PARETO_SHOWN: usize = 15;
 
 fn config(e: &Entry) -> String {
     format!(

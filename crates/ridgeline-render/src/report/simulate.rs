@@ -63,7 +63,7 @@ fn row(out: &mut String, name: &str, s: &Stats) {
 }
 
 /// One sentence on what held a run back.
-pub fn binding_text(b: &Binding) -> String {
+pub(crate) fn binding_text(b: &Binding) -> String {
     let bound = b
         .iteration_bound
         .map(|x| {
@@ -99,7 +99,7 @@ pub fn binding_text(b: &Binding) -> String {
 }
 
 /// The text of one run.
-pub fn run(r: &Run) -> String {
+pub(crate) fn run(r: &Run) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{}", deployment(r));
     let _ = writeln!(out, "{}", workload(r));

@@ -36,7 +36,7 @@ pub fn render(rows: &[Vec<String>]) -> String {
 }
 
 /// A header row of `names`.
-pub fn header(names: &[&str]) -> Vec<String> {
+pub(crate) fn header(names: &[&str]) -> Vec<String> {
     names.iter().map(|n| n.to_string()).collect()
 }
 

@@ -156,7 +156,7 @@ pub fn prediction(p: &Prediction) -> String {
 }
 
 /// ", tp" / ", tp, ep 8" after the device count, when there are several devices.
-pub fn layout(p: &Prediction) -> String {
+pub(crate) fn layout(p: &Prediction) -> String {
     let c = &p.config;
     let tp = p.hardware.count / c.ep.max(1);
     match (p.hardware.count > 1, c.ep > 1) {
@@ -174,7 +174,7 @@ pub fn layout(p: &Prediction) -> String {
 
 /// One sentence on speculative decoding at `batch`: what a verify pass yields and
 /// costs, the speed-up, and where it stops paying.
-pub fn speculation(sp: &SpeculativeReport, batch: u64) -> String {
+pub(crate) fn speculation(sp: &SpeculativeReport, batch: u64) -> String {
     let source = match sp.draft.as_str() {
         "mtp" => "the model's MTP head".to_string(),
         "eagle" => "an EAGLE-style one-layer head".to_string(),

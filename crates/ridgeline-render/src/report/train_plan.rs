@@ -8,10 +8,10 @@ use crate::train::{Method, Offload};
 use crate::units::sig3;
 
 /// How many Pareto entries the text shows (`--json` has them all).
-pub const PARETO_SHOWN: usize = 12;
+pub(crate) const PARETO_SHOWN: usize = 12;
 
 /// A count of tokens with a K/M/B/T suffix, as `--tokens` takes them (`200M`, `1.5B`).
-pub fn tokens(n: f64) -> String {
+pub(crate) fn tokens(n: f64) -> String {
     for (scale, s) in [(1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")] {
         if n >= scale {
             let v = format!("{:.2}", n / scale);
@@ -61,7 +61,9 @@ fn sharding(o: &OptionStory) -> String {
 fn next_cheaper(n: &Option<NextCheaper>) -> String {
     match n {
         None => "Nothing searched is cheaper.".into(),
-        Some(NextCheaper { entry, lack: None }) => format!(
+        Some(NextCheaper {
+            entry, lack: None, ..
+        }) => format!(
             "The next cheaper, {} at {}, qualifies too but takes {}.",
             config(entry),
             usd_opt(entry.usd),
@@ -70,6 +72,7 @@ fn next_cheaper(n: &Option<NextCheaper>) -> String {
         Some(NextCheaper {
             entry,
             lack: Some(lack),
+            ..
         }) => format!(
             "The next cheaper, {} at {}, {lack}.",
             config(entry),
@@ -113,7 +116,7 @@ pub fn explain_option(o: &OptionStory) -> String {
 
 /// `text` broken at spaces into lines of at most `width` characters (a longer word
 /// stays whole), every line after the first starting with `indent`.
-pub fn wrap(text: &str, width: usize, indent: &str) -> String {
+pub(crate) fn wrap(text: &str, width: usize, indent: &str) -> String {
     let mut out = String::new();
     let mut line = 0usize;
     for word in text.split(' ') {

@@ -21,6 +21,7 @@ const BUCKETS: usize = OCTAVES * PER_OCTAVE as usize;
 
 /// Mean and percentiles of one per-request quantity (the JSON `ttft_s`, `tpot_s`, ...).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Stats {
     /// Mean, exact.
     pub mean: f64,
@@ -35,7 +36,7 @@ pub struct Stats {
 /// Counts of values in log-spaced buckets (zeros apart), with the exact sum, minimum
 /// and maximum.
 #[derive(Debug, Clone)]
-pub struct Histogram {
+pub(crate) struct Histogram {
     counts: Vec<u32>,
     zeros: u64,
     n: u64,
@@ -59,7 +60,7 @@ impl Default for Histogram {
 
 impl Histogram {
     /// Adds a value (negative values count as 0).
-    pub fn add(&mut self, v: f64) {
+    pub(crate) fn add(&mut self, v: f64) {
         let v = v.max(0.0);
         self.n += 1;
         self.sum += v;
@@ -74,13 +75,8 @@ impl Histogram {
         self.counts[i] = self.counts[i].saturating_add(1);
     }
 
-    /// Values added.
-    pub fn count(&self) -> u64 {
-        self.n
-    }
-
     /// Exact mean (0 when empty).
-    pub fn mean(&self) -> f64 {
+    pub(crate) fn mean(&self) -> f64 {
         if self.n == 0 {
             0.0
         } else {
@@ -91,7 +87,7 @@ impl Histogram {
     /// The `q`-quantile (0 < q <= 1) by the nearest-rank rule: the value of rank
     /// `ceil(q · n)`, as its bucket's geometric middle, clamped to the exact minimum and
     /// maximum (0 when empty).
-    pub fn quantile(&self, q: f64) -> f64 {
+    pub(crate) fn quantile(&self, q: f64) -> f64 {
         if self.n == 0 {
             return 0.0;
         }
@@ -111,7 +107,7 @@ impl Histogram {
     }
 
     /// Mean, p50, p90, p99.
-    pub fn stats(&self) -> Stats {
+    pub(crate) fn stats(&self) -> Stats {
         Stats {
             mean: self.mean(),
             p50: self.quantile(0.5),
@@ -123,14 +119,14 @@ impl Histogram {
 
 /// The time average of a piecewise-constant quantity.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct TimeAverage {
+pub(crate) struct TimeAverage {
     area: f64,
     span: f64,
 }
 
 impl TimeAverage {
     /// The quantity held `value` for `dt` seconds.
-    pub fn add(&mut self, value: f64, dt: f64) {
+    pub(crate) fn add(&mut self, value: f64, dt: f64) {
         if dt > 0.0 {
             self.area += value * dt;
             self.span += dt;
@@ -138,12 +134,12 @@ impl TimeAverage {
     }
 
     /// The integral, value x s.
-    pub fn area(&self) -> f64 {
+    pub(crate) fn area(&self) -> f64 {
         self.area
     }
 
     /// The average over the time recorded (0 when none).
-    pub fn mean(&self) -> f64 {
+    pub(crate) fn mean(&self) -> f64 {
         if self.span > 0.0 {
             self.area / self.span
         } else {
@@ -157,6 +153,7 @@ pub const TIMELINE_POINTS: usize = 512;
 
 /// One sample of a timeline.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct TimelinePoint {
     /// Time, s.
     pub t_s: f64,
@@ -179,7 +176,7 @@ pub struct Timeline {
 
 impl Timeline {
     /// Offers one iteration's sample.
-    pub fn offer(&mut self, p: TimelinePoint) {
+    pub(crate) fn offer(&mut self, p: TimelinePoint) {
         let stride = self.stride.max(1);
         if self.seen.is_multiple_of(stride) {
             if self.points.len() == TIMELINE_POINTS {

@@ -48,11 +48,12 @@ mod run;
 mod scheduler;
 mod workload;
 
-pub use metrics::{Histogram, Stats, TIMELINE_POINTS, Timeline, TimelinePoint};
-pub use scheduler::{Blocker, Instance, Iteration, KvPool, Limits, Req};
+pub use metrics::{Stats, TIMELINE_POINTS, Timeline, TimelinePoint};
+pub(crate) use scheduler::Instance;
+pub use scheduler::Limits;
 pub use workload::{
-    Arrivals, Dist, MAX_CONCURRENCY, MAX_LENGTH, MAX_RATE, MAX_REQUESTS, Rng, Source, TraceRequest,
-    Workload, parse_trace, read_trace,
+    Arrivals, Dist, MAX_CONCURRENCY, MAX_LENGTH, MAX_RATE, MAX_REQUESTS, TraceRequest, Workload,
+    parse_trace, read_trace,
 };
 
 use crate::engine::Engine;
@@ -64,7 +65,7 @@ use crate::roofline::Bound;
 use serde::Serialize;
 
 /// Most iterations one simulation may run (10^9): beyond, it stops with an error.
-pub const MAX_ITERATIONS: u64 = 1_000_000_000;
+pub(crate) const MAX_ITERATIONS: u64 = 1_000_000_000;
 
 /// Most tokens a workload may ask for in all (requests x mean prompt + gen, 10^11).
 pub const MAX_TOTAL_TOKENS: f64 = 1e11;
@@ -176,7 +177,7 @@ impl Serving<'_> {
 
     /// `engine` with the overrides applied, and [`DEFAULT_MAX_BATCHED_TOKENS`] where
     /// neither the engine nor the overrides set a token budget.
-    pub fn engine(&self, engine: &Engine) -> Engine {
+    pub(crate) fn engine(&self, engine: &Engine) -> Engine {
         let mut e = engine.clone();
         if let Some(n) = self.max_num_seqs {
             e.scheduler.max_num_seqs = Some(n);
@@ -203,6 +204,7 @@ pub fn limits(engine: &Engine) -> Limits {
 
 /// Request, input-token and output-token rates.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Throughput {
     /// Completed requests / duration.
     pub requests_per_s: f64,
@@ -214,6 +216,7 @@ pub struct Throughput {
 
 /// Requests meeting both SLOs.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Goodput {
     /// Such requests / duration.
     pub requests_per_s: f64,
@@ -223,6 +226,7 @@ pub struct Goodput {
 
 /// What held a run back: what kept requests waiting, and what bound the iterations.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Binding {
     /// Fraction of the run the engine computed (the rest it idled; with
     /// disaggregation, the mean of the two pools).
@@ -286,6 +290,7 @@ pub struct RunConfig {
 
 /// One simulation (the `simulate --json` document for one rate).
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Run {
     /// The deployment.
     pub config: RunConfig,
@@ -344,6 +349,7 @@ pub struct Run {
 
 /// Several rates of one deployment, and where it saturates.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct RateSweep {
     /// One run per rate, in the order given.
     pub rows: Vec<Run>,
@@ -351,8 +357,19 @@ pub struct RateSweep {
     pub knee: Option<Knee>,
 }
 
+impl RateSweep {
+    /// The sweep of one run (a single rate, concurrency or trace): no knee.
+    pub fn single(run: Run) -> RateSweep {
+        RateSweep {
+            rows: vec![run],
+            knee: None,
+        }
+    }
+}
+
 /// The saturation knee of a rate sweep.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Knee {
     /// The lowest offered rate the deployment could not keep up with, requests/s.
     pub rate_per_s: f64,

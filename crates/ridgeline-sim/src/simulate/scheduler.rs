@@ -31,11 +31,9 @@ pub struct Limits {
 
 /// The KV cache of one device: its size, and a sequence's bytes at a context.
 #[derive(Debug, Clone)]
-pub struct KvPool {
+pub(crate) struct KvPool {
     /// Bytes the cache may use on the most loaded device.
     pub pool_bytes: f64,
-    /// Bytes of one block of every layer (`block_tokens` tokens below every window).
-    pub block_bytes: f64,
     /// Per-sequence bytes by context: the memory model's line
     /// ([`Predictor::sequence_cache`]; `None`: a pipeline, the memory model answers
     /// each time).
@@ -45,7 +43,7 @@ pub struct KvPool {
 impl KvPool {
     /// The pool of predictor `p` under `limits`; an error names the device when the
     /// weights and workspace leave no room for one block.
-    pub fn new(p: &Predictor<'_>, limits: &Limits) -> Result<KvPool> {
+    pub(crate) fn new(p: &Predictor<'_>, limits: &Limits) -> Result<KvPool> {
         let b = limits.max_num_seqs.clamp(1, 256);
         let budget = limits.max_batched_tokens.min(1 << 20);
         let m = p.memory(b, budget.div_ceil(b), 0).0;
@@ -67,14 +65,13 @@ impl KvPool {
         }
         Ok(KvPool {
             pool_bytes,
-            block_bytes,
             line: p.sequence_cache(),
         })
     }
 
     /// Bytes one sequence of `tokens` tokens holds, its context rounded up to whole
     /// blocks.
-    pub fn bytes(&self, p: &Predictor<'_>, tokens: u64, block_tokens: u64) -> f64 {
+    pub(crate) fn bytes(&self, p: &Predictor<'_>, tokens: u64, block_tokens: u64) -> f64 {
         let l = tokens.div_ceil(block_tokens).saturating_mul(block_tokens);
         match &self.line {
             Some(line) => line.at(l as f64),
@@ -85,7 +82,7 @@ impl KvPool {
 
 /// A request inside an instance.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Req {
+pub(crate) struct Req {
     /// Index of the request in the workload.
     pub id: u64,
     /// Arrival time, s.
@@ -117,7 +114,7 @@ pub struct Req {
 
 impl Req {
     /// A new request of `prompt` and `gen_tokens` tokens arriving at `arrival_s`.
-    pub fn new(id: u64, arrival_s: f64, prompt: u64, gen_tokens: u64) -> Req {
+    pub(crate) fn new(id: u64, arrival_s: f64, prompt: u64, gen_tokens: u64) -> Req {
         Req {
             id,
             arrival_s,
@@ -140,14 +137,14 @@ impl Req {
 
     /// Tokens known (prompt and generated): what the cache must hold before the next
     /// token can be made.
-    pub fn known(&self) -> u64 {
+    pub(crate) fn known(&self) -> u64 {
         self.prompt + self.generated
     }
 }
 
 /// Why the head of the queue was not admitted in an iteration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Blocker {
+pub(crate) enum Blocker {
     /// `max_num_seqs` sequences were running.
     MaxNumSeqs,
     /// The token budget was spent.
@@ -158,7 +155,7 @@ pub enum Blocker {
 
 /// What one iteration did.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Iteration {
+pub(crate) struct Iteration {
     /// Its pass.
     pub pass: PassResult,
     /// Sequences in it.
@@ -171,7 +168,7 @@ pub struct Iteration {
 
 /// One engine instance: its queue, running batch and KV cache.
 #[derive(Debug, Clone)]
-pub struct Instance<'p, 'a> {
+pub(crate) struct Instance<'p, 'a> {
     /// The iteration cost model.
     pub cost: IterationCost<'p, 'a>,
     /// The KV cache.
@@ -199,7 +196,7 @@ pub struct Instance<'p, 'a> {
 
 impl<'p, 'a> Instance<'p, 'a> {
     /// An idle instance.
-    pub fn new(p: &'p Predictor<'a>, limits: Limits, prefix_hit: f64) -> Result<Self> {
+    pub(crate) fn new(p: &'p Predictor<'a>, limits: Limits, prefix_hit: f64) -> Result<Self> {
         Ok(Instance {
             kv: KvPool::new(p, &limits)?,
             cost: IterationCost::new(p),
@@ -219,7 +216,7 @@ impl<'p, 'a> Instance<'p, 'a> {
     }
 
     /// Whether a request of `tokens` tokens fits in the empty cache.
-    pub fn can_ever_hold(&self, tokens: u64) -> bool {
+    pub(crate) fn can_ever_hold(&self, tokens: u64) -> bool {
         self.bytes(tokens) <= self.kv.pool_bytes
     }
 
@@ -229,7 +226,7 @@ impl<'p, 'a> Instance<'p, 'a> {
     }
 
     /// Queues a request (at the back).
-    pub fn enqueue(&mut self, r: Req) {
+    pub(crate) fn enqueue(&mut self, r: Req) {
         let slot = match self.free_slots.pop() {
             Some(s) => {
                 self.reqs[s] = Some(r);
@@ -244,22 +241,17 @@ impl<'p, 'a> Instance<'p, 'a> {
     }
 
     /// Whether anything is queued or running.
-    pub fn busy(&self) -> bool {
+    pub(crate) fn busy(&self) -> bool {
         !self.waiting.is_empty() || !self.running.is_empty()
     }
 
-    /// Requests queued or running.
-    pub fn in_flight(&self) -> u64 {
-        (self.waiting.len() + self.running.len()) as u64
-    }
-
     /// Requests waiting to be admitted.
-    pub fn waiting(&self) -> u64 {
+    pub(crate) fn waiting(&self) -> u64 {
         self.waiting.len() as u64
     }
 
     /// Fraction of the pool in use.
-    pub fn kv_fraction(&self) -> f64 {
+    pub(crate) fn kv_fraction(&self) -> f64 {
         if self.kv.pool_bytes > 0.0 {
             self.used_bytes / self.kv.pool_bytes
         } else {
@@ -323,7 +315,7 @@ impl<'p, 'a> Instance<'p, 'a> {
 impl Instance<'_, '_> {
     /// Forms the iteration starting at `now` and returns its cost (`None`: nothing to
     /// run).
-    pub fn start(&mut self, now: f64) -> Option<Iteration> {
+    pub(crate) fn start(&mut self, now: f64) -> Option<Iteration> {
         self.scheduled.clear();
         let mut budget = self.limits.max_batched_tokens;
         let preempted = self.schedule_running(&mut budget);
@@ -420,7 +412,7 @@ impl Instance<'_, '_> {
 
     /// Ends the iteration at `t`: tokens made, requests finished (returned to `done`:
     /// every output token made, or with [`Instance::prefill_only`] the first).
-    pub fn finish(&mut self, t: f64, done: &mut Vec<Req>) {
+    pub(crate) fn finish(&mut self, t: f64, done: &mut Vec<Req>) {
         let prefill_only = self.prefill_only;
         let spec = self.spec;
         let mut left = false;

@@ -25,7 +25,7 @@ pub const MAX_RATE: f64 = 1e6;
 /// about 32 years): the clock is an f64 of seconds from the first arrival, exact to
 /// 1.2e-7 s there, and beyond it latencies of milliseconds would be lost to rounding.
 /// A rate below `requests / MAX_ARRIVAL_SPAN_S` is refused (`rate`).
-pub const MAX_ARRIVAL_SPAN_S: f64 = 1e9;
+pub(crate) const MAX_ARRIVAL_SPAN_S: f64 = 1e9;
 /// Most concurrent users of a closed loop (10^6).
 pub const MAX_CONCURRENCY: u64 = 1_000_000;
 
@@ -125,7 +125,7 @@ impl Dist {
     }
 
     /// One draw.
-    pub fn sample(&self, rng: &mut Rng) -> u64 {
+    pub(crate) fn sample(&self, rng: &mut Rng) -> u64 {
         match *self {
             Dist::Fixed { tokens } => tokens,
             Dist::Uniform { lo, hi } => lo + rng.below(hi - lo + 1),
@@ -148,35 +148,35 @@ impl Dist {
 
 /// A seeded random stream (ChaCha8).
 #[derive(Debug, Clone)]
-pub struct Rng(ChaCha8Rng);
+pub(crate) struct Rng(ChaCha8Rng);
 
 impl Rng {
     /// Stream `stream` of seed `seed`.
-    pub fn new(seed: u64, stream: u64) -> Rng {
+    pub(crate) fn new(seed: u64, stream: u64) -> Rng {
         let mut r = ChaCha8Rng::seed_from_u64(seed);
         r.set_stream(stream);
         Rng(r)
     }
 
     /// A uniform number in (0, 1] (53 random bits).
-    pub fn unit(&mut self) -> f64 {
+    pub(crate) fn unit(&mut self) -> f64 {
         ((self.0.next_u64() >> 11) + 1) as f64 * (1.0 / (1u64 << 53) as f64)
     }
 
     /// A whole number below `n` (`n >= 1`; the tiny modulo bias of 64-bit draws is
     /// irrelevant at token counts).
-    pub fn below(&mut self, n: u64) -> u64 {
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
         self.0.next_u64() % n.max(1)
     }
 
     /// A standard normal draw (Box-Muller).
-    pub fn normal(&mut self) -> f64 {
+    pub(crate) fn normal(&mut self) -> f64 {
         let (u, v) = (self.unit(), self.unit());
         (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
     }
 
     /// An exponential gap with rate `rate`.
-    pub fn exponential(&mut self, rate: f64) -> f64 {
+    pub(crate) fn exponential(&mut self, rate: f64) -> f64 {
         -self.unit().ln() / rate
     }
 }
@@ -288,7 +288,7 @@ impl Workload {
 /// The requests of a workload in arrival order, drawn as they are needed (a closed
 /// loop's next request arrives when one completes).
 #[derive(Debug, Clone)]
-pub struct Source<'w> {
+pub(crate) struct Source<'w> {
     workload: &'w Workload,
     gaps: Rng,
     lengths: Rng,
@@ -299,7 +299,7 @@ pub struct Source<'w> {
 
 impl<'w> Source<'w> {
     /// The requests of `w`.
-    pub fn new(w: &'w Workload) -> Self {
+    pub(crate) fn new(w: &'w Workload) -> Self {
         Source {
             workload: w,
             gaps: Rng::new(w.seed, 1),
@@ -309,13 +309,8 @@ impl<'w> Source<'w> {
         }
     }
 
-    /// Requests issued so far.
-    pub fn issued(&self) -> u64 {
-        self.issued
-    }
-
     /// Whether every request has been issued.
-    pub fn done(&self) -> bool {
+    pub(crate) fn done(&self) -> bool {
         self.issued >= self.workload.requests
     }
 
@@ -327,7 +322,7 @@ impl<'w> Source<'w> {
 
     /// The next open-loop arrival (Poisson or trace), or `None` when all are issued
     /// (a closed loop issues through [`Source::issue_at`] only).
-    pub fn next_arrival(&mut self) -> Option<TraceRequest> {
+    pub(crate) fn next_arrival(&mut self) -> Option<TraceRequest> {
         if self.done() {
             return None;
         }
@@ -349,7 +344,7 @@ impl<'w> Source<'w> {
     }
 
     /// A closed-loop request arriving at `t` (`None` when all are issued).
-    pub fn issue_at(&mut self, t: f64) -> Option<TraceRequest> {
+    pub(crate) fn issue_at(&mut self, t: f64) -> Option<TraceRequest> {
         if self.done() {
             return None;
         }

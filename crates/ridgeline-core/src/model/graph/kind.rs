@@ -104,7 +104,7 @@ crate::named_enum! {
 impl OpKind {
     /// The attention core whose work grows with the context (fused, or the score and
     /// value matmuls of the naive form; the softmax is elementwise).
-    pub fn is_attention_matmul(self) -> bool {
+    pub(crate) fn is_attention_matmul(self) -> bool {
         matches!(
             self,
             OpKind::Attention
@@ -116,17 +116,17 @@ impl OpKind {
     }
 
     /// Any part of the attention core, softmax included.
-    pub fn is_attention_core(self) -> bool {
+    pub(crate) fn is_attention_core(self) -> bool {
         self.is_attention_matmul() || self == OpKind::AttnSoftmax
     }
 
     /// An embedding lookup (token or position).
-    pub fn is_embedding(self) -> bool {
+    pub(crate) fn is_embedding(self) -> bool {
         matches!(self, OpKind::Embedding | OpKind::PositionEmbedding)
     }
 
     /// A norm or residual add over the hidden width (split by sequence parallelism).
-    pub fn is_norm_or_residual(self) -> bool {
+    pub(crate) fn is_norm_or_residual(self) -> bool {
         matches!(
             self,
             OpKind::AttnNorm
@@ -140,7 +140,7 @@ impl OpKind {
     /// Elementwise ops a compiler fuses into a neighbouring kernel (the residual add
     /// into the next norm, the gated activation into the up projection's epilogue,
     /// RoPE into attention): they move no bytes of their own.
-    pub fn is_fused_when_compiled(self) -> bool {
+    pub(crate) fn is_fused_when_compiled(self) -> bool {
         matches!(
             self,
             OpKind::AttnResidual
@@ -152,7 +152,7 @@ impl OpKind {
     }
 
     /// Ops outside the layer stack (embedding lookups, the final norm, the lm_head).
-    pub fn is_outside_layers(self) -> bool {
+    pub(crate) fn is_outside_layers(self) -> bool {
         self.is_embedding() || matches!(self, OpKind::FinalNorm | OpKind::LmHead)
     }
 }

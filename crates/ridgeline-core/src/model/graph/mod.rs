@@ -31,7 +31,7 @@ pub use kind::OpKind;
 pub use pass::{draft_head, forward, forward_layers};
 
 /// Most operators one forward pass can have.
-pub const MAX_OPS: usize = 64;
+pub(crate) const MAX_OPS: usize = 64;
 
 /// Shape of one forward pass.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -165,7 +165,7 @@ pub struct Precision {
 }
 
 /// What an engine's matmul kernels do with low-precision weights: which tensor-core
-/// rate a weight format multiplies at (see [`Precision::compute_dtype`]).
+/// rate a weight format multiplies at (see `Precision::compute_dtype`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Kernels {
     /// `mxfp4` and `nvfp4` weights run on fp4 tensor cores where the device has them
@@ -201,7 +201,7 @@ impl Default for Kernels {
 impl Precision {
     /// Bits per element of the token embedding and the lm_head: 16 where the weight
     /// format keeps them so ([`Format::keeps_embeddings_16bit`]), else the weights'.
-    pub fn embedding_bits(&self) -> f64 {
+    pub(crate) fn embedding_bits(&self) -> f64 {
         if self.weights.keeps_embeddings_16bit() {
             16.0
         } else {
@@ -216,7 +216,7 @@ impl Precision {
     /// scales are fp16 (`ggml_half`) and llama.cpp's dequantize-then-GEMM path widens
     /// them to fp16 whatever the model's dtype, so an engine that accumulates in fp16
     /// reaches the fp16-accumulate rate on them too.
-    pub fn compute_dtype(&self, f: Format) -> ComputeDtype {
+    pub(crate) fn compute_dtype(&self, f: Format) -> ComputeDtype {
         match f {
             Format::Mxfp4 | Format::Nvfp4 if !self.kernels.fp4 => self.activations,
             _ if f.is_gguf() && self.kernels.int8_mma => ComputeDtype::Int8,
@@ -229,7 +229,7 @@ impl Precision {
     /// kernel widens the weights to a wider dtype before multiplying (weight-only
     /// quantization: AWQ, GPTQ, NF4, GGUF, fp4 without fp4 tensor cores), otherwise
     /// [`Unit::Matrix`].
-    pub fn unit(&self, f: Format) -> Unit {
+    pub(crate) fn unit(&self, f: Format) -> Unit {
         let d = self.compute_dtype(f);
         if f.bits() + 0.75 < d.bytes() * 8.0 {
             Unit::Dequant(d)
@@ -253,18 +253,10 @@ pub enum Unit {
 
 impl Unit {
     /// `bf16`, `fp8`, ... for matrix units, `vector` otherwise.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Unit::Matrix(d) | Unit::Dequant(d) => d.name(),
             Unit::Vector => "vector",
-        }
-    }
-
-    /// The dtype of a matrix unit (`None` for vector units).
-    pub fn matrix_dtype(self) -> Option<ComputeDtype> {
-        match self {
-            Unit::Matrix(d) | Unit::Dequant(d) => Some(d),
-            Unit::Vector => None,
         }
     }
 }
@@ -363,7 +355,7 @@ impl Graph {
 /// Expected number of distinct experts that `tokens` tokens touch when each picks
 /// `k` of `e` experts uniformly: `e · (1 - (1 - k/e)^tokens)`. One token touches `k`;
 /// many tokens touch all `e`. This sets MoE weight traffic at batch > 1.
-pub fn expected_experts(e: u64, k: u64, tokens: u64) -> f64 {
+pub(crate) fn expected_experts(e: u64, k: u64, tokens: u64) -> f64 {
     if e <= 1 {
         return 1.0;
     }

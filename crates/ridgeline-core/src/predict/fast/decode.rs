@@ -89,8 +89,8 @@ pub(super) struct Varying {
 /// Everything about a decode step at one batch size that does not depend on the context:
 /// the context-free ops summed, the context-dependent ones as affine lines.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct DecodeLines {
-    batch: u64,
+pub(crate) struct DecodeLines {
+    pub(super) batch: u64,
     const_time_s: f64,
     const_roofline_s: f64,
     const_by_bound: [f64; 4],
@@ -105,7 +105,7 @@ pub struct DecodeLines {
 impl DecodeLines {
     /// Measures the decode graph of `p` at `batch` (`None` where the graph is empty or
     /// not of the expected shape; callers then use the plain path).
-    pub fn new(p: &Predictor<'_>, batch: u64) -> Option<DecodeLines> {
+    pub(crate) fn new(p: &Predictor<'_>, batch: u64) -> Option<DecodeLines> {
         let ga = p.graph(&Step::decode(batch, PROBE_LO));
         let gb = p.graph(&Step::decode(batch, PROBE_HI));
         if ga.ops().is_empty() || ga.ops().len() != gb.ops().len() {
@@ -184,11 +184,6 @@ impl DecodeLines {
             }
         }
         Some(d)
-    }
-
-    /// The batch these lines are for.
-    pub fn batch(&self) -> u64 {
-        self.batch
     }
 
     pub(super) fn varying(&self) -> &[Varying] {

@@ -248,7 +248,7 @@ impl Template {
 
 /// The decode group of an iteration as the sums its cost depends on.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct DecodeSums {
+pub(crate) struct DecodeSums {
     /// Sequences decoding.
     pub sequences: u64,
     /// `Σ L_i`, their contexts (each including its new token).
@@ -372,7 +372,7 @@ impl DecodeSums {
     /// Adds one sequence decoding at `context` (its new token included); `chunked`:
     /// the windows are attention chunks.
     #[inline]
-    pub fn add(&mut self, windows: &[u64], chunked: bool, context: u64) {
+    pub(crate) fn add(&mut self, windows: &[u64], chunked: bool, context: u64) {
         self.sequences += 1;
         let l = context.max(1);
         self.context += l as f64;
@@ -502,12 +502,6 @@ impl<'p, 'a> IterationCost<'p, 'a> {
         }
     }
 
-    /// With speculative decoding, the tokens one decode iteration yields per sequence
-    /// on average (`(1 - a^(k+1)) / (1 - a)`); `None` without.
-    pub fn tokens_per_decode(&self) -> Option<f64> {
-        self.spec
-    }
-
     /// The predictor costed.
     pub fn predictor(&self) -> &'p Predictor<'a> {
         self.p
@@ -519,7 +513,8 @@ impl<'p, 'a> IterationCost<'p, 'a> {
     }
 
     /// Whether decode groups are costed in closed form (else at their mean context).
-    pub fn closed_form(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn closed_form(&self) -> bool {
         self.decode.is_some()
     }
 

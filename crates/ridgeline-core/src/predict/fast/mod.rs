@@ -29,8 +29,8 @@ use super::{PassResult, Predictor, Summary};
 use crate::model::graph::Step;
 use crate::predict::pass::bound_index;
 use crate::roofline::slowest;
-pub use decode::DecodeLines;
-pub use iteration::{DecodeSums, IterationCost};
+pub(crate) use decode::DecodeLines;
+pub use iteration::IterationCost;
 use prefill::PrefillCache;
 
 /// Adds one op, given as lines, at `x` to a pass: what [`crate::roofline::place`]

@@ -310,7 +310,7 @@ fn evaluator_equals_plain_for_new_architectures() {
 
 #[test]
 fn envelope_sums_match_sum_max_affine() {
-    use crate::predict::sum_max_affine;
+    use crate::predict::affine::sum_max_affine;
     for lines in [
         [(1.0, 0.5), (10.0, 0.1), (3.0, 0.0)],
         [(5.0, 0.0), (0.0, 0.0), (1.0, 0.0)],
@@ -391,7 +391,7 @@ fn decode_lines_have_one_varying_op_with_flash_and_three_without() {
         let p = Predictor::new(&m, h, e, &s).unwrap();
         let d = DecodeLines::new(&p, 4).unwrap();
         assert_eq!(d.varying().len(), n);
-        assert_eq!(d.batch(), 4);
+        assert_eq!(d.batch, 4);
     }
 }
 

@@ -69,7 +69,7 @@ pub enum Lack {
 
 impl Lack {
     /// The target it misses.
-    pub fn target(&self) -> TrainTarget {
+    pub(crate) fn target(&self) -> TrainTarget {
         match self {
             Lack::DeviceMemory { .. } | Lack::HostMemory { .. } => TrainTarget::Memory,
             Lack::Time { .. } => TrainTarget::MaxHours,
@@ -124,6 +124,7 @@ pub enum TrainReason {
 
 /// A limit that keeps the best (or fastest) from being better, or that nothing meets.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct TrainBinding {
     /// The answer it explains: `best`, `fastest`, or `none` when nothing qualifies.
     pub answer: Answer,
@@ -184,7 +185,7 @@ impl Context<'_> {
 
     /// Why nothing cheaper (best) or faster (fastest) than `answer` qualifies: the
     /// better configuration closest to it and what it lacks.
-    pub fn why(&self, answer: &Cand, of: Answer) -> TrainBinding {
+    pub(crate) fn why(&self, answer: &Cand, of: Answer) -> TrainBinding {
         let rank = |c: &Cand| {
             if of == Answer::Best {
                 c.cost()
@@ -229,7 +230,7 @@ impl Context<'_> {
     }
 
     /// Which limits nothing meets, with the best value reachable.
-    pub fn why_none(&self) -> Vec<TrainBinding> {
+    pub(crate) fn why_none(&self) -> Vec<TrainBinding> {
         let fitting: Vec<&Cand> = self.cands.iter().filter(|c| c.fits()).collect();
         if fitting.is_empty() {
             let ratio = |c: &Cand| {

@@ -56,7 +56,7 @@ use search::Cand;
 use serde::Serialize;
 
 /// Device counts searched by default: 1 to this.
-pub const DEFAULT_MAX_GPUS: u64 = 64;
+pub(crate) const DEFAULT_MAX_GPUS: u64 = 64;
 
 /// Sequences per optimizer step when none is asked (512 Ki tokens at `seq` 2048).
 pub const DEFAULT_GLOBAL_BATCH: u64 = 256;
@@ -67,10 +67,10 @@ pub const MAX_TRAIN_PLAN_GPUS: u64 = 1_000_000;
 /// Most (device, count, tp, pp) layouts one search may span (the default search over
 /// every priced device spans about 20,000; each layout is evaluated for up to 16
 /// options).
-pub const MAX_LAYOUTS: u64 = 50_000;
+pub(crate) const MAX_LAYOUTS: u64 = 50_000;
 
 /// Largest micro-batch searched (2^20 sequences).
-pub const MAX_MICRO_BATCH: u64 = 1 << 20;
+pub(crate) const MAX_MICRO_BATCH: u64 = 1 << 20;
 
 /// One kind of device the search may rent: a loose device, or the devices of a cloud
 /// instance shape.
@@ -116,12 +116,12 @@ impl Pool {
     }
 
     /// Whether `gpus` devices come in whole instances of this pool.
-    pub fn allows(&self, gpus: u64) -> bool {
+    pub(crate) fn allows(&self, gpus: u64) -> bool {
         gpus.is_multiple_of(self.devices_per_instance) && gpus <= self.max_gpus
     }
 
     /// Price per device-hour, if known.
-    pub fn usd_per_gpu_hour(&self) -> Option<f64> {
+    pub(crate) fn usd_per_gpu_hour(&self) -> Option<f64> {
         self.hardware.price.as_ref().map(|p| p.usd_per_hour)
     }
 }
@@ -221,6 +221,7 @@ pub fn default_pools(db: &HardwareDb) -> Vec<Pool> {
 
 /// One configuration with its predictions (entries of `best`, `fastest`, `pareto`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct TrainEntry {
     /// Hardware id.
     pub gpu: String,
@@ -303,6 +304,7 @@ impl TrainEntry {
 
 /// The feasible entries of one method no other of that method beats on cost and time.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct MethodFront {
     /// The method.
     pub method: Method,

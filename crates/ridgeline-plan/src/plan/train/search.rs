@@ -22,7 +22,7 @@ pub(super) struct Layout {
 
 impl Layout {
     /// Data-parallel degree.
-    pub fn dp(&self) -> u64 {
+    pub(crate) fn dp(&self) -> u64 {
         self.gpus / (self.tp * self.pp)
     }
 }
@@ -52,7 +52,7 @@ pub(super) struct Setting {
 
 impl Setting {
     /// The `train` configuration on top of the request's `base`.
-    pub fn config(&self, base: &TrainConfig) -> TrainConfig {
+    pub(crate) fn config(&self, base: &TrainConfig) -> TrainConfig {
         TrainConfig {
             gpus: self.gpus,
             tp: self.tp,
@@ -95,17 +95,17 @@ pub(super) struct Cand {
 
 impl Cand {
     /// Fits in device and host memory.
-    pub fn fits(&self) -> bool {
+    pub(crate) fn fits(&self) -> bool {
         self.device_fits && self.host_fits
     }
 
     /// USD, infinite without a price.
-    pub fn cost(&self) -> f64 {
+    pub(crate) fn cost(&self) -> f64 {
         self.usd.unwrap_or(f64::INFINITY)
     }
 
     /// The first limit it misses: device memory, host memory, the deadline, the budget.
-    pub fn lack(&self, t: &TrainTargets) -> Option<Lack> {
+    pub(crate) fn lack(&self, t: &TrainTargets) -> Option<Lack> {
         if !self.device_fits {
             return Some(Lack::DeviceMemory {
                 needed_bytes: self.memory_bytes,
@@ -134,12 +134,12 @@ impl Cand {
     }
 
     /// Fits and meets every target.
-    pub fn meets(&self, t: &TrainTargets) -> bool {
+    pub(crate) fn meets(&self, t: &TrainTargets) -> bool {
         self.lack(t).is_none()
     }
 
     /// Its setting.
-    pub fn setting(&self) -> Setting {
+    pub(crate) fn setting(&self) -> Setting {
         Setting {
             gpus: self.layout.gpus,
             tp: self.layout.tp,
@@ -153,7 +153,7 @@ impl Cand {
     }
 
     /// The report entry.
-    pub fn entry(&self, pools: &[Pool]) -> TrainEntry {
+    pub(crate) fn entry(&self, pools: &[Pool]) -> TrainEntry {
         let pool = &pools[self.layout.pool];
         let l = &self.layout;
         TrainEntry {

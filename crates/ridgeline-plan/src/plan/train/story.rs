@@ -24,6 +24,7 @@ crate::named_enum! {
 
 /// The next cheaper configuration than an option and what it lacks.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct NextCheaper {
     /// The configuration.
     pub entry: TrainEntry,
@@ -33,6 +34,7 @@ pub struct NextCheaper {
 
 /// One highlighted option and what binds it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct OptionStory {
     /// Why it is highlighted.
     pub role: OptionRole,

@@ -103,7 +103,7 @@ fn short_name(name: &str) -> &str {
 }
 
 /// The default title line: model and devices.
-pub fn default_title(devices: &[RooflineDevice]) -> String {
+pub(crate) fn default_title(devices: &[RooflineDevice]) -> String {
     let p = devices[0].prediction;
     let names: Vec<&str> = devices
         .iter()
@@ -113,7 +113,7 @@ pub fn default_title(devices: &[RooflineDevice]) -> String {
 }
 
 /// The subtitle: format, batch, context, engine, layout.
-pub fn subtitle(p: &Prediction) -> String {
+pub(crate) fn subtitle(p: &Prediction) -> String {
     let c = &p.config;
     format!(
         "weights {} · KV {} · batch {} · context {} prompt + {} generated (decode step at {}) · engine {} · {}× device{}",

@@ -233,7 +233,7 @@ fn ranges(
 
 impl<'d> Scene<'d> {
     /// The scene of `devices` (at least one) as `opts` asks.
-    pub fn new(devices: &'d [RooflineDevice<'d>], opts: &'d RooflineOptions) -> Scene<'d> {
+    pub(crate) fn new(devices: &'d [RooflineDevice<'d>], opts: &'d RooflineOptions) -> Scene<'d> {
         let first = &devices[0];
         let (mut points, link_ops, skipped, drafts) = op_points(first.prediction);
         let links = link_roofs(devices, opts);
@@ -263,12 +263,12 @@ impl<'d> Scene<'d> {
     }
 
     /// The first device's prediction (whose ops are drawn).
-    pub fn first(&self) -> &'d Prediction {
+    pub(crate) fn first(&self) -> &'d Prediction {
         self.devices[0].prediction
     }
 
     /// The footnote: what points and roofs are, and the ops not drawn.
-    pub fn footnote(&self) -> String {
+    pub(crate) fn footnote(&self) -> String {
         let mut note = format!(
             "Points: the engine's predicted FLOP/s ({}); roofs: ideal peaks. TB/s = 1e12 bytes/s.",
             self.first().config.engine
@@ -293,7 +293,7 @@ impl<'d> Scene<'d> {
 
     /// How many key lines fit in the side panel above a footnote starting at `foot_top`,
     /// after its fixed lines (headings, devices, links, ceilings, phases).
-    pub fn key_room(&self, foot_top: f64) -> usize {
+    pub(crate) fn key_room(&self, foot_top: f64) -> usize {
         let fixed_lines = 1.0
             + self.devices.len() as f64 * 2.0
             + 0.4
