@@ -232,6 +232,99 @@ fn buying_beside_renting_by_hand() {
 }
 
 #[test]
+fn committed_use_prices_rank_a_plan_by_hand() {
+    // the bundled book: GCP's a3-highgpu-8g (8 x H100) at $44,810.08066464 a month under
+    // a one-year commitment and $28,370.99821392 under three, months of 730 h
+    // (data/prices.toml): 44,810.08066464 / 730 / 8 = $7.672959 and
+    // 28,370.99821392 / 730 / 8 = $4.858048 per device-hour
+    let v = json(&["hardware", "show", "h100-sxm", "--json"]);
+    let one = v["price_committed_1y_usd_per_hour"].as_f64().unwrap();
+    let three = v["price_committed_3y_usd_per_hour"].as_f64().unwrap();
+    assert!(
+        (one - 44_810.080_664_64 / 730.0 / 8.0).abs() < 1e-5,
+        "{one}"
+    );
+    assert!(
+        (three - 28_370.998_213_92 / 730.0 / 8.0).abs() < 1e-5,
+        "{three}"
+    );
+    assert_eq!(v["price_committed_1y_provider"], "gcp");
+    // a price file's own terms: 8 x H100 at $16/h on demand, $12/h for a year, $8/h for
+    // three: $1.50 and $1.00 per device-hour
+    let text = offer("h100", "alpha", 8, 16.0).replace(
+        "usd_per_hour = 16",
+        "usd_per_hour = 16\ncommitted_1y_usd_per_hour = 12\ncommitted_3y_usd_per_hour = 8",
+    );
+    let (_dir, path) = price_file(&text);
+    let plan = |basis: &str| {
+        json(&[
+            "plan",
+            "--model",
+            "llama-3-8b",
+            "--gpu",
+            "h100,l40s",
+            "--gpus",
+            "1",
+            "--json",
+            "--price-file",
+            &path,
+            "--price-basis",
+            basis,
+        ])
+    };
+    let v = plan("committed-1y");
+    let b = &v["best"];
+    assert_eq!(b["gpu"], "h100-sxm");
+    assert_eq!(b["price_basis"], "committed-1y");
+    assert_eq!(b["price_provider"], "alpha");
+    assert_eq!(b["price_date"], "2026-12-01");
+    assert_eq!(b["usd_per_hour"], 1.5);
+    let v3 = plan("committed-3y");
+    assert_eq!(v3["best"]["usd_per_hour"], 1.0);
+    // the same configuration costs a third less per token over three years than one
+    let per_token = |v: &serde_json::Value| v["best"]["usd_per_million_tokens"].as_f64().unwrap();
+    assert!((per_token(&v3) / per_token(&v) - 1.0 / 1.5).abs() < 1e-9);
+    // l40s publishes no commitment: ranked by devices, marked unpriced, not dropped
+    let unpriced = v["unpriced"].as_array().unwrap();
+    assert!(
+        unpriced
+            .iter()
+            .any(|u| u["gpu"] == "l40s" && u["priced"] == false),
+        "{unpriced:?}"
+    );
+    let text = String::from_utf8(
+        run(&[
+            "plan",
+            "--model",
+            "llama-3-8b",
+            "--gpu",
+            "h100",
+            "--gpus",
+            "1",
+            "--price-file",
+            &path,
+            "--price-basis",
+            "committed-3y",
+        ])
+        .stdout,
+    )
+    .unwrap();
+    assert!(
+        text.contains("price: rented under a three-year commitment (--price-basis committed-3y) from alpha, read 2026-12-01"),
+        "{text}"
+    );
+    // a commitment above the on-demand price is a typo: exit 2 naming the key
+    let (_d, bad) = price_file(&offer("h100", "alpha", 8, 16.0).replace(
+        "usd_per_hour = 16",
+        "usd_per_hour = 16\ncommitted_1y_usd_per_hour = 20",
+    ));
+    let out = run(&["hardware", "--price-file", &bad]);
+    assert_eq!(out.status.code(), Some(2));
+    let e = String::from_utf8(out.stderr).unwrap();
+    assert!(e.contains("committed_1y_usd_per_hour"), "{e}");
+}
+
+#[test]
 fn bad_price_inputs_exit_2_naming_the_option() {
     let err = |args: &[&str]| {
         let out = run(args);

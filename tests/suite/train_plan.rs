@@ -453,8 +453,9 @@ fn instances_are_listed_with_prices_and_planned_in_whole_instances() {
         .expect("p4d.24xlarge");
     assert_eq!(p4d["hardware_id"], "a100-40gb-sxm");
     assert_eq!(p4d["count"], 8);
-    // $32.7726 per hour / 8 devices = $4.096575 per device-hour
-    assert_eq!(p4d["usd_per_gpu_hour"], 32.7726 / 8.0);
+    // $21.957642 per hour (after AWS's June 2025 cut) / 8 devices = $2.74470525 per
+    // device-hour
+    assert_eq!(p4d["usd_per_gpu_hour"], 21.957642 / 8.0);
     assert!(
         p4d["price"]["source"]
             .as_str()

@@ -178,6 +178,8 @@ impl Instance {
             gpus: self.count,
             usd_per_hour: self.price.usd_per_hour,
             spot_usd_per_hour: None,
+            committed_1y_usd_per_hour: None,
+            committed_3y_usd_per_hour: None,
             marketplace: false,
             region: self.notes.split('.').next().unwrap_or_default().to_string(),
             date: self.price.date.clone(),

@@ -13,7 +13,7 @@ use std::sync::OnceLock;
 pub mod prices;
 mod report;
 
-pub use prices::{Offer, Ownership, PriceBook, Purchase};
+pub use prices::{Offer, Ownership, PriceBook, Purchase, Term, TermPrice};
 
 pub use report::{HardwareReport, MemoryReport, PeakReport};
 
@@ -535,6 +535,13 @@ pub struct Hardware {
     /// Purchase price, if the device is sold and a price was published.
     #[serde(default)]
     pub purchase: Option<Purchase>,
+    /// The cheapest one-year committed-use price per device-hour over the price book's
+    /// offers (set by [`HardwareDb::apply_prices`]; `None`: none published).
+    #[serde(skip)]
+    pub committed_1y: Option<prices::TermPrice>,
+    /// The same for a three-year commitment.
+    #[serde(skip)]
+    pub committed_3y: Option<prices::TermPrice>,
     /// The hardware file's own `[price]` (what [`HardwareDb::apply_prices`] starts from).
     #[serde(skip)]
     pub file_price: Option<Price>,

@@ -40,6 +40,14 @@ pub struct Offer {
     /// Spot / interruptible price of the whole shape, USD per hour, where published.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spot_usd_per_hour: Option<f64>,
+    /// The whole shape's price per hour under a one-year commitment (a reserved
+    /// instance, savings plan or committed-use discount, paid monthly), USD, where the
+    /// provider publishes one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub committed_1y_usd_per_hour: Option<f64>,
+    /// The same under a three-year commitment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub committed_3y_usd_per_hour: Option<f64>,
     /// Region or location the price is for.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub region: String,
@@ -61,11 +69,29 @@ impl Offer {
         self.usd_per_hour / self.gpus as f64
     }
 
+    /// Committed-use price per device-hour for `term`, USD, where published.
+    pub fn committed_usd_per_gpu_hour(&self, term: Term) -> Option<f64> {
+        let whole = match term {
+            Term::OneYear => self.committed_1y_usd_per_hour,
+            Term::ThreeYears => self.committed_3y_usd_per_hour,
+        };
+        whole.map(|w| w / self.gpus as f64)
+    }
+
     fn validate(&self) -> Result<()> {
         require_in("gpus", self.gpus as f64, 1.0, 1024.0)?;
         require_in("usd_per_hour", self.usd_per_hour, 1e-4, 1e5)?;
         if let Some(s) = self.spot_usd_per_hour {
             require_in("spot_usd_per_hour", s, 1e-4, 1e5)?;
+        }
+        for (key, c) in [
+            ("committed_1y_usd_per_hour", self.committed_1y_usd_per_hour),
+            ("committed_3y_usd_per_hour", self.committed_3y_usd_per_hour),
+        ] {
+            if let Some(c) = c {
+                // a commitment buys a discount: above the on-demand price it is a typo
+                require_in(key, c, 1e-4, self.usd_per_hour)?;
+            }
         }
         check_date("date", &self.date)?;
         check_source(&self.source)?;
@@ -77,6 +103,32 @@ impl Offer {
         }
         Ok(())
     }
+}
+
+crate::named_enum! {
+    /// The length of a committed-use term.
+    pub enum Term: "commitment term" {
+        /// One year.
+        OneYear = "1y",
+        /// Three years.
+        ThreeYears = "3y",
+    }
+}
+
+/// A device's cheapest committed-use price for one term: per device-hour, with the
+/// offer it comes from.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TermPrice {
+    /// USD per device-hour under the commitment.
+    pub usd_per_hour: f64,
+    /// Provider (lower case).
+    pub provider: String,
+    /// The provider's shape.
+    pub shape: String,
+    /// When the price was read (YYYY-MM-DD).
+    pub date: String,
+    /// Where it was read.
+    pub source: String,
 }
 
 /// A device's purchase price.
@@ -249,9 +301,12 @@ impl HardwareDb {
                 .filter(|o| provider.as_ref().is_none_or(|p| &o.provider == p))
                 .collect();
             let listed = mine.iter().any(|o| !o.marketplace);
-            let best = mine
+            let usable: Vec<&Offer> = mine
                 .into_iter()
                 .filter(|o| !(listed && o.marketplace))
+                .collect();
+            let best = usable
+                .iter()
                 .min_by(|a, b| a.usd_per_gpu_hour().total_cmp(&b.usd_per_gpu_hour()))
                 .map(|o| Price {
                     usd_per_hour: o.usd_per_gpu_hour(),
@@ -261,6 +316,21 @@ impl HardwareDb {
                     shape: Some(o.shape.clone()),
                     spot_usd_per_hour: o.spot_usd_per_hour.map(|s| s / o.gpus as f64),
                 });
+            let term_price = |term: Term| {
+                usable
+                    .iter()
+                    .filter_map(|o| Some((o, o.committed_usd_per_gpu_hour(term)?)))
+                    .min_by(|a, b| a.1.total_cmp(&b.1))
+                    .map(|(o, usd_per_hour)| TermPrice {
+                        usd_per_hour,
+                        provider: o.provider.clone(),
+                        shape: o.shape.clone(),
+                        date: o.date.clone(),
+                        source: o.source.clone(),
+                    })
+            };
+            d.committed_1y = term_price(Term::OneYear);
+            d.committed_3y = term_price(Term::ThreeYears);
             d.price = match (own, best) {
                 (Some(a), Some(b)) => Some(if a.usd_per_hour <= b.usd_per_hour {
                     a

@@ -46,6 +46,10 @@ impl Hardware {
             price_provider: self.price.as_ref().and_then(|p| p.provider.clone()),
             price_shape: self.price.as_ref().and_then(|p| p.shape.clone()),
             price_spot_usd_per_hour: self.price.as_ref().and_then(|p| p.spot_usd_per_hour),
+            price_committed_1y_usd_per_hour: self.committed_1y.as_ref().map(|c| c.usd_per_hour),
+            price_committed_1y_provider: self.committed_1y.as_ref().map(|c| c.provider.clone()),
+            price_committed_3y_usd_per_hour: self.committed_3y.as_ref().map(|c| c.usd_per_hour),
+            price_committed_3y_provider: self.committed_3y.as_ref().map(|c| c.provider.clone()),
             purchase_usd: self.purchase.as_ref().map(|p| p.usd),
             purchase_what: self.purchase.as_ref().map(|p| p.what.clone()),
             purchase_date: self.purchase.as_ref().map(|p| p.date.clone()),
@@ -153,6 +157,18 @@ pub struct HardwareReport {
     /// Spot USD per device-hour, where published.
     #[serde(default)]
     pub price_spot_usd_per_hour: Option<f64>,
+    /// The cheapest one-year committed-use USD per device-hour, where published.
+    #[serde(default)]
+    pub price_committed_1y_usd_per_hour: Option<f64>,
+    /// The provider of that one-year price.
+    #[serde(default)]
+    pub price_committed_1y_provider: Option<String>,
+    /// The cheapest three-year committed-use USD per device-hour, where published.
+    #[serde(default)]
+    pub price_committed_3y_usd_per_hour: Option<f64>,
+    /// The provider of that three-year price.
+    #[serde(default)]
+    pub price_committed_3y_provider: Option<String>,
     /// Purchase price of one device, USD.
     #[serde(default)]
     pub purchase_usd: Option<f64>,

@@ -117,6 +117,11 @@ crate::named_enum! {
         Rent = "rent",
         /// Owned: purchase over the stated life and utilisation, plus power.
         Own = "own",
+        /// Rented under a one-year commitment: the device's cheapest published
+        /// committed-use price (reserved instance, savings plan, committed-use discount).
+        Committed1y = "committed-1y",
+        /// Rented under a three-year commitment.
+        Committed3y = "committed-3y",
     }
 }
 
@@ -126,6 +131,31 @@ pub(crate) fn device_hour(hw: &Hardware, own: &Ownership, basis: PriceBasis) -> 
     match basis {
         PriceBasis::Rent => hw.price.as_ref().map(|p| p.usd_per_hour),
         PriceBasis::Own => own.own_usd_per_hour(hw),
+        PriceBasis::Committed1y => hw.committed_1y.as_ref().map(|c| c.usd_per_hour),
+        PriceBasis::Committed3y => hw.committed_3y.as_ref().map(|c| c.usd_per_hour),
+    }
+}
+
+/// Where the price a plan ranks `hw` by comes from under `basis`: the provider (of the
+/// rental price for `rent` and `own`, of the commitment for a committed basis) and the
+/// date it was read (for `own`, the purchase price's); `None`s where unknown.
+pub(crate) fn price_origin(hw: &Hardware, basis: PriceBasis) -> (Option<String>, Option<String>) {
+    let term = |t: &Option<crate::hardware::TermPrice>| {
+        t.as_ref().map_or((None, None), |c| {
+            (Some(c.provider.clone()), Some(c.date.clone()))
+        })
+    };
+    match basis {
+        PriceBasis::Rent => hw
+            .price
+            .as_ref()
+            .map_or((None, None), |p| (p.provider.clone(), Some(p.date.clone()))),
+        PriceBasis::Own => (
+            hw.price.as_ref().and_then(|p| p.provider.clone()),
+            hw.purchase.as_ref().map(|p| p.date.clone()),
+        ),
+        PriceBasis::Committed1y => term(&hw.committed_1y),
+        PriceBasis::Committed3y => term(&hw.committed_3y),
     }
 }
 

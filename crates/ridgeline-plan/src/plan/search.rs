@@ -2,9 +2,7 @@
 //! allows, each at powers of two up to the largest batch that fits; the cheapest, and
 //! the Pareto front of what meets every target.
 
-use super::{
-    Config, Entry, NEAR_TIE, PlanRequest, PriceBasis, Target, Targets, default_weight_formats,
-};
+use super::{Config, Entry, NEAR_TIE, PlanRequest, Target, Targets, default_weight_formats};
 use crate::dtype::Format;
 use crate::engine::Engine;
 use crate::error::Result;
@@ -179,12 +177,11 @@ impl<'a> Layout<'a> {
             usd_per_million_tokens: c.usd_per_million_tokens,
             priced: c.usd_per_hour.is_some(),
             price_basis: basis,
-            price_provider: self.hw.price.as_ref().and_then(|p| p.provider.clone()),
-            price_date: match basis {
-                Some(PriceBasis::Rent) => self.hw.price.as_ref().map(|p| p.date.clone()),
-                Some(PriceBasis::Own) => self.hw.purchase.as_ref().map(|p| p.date.clone()),
-                None => None,
-            },
+            price_provider: basis.map_or_else(
+                || self.hw.price.as_ref().and_then(|p| p.provider.clone()),
+                |b| super::price_origin(self.hw, b).0,
+            ),
+            price_date: basis.and_then(|b| super::price_origin(self.hw, b).1),
             own_usd_per_hour: own.own_usd_per_hour(self.hw).map(|h| h * n),
             breakeven_utilisation: own.breakeven_utilisation(self.hw),
             replicas: None,

@@ -44,6 +44,16 @@ fn price_notes(p: &Plan, b: &Entry) -> String {
             "  price: owned (--price-basis own): purchase price of {}, written off over {assumptions}\n",
             b.price_date.as_deref().unwrap_or("undated")
         )),
+        Some(term @ (PriceBasis::Committed1y | PriceBasis::Committed3y)) => s.push_str(&format!(
+            "  price: rented under a {}-year commitment (--price-basis {}){}, read {}\n",
+            if term == PriceBasis::Committed1y { "one" } else { "three" },
+            term.name(),
+            b.price_provider
+                .as_deref()
+                .map(|p| format!(" from {p}"))
+                .unwrap_or_default(),
+            b.price_date.as_deref().unwrap_or("undated")
+        )),
         None => {}
     }
     if let (Some(own), Some(PriceBasis::Rent)) = (b.own_usd_per_hour, b.price_basis) {
