@@ -40,7 +40,9 @@ fn close(what: &str, a: f64, b: f64, rel: f64) {
 fn expert_parallel_all_to_all_on_the_link() {
     // DeepSeek-V3 over 8 H200 with --ep 8, batch 64: each device serves 8 sequences and
     // sends each token once to every other device holding one of its 8 experts:
-    // 8 · (1 - (7/8)^8) = 5.2511 devices, 7/8 of them remote, 7168 bf16 values each.
+    // 8 · (1 - (7/8)^8) = 5.2511 devices, 7/8 of them remote, 7168 values each: the
+    // combine returns bf16 (16 bits), the dispatch moves the fp8 experts' input
+    // quantized, 8 bits and a 32-bit scale per 128 values (8.25 bits).
     let m = model("deepseek-v3");
     let s = Scenario {
         batch: 64,
@@ -53,7 +55,7 @@ fn expert_parallel_all_to_all_on_the_link() {
     assert_eq!(p.config.ep, 8);
     let remote = 8.0 * (1.0 - 0.875f64.powi(8)) * 0.875;
     let per_layer = 8.0 * remote * 7168.0 * 2.0;
-    for kind in [OpKind::MoeDispatch, OpKind::MoeCombine] {
+    for (kind, bits) in [(OpKind::MoeDispatch, 8.25), (OpKind::MoeCombine, 16.0)] {
         let op = p
             .ops
             .iter()
@@ -61,7 +63,12 @@ fn expert_parallel_all_to_all_on_the_link() {
             .unwrap_or_else(|| panic!("{kind} missing"));
         // 58 MoE layers (the first 3 are dense)
         assert_eq!(op.count, 58.0);
-        close("link bytes", op.link_bytes, 58.0 * per_layer, 1e-12);
+        close(
+            "link bytes",
+            op.link_bytes,
+            58.0 * per_layer * bits / 16.0,
+            1e-12,
+        );
         assert_eq!(op.bound.name(), "communication");
     }
     // prefill: 8 x 512 tokens per device
@@ -73,9 +80,34 @@ fn expert_parallel_all_to_all_on_the_link() {
     close(
         "prefill link",
         pre.link_bytes,
-        58.0 * 512.0 * per_layer,
+        58.0 * 512.0 * per_layer * 8.25 / 16.0,
         1e-12,
     );
+    // bf16 experts take their input at the activation width: dispatch = combine
+    let bf16 = run(
+        &m,
+        "h200",
+        "ideal",
+        &Scenario {
+            weights: Some(Format::Bf16),
+            ..s
+        },
+        None,
+    );
+    let link = |kind: OpKind| {
+        bf16.ops
+            .iter()
+            .find(|o| o.kind == kind && o.phase == Phase::Decode)
+            .unwrap()
+            .link_bytes
+    };
+    close(
+        "bf16 dispatch",
+        link(OpKind::MoeDispatch),
+        58.0 * per_layer,
+        1e-12,
+    );
+    assert_eq!(link(OpKind::MoeDispatch), link(OpKind::MoeCombine));
     // without --ep there is no all-to-all
     let tp = run(&m, "h200", "ideal", &Scenario { ep: 1, ..s }, None);
     assert!(tp.ops.iter().all(|o| o.kind != OpKind::MoeDispatch));

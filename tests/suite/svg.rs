@@ -266,6 +266,69 @@ fn roofline_link_ceilings_are_optional() {
     check_text_layout(&links);
 }
 
+/// Expert parallelism over two NVLink domains: the chart draws the network roof the
+/// all-to-alls meet between them (50 GB/s per device, the default `--inter-node-bw`),
+/// and the explanation says the all-to-all crosses it; inside one node neither does.
+#[test]
+fn roofline_and_explanation_name_the_network_between_domains() {
+    let model = ModelDb::builtin().unwrap().resolve("deepseek-v3").unwrap();
+    let engine = EngineDb::builtin().unwrap().get("typical").unwrap();
+    let hw = HardwareDb::builtin().unwrap().get("h100").unwrap();
+    let opts = RooflineOptions {
+        scaleup_link: true,
+        ..RooflineOptions::default()
+    };
+    let chart = |gpus: u64| {
+        let s = Scenario {
+            gpus,
+            ep: gpus,
+            ..Scenario::default()
+        };
+        let p = predict(&model, hw, engine, &s).unwrap();
+        let svg = roofline(
+            &[RooflineDevice {
+                hardware: hw,
+                prediction: &p,
+            }],
+            &opts,
+        )
+        .unwrap();
+        (svg, p)
+    };
+    let (two, p) = chart(16);
+    assert_eq!(p.network(), Some((2, 50e9)));
+    // the legend names it (wrapped to the panel), the slope carries its rate
+    assert!(
+        two.contains("network (between 2 scale-up domains)") && two.contains("network 50 GB/s"),
+        "no network roof"
+    );
+    assert!(two.contains("NVLink"));
+    check_text_layout(&two);
+    let (one, p) = chart(8);
+    assert_eq!(p.network(), None);
+    assert!(!one.contains("network ("));
+    let words = |gpus: &str| {
+        let out = crate::support::cli::run(&[
+            "explain",
+            "--model",
+            "deepseek-v3",
+            "--gpu",
+            "h100",
+            "--gpus",
+            gpus,
+            "--ep",
+            gpus,
+        ]);
+        String::from_utf8(out.stdout).unwrap()
+    };
+    assert!(
+        words("16").contains(
+            "over the scale-up link and, between its 2 scale-up domains, the network (50 GB/s per device)"
+        )
+    );
+    assert!(words("8").contains("per decode step over the link,"));
+}
+
 #[test]
 fn roofline_is_deterministic() {
     let opts = RooflineOptions {

@@ -765,8 +765,8 @@ impl Hardware {
     }
 
     /// How many scale-up domains `gpus` devices span (1 when the link states no domain
-    /// size or they fit in one): beyond one, collectives cross the network, which the
-    /// inference predictor does not cost ([`crate::predict::Note::BeyondScaleUp`]).
+    /// size or they fit in one): beyond one, collectives and pipeline sends between
+    /// domains cross the network ([`crate::predict::Note::BeyondScaleUp`]).
     pub fn scaleup_domains(&self, gpus: u64) -> u64 {
         self.scaleup_domain_devices()
             .map_or(1, |d| gpus.div_ceil(d.max(1)).max(1))

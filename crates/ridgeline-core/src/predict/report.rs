@@ -664,6 +664,19 @@ pub struct Limits {
 }
 
 impl Prediction {
+    /// Where the devices span several scale-up domains: how many, and the network
+    /// bandwidth per device between them, bytes/s (from [`Note::BeyondScaleUp`]).
+    pub fn network(&self) -> Option<(u64, f64)> {
+        self.notes.iter().find_map(|n| match n {
+            Note::BeyondScaleUp {
+                gpus,
+                domain,
+                network_bytes_per_s,
+            } => Some((gpus.div_ceil((*domain).max(1)), *network_bytes_per_s)),
+            _ => None,
+        })
+    }
+
     /// The planning limits (`predict --max`).
     pub fn limits(&self) -> Limits {
         let c = &self.config;

@@ -216,10 +216,17 @@ fn expert_parallel(p: &Prediction) -> Option<Finding> {
         time += o.time_s;
         link += o.link_bytes;
     }
+    let over = match p.network() {
+        Some((domains, bw)) => format!(
+            "over the scale-up link and, between its {domains} scale-up domains, the network ({} per device)",
+            crate::units::fmt_bytes_per_s(bw)
+        ),
+        None => "over the link".to_string(),
+    };
     Some(finding(
         "architecture",
         format!(
-            "Expert parallelism over {} groups: each device holds 1/{} of the routed experts ({} of weights per device) and serves {} of the {} sequences; the dispatch and combine all-to-alls move {} per device per decode step over the link, {:.0}% of the step's op time.",
+            "Expert parallelism over {} groups: each device holds 1/{} of the routed experts ({} of weights per device) and serves {} of the {} sequences; the dispatch and combine all-to-alls move {} per device per decode step {over}, {:.0}% of the step's op time.",
             c.ep,
             c.ep,
             fmt_gb(p.memory.inner.weights_bytes),

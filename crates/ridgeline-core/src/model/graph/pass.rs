@@ -6,6 +6,7 @@ use super::{
     EMPTY, Graph, MAX_OPS, OpKind, Precision, Shard, Step, Unit, ceil_div, expected_experts,
     matmul_dtype,
 };
+use crate::dtype::ComputeDtype;
 use crate::model::{Ffn, LayerKind, LinearDims, Mixer, MlaDims, ModelConfig};
 use crate::ops::{
     self, AttentionShape, Collective, Cost, Operand, attention_fused, attention_scores,
@@ -14,6 +15,11 @@ use crate::ops::{
 };
 
 mod ssm;
+
+/// Bits per element of an fp8 expert dispatch: the fp8 value and one fp32 scale per
+/// 128 elements (the 1 x 128 activation tiles of DeepSeek-V3's fine-grained
+/// quantization, arXiv 2412.19437 section 3.3.2): 8 + 32/128.
+pub(crate) const FP8_DISPATCH_BITS: f64 = 8.0 + 32.0 / 128.0;
 
 /// Shapes and formats shared by the ops of one forward pass on one device.
 struct Pass<'c> {
@@ -362,19 +368,33 @@ impl Pass<'_> {
             let cost = ops::activation(cfg.activation, routed, inter, a).times(share);
             (OpKind::UpProj, OpKind::Activation, cost)
         };
-        let all_to_all = || {
+        let all_to_all = |bits: f64| {
             let k = cfg.experts_per_token;
             let share = t as f64 / self.tp as f64;
-            moe_all_to_all(self.ep, share, k, h as f64, a)
+            moe_all_to_all(self.ep, share, k, h as f64, bits)
+        };
+        // experts whose matmuls run in fp8 take their input quantized before the
+        // dispatch, which then moves fp8 with its block scales; the combine returns the
+        // experts' outputs at the activation width (DeepSeek-V3, arXiv 2412.19437
+        // section 3.3.2; DeepEP's fp8 dispatch, used by SGLang, TensorRT-LLM and vLLM)
+        let dispatch_bits = if unit == Unit::Matrix(ComputeDtype::Fp8) {
+            FP8_DISPATCH_BITS.min(a)
+        } else {
+            a
         };
         if moe && self.ep > 1 {
-            g.push(OpKind::MoeDispatch, l, all_to_all(), Unit::Vector);
+            g.push(
+                OpKind::MoeDispatch,
+                l,
+                all_to_all(dispatch_bits),
+                Unit::Vector,
+            );
         }
         g.push(up_kind, l, up, unit);
         g.push(act_kind, l, act_op, Unit::Vector);
         g.push(OpKind::DownProj, l, down, unit);
         if moe && self.ep > 1 {
-            g.push(OpKind::MoeCombine, l, all_to_all(), Unit::Vector);
+            g.push(OpKind::MoeCombine, l, all_to_all(a), Unit::Vector);
         }
         if moe && cfg.shared_experts > 0 {
             let si = ceil_div(cfg.shared_intermediate, self.tp);

@@ -149,6 +149,23 @@ fn link_roofs(devices: &[RooflineDevice], opts: &RooflineOptions) -> Vec<LinkRoo
                 });
             }
         }
+        // devices in several scale-up domains: what crosses between them runs at the
+        // network's rate per device, the roof their collectives and all-to-alls meet
+        if let Some((domains, bw)) = d.prediction.network().filter(|_| opts.scaleup_link) {
+            let legend = format!(
+                "network (between {domains} scale-up domains) {} per device",
+                fmt_bytes_per_s(bw)
+            );
+            if bw.is_finite() && bw > 0.0 && !links.iter().any(|o| o.legend == legend) {
+                links.push(LinkRoof {
+                    device: i,
+                    label: format!("network {}", fmt_bytes_per_s(bw)),
+                    legend,
+                    bytes_per_s: bw,
+                    peak,
+                });
+            }
+        }
     }
     links
 }
