@@ -508,6 +508,21 @@ impl ModelConfig {
             && self.shared_experts == 0
     }
 
+    /// The network share of a forwarded expert all-to-all over `ep` groups, `per_domain`
+    /// of them in each scale-up domain ([`crate::ops::forwarded_network_share`]): a token
+    /// reaches only its `topk_group` groups' domains where each domain holds whole groups
+    /// (`n_group` a multiple of the domains), else any domain.
+    pub fn forwarded_network_share(&self, ep: u64, per_domain: u64) -> f64 {
+        let ep = ep.max(1);
+        let per_domain = per_domain.clamp(1, ep);
+        let domains = ep.div_ceil(per_domain);
+        let reachable = self
+            .expert_groups
+            .filter(|g| g.groups.is_multiple_of(domains))
+            .map(|g| g.per_token);
+        crate::ops::forwarded_network_share(ep, per_domain, self.experts_per_token, reachable)
+    }
+
     /// Parameters of one routed expert (biases included).
     pub(crate) fn expert_params(&self) -> u64 {
         self.try_mlp_params(self.expert_intermediate)

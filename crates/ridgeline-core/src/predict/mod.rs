@@ -262,9 +262,12 @@ pub struct Predictor<'a> {
     routed_expert_bytes: f64,
     host_bw: f64,
     link_bw: f64,
-    /// Ceilings of the expert all-to-all (dispatch, combine): the vector units', the
-    /// link at [`Traffic::AllToAll`]'s bandwidth over the expert groups.
+    /// Ceilings of a decode pass's expert all-to-all (dispatch, combine): the vector
+    /// units', the link at [`Traffic::AllToAll`]'s bandwidth over the expert groups.
     ep_comm: Ceilings,
+    /// The same for a prompt pass's all-to-all ([`OpInstance::forwarded`]): the link at
+    /// [`Traffic::Forwarded`]'s bandwidth.
+    ep_comm_forwarded: Ceilings,
     /// Network bandwidth per device between scale-up domains, bytes/s.
     network_bw: f64,
     /// The compute dtype the weights' matmuls wanted and the one whose peak was used.
@@ -462,10 +465,14 @@ impl<'a> Predictor<'a> {
         let group = |size: u64, stride: u64, t: Traffic| {
             group_bandwidth(scaleup, s.inter_node_bytes_per_s, domain, (size, stride), t)
         };
-        let mut ep_comm = vector;
+        let (mut ep_comm, mut ep_comm_forwarded) = (vector, vector);
         if vector.link_bytes_per_s.is_some() {
             vector.link_bytes_per_s = Some(group(tp, 1, Traffic::Ring));
-            ep_comm.link_bytes_per_s = Some(group(s.ep.max(1), tp, Traffic::AllToAll));
+            let ep = s.ep.max(1);
+            ep_comm.link_bytes_per_s = Some(group(ep, tp, Traffic::AllToAll));
+            let network_share = model.forwarded_network_share(ep, domain / tp.max(1));
+            ep_comm_forwarded.link_bytes_per_s =
+                Some(group(ep, tp, Traffic::Forwarded { network_share }));
         }
         let eff = engine.efficiency(hardware);
         let comm_eff = Efficiency {
@@ -514,6 +521,7 @@ impl<'a> Predictor<'a> {
                 .map_or(0.0, |l| l.bytes_per_s_per_direction),
             link_bw: link_bw(hardware),
             ep_comm,
+            ep_comm_forwarded,
             network_bw: s.inter_node_bytes_per_s,
             matmul_dtypes: (matmul_dtype, used),
             windows: {
@@ -571,7 +579,11 @@ impl<'a> Predictor<'a> {
     pub(super) fn ceilings(&self, op: &OpInstance) -> &Ceilings {
         match op.unit {
             Unit::Vector if matches!(op.kind, OpKind::MoeDispatch | OpKind::MoeCombine) => {
-                &self.ep_comm
+                if op.forwarded {
+                    &self.ep_comm_forwarded
+                } else {
+                    &self.ep_comm
+                }
             }
             Unit::Vector => &self.vector,
             _ if op.kind.is_attention_core() => &self.attention,

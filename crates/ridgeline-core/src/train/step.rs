@@ -253,20 +253,9 @@ impl Trainer<'_> {
     fn expert_traffic(&self) -> Pattern {
         let l = &self.layout;
         let ep = l.ep.max(1);
-        let per_domain = (l.devices_per_node / l.tp.max(1)).clamp(1, ep);
-        let domains = ep.div_ceil(per_domain);
-        let reachable = self
-            .model
-            .expert_groups
-            .filter(|g| g.groups.is_multiple_of(domains))
-            .map(|g| g.per_token);
+        let per_domain = l.devices_per_node / l.tp.max(1);
         Pattern::Forwarded {
-            network_share: crate::ops::forwarded_network_share(
-                ep,
-                per_domain,
-                self.model.experts_per_token,
-                reachable,
-            ),
+            network_share: self.model.forwarded_network_share(ep, per_domain),
         }
     }
 

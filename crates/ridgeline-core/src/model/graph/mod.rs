@@ -278,6 +278,12 @@ pub struct OpInstance {
     pub cost: Cost,
     /// Where it runs.
     pub unit: Unit,
+    /// An expert all-to-all of a prompt pass (a prefill, a chunk of one, a training
+    /// step): the high-throughput kernels (DeepEP's normal mode), whose copies for
+    /// another scale-up domain cross the network once per domain and are forwarded
+    /// inside it. False for a decode pass's all-to-all (the low-latency kernels send
+    /// straight to each expert) and for every other op.
+    pub forwarded: bool,
 }
 
 impl OpInstance {
@@ -312,6 +318,7 @@ pub(super) const EMPTY: OpInstance = OpInstance {
         link_bytes: 0.0,
     },
     unit: Unit::Vector,
+    forwarded: false,
 };
 
 impl Graph {
@@ -319,6 +326,18 @@ impl Graph {
     /// the graph (the norms of two layer kinds) takes the executions instead. Attention
     /// ops are never merged: their cost depends on the context.
     pub(super) fn push(&mut self, kind: OpKind, count: f64, cost: Cost, unit: Unit) {
+        self.push_op(kind, count, cost, unit, false);
+    }
+
+    /// [`Graph::push`] with [`OpInstance::forwarded`] set as given.
+    pub(super) fn push_op(
+        &mut self,
+        kind: OpKind,
+        count: f64,
+        cost: Cost,
+        unit: Unit,
+        forwarded: bool,
+    ) {
         if count <= 0.0 {
             return;
         }
@@ -336,6 +355,7 @@ impl Graph {
                 count,
                 cost,
                 unit,
+                forwarded,
             };
             self.len += 1;
         }

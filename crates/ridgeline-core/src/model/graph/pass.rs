@@ -382,19 +382,24 @@ impl Pass<'_> {
         } else {
             a
         };
+        // a prompt pass dispatches with the high-throughput kernels, a decode pass with
+        // the low-latency ones ([`super::OpInstance::forwarded`])
+        let forwarded = !self.step.decode;
         if moe && self.ep > 1 {
-            g.push(
-                OpKind::MoeDispatch,
-                l,
-                all_to_all(dispatch_bits),
-                Unit::Vector,
-            );
+            let c = all_to_all(dispatch_bits);
+            g.push_op(OpKind::MoeDispatch, l, c, Unit::Vector, forwarded);
         }
         g.push(up_kind, l, up, unit);
         g.push(act_kind, l, act_op, Unit::Vector);
         g.push(OpKind::DownProj, l, down, unit);
         if moe && self.ep > 1 {
-            g.push(OpKind::MoeCombine, l, all_to_all(a), Unit::Vector);
+            g.push_op(
+                OpKind::MoeCombine,
+                l,
+                all_to_all(a),
+                Unit::Vector,
+                forwarded,
+            );
         }
         if moe && cfg.shared_experts > 0 {
             let si = ceil_div(cfg.shared_intermediate, self.tp);

@@ -240,6 +240,7 @@ impl Template {
                 count,
                 cost: cost(c),
                 unit,
+                forwarded: false,
             };
             accumulate(r, &op, &p.place_op(&op));
         }
