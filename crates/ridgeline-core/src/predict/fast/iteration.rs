@@ -132,6 +132,10 @@ fn class_pass(p: &Predictor<'_>, step: &Step, want: Class) -> PassResult {
 #[derive(Debug, Clone)]
 struct ByCount {
     class: Class,
+    /// The ops are a prompt pass's (an iteration with prompt tokens: its expert
+    /// all-to-all runs the high-throughput kernels, [`OpInstance::forwarded`]), else a
+    /// decode pass's.
+    prompt: bool,
     table: Vec<Option<PassResult>>,
     map: HashMap<u64, PassResult>,
 }
@@ -140,15 +144,27 @@ impl ByCount {
     fn new(class: Class) -> Self {
         ByCount {
             class,
+            prompt: class == Class::PrefillOnly,
             table: Vec::new(),
             map: HashMap::new(),
+        }
+    }
+
+    /// The same class in a prompt pass.
+    fn prompt(class: Class) -> Self {
+        ByCount {
+            prompt: true,
+            ..ByCount::new(class)
         }
     }
 
     fn step(&self, n: u64) -> Step {
         match self.class {
             Class::PrefillOnly => Step::prefill(1, n),
-            _ => Step::decode(n, 1),
+            _ => Step {
+                decode: !self.prompt,
+                ..Step::decode(n, 1)
+            },
         }
     }
 
@@ -165,6 +181,7 @@ impl ByCount {
         let step = Step {
             batch: local.saturating_mul(ep),
             all_tokens: Some(all),
+            decode: !self.prompt,
             ..Step::decode(1, 1)
         };
         let r = class_pass(p, &step, self.class);
@@ -441,6 +458,8 @@ pub struct IterationCost<'p, 'a> {
     /// The windows are attention chunks.
     chunked: bool,
     token: ByCount,
+    /// The token ops of an iteration with prompt tokens.
+    token_prompt: ByCount,
     head: ByCount,
     decode_only: ByCount,
     prefill_only: ByCount,
@@ -486,6 +505,7 @@ impl<'p, 'a> IterationCost<'p, 'a> {
             prefill,
             windows,
             token: ByCount::new(Class::Token),
+            token_prompt: ByCount::prompt(Class::Token),
             head: ByCount::new(Class::Head),
             decode_only: ByCount::new(Class::DecodeOnly),
             prefill_only: ByCount::new(Class::PrefillOnly),
@@ -643,15 +663,22 @@ impl<'p, 'a> IterationCost<'p, 'a> {
         // MoE layer waits for the busiest: an even share of the tokens, but at least the
         // longest prompt chunk (a chunk runs in one group); the routed experts see all
         let ep = p.ep();
+        // with prompt tokens the iteration runs as a prompt pass (its expert all-to-all
+        // on the high-throughput kernels), else as a decode pass
+        let token_ops = if pt > 0 {
+            &mut self.token_prompt
+        } else {
+            &mut self.token
+        };
         let (token, prefill_only) = if ep > 1 {
             let local = tokens.div_ceil(ep).max(max_chunk).min(tokens);
             let local_prefill = pt.div_ceil(ep).max(max_chunk).min(pt);
             (
-                self.token.get_ep(p, local, tokens, ep),
+                token_ops.get_ep(p, local, tokens, ep),
                 self.prefill_only.get(p, local_prefill),
             )
         } else {
-            (self.token.get(p, tokens), self.prefill_only.get(p, pt))
+            (token_ops.get(p, tokens), self.prefill_only.get(p, pt))
         };
         let mut r = add(
             add(token, self.head.get(p, s.sequences + n_chunks)),
