@@ -236,6 +236,36 @@ impl<'a> Predictor<'a> {
         sum
     }
 
+    /// The `k` draft steps of one speculating iteration of `batch` sequences at
+    /// `context`, each with its own step and per-layer overheads (nothing without
+    /// speculation).
+    pub(super) fn draft_steps(&self, batch: u64, context: u64) -> PassResult {
+        let Some(s) = self.spec else {
+            return PassResult::default();
+        };
+        let mut r = PassResult::default();
+        if let Some(ops) = self.part_ops(Part::Draft, &Step::decode(batch, context)) {
+            r.add_scaled(
+                &self.finish_part(Part::Draft, ops, batch, batch, 0.0),
+                s.k as f64,
+            );
+        }
+        r
+    }
+
+    /// The step of a verify pass of `batch` sequences whose cache holds `context`
+    /// tokens before it: each checks `k` drafts, `k + 1` new tokens and logits
+    /// (`None` without speculation).
+    pub(super) fn verify_step(&self, batch: u64, context: u64) -> Option<Step> {
+        let k = self.spec?.k;
+        Some(Step {
+            new_tokens: k + 1,
+            context: context + k,
+            logits_per_sequence: k + 1,
+            ..Step::decode(batch, context)
+        })
+    }
+
     /// Decode speed-up from speculation at `batch` and `context`: plain step time over
     /// time per output token (1 without speculation).
     pub fn speedup(&self, batch: u64, context: u64) -> f64 {

@@ -485,6 +485,19 @@ pub struct IterationCost<'p, 'a> {
     spec_sequences: u64,
     spec_context: u64,
     spec_costs: HashMap<(u64, u64), PassResult>,
+    /// A verify pass's attention and its draft steps per `(sequences, context bucket)`,
+    /// for iterations that verify beside prompt chunks.
+    verify_costs: HashMap<(u64, u64), (PassResult, PassResult)>,
+}
+
+/// The verify pass of an iteration's speculating sequences, run in the same forward
+/// pass as its prompt chunks: the tokens it adds to the token ops, the sequences, and
+/// its attention.
+#[derive(Debug, Clone, Copy, Default)]
+struct Verify {
+    tokens: u64,
+    sequences: u64,
+    per_sequence: PassResult,
 }
 
 /// Contexts of a speculating decode group are costed at multiples of this many tokens
@@ -520,6 +533,7 @@ impl<'p, 'a> IterationCost<'p, 'a> {
             spec_sequences: 0,
             spec_context: 0,
             spec_costs: HashMap::new(),
+            verify_costs: HashMap::new(),
         }
     }
 
@@ -629,8 +643,13 @@ impl<'p, 'a> IterationCost<'p, 'a> {
     }
 
     /// The iteration's pass (per-pass overheads included), and a fresh start for the
-    /// next one. An empty iteration costs nothing.
+    /// next one. An empty iteration costs nothing. With speculative decoding, the verify
+    /// pass of the decoding sequences runs in one forward pass with the iteration's
+    /// prompt chunks (the weights read once), the drafts as steps of their own.
     pub fn finish(&mut self) -> PassResult {
+        if self.spec.is_some() && self.spec_sequences > 0 && self.prefill_tokens > 0 {
+            return self.finish_verifying();
+        }
         let mut spec = self.spec_group();
         // the draft's own pass over the prompt tokens of the iteration (its cache must
         // hold them too), as predict's time to first token has it
@@ -643,11 +662,46 @@ impl<'p, 'a> IterationCost<'p, 'a> {
                 .or_insert_with(|| p.draft_prefill(1, pt));
             spec = add(spec, *r);
         }
-        let plain = self.finish_plain();
+        let plain = self.finish_plain(Verify::default());
         add(spec, plain)
     }
 
-    fn finish_plain(&mut self) -> PassResult {
+    /// [`IterationCost::finish`] of an iteration whose speculating sequences verify
+    /// beside prompt chunks: the verify pass (at the sequences' mean context, bucketed as
+    /// [`IterationCost::spec_group`] does) joins the chunks' forward pass; its `k` draft
+    /// steps and the draft's pass over the prompt tokens run apart.
+    fn finish_verifying(&mut self) -> PassResult {
+        let p = self.p;
+        let n = std::mem::take(&mut self.spec_sequences);
+        let total = std::mem::take(&mut self.spec_context);
+        let k = p.speculation().map_or(0, |s| s.k);
+        let mean = (total as f64 / n as f64).round() as u64;
+        let bucket = mean.div_ceil(SPEC_CONTEXT_STEP).max(1);
+        if self.verify_costs.len() >= MAP_ENTRIES {
+            self.verify_costs.clear();
+        }
+        let (per_sequence, drafts) = *self.verify_costs.entry((n, bucket)).or_insert_with(|| {
+            let context = bucket * SPEC_CONTEXT_STEP;
+            let attention = p
+                .verify_step(n, context)
+                .map(|s| class_pass(p, &s, Class::PerSequence))
+                .unwrap_or_default();
+            (attention, p.draft_steps(n, context))
+        });
+        let pt = self.prefill_tokens;
+        let draft_prefill = *self
+            .spec_costs
+            .entry((0, pt))
+            .or_insert_with(|| p.draft_prefill(1, pt));
+        let verify = Verify {
+            tokens: n.saturating_mul(k + 1),
+            sequences: n,
+            per_sequence,
+        };
+        add(add(drafts, draft_prefill), self.finish_plain(verify))
+    }
+
+    fn finish_plain(&mut self, verify: Verify) -> PassResult {
         let p = self.p;
         let s = std::mem::take(&mut self.sums);
         let (pt, n_chunks) = (self.prefill_tokens, self.n_chunks);
@@ -655,7 +709,7 @@ impl<'p, 'a> IterationCost<'p, 'a> {
         let apart = std::mem::take(&mut self.apart);
         self.prefill_tokens = 0;
         self.n_chunks = 0;
-        let tokens = s.sequences + pt;
+        let tokens = s.sequences + pt + verify.tokens;
         if tokens == 0 {
             return PassResult::default();
         }
@@ -680,11 +734,18 @@ impl<'p, 'a> IterationCost<'p, 'a> {
         } else {
             (token_ops.get(p, tokens), self.prefill_only.get(p, pt))
         };
+        // a verify pass's tokens each take logits and the decode-only projections
         let mut r = add(
-            add(token, self.head.get(p, s.sequences + n_chunks)),
-            add(self.decode_only.get(p, s.sequences), prefill_only),
+            add(
+                token,
+                self.head.get(p, s.sequences + n_chunks + verify.tokens),
+            ),
+            add(
+                self.decode_only.get(p, s.sequences + verify.tokens),
+                prefill_only,
+            ),
         );
-        r = add(r, apart);
+        r = add(add(r, apart), verify.per_sequence);
         // each group runs attention for its own sequences: the busiest `ceil(n / ep)`
         // of the `n` decoding (the graph's share, balanced), of the chunks likewise
         let share_of = |n: u64| {
@@ -725,7 +786,7 @@ impl<'p, 'a> IterationCost<'p, 'a> {
             t.place(p, &self.prefill_costs[..t.n], &mut r);
             self.prefill_costs[..t.n].fill([0.0; 8]);
         }
-        p.finish_pass(r, s.sequences + n_chunks, tokens, 0.0)
+        p.finish_pass(r, s.sequences + n_chunks + verify.sequences, tokens, 0.0)
     }
 }
 

@@ -158,3 +158,50 @@ fn token_ops_depend_on_the_token_count_alone() {
         }
     }
 }
+
+/// With speculative decoding, a verify pass beside a prompt chunk runs in the chunk's
+/// forward pass: Llama-3.1-8B drafted by Llama-3.2-1B (k = 3) on an H100, 16 sequences
+/// verifying at 2,000 tokens beside a 1,024-token chunk. Apart, the target's weights
+/// are read twice (the verify pass, the chunk's pass); together once: the two apart
+/// read one plain decode pass's weight bytes more than together, less the one
+/// embedding row (4,096 bf16 values) that pass reads for its token (the embedding rows
+/// of the 64 verify tokens and the 1,024 prompt tokens are read either way, as are the
+/// drafts and the draft's pass over the prompt).
+#[test]
+fn a_verify_pass_joins_the_prompt_chunks_pass() {
+    let (model, hw, engine) = builtin("llama-3.1-8b", "h100", "typical");
+    let draft = ModelDb::builtin().unwrap().resolve("llama-3.2-1b").unwrap();
+    let s = Scenario {
+        spec: Some(crate::predict::Speculation { k: 3, accept: 0.7 }),
+        ..Scenario::default()
+    };
+    let p = Predictor::new(&model, hw, engine, &s)
+        .unwrap()
+        .with_draft(&draft)
+        .unwrap();
+    let mut it = IterationCost::new(&p);
+    let verify = |it: &mut IterationCost| {
+        for _ in 0..16 {
+            it.add_decode(2000);
+        }
+    };
+    verify(&mut it);
+    let alone = it.finish();
+    it.add_chunk(1024, 1024);
+    let chunk = it.finish();
+    verify(&mut it);
+    it.add_chunk(1024, 1024);
+    let both = it.finish();
+    let target = p.pass(&Step::decode(1, 2000), 0.0).weight_bytes;
+    close_to(
+        alone.weight_bytes + chunk.weight_bytes - both.weight_bytes,
+        target - 4096.0 * 2.0,
+        1e-9,
+        "weights once",
+    );
+    assert!(both.time_s < alone.time_s + chunk.time_s, "{both:?}");
+    assert!(both.time_s > alone.time_s.max(chunk.time_s), "{both:?}");
+    // without a chunk the speculating group is predict's decode step, as before
+    verify(&mut it);
+    same(&it.finish(), &alone, "verify alone");
+}
