@@ -299,6 +299,12 @@ pub fn train(
             "the expert all-to-all it hides runs only with expert parallelism (--ep above 1)",
         ));
     }
+    if a.expert_imbalance != 1.0 && a.ep <= 1 {
+        return Err(Error::conflict(
+            &["--expert-imbalance", "--ep"],
+            "without expert parallelism (--ep above 1) no rank waits for another's experts",
+        ));
+    }
     let (model, hw, cfg) = train_setup(ctx, a)?;
     let report = crate::train::train(&model, &hw, &cfg)?;
     if let Some(format) = emit.emit {

@@ -345,6 +345,7 @@ pub(super) fn train_plan_base(a: &PlanArgs, t: &PlanTrainArgs) -> crate::train::
         inter_node_bytes_per_s: a.inter_node_bw,
         mtp: t.mtp,
         overlap_ep: t.overlap_ep,
+        expert_imbalance: t.expert_imbalance,
         ..crate::train::TrainConfig::default()
     }
 }

@@ -470,6 +470,15 @@ pub struct TrainArgs {
     /// DualPipe); with `--ep` above 1.
     #[arg(long = "overlap-ep")]
     pub overlap_ep: bool,
+    /// Routed tokens on the busiest expert-parallel rank over the mean: its experts'
+    /// work and all-to-all traffic, which every step waits for (1: balanced; at most
+    /// `--ep`); with `--ep` above 1.
+    #[arg(
+        long = "expert-imbalance",
+        default_value_t = 1.0,
+        allow_negative_numbers = true
+    )]
+    pub expert_imbalance: f64,
     /// Naive attention that materializes the score matrix.
     #[arg(long = "no-flash")]
     pub no_flash: bool,
@@ -507,6 +516,7 @@ impl TrainArgs {
             inter_node_bytes_per_s: self.inter_node_bw,
             mtp: self.mtp,
             overlap_ep: self.overlap_ep,
+            expert_imbalance: self.expert_imbalance,
             ..TrainConfig::default()
         }
     }
@@ -792,6 +802,15 @@ pub struct PlanTrainArgs {
     /// as `train --overlap-ep`.
     #[arg(long = "overlap-ep", requires = "train")]
     pub overlap_ep: bool,
+    /// The busiest expert-parallel rank's routed tokens over the mean in the
+    /// expert-parallel configurations, as `train --expert-imbalance`.
+    #[arg(
+        long = "expert-imbalance",
+        requires = "train",
+        default_value_t = 1.0,
+        allow_negative_numbers = true
+    )]
+    pub expert_imbalance: f64,
     /// Print Markdown instead of text.
     #[arg(long, requires = "train", conflicts_with = "json")]
     pub markdown: bool,

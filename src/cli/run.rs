@@ -27,7 +27,8 @@ pub fn flag_of(field: &str) -> Option<String> {
         | "max_hours" | "budget_usd" | "instance" | "rate" | "concurrency" | "trace"
         | "requests" | "seed" | "max_num_seqs" | "max_batched_tokens" | "prefix_hit" | "disagg"
         | "host" | "port" | "own_life_years" | "own_utilisation" | "pue" | "usd_per_kwh"
-        | "price_basis" | "provider" | "emit" | "out" | "kernels" | "mtp" | "overlap_ep" => {
+        | "price_basis" | "provider" | "emit" | "out" | "kernels" | "mtp" | "overlap_ep"
+        | "expert_imbalance" => {
             return Some(format!("--{}", field.replace('_', "-")));
         }
         _ => return None,

@@ -201,6 +201,70 @@ fn expert_parallelism_shards_the_routed_experts() {
     assert_eq!(j["layout"]["ep"], 8);
 }
 
+/// Token imbalance between expert-parallel ranks (`--expert-imbalance`): Qwen3-30B-A3B
+/// on 8 H100 with `--ep 8`, micro-batch 1 of 2,048 tokens per rank. The busiest rank
+/// runs 1.5x the mean's routed tokens, so its all-to-all moves 1.5x the bytes and its
+/// experts do 1.5x the work; everything else stays. The routed FLOPs per token per
+/// layer and pick: gate_up 2 x 2048 x 1536 = 6,291,456, down 2 x 768 x 2048 =
+/// 3,145,728, the SiLU-and-multiply (5 + 1) x 768 = 4,608: 9,441,792; 8 picks, 48
+/// layers, 2,048 tokens: 7.425e12 forward per rank, 3x that with the backward (inputs'
+/// and weights' gradients, the activation's twice); over the 8 ranks the step
+/// executes 0.5 x 8 x 3 x 7.425e12 FLOPs more.
+#[test]
+fn expert_imbalance_scales_the_busiest_ranks_experts() {
+    let m = model("qwen3-30b-a3b");
+    let hw = gpu("h100");
+    let at = |f: f64| {
+        let cfg = TrainConfig {
+            gpus: 8,
+            ep: 8,
+            expert_imbalance: f,
+            ..TrainConfig::default()
+        };
+        Trainer::new(&m, &hw, &cfg).unwrap().report()
+    };
+    let (even, busy) = (at(1.0), at(1.5));
+    let ratio = busy.step.ep_comm_time_s / even.step.ep_comm_time_s;
+    assert!((ratio - 1.5).abs() < 1e-9, "{ratio}");
+    let routed = 2048.0 * 48.0 * 8.0 * 9_441_792.0;
+    let more = busy.step.executed_flops - even.step.executed_flops;
+    assert!(
+        (more / (0.5 * 8.0 * 3.0 * routed) - 1.0).abs() < 1e-9,
+        "{more}"
+    );
+    // model FLOPs (the MFU numerator) are the model's, not the busiest rank's
+    assert_eq!(busy.step.flops, even.step.flops);
+    assert!(busy.step.time_s > even.step.time_s && busy.step.mfu < even.step.mfu);
+    // bad values exit 2 naming the flag
+    for (args, needle) in [
+        (
+            &["--ep", "8", "--expert-imbalance", "0.9"][..],
+            "--expert-imbalance",
+        ),
+        (
+            &["--ep", "8", "--expert-imbalance", "9"][..],
+            "--expert-imbalance",
+        ),
+        (&["--expert-imbalance", "1.2"][..], "--ep"),
+    ] {
+        let mut a = vec![
+            "train",
+            "--model",
+            "qwen3-30b-a3b",
+            "--gpu",
+            "h100",
+            "--gpus",
+            "8",
+        ];
+        a.extend_from_slice(args);
+        let out = run(&a);
+        assert_eq!(out.status.code(), Some(2), "{a:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(needle), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+}
+
 #[test]
 fn bad_expert_parallelism_exits_2_naming_ep() {
     for (args, needle) in [

@@ -116,6 +116,12 @@ pub struct TrainConfig {
     /// DeepSeek-V3's DualPipe), hidden up to that computation; off: it adds to the
     /// micro-batch like the tensor-parallel collectives.
     pub overlap_ep: bool,
+    /// Routed tokens on the busiest expert-parallel rank over the mean (1: balanced, as
+    /// an auxiliary-loss-free or auxiliary-loss balancing keeps it over a step; at most
+    /// `ep`, every token on one rank): every step waits for that rank, whose routed
+    /// expert work and all-to-all traffic are this many times the mean. Without expert
+    /// parallelism it has no effect. Step time only: activation memory stays the mean's.
+    pub expert_imbalance: f64,
     /// Override of the calibrated efficiencies.
     pub efficiency: Option<TrainEfficiency>,
     /// Override of the framework memory overhead.
@@ -154,6 +160,7 @@ impl Default for TrainConfig {
             inter_node_bytes_per_s: DEFAULT_INTER_NODE_BYTES_PER_S,
             mtp: None,
             overlap_ep: false,
+            expert_imbalance: 1.0,
             efficiency: None,
             overhead: None,
         }
@@ -253,6 +260,18 @@ fn check_values(cfg: &TrainConfig) -> Result<()> {
             "mtp",
             format!("{n} multi-token-prediction modules; at most {MAX_MTP_MODULES} are modelled"),
         ));
+    }
+    // (without expert parallelism no rank waits for another's experts: the factor has
+    // no effect, so any value from 1 up passes)
+    let most = if cfg.ep > 1 { cfg.ep as f64 } else { f64::MAX };
+    let f = cfg.expert_imbalance;
+    if !(f >= 1.0 && f <= most) {
+        let why = if f > 1.0 && f.is_finite() {
+            format!("more than ep {} (every routed token on one rank)", cfg.ep)
+        } else {
+            "the busiest rank's routed tokens over the mean are at least 1 (balanced)".into()
+        };
+        return Err(Error::invalid("expert_imbalance", format!("{f}: {why}")));
     }
     positive_u64("gpus", cfg.gpus)?;
     positive_u64("tp", cfg.tp)?;

@@ -311,6 +311,12 @@ impl Trainer<'_> {
         if self.cfg.sequence_parallel && op.kind.is_norm_or_residual() {
             fwd = fwd.times(1.0 / l.tp as f64);
         }
+        if op.routed && l.ep > 1 && self.cfg.expert_imbalance != 1.0 {
+            // the busiest rank: its routed tokens' work and traffic, the same weights
+            let weights = (fwd.read.weights, fwd.written.weights);
+            fwd = fwd.times(self.cfg.expert_imbalance);
+            (fwd.read.weights, fwd.written.weights) = weights;
+        }
         if self.cfg.compile && op.kind.is_fused_when_compiled() {
             // fused into a neighbour: the FLOPs stay, the memory traffic goes
             fwd = Cost {

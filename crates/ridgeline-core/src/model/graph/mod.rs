@@ -284,6 +284,10 @@ pub struct OpInstance {
     /// inside it. False for a decode pass's all-to-all (the low-latency kernels send
     /// straight to each expert) and for every other op.
     pub forwarded: bool,
+    /// A routed expert's op (its matmuls and activation, the dispatch and combine that
+    /// feed it): what runs more where expert parallelism routes more tokens to one rank
+    /// than to the mean (`TrainConfig::expert_imbalance`).
+    pub routed: bool,
 }
 
 impl OpInstance {
@@ -291,6 +295,13 @@ impl OpInstance {
     pub fn total(&self) -> Cost {
         self.cost.times(self.count)
     }
+}
+
+/// What an op is beside its kind: [`OpInstance::forwarded`], [`OpInstance::routed`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) struct Tags {
+    pub forwarded: bool,
+    pub routed: bool,
 }
 
 /// The operators of one forward pass (fixed capacity, no allocation).
@@ -319,6 +330,7 @@ pub(super) const EMPTY: OpInstance = OpInstance {
     },
     unit: Unit::Vector,
     forwarded: false,
+    routed: false,
 };
 
 impl Graph {
@@ -326,25 +338,24 @@ impl Graph {
     /// the graph (the norms of two layer kinds) takes the executions instead. Attention
     /// ops are never merged: their cost depends on the context.
     pub(super) fn push(&mut self, kind: OpKind, count: f64, cost: Cost, unit: Unit) {
-        self.push_op(kind, count, cost, unit, false);
+        self.push_op(kind, count, cost, unit, Tags::default());
     }
 
-    /// [`Graph::push`] with [`OpInstance::forwarded`] set as given.
-    pub(super) fn push_op(
-        &mut self,
-        kind: OpKind,
-        count: f64,
-        cost: Cost,
-        unit: Unit,
-        forwarded: bool,
-    ) {
+    /// [`Graph::push`] with [`OpInstance::forwarded`] and [`OpInstance::routed`] as
+    /// `tags` give.
+    pub(super) fn push_op(&mut self, kind: OpKind, count: f64, cost: Cost, unit: Unit, tags: Tags) {
         if count <= 0.0 {
             return;
         }
+        let Tags { forwarded, routed } = tags;
         if !kind.is_attention_core()
-            && let Some(op) = self.ops[..self.len]
-                .iter_mut()
-                .find(|o| o.kind == kind && o.unit == unit && o.cost == cost)
+            && let Some(op) = self.ops[..self.len].iter_mut().find(|o| {
+                o.kind == kind
+                    && o.unit == unit
+                    && o.cost == cost
+                    && o.forwarded == forwarded
+                    && o.routed == routed
+            })
         {
             op.count += count;
             return;
@@ -356,6 +367,7 @@ impl Graph {
                 cost,
                 unit,
                 forwarded,
+                routed,
             };
             self.len += 1;
         }

@@ -3,7 +3,7 @@
 //! and the head.
 
 use super::{
-    EMPTY, Graph, MAX_OPS, OpKind, Precision, Shard, Step, Unit, ceil_div, expected_experts,
+    EMPTY, Graph, MAX_OPS, OpKind, Precision, Shard, Step, Tags, Unit, ceil_div, expected_experts,
     matmul_dtype,
 };
 use crate::dtype::ComputeDtype;
@@ -384,22 +384,23 @@ impl Pass<'_> {
         };
         // a prompt pass dispatches with the high-throughput kernels, a decode pass with
         // the low-latency ones ([`super::OpInstance::forwarded`])
-        let forwarded = !self.step.decode;
+        let a2a = Tags {
+            forwarded: !self.step.decode,
+            routed: true,
+        };
+        let expert = Tags {
+            forwarded: false,
+            routed: moe,
+        };
         if moe && self.ep > 1 {
             let c = all_to_all(dispatch_bits);
-            g.push_op(OpKind::MoeDispatch, l, c, Unit::Vector, forwarded);
+            g.push_op(OpKind::MoeDispatch, l, c, Unit::Vector, a2a);
         }
-        g.push(up_kind, l, up, unit);
-        g.push(act_kind, l, act_op, Unit::Vector);
-        g.push(OpKind::DownProj, l, down, unit);
+        g.push_op(up_kind, l, up, unit, expert);
+        g.push_op(act_kind, l, act_op, Unit::Vector, expert);
+        g.push_op(OpKind::DownProj, l, down, unit, expert);
         if moe && self.ep > 1 {
-            g.push_op(
-                OpKind::MoeCombine,
-                l,
-                all_to_all(a),
-                Unit::Vector,
-                forwarded,
-            );
+            g.push_op(OpKind::MoeCombine, l, all_to_all(a), Unit::Vector, a2a);
         }
         if moe && cfg.shared_experts > 0 {
             let si = ceil_div(cfg.shared_intermediate, self.tp);

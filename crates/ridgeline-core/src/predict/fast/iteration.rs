@@ -258,6 +258,7 @@ impl Template {
                 cost: cost(c),
                 unit,
                 forwarded: false,
+                routed: false,
             };
             accumulate(r, &op, &p.place_op(&op));
         }
