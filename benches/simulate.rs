@@ -135,6 +135,7 @@ fn plan(c: &mut Criterion) {
         spec: None,
         draft: None,
         inter_node_bytes_per_s: 50e9,
+        overlap_ep: false,
     };
     let target = RateTarget {
         rate_per_s: 50.0,

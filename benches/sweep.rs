@@ -27,6 +27,7 @@ const MILLION: SweepLists<'static> = SweepLists {
     draft: "",
     flash: true,
     inter_node_bytes_per_s: 50e9,
+    overlap_ep: false,
 };
 
 /// The same size with one gen and 25 prompts: every configuration needs its own prefill.

@@ -152,7 +152,8 @@ pub fn predict(ctx: &Ctx, a: &PredictArgs, out: &PredictOutputs, json: bool) -> 
             };
             let s =
                 Serving::from_prediction(&p, &ctx.model(&a.model)?, devices_per_node(ctx, &a.gpu)?)
-                    .speculating(pred.speculation(), draft);
+                    .speculating(pred.speculation(), draft)
+                    .overlapping(pred.overlap_ep());
             if let Some(text) = launch::deliver(out.emit, format, Launch::Serving(&s), json)? {
                 return Ok(text);
             }
@@ -353,7 +354,8 @@ pub fn simulate(
         .speculating(
             a.spec.speculation(),
             ctx.draft_model(a.spec.draft.as_deref())?.as_ref(),
-        );
+        )
+        .overlapping(a.overlap_ep);
         if let Some(text) = launch::deliver(emit, format, Launch::Serving(&s), json)? {
             return Ok(text);
         }
@@ -446,6 +448,7 @@ pub fn plan(
         spec: a.spec.speculation(),
         draft: ctx.draft_model(a.spec.draft.as_deref())?,
         inter_node_bytes_per_s: a.inter_node_bw,
+        overlap_ep: t.overlap_ep,
     };
     let report = match a.rate.target() {
         Some(t) => crate::plan::plan_rate(&req, &t)?,
@@ -454,8 +457,9 @@ pub fn plan(
     if let Some(format) = emit.emit {
         let best = report.best.as_ref().ok_or_else(no_best)?;
         let dpn = devices_per_node(ctx, &best.gpu)?;
-        let s =
-            Serving::from_entry(best, &req.model, dpn).speculating(req.spec, req.draft.as_ref());
+        let s = Serving::from_entry(best, &req.model, dpn)
+            .speculating(req.spec, req.draft.as_ref())
+            .overlapping(req.overlap_ep);
         if let Some(text) = launch::deliver(emit, format, Launch::Serving(&s), json)? {
             return Ok(text);
         }

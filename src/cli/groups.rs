@@ -62,6 +62,11 @@ pub struct DecodingArgs {
     /// cross domains run at it.
     #[arg(long = "inter-node-bw", allow_negative_numbers = true, default_value_t = crate::hardware::DEFAULT_INTER_NODE_BYTES_PER_S)]
     pub inter_node_bw: f64,
+    /// Hide the expert all-to-all behind computation: each pass runs as two
+    /// micro-batches, one's all-to-all beside the other's computation (SGLang's
+    /// two-batch overlap, vLLM's dual-batch overlap); with --ep above 1.
+    #[arg(long = "overlap-ep")]
+    pub overlap_ep: bool,
 }
 
 impl DecodingArgs {

@@ -366,6 +366,7 @@ impl PredictArgs {
             offload: self.offload == OffloadArg::Cpu,
             spec: self.decoding.speculation(),
             inter_node_bytes_per_s: self.decoding.inter_node_bw,
+            overlap_ep: self.decoding.overlap_ep,
         }
     }
 }
@@ -605,6 +606,7 @@ impl SweepArgs {
             draft: self.decoding.spec.draft.as_deref().unwrap_or(""),
             flash: self.attention.fused(),
             inter_node_bytes_per_s: self.decoding.inter_node_bw,
+            overlap_ep: self.decoding.overlap_ep,
         }
     }
 }
@@ -798,9 +800,9 @@ pub struct PlanTrainArgs {
     /// the model, as `train --mtp` [default: none].
     #[arg(long, requires = "train", allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(0..=crate::train::MAX_MTP_MODULES))]
     pub mtp: Option<u64>,
-    /// Expert-parallel configurations hide the expert all-to-all behind computation,
-    /// as `train --overlap-ep`.
-    #[arg(long = "overlap-ep", requires = "train")]
+    /// Expert-parallel configurations hide the expert all-to-all behind computation:
+    /// serving layouts as `predict --overlap-ep`, training ones as `train --overlap-ep`.
+    #[arg(long = "overlap-ep")]
     pub overlap_ep: bool,
     /// The busiest expert-parallel rank's routed tokens over the mean in the
     /// expert-parallel configurations, as `train --expert-imbalance`.

@@ -51,6 +51,11 @@ pub struct SimulateArgs {
     /// direction (400 Gb/s InfiniBand = 50e9).
     #[arg(long = "inter-node-bw", allow_negative_numbers = true, default_value_t = crate::hardware::DEFAULT_INTER_NODE_BYTES_PER_S)]
     pub inter_node_bw: f64,
+    /// Hide the expert all-to-all behind computation: each iteration runs as two
+    /// micro-batches, one's all-to-all beside the other's computation (SGLang's
+    /// two-batch overlap); with --ep above 1.
+    #[arg(long = "overlap-ep")]
+    pub overlap_ep: bool,
     /// Formats, engine (its scheduler fields: max_num_seqs, max_batched_tokens,
     /// kv_block_tokens) and attention kernel.
     #[command(flatten)]
@@ -109,6 +114,7 @@ impl SimulateArgs {
             ep: self.ep,
             spec: self.spec.speculation(),
             inter_node_bytes_per_s: self.inter_node_bw,
+            overlap_ep: self.overlap_ep,
             flash: self.run.attention.fused(),
             ..Scenario::default()
         }

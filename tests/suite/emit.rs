@@ -558,6 +558,25 @@ fn sglang_and_trt_llm_read_back_expert_groups() {
     let (values, _) = yaml(&files[extra]);
     assert_eq!(values["kv_cache_config.dtype"], "fp8");
     assert_eq!(values["enable_attention_dp"], "true");
+    assert!(!c.has("--enable-two-batch-overlap"));
+
+    // with the all-to-all overlapped: SGLang's two-batch overlap (a listed flag), and
+    // where a tool has no switch for it, a comment instead of silence
+    let over = [
+        &base[..base.len() - 2],
+        &["--overlap-ep", "--json", "--emit"],
+    ]
+    .concat();
+    let files = emitted(&[&over[..], &["sglang"]].concat());
+    let c = command(&files["sglang.sh"]);
+    assert!(c.has("--enable-two-batch-overlap") && c.num("--ep-size") == 4);
+    for (format, file) in [("vllm", "vllm.sh"), ("trt-llm", "trtllm-serve.sh")] {
+        let files = emitted(&[&over[..], &[format]].concat());
+        assert!(
+            files[file].contains("# the plan overlaps the expert all-to-all"),
+            "{format}"
+        );
+    }
 }
 
 #[test]
@@ -678,6 +697,7 @@ fn serving(gpus: u64, replicas: u64) -> Serving {
         max_batched_tokens: 8192,
         max_model_len: 8192,
         spec: None,
+        overlap_ep: false,
     }
 }
 

@@ -539,6 +539,7 @@ fn rate_plans_size_fleets_that_meet_the_targets() {
         spec: None,
         draft: None,
         inter_node_bytes_per_s: 50e9,
+        overlap_ep: false,
     };
     let t = RateTarget {
         rate_per_s: 30.0,
@@ -632,26 +633,29 @@ fn expert_parallel_serving_matches_predict() {
     }
     // across nodes (16 H100, two NVLink domains): a prompt's all-to-all runs the
     // high-throughput kernels (forwarded between nodes), a decode step's the low-latency
-    // ones, in the simulator as in predict
+    // ones, in the simulator as in predict; with the all-to-all overlapped as well
     let h100 = setup("deepseek-v3", "h100", "sglang");
-    let wide = Scenario {
-        gpus: 16,
-        ep: 16,
-        ..Scenario::default()
-    };
-    let p = Predictor::new(&h100.model, h100.gpu, h100.engine, &wide).unwrap();
-    let g = p.predict(1, 512, 128).unwrap().generation;
-    let run = simulate(
-        &h100.model,
-        h100.gpu,
-        h100.engine,
-        &wide,
-        &Serving::default(),
-        &fixed(Arrivals::Poisson { rate: 0.001 }, 20, 512, 128),
-    )
-    .unwrap();
-    within(run.ttft_s.p50, g.ttft_s, 0.01, "TTFT p50 across nodes");
-    within(run.tpot_s.p50, g.tpot_s, 0.01, "TPOT p50 across nodes");
+    for overlap_ep in [false, true] {
+        let wide = Scenario {
+            gpus: 16,
+            ep: 16,
+            overlap_ep,
+            ..Scenario::default()
+        };
+        let p = Predictor::new(&h100.model, h100.gpu, h100.engine, &wide).unwrap();
+        let g = p.predict(1, 512, 128).unwrap().generation;
+        let run = simulate(
+            &h100.model,
+            h100.gpu,
+            h100.engine,
+            &wide,
+            &Serving::default(),
+            &fixed(Arrivals::Poisson { rate: 0.001 }, 20, 512, 128),
+        )
+        .unwrap();
+        within(run.ttft_s.p50, g.ttft_s, 0.01, "TTFT p50 across nodes");
+        within(run.tpot_s.p50, g.tpot_s, 0.01, "TPOT p50 across nodes");
+    }
     // and the CLI takes --ep
     let out = Command::new(BIN)
         .args([

@@ -388,6 +388,31 @@ fn cli_rows_match_predict_json() {
         p["memory"]["total_bytes"].as_f64().unwrap()
     ));
     assert_eq!(r[col(&h, "fits")], p["memory"]["fits"].to_string());
+    // an expert-parallel layout with its all-to-all overlapped (the plain path)
+    let words = [
+        "--model",
+        "deepseek-v3",
+        "--gpu",
+        "h100",
+        "--gpus",
+        "16",
+        "--ep",
+        "16",
+        "--batch",
+        "64",
+        "--overlap-ep",
+    ];
+    let (h, rows) = sweep_csv(&words);
+    let out = run(&[&["predict"][..], &words, &["--json"]].concat());
+    let p: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let r = &rows[0];
+    let num = |c: &str| r[col(&h, c)].parse::<f64>().unwrap();
+    for key in ["ttft_s", "tpot_s", "output_tokens_per_s"] {
+        assert!(
+            close(num(key), p["generation"][key].as_f64().unwrap()),
+            "{key}"
+        );
+    }
 }
 
 #[test]

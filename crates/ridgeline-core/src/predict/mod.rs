@@ -71,6 +71,11 @@ pub struct Scenario {
     /// (default [`crate::hardware::DEFAULT_INTER_NODE_BYTES_PER_S`]): what collectives
     /// and pipeline sends crossing domains run at (`crate::hardware::group_bandwidth`).
     pub inter_node_bytes_per_s: f64,
+    /// With expert parallelism, each pass runs as two micro-batches whose expert
+    /// all-to-alls run beside the other's computation (SGLang's two-batch overlap,
+    /// vLLM's dual-batch overlap, DeepSeek's inference system): a pass hides its
+    /// all-to-all up to the time of its other ops. No effect without `ep > 1`.
+    pub overlap_ep: bool,
 }
 
 /// Largest batch, prompt or generation length accepted (10^12): far beyond any device,
@@ -143,6 +148,7 @@ impl Default for Scenario {
             offload: false,
             spec: None,
             inter_node_bytes_per_s: crate::hardware::DEFAULT_INTER_NODE_BYTES_PER_S,
+            overlap_ep: false,
         }
     }
 }
@@ -270,6 +276,9 @@ pub struct Predictor<'a> {
     ep_comm_forwarded: Ceilings,
     /// Network bandwidth per device between scale-up domains, bytes/s.
     network_bw: f64,
+    /// Passes hide their expert all-to-all behind their other ops
+    /// ([`Scenario::overlap_ep`] with `ep > 1`).
+    overlap_ep: bool,
     /// The compute dtype the weights' matmuls wanted and the one whose peak was used.
     matmul_dtypes: (ComputeDtype, ComputeDtype),
     /// The model's sliding windows, ascending: where decode costs stop growing.
@@ -403,6 +412,12 @@ impl<'a> Predictor<'a> {
         s: &Scenario,
     ) -> Result<Self> {
         check_layout(model, hardware, s.gpus, s.parallel, s.ep)?;
+        if s.overlap_ep && s.ep <= 1 {
+            return Err(Error::conflict(
+                &["overlap_ep", "ep"],
+                "the expert all-to-all it hides runs only with expert parallelism (ep above 1)",
+            ));
+        }
         // low-precision kernels only where the device has the tensor rate they need
         let has = |d: ComputeDtype| hardware.peak(d).1 == d;
         let mut kernels = engine.kernels();
@@ -523,6 +538,7 @@ impl<'a> Predictor<'a> {
             ep_comm,
             ep_comm_forwarded,
             network_bw: s.inter_node_bytes_per_s,
+            overlap_ep: s.overlap_ep && s.ep > 1,
             matmul_dtypes: (matmul_dtype, used),
             windows: {
                 let mut w: Vec<u64> = model.kinds.iter().filter_map(|k| k.window).collect();
@@ -552,6 +568,12 @@ impl<'a> Predictor<'a> {
     /// [`Predictor::windows`]).
     pub fn chunk(&self) -> Option<u64> {
         self.chunk
+    }
+
+    /// Whether passes hide their expert all-to-all behind their other ops
+    /// ([`Scenario::overlap_ep`], with expert parallelism).
+    pub fn overlap_ep(&self) -> bool {
+        self.overlap_ep
     }
 
     /// Devices of the layout.

@@ -36,6 +36,9 @@ impl fmt::Display for Note {
                 gpus.div_ceil((*domain).max(1)),
                 crate::units::sig3(network_bytes_per_s / 1e9)
             ),
+            Note::OverlappedExpertComm => f.write_str(
+                "each pass runs as two micro-batches, one's expert all-to-all beside the other's computation (--overlap-ep): a pass hides its all-to-all up to its other ops' time, so its time is less than the op table's sum",
+            ),
             Note::KernelTables {
                 device,
                 transferred,

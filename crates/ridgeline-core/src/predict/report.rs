@@ -44,6 +44,9 @@ impl Predictor<'_> {
         if !s.memory.fits {
             notes.push(Note::DoesNotFit);
         }
+        if self.overlap_ep {
+            notes.push(Note::OverlappedExpertComm);
+        }
         let domain = self.hardware.domain_devices();
         if self.gpus > domain {
             notes.push(Note::BeyondScaleUp {
@@ -613,6 +616,10 @@ pub enum Note {
         /// Network bandwidth per device between domains, bytes/s.
         network_bytes_per_s: f64,
     },
+    /// Each pass hides its expert all-to-all behind its other ops
+    /// ([`crate::predict::Scenario::overlap_ep`]): the step is shorter than the sum of
+    /// the op table.
+    OverlappedExpertComm,
     /// Ops a measured kernel table covers cost their measured times
     /// ([`Predictor::with_kernels`]).
     KernelTables {

@@ -297,5 +297,6 @@ impl PassResult {
         for (a, b) in self.by_bound.iter_mut().zip(other.by_bound) {
             *a += w * b;
         }
+        self.ep_comm_s += w * other.ep_comm_s;
     }
 }

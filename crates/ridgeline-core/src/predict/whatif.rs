@@ -72,6 +72,7 @@ impl Predictor<'_> {
             offload: false,
             spec: self.spec,
             inter_node_bytes_per_s: self.network_bw,
+            overlap_ep: self.overlap_ep,
         };
         let now = self.memory(batch, prompt, gen_tokens).0;
         let quantized = (weights.bits() > 5.0)

@@ -105,6 +105,9 @@ pub struct PlanRequest<'a> {
     /// Network bandwidth per device between scale-up domains, bytes/s (see
     /// [`Scenario::inter_node_bytes_per_s`]).
     pub inter_node_bytes_per_s: f64,
+    /// The expert-parallel layouts hide their all-to-all behind computation
+    /// ([`Scenario::overlap_ep`]); the others are unchanged.
+    pub overlap_ep: bool,
 }
 
 crate::named_enum! {
@@ -514,6 +517,7 @@ pub(crate) fn check_choices(
 ///     spec: None,
 ///     draft: None,
 ///     inter_node_bytes_per_s: 50e9,
+///     overlap_ep: false,
 /// };
 /// let p = plan(&req)?;
 /// let best = p.best.expect("an 8B model meets 50 ms per token somewhere");

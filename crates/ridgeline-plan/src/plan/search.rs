@@ -96,6 +96,7 @@ impl<'a> Layout<'a> {
             flash: req.flash,
             spec: req.spec,
             inter_node_bytes_per_s: req.inter_node_bytes_per_s,
+            overlap_ep: req.overlap_ep && self.ep > 1,
             ..Scenario::default()
         }
     }

@@ -129,6 +129,9 @@ pub struct Sweep<'a> {
     /// Network bandwidth per device between scale-up domains, bytes/s (see
     /// [`Scenario::inter_node_bytes_per_s`]).
     pub inter_node_bytes_per_s: f64,
+    /// Passes hide the expert all-to-all behind their other ops
+    /// ([`Scenario::overlap_ep`]); the evaluation then takes the plain path.
+    pub overlap_ep: bool,
     /// Measured kernel tables read where they cover an op (`None`: the engines' fitted
     /// costs); the evaluation then takes the plain path, about as costly per
     /// configuration as one [`Predictor::summary`].
@@ -168,6 +171,8 @@ pub struct SweepLists<'t> {
     pub flash: bool,
     /// `--inter-node-bw`, bytes/s.
     pub inter_node_bytes_per_s: f64,
+    /// `--overlap-ep`.
+    pub overlap_ep: bool,
 }
 
 impl Default for SweepLists<'_> {
@@ -189,6 +194,7 @@ impl Default for SweepLists<'_> {
             draft: "",
             flash: true,
             inter_node_bytes_per_s: crate::hardware::DEFAULT_INTER_NODE_BYTES_PER_S,
+            overlap_ep: false,
         }
     }
 }
@@ -405,6 +411,7 @@ impl<'a> Sweep<'a> {
             flash: l.flash,
             offload: false,
             inter_node_bytes_per_s: l.inter_node_bytes_per_s,
+            overlap_ep: l.overlap_ep,
             kernels: None,
         };
         sweep.validate()?;
@@ -428,6 +435,7 @@ impl<'a> Sweep<'a> {
             offload: self.offload,
             spec: None,
             inter_node_bytes_per_s: self.inter_node_bytes_per_s,
+            overlap_ep: self.overlap_ep,
         }
     }
 

@@ -203,6 +203,9 @@ pub struct Serving {
     pub max_model_len: u64,
     /// Speculative decoding (`None`: off); see [`Serving::speculating`].
     pub spec: Option<Speculating>,
+    /// The expert all-to-all overlapped with computation (two micro-batches; the
+    /// planned `--overlap-ep`).
+    pub overlap_ep: bool,
 }
 
 /// Speculative decoding of a serving configuration: what the engine is told to run.
@@ -277,6 +280,7 @@ impl Serving {
             max_batched_tokens: (e.batch * e.prompt).max(e.batch),
             max_model_len: e.prompt + e.gen_tokens,
             spec: None,
+            overlap_ep: false,
         }
     }
 
@@ -304,6 +308,7 @@ impl Serving {
             max_batched_tokens: (c.batch * c.prompt).max(c.batch),
             max_model_len: c.prompt + c.r#gen,
             spec: None,
+            overlap_ep: false,
         }
     }
 
@@ -353,6 +358,25 @@ impl Serving {
             max_batched_tokens,
             max_model_len,
             spec: None,
+            overlap_ep: false,
+        })
+    }
+
+    /// This configuration with its expert all-to-all overlapped with computation (only
+    /// with expert parallelism).
+    pub fn overlapping(mut self, overlap_ep: bool) -> Serving {
+        self.overlap_ep = overlap_ep && self.ep > 1;
+        self
+    }
+
+    /// What a tool that cannot switch on the expert all-to-all's overlap says instead
+    /// (`None`: no overlap planned).
+    pub(crate) fn overlap_note(&self, tool: &str, why: &str) -> Option<String> {
+        self.overlap_ep.then(|| {
+            format!(
+                "the plan overlaps the expert all-to-all with computation (two micro-batches, \
+                 --overlap-ep); {tool} {why}: not set, so expect the exposed all-to-all's time"
+            )
         })
     }
 
@@ -581,7 +605,7 @@ pub enum Launch<'a> {
 ///     replicas: 1, weights: ridgeline_core::dtype::Format::Bf16, kv: None,
 ///     engine: "vllm".into(), max_num_seqs: 64, max_batched_tokens: 8192,
 ///     max_model_len: 4096,
-///     spec: None,
+///     spec: None, overlap_ep: false,
 /// };
 /// let files = emit(Format::Vllm, Launch::Serving(&s))?;
 /// assert!(files[0].contents.contains("--tensor-parallel-size 2"));
@@ -679,6 +703,9 @@ pub(crate) fn serving_summary(s: &Serving) -> String {
     );
     if s.ep > 1 {
         t.push_str(&format!(" ep {}", s.ep));
+    }
+    if s.overlap_ep {
+        t.push_str(" (all-to-all overlapped)");
     }
     t.push_str(&format!(
         ", weights {}, kv {}, engine profile {}",

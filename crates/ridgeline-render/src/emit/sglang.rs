@@ -28,6 +28,10 @@ pub(crate) fn emit(s: &Serving) -> Result<Vec<EmittedFile>> {
         cmd.flag("--dp-size", s.ep);
         cmd.switch("--enable-dp-attention");
         cmd.flag("--ep-size", s.ep);
+        if s.overlap_ep {
+            // two micro-batches, one's all-to-all beside the other's computation
+            cmd.switch("--enable-two-batch-overlap");
+        }
     }
     cmd.flag("--max-running-requests", s.max_num_seqs);
     cmd.flag("--chunked-prefill-size", s.max_batched_tokens);

@@ -94,6 +94,10 @@ pub(crate) fn emit(s: &Serving) -> Result<Vec<EmittedFile>> {
     if s.ep > 1 {
         yaml.push_str("enable_attention_dp: true\n");
     }
+    comments.extend(s.overlap_note(
+        &format!("TensorRT-LLM {}", f.version()),
+        "has no documented switch for it in trtllm-serve's options",
+    ));
     match s.drafter() {
         None => {}
         Some((k, Drafter::Mtp)) => yaml.push_str(&format!(

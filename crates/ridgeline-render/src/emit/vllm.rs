@@ -34,6 +34,10 @@ pub(crate) fn command(s: &Serving, format: Format) -> Result<(Cmd, Vec<String>)>
             ));
         }
     }
+    notes.extend(s.overlap_note(
+        &format!("vLLM {}", format.version()),
+        "has no dual-batch overlap switch (--enable-dbo came in a later release)",
+    ));
     cmd.flag("--max-num-seqs", s.max_num_seqs);
     cmd.flag("--max-num-batched-tokens", s.max_batched_tokens);
     cmd.flag("--max-model-len", s.max_model_len);

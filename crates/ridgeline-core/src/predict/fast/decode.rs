@@ -4,7 +4,7 @@
 //! multiply-adds.
 
 use super::add_op_at;
-use crate::model::graph::Step;
+use crate::model::graph::{OpKind, Step};
 use crate::predict::affine::{self, Line, at, crossings, highest, series};
 use crate::predict::pass::bound_index;
 use crate::predict::{PassResult, Predictor};
@@ -94,6 +94,8 @@ pub(crate) struct DecodeLines {
     const_time_s: f64,
     const_roofline_s: f64,
     const_by_bound: [f64; 4],
+    /// The expert all-to-all's time (it does not depend on the context).
+    const_ep_comm_s: f64,
     flops: Line,
     bytes: Line,
     weight_bytes: Line,
@@ -118,6 +120,7 @@ impl DecodeLines {
             const_time_s: 0.0,
             const_roofline_s: 0.0,
             const_by_bound: [0.0; 4],
+            const_ep_comm_s: 0.0,
             flops: (0.0, 0.0),
             bytes: (0.0, 0.0),
             weight_bytes: (0.0, 0.0),
@@ -142,6 +145,9 @@ impl DecodeLines {
                 d.const_time_s += pa.time_s;
                 d.const_roofline_s += pa.roofline_time_s;
                 d.const_by_bound[bound_index(pa.bound)] += pa.time_s;
+                if matches!(a.kind, OpKind::MoeDispatch | OpKind::MoeCombine) {
+                    d.const_ep_comm_s += pa.time_s;
+                }
                 continue;
             }
             if d.n_varying == MAX_VARYING || pa.overhead_s != pb.overhead_s {
@@ -201,6 +207,7 @@ impl DecodeLines {
             time_s: self.const_time_s,
             roofline_time_s: self.const_roofline_s,
             by_bound: self.const_by_bound,
+            ep_comm_s: self.const_ep_comm_s,
         };
         for v in self.varying() {
             add_op_at(&mut r, &v.pred, &v.ideal, v.overhead_s, x);

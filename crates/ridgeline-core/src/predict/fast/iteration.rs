@@ -804,6 +804,7 @@ fn add(a: PassResult, b: PassResult) -> PassResult {
         time_s: a.time_s + b.time_s,
         roofline_time_s: a.roofline_time_s + b.roofline_time_s,
         by_bound,
+        ep_comm_s: a.ep_comm_s + b.ep_comm_s,
     }
 }
 

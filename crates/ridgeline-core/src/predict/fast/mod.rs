@@ -117,11 +117,11 @@ impl<'p, 'a> Evaluator<'p, 'a> {
         self.predictor
     }
 
-    /// [`Predictor::summary`] with caching (speculative decoding and a predictor on
-    /// kernel tables take the plain path).
+    /// [`Predictor::summary`] with caching (speculative decoding, a predictor on
+    /// kernel tables and one that hides its all-to-all take the plain path).
     pub fn summary(&mut self, batch: u64, prompt: u64, gen_tokens: u64) -> Summary {
         let p = self.predictor;
-        if p.speculation().is_some() || p.kernels().is_some() {
+        if p.speculation().is_some() || p.kernels().is_some() || p.overlap_ep() {
             return p.summary(batch, prompt, gen_tokens);
         }
         if !matches!(self.lines, Some((b, _)) if b == batch) {
