@@ -162,23 +162,27 @@ fn latent_attention_lora_targets_q_b_and_kv_b() {
     );
 }
 
+/// Qwen3-30B-A3B trained on 8 H100 (the defaults otherwise) with `ep` expert groups and
+/// the busiest rank's routed tokens `expert_imbalance` times the mean.
+fn qwen3_moe_on_8_h100(ep: u64, expert_imbalance: f64) -> ridgeline::train::TrainReport {
+    let cfg = TrainConfig {
+        gpus: 8,
+        ep,
+        expert_imbalance,
+        ..TrainConfig::default()
+    };
+    Trainer::new(&model("qwen3-30b-a3b"), &gpu("h100"), &cfg)
+        .unwrap()
+        .report()
+}
+
 /// Expert parallelism splits only the routed experts: Qwen3-30B-A3B's are 48 layers x
 /// 128 experts x 3 x 2048 x 768 = 28,991,029,248 parameters; on 8 devices without ZeRO
 /// `--ep 8` keeps 1/8 of them, so the 16-bit weights shrink by 28,991,029,248 x 7/8 x 2
 /// = 50,734,301,184 bytes per device, and so do the gradients.
 #[test]
 fn expert_parallelism_shards_the_routed_experts() {
-    let m = model("qwen3-30b-a3b");
-    let hw = gpu("h100");
-    let at = |ep: u64| {
-        let cfg = TrainConfig {
-            gpus: 8,
-            ep,
-            ..TrainConfig::default()
-        };
-        Trainer::new(&m, &hw, &cfg).unwrap().report()
-    };
-    let (one, eight) = (at(1), at(8));
+    let (one, eight) = (qwen3_moe_on_8_h100(1, 1.0), qwen3_moe_on_8_h100(8, 1.0));
     let saved = one.memory.inner.params_bytes - eight.memory.inner.params_bytes;
     assert!((saved - 50_734_301_184.0).abs() < 1.0, "{saved}");
     let saved = one.memory.inner.grads_bytes - eight.memory.inner.grads_bytes;
@@ -212,18 +216,7 @@ fn expert_parallelism_shards_the_routed_experts() {
 /// executes 0.5 x 8 x 3 x 7.425e12 FLOPs more.
 #[test]
 fn expert_imbalance_scales_the_busiest_ranks_experts() {
-    let m = model("qwen3-30b-a3b");
-    let hw = gpu("h100");
-    let at = |f: f64| {
-        let cfg = TrainConfig {
-            gpus: 8,
-            ep: 8,
-            expert_imbalance: f,
-            ..TrainConfig::default()
-        };
-        Trainer::new(&m, &hw, &cfg).unwrap().report()
-    };
-    let (even, busy) = (at(1.0), at(1.5));
+    let (even, busy) = (qwen3_moe_on_8_h100(8, 1.0), qwen3_moe_on_8_h100(8, 1.5));
     let ratio = busy.step.ep_comm_time_s / even.step.ep_comm_time_s;
     assert!((ratio - 1.5).abs() < 1e-9, "{ratio}");
     let routed = 2048.0 * 48.0 * 8.0 * 9_441_792.0;
