@@ -395,6 +395,10 @@ pub struct Plan {
     /// Speculative decoding in every configuration planned (absent: off).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub speculative: Option<PlanSpeculation>,
+    /// The expert-parallel configurations hide their all-to-all behind computation
+    /// (`--overlap-ep`; absent: off).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub overlap_ep: bool,
 }
 
 /// The speculative decoding a plan's configurations all run.
@@ -568,5 +572,6 @@ pub fn plan(req: &PlanRequest<'_>) -> Result<Plan> {
         near_ties: near_tie.into_iter().collect(),
         ownership: req.ownership,
         speculative: PlanSpeculation::of(req),
+        overlap_ep: req.overlap_ep,
     })
 }

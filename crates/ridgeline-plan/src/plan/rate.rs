@@ -308,5 +308,6 @@ pub fn plan_rate(req: &PlanRequest<'_>, target: &RateTarget) -> Result<Plan> {
         near_ties: near_tie.into_iter().collect(),
         ownership: req.ownership,
         speculative: super::PlanSpeculation::of(req),
+        overlap_ep: req.overlap_ep,
     })
 }

@@ -107,10 +107,11 @@ fn usd_m(e: &Entry) -> String {
 }
 
 /// `plan --rate`: the cheapest fleet for the rate, then the Pareto front per replica.
-/// The line saying that every configuration speculates, and who drafts (empty when
+/// The lines saying that every configuration speculates, and who drafts, and that the
+/// expert-parallel ones overlap their all-to-all (empty when
 /// none does).
 fn speculation(p: &Plan) -> String {
-    match &p.speculative {
+    let mut s = match &p.speculative {
         Some(sp) => format!(
             "Speculative decoding in every configuration: k {}, accept {} (draft {})\n",
             sp.k,
@@ -118,7 +119,13 @@ fn speculation(p: &Plan) -> String {
             sp.draft.as_deref().unwrap_or("the model's own head")
         ),
         None => String::new(),
+    };
+    if p.overlap_ep {
+        s.push_str(
+            "Expert-parallel configurations hide their all-to-all behind computation (--overlap-ep: two micro-batches)\n",
+        );
     }
+    s
 }
 
 fn render_rate(p: &Plan, t: &crate::plan::RateTarget) -> String {
