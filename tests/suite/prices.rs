@@ -2,7 +2,7 @@
 //! dates, unpriced devices are listed rather than dropped, a price file and a provider
 //! choose the prices, and buying is set beside renting with arithmetic checkable by hand.
 
-use crate::support::cli::{json, run};
+use crate::support::cli::{json, one_line_error, run};
 use ridgeline::hardware::{HardwareDb, PriceBook};
 use std::io::Write;
 
@@ -256,8 +256,8 @@ fn committed_use_prices_rank_a_plan_by_hand() {
         "usd_per_hour = 16\ncommitted_1y_usd_per_hour = 12\ncommitted_3y_usd_per_hour = 8",
     );
     let (_dir, path) = price_file(&text);
-    let plan = |basis: &str| {
-        json(&[
+    let words = |basis: &'static str| {
+        let mut w = vec![
             "plan",
             "--model",
             "llama-3-8b",
@@ -265,13 +265,11 @@ fn committed_use_prices_rank_a_plan_by_hand() {
             "h100,l40s",
             "--gpus",
             "1",
-            "--json",
-            "--price-file",
-            &path,
-            "--price-basis",
-            basis,
-        ])
+        ];
+        w.extend(["--price-file", path.as_str(), "--price-basis", basis]);
+        w
     };
+    let plan = |basis| json(&[&words(basis)[..], &["--json"]].concat());
     let v = plan("committed-1y");
     let b = &v["best"];
     assert_eq!(b["gpu"], "h100-sxm");
@@ -292,23 +290,7 @@ fn committed_use_prices_rank_a_plan_by_hand() {
             .any(|u| u["gpu"] == "l40s" && u["priced"] == false),
         "{unpriced:?}"
     );
-    let text = String::from_utf8(
-        run(&[
-            "plan",
-            "--model",
-            "llama-3-8b",
-            "--gpu",
-            "h100",
-            "--gpus",
-            "1",
-            "--price-file",
-            &path,
-            "--price-basis",
-            "committed-3y",
-        ])
-        .stdout,
-    )
-    .unwrap();
+    let text = String::from_utf8(run(&words("committed-3y")).stdout).unwrap();
     assert!(
         text.contains("price: rented under a three-year commitment (--price-basis committed-3y) from alpha, read 2026-12-01"),
         "{text}"
@@ -318,10 +300,10 @@ fn committed_use_prices_rank_a_plan_by_hand() {
         "usd_per_hour = 16",
         "usd_per_hour = 16\ncommitted_1y_usd_per_hour = 20",
     ));
-    let out = run(&["hardware", "--price-file", &bad]);
-    assert_eq!(out.status.code(), Some(2));
-    let e = String::from_utf8(out.stderr).unwrap();
-    assert!(e.contains("committed_1y_usd_per_hour"), "{e}");
+    one_line_error(
+        &run(&["hardware", "--price-file", &bad]),
+        &["committed_1y_usd_per_hour"],
+    );
 }
 
 #[test]

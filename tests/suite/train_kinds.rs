@@ -4,7 +4,7 @@
 //! and published anchors (the DeepSeek-V3 technical report's training throughput,
 //! Axolotl's gpt-oss-20b LoRA memory).
 
-use super::support::cli::{json, run};
+use super::support::cli::{json, one_line_error, run};
 use ridgeline::hardware::{Hardware, HardwareDb};
 use ridgeline::model::{ModelConfig, ModelDb};
 use ridgeline::train::{
@@ -240,7 +240,7 @@ fn expert_imbalance_scales_the_busiest_ranks_experts() {
         ),
         (&["--expert-imbalance", "1.2"][..], "--ep"),
     ] {
-        let mut a = vec![
+        let base = [
             "train",
             "--model",
             "qwen3-30b-a3b",
@@ -249,12 +249,7 @@ fn expert_imbalance_scales_the_busiest_ranks_experts() {
             "--gpus",
             "8",
         ];
-        a.extend_from_slice(args);
-        let out = run(&a);
-        assert_eq!(out.status.code(), Some(2), "{a:?}");
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(err.contains(needle), "{err}");
-        assert_eq!(err.lines().count(), 1, "{err}");
+        one_line_error(&run(&[&base[..], args].concat()), &[needle]);
     }
 }
 
@@ -274,13 +269,8 @@ fn bad_expert_parallelism_exits_2_naming_ep() {
             "data-parallel degree",
         ),
     ] {
-        let mut a = vec!["train", "--gpu", "h100"];
-        a.extend_from_slice(args);
-        let out = run(&a);
-        assert_eq!(out.status.code(), Some(2), "{a:?}");
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(err.contains("--ep") && err.contains(needle), "{err}");
-        assert_eq!(err.lines().count(), 1, "{err}");
+        let base = ["train", "--gpu", "h100"];
+        one_line_error(&run(&[&base[..], args].concat()), &["--ep", needle]);
     }
 }
 

@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::hardware::{Hardware, Traffic, group_bandwidth};
 use crate::memory::{InferenceMemory, Layout, MemoryModel, Parallel};
 use crate::model::ModelConfig;
-use crate::model::graph::{self, Graph, OpInstance, OpKind, Precision, Shard, Step, Unit};
+use crate::model::graph::{self, Graph, OpInstance, Precision, Shard, Step, Unit};
 use crate::roofline::{Ceilings, Efficiency, Placement, place};
 
 pub(crate) mod affine;
@@ -600,7 +600,7 @@ impl<'a> Predictor<'a> {
     /// engine uses it).
     pub(super) fn ceilings(&self, op: &OpInstance) -> &Ceilings {
         match op.unit {
-            Unit::Vector if matches!(op.kind, OpKind::MoeDispatch | OpKind::MoeCombine) => {
+            Unit::Vector if op.kind.is_expert_all_to_all() => {
                 if op.forwarded {
                     &self.ep_comm_forwarded
                 } else {

@@ -5,7 +5,7 @@
 use super::Predictor;
 use super::affine::{self, sum_max_affine};
 use crate::memory::Parallel;
-use crate::model::graph::{OpInstance, OpKind, Step};
+use crate::model::graph::{OpInstance, Step};
 use crate::roofline::{Bound, Placement};
 
 /// Longest piece of a decode sum with kernel tables that is summed step by step
@@ -83,7 +83,7 @@ pub(super) fn accumulate(r: &mut PassResult, op: &OpInstance, p: &Placement) {
     r.time_s += p.time_s;
     r.roofline_time_s += p.roofline_time_s;
     r.by_bound[bound_index(p.bound)] += p.time_s;
-    if matches!(op.kind, OpKind::MoeDispatch | OpKind::MoeCombine) {
+    if op.kind.is_expert_all_to_all() {
         r.ep_comm_s += p.time_s;
     }
 }

@@ -97,6 +97,18 @@ pub fn check_draft(model: &ModelConfig, draft: &ModelConfig) -> Result<()> {
     Ok(())
 }
 
+/// The verify pass of decode step `step`'s sequences checking `k` drafts: `k + 1` new
+/// tokens and logits each, through the decode kernels.
+fn verify_of(step: &Step, k: u64) -> Step {
+    Step {
+        new_tokens: k + 1,
+        context: step.context + k,
+        logits_per_sequence: k + 1,
+        decode: true,
+        ..*step
+    }
+}
+
 impl<'a> Predictor<'a> {
     /// Speculative decoding with drafts from `draft` (a model sharing this model's
     /// vocabulary, in its native formats, on the same tensor-parallel devices) instead
@@ -186,13 +198,7 @@ impl<'a> Predictor<'a> {
     pub(super) fn part_graph(&self, part: Part, step: &Step) -> Graph {
         match part {
             Part::Decode => self.graph(step),
-            Part::Verify(k) => self.graph(&Step {
-                new_tokens: k + 1,
-                context: step.context + k,
-                logits_per_sequence: k + 1,
-                decode: true,
-                ..*step
-            }),
+            Part::Verify(k) => self.graph(&verify_of(step, k)),
             Part::Draft => match self.draft {
                 Draft::Head => {
                     let shard = Shard {
@@ -257,13 +263,7 @@ impl<'a> Predictor<'a> {
     /// tokens before it: each checks `k` drafts, `k + 1` new tokens and logits
     /// (`None` without speculation).
     pub(super) fn verify_step(&self, batch: u64, context: u64) -> Option<Step> {
-        let k = self.spec?.k;
-        Some(Step {
-            new_tokens: k + 1,
-            context: context + k,
-            logits_per_sequence: k + 1,
-            ..Step::decode(batch, context)
-        })
+        Some(verify_of(&Step::decode(batch, context), self.spec?.k))
     }
 
     /// Decode speed-up from speculation at `batch` and `context`: plain step time over

@@ -299,7 +299,7 @@ impl Trainer<'_> {
         let frozen = self.cfg.method != Method::Full;
         let mut fwd = op.total();
         let is_comm = op.cost.link_bytes > 0.0;
-        let class = if is_comm && matches!(op.kind, OpKind::MoeDispatch | OpKind::MoeCombine) {
+        let class = if is_comm && op.kind.is_expert_all_to_all() {
             KernelClass::ExpertAllToAll
         } else if is_comm {
             KernelClass::Collective

@@ -154,6 +154,14 @@ impl<'a> Layout<'a> {
         let own = &req.ownership;
         let n = self.gpus as f64;
         let basis = c.usd_per_hour.map(|_| req.price_basis);
+        // unpriced: the rental provider where one is known, no date
+        let (price_provider, price_date) = match basis {
+            Some(b) => super::price_origin(self.hw, b),
+            None => (
+                self.hw.price.as_ref().and_then(|p| p.provider.clone()),
+                None,
+            ),
+        };
         Entry {
             model: model.id.clone(),
             gpu: cfg.gpu,
@@ -178,11 +186,8 @@ impl<'a> Layout<'a> {
             usd_per_million_tokens: c.usd_per_million_tokens,
             priced: c.usd_per_hour.is_some(),
             price_basis: basis,
-            price_provider: basis.map_or_else(
-                || self.hw.price.as_ref().and_then(|p| p.provider.clone()),
-                |b| super::price_origin(self.hw, b).0,
-            ),
-            price_date: basis.and_then(|b| super::price_origin(self.hw, b).1),
+            price_provider,
+            price_date,
             own_usd_per_hour: own.own_usd_per_hour(self.hw).map(|h| h * n),
             breakeven_utilisation: own.breakeven_utilisation(self.hw),
             replicas: None,

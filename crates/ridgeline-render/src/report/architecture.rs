@@ -5,7 +5,7 @@
 //! prediction's ops; computes nothing but the sentences.
 
 use super::finding::Finding;
-use crate::model::graph::{OpKind, Phase};
+use crate::model::graph::Phase;
 use crate::predict::{Architecture, Prediction};
 use crate::units::{fmt_bytes as bytes, fmt_gb, fmt_params};
 
@@ -209,10 +209,7 @@ fn expert_parallel(p: &Prediction) -> Option<Finding> {
     let decode: Vec<_> = p.ops.iter().filter(|o| o.phase == Phase::Decode).collect();
     let total: f64 = decode.iter().map(|o| o.time_s).sum();
     let (mut time, mut link) = (0.0, 0.0);
-    for o in decode
-        .iter()
-        .filter(|o| matches!(o.kind, OpKind::MoeDispatch | OpKind::MoeCombine))
-    {
+    for o in decode.iter().filter(|o| o.kind.is_expert_all_to_all()) {
         time += o.time_s;
         link += o.link_bytes;
     }

@@ -115,6 +115,12 @@ impl OpKind {
         )
     }
 
+    /// An expert-parallel all-to-all: the dispatch to the routed experts or the combine
+    /// that brings their outputs back.
+    pub fn is_expert_all_to_all(self) -> bool {
+        matches!(self, OpKind::MoeDispatch | OpKind::MoeCombine)
+    }
+
     /// Any part of the attention core, softmax included.
     pub(crate) fn is_attention_core(self) -> bool {
         self.is_attention_matmul() || self == OpKind::AttnSoftmax

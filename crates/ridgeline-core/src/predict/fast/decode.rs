@@ -4,7 +4,7 @@
 //! multiply-adds.
 
 use super::add_op_at;
-use crate::model::graph::{OpKind, Step};
+use crate::model::graph::Step;
 use crate::predict::affine::{self, Line, at, crossings, highest, series};
 use crate::predict::pass::bound_index;
 use crate::predict::{PassResult, Predictor};
@@ -145,7 +145,7 @@ impl DecodeLines {
                 d.const_time_s += pa.time_s;
                 d.const_roofline_s += pa.roofline_time_s;
                 d.const_by_bound[bound_index(pa.bound)] += pa.time_s;
-                if matches!(a.kind, OpKind::MoeDispatch | OpKind::MoeCombine) {
+                if a.kind.is_expert_all_to_all() {
                     d.const_ep_comm_s += pa.time_s;
                 }
                 continue;

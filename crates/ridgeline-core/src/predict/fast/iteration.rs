@@ -571,16 +571,10 @@ impl<'p, 'a> IterationCost<'p, 'a> {
     /// `tokens_per_verify` output tokens) times `tokens_per_verify`, i.e. one verify pass
     /// and `k` draft steps, as passes of their own beside the prefill chunks.
     fn spec_group(&mut self) -> PassResult {
-        let (n, t) = (
-            std::mem::take(&mut self.spec_sequences),
-            self.spec.unwrap_or(1.0),
-        );
-        let total = std::mem::take(&mut self.spec_context);
-        if n == 0 {
+        let t = self.spec.unwrap_or(1.0);
+        let Some((n, bucket)) = self.take_spec_group() else {
             return PassResult::default();
-        }
-        let mean = (total as f64 / n as f64).round() as u64;
-        let bucket = mean.div_ceil(SPEC_CONTEXT_STEP).max(1);
+        };
         if self.spec_costs.len() >= MAP_ENTRIES {
             self.spec_costs.clear();
         }
@@ -592,6 +586,29 @@ impl<'p, 'a> IterationCost<'p, 'a> {
         let mut out = PassResult::default();
         out.add_scaled(r, t);
         out
+    }
+
+    /// The iteration's speculating sequences and their mean context in steps of
+    /// [`SPEC_CONTEXT_STEP`] (at least 1), and a fresh start for the next iteration
+    /// (`None`: none speculates).
+    fn take_spec_group(&mut self) -> Option<(u64, u64)> {
+        let n = std::mem::take(&mut self.spec_sequences);
+        let total = std::mem::take(&mut self.spec_context);
+        if n == 0 {
+            return None;
+        }
+        let mean = (total as f64 / n as f64).round() as u64;
+        Some((n, mean.div_ceil(SPEC_CONTEXT_STEP).max(1)))
+    }
+
+    /// The draft's own pass over the iteration's `pt` prompt tokens (its cache must hold
+    /// them too), as predict's time to first token has it.
+    fn draft_prefill(&mut self, pt: u64) -> PassResult {
+        let p = self.p;
+        *self
+            .spec_costs
+            .entry((0, pt))
+            .or_insert_with(|| p.draft_prefill(1, pt))
     }
 
     /// Adds a prefill chunk of `new_tokens` tokens that brings its sequence's KV cache
@@ -652,16 +669,8 @@ impl<'p, 'a> IterationCost<'p, 'a> {
             return self.finish_verifying();
         }
         let mut spec = self.spec_group();
-        // the draft's own pass over the prompt tokens of the iteration (its cache must
-        // hold them too), as predict's time to first token has it
         if self.spec.is_some() && self.prefill_tokens > 0 {
-            let p = self.p;
-            let pt = self.prefill_tokens;
-            let r = self
-                .spec_costs
-                .entry((0, pt))
-                .or_insert_with(|| p.draft_prefill(1, pt));
-            spec = add(spec, *r);
+            spec = add(spec, self.draft_prefill(self.prefill_tokens));
         }
         let plain = self.finish_plain(Verify::default());
         add(spec, plain)
@@ -673,11 +682,10 @@ impl<'p, 'a> IterationCost<'p, 'a> {
     /// steps and the draft's pass over the prompt tokens run apart.
     fn finish_verifying(&mut self) -> PassResult {
         let p = self.p;
-        let n = std::mem::take(&mut self.spec_sequences);
-        let total = std::mem::take(&mut self.spec_context);
+        let Some((n, bucket)) = self.take_spec_group() else {
+            return self.finish_plain(Verify::default());
+        };
         let k = p.speculation().map_or(0, |s| s.k);
-        let mean = (total as f64 / n as f64).round() as u64;
-        let bucket = mean.div_ceil(SPEC_CONTEXT_STEP).max(1);
         if self.verify_costs.len() >= MAP_ENTRIES {
             self.verify_costs.clear();
         }
@@ -689,11 +697,7 @@ impl<'p, 'a> IterationCost<'p, 'a> {
                 .unwrap_or_default();
             (attention, p.draft_steps(n, context))
         });
-        let pt = self.prefill_tokens;
-        let draft_prefill = *self
-            .spec_costs
-            .entry((0, pt))
-            .or_insert_with(|| p.draft_prefill(1, pt));
+        let draft_prefill = self.draft_prefill(self.prefill_tokens);
         let verify = Verify {
             tokens: n.saturating_mul(k + 1),
             sequences: n,
