@@ -22,6 +22,20 @@ fn gpu(id: &str) -> Hardware {
 
 const GIB: f64 = 1_073_741_824.0;
 
+/// `ridgeline train --model qwen3-30b-a3b --gpu h100 --gpus 8` with `extra` flags.
+fn train_qwen3_on_8_h100(extra: &[&str]) -> std::process::Output {
+    let base = [
+        "train",
+        "--model",
+        "qwen3-30b-a3b",
+        "--gpu",
+        "h100",
+        "--gpus",
+        "8",
+    ];
+    run(&[&base[..], extra].concat())
+}
+
 /// `ridgeline train --model deepseek-v3 --gpu h100` with `extra` flags.
 fn train_deepseek_on_h100(extra: &[&str]) -> std::process::Output {
     let base = ["train", "--model", "deepseek-v3", "--gpu", "h100"];
@@ -190,18 +204,8 @@ fn expert_parallelism_shards_the_routed_experts() {
     // the all-to-all appears, and only with ep
     assert_eq!(one.step.ep_comm_time_s, 0.0);
     assert!(eight.step.ep_comm_time_s > 0.0);
-    let j = json(&[
-        "train",
-        "--model",
-        "qwen3-30b-a3b",
-        "--gpu",
-        "h100",
-        "--gpus",
-        "8",
-        "--ep",
-        "8",
-        "--json",
-    ]);
+    let j: serde_json::Value =
+        serde_json::from_slice(&train_qwen3_on_8_h100(&["--ep", "8", "--json"]).stdout).unwrap();
     assert_eq!(j["layout"]["ep"], 8);
 }
 
@@ -240,16 +244,7 @@ fn expert_imbalance_scales_the_busiest_ranks_experts() {
         ),
         (&["--expert-imbalance", "1.2"][..], "--ep"),
     ] {
-        let base = [
-            "train",
-            "--model",
-            "qwen3-30b-a3b",
-            "--gpu",
-            "h100",
-            "--gpus",
-            "8",
-        ];
-        one_line_error(&run(&[&base[..], args].concat()), &[needle]);
+        one_line_error(&train_qwen3_on_8_h100(args), &[needle]);
     }
 }
 
