@@ -172,13 +172,17 @@ fn written_path(target: &Path) -> Result<PathBuf> {
 /// removed and the target is untouched. A replaced file keeps its permissions; a
 /// target that is a symbolic link is written through (the file it points to is
 /// replaced, the link stays); temporary files a killed run left beside the target are
-/// removed when it is next written.
+/// removed when it is next written. A target that exists and is not a regular file (a
+/// device such as `/dev/null`, a named pipe) is written in place: there is no file to
+/// leave half-written, and a rename would replace the device with a file.
 #[derive(Debug)]
 pub struct AtomicFile {
     target: PathBuf,
     temp: PathBuf,
     file: std::fs::File,
     committed: bool,
+    /// Written in place (a device or pipe), no temporary file.
+    direct: bool,
 }
 
 impl AtomicFile {
@@ -197,6 +201,19 @@ impl AtomicFile {
             .to_string();
         if target.is_dir() {
             return Err(Error::write(shown, "is a directory"));
+        }
+        if std::fs::metadata(target).is_ok_and(|m| !m.is_file()) {
+            let file = std::fs::OpenOptions::new()
+                .write(true)
+                .open(target)
+                .map_err(|e| Error::write(shown, e))?;
+            return Ok(AtomicFile {
+                target: target.to_path_buf(),
+                temp: PathBuf::new(),
+                file,
+                committed: false,
+                direct: true,
+            });
         }
         remove_stale(&dir, &name);
         let pid = std::process::id();
@@ -217,6 +234,7 @@ impl AtomicFile {
                         temp,
                         file,
                         committed: false,
+                        direct: false,
                     });
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
@@ -234,7 +252,14 @@ impl AtomicFile {
     /// Flushes to disk and renames the temporary file onto the target (inside
     /// [`all_or_nothing`], once it succeeds). A file it replaces keeps its
     /// permissions.
-    pub fn commit(self) -> Result<()> {
+    pub fn commit(mut self) -> Result<()> {
+        if self.direct {
+            self.file
+                .flush()
+                .map_err(|e| Error::write(&self.target, e))?;
+            self.committed = true;
+            return Ok(());
+        }
         self.file
             .sync_all()
             .map_err(|e| Error::write(&self.target, e))?;
@@ -264,6 +289,9 @@ impl AtomicFile {
 
 impl Drop for AtomicFile {
     fn drop(&mut self) {
+        if self.direct {
+            return;
+        }
         if !self.committed {
             let _ = std::fs::remove_file(&self.temp);
         }
@@ -311,6 +339,23 @@ mod tests {
         std::fs::write(&bom, "\u{feff}{}").unwrap();
         assert_eq!(read_text(&bom).unwrap(), "{}");
         std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    /// `--out /dev/null` writes to the device: renaming a temporary file over it would
+    /// replace the device with a regular file (which happened: every later read of
+    /// /dev/null returned the last output).
+    #[cfg(unix)]
+    #[test]
+    fn devices_are_written_in_place_not_replaced() {
+        use std::os::unix::fs::FileTypeExt;
+        let null = Path::new("/dev/null");
+        if !std::fs::metadata(null).is_ok_and(|m| m.file_type().is_char_device()) {
+            return;
+        }
+        write_atomic(null, b"discarded").unwrap();
+        let m = std::fs::metadata(null).unwrap();
+        assert!(m.file_type().is_char_device(), "{m:?}");
+        assert_eq!(std::fs::read(null).unwrap(), b"");
     }
 
     #[test]
