@@ -19,7 +19,7 @@
 use ridgeline::dtype::ComputeDtype;
 use ridgeline::engine::{Engine, EngineDb};
 use ridgeline::hardware::{Hardware, HardwareDb};
-use ridgeline::kernels::{KernelDb, OpClass, Shape, Source};
+use ridgeline::kernels::{KernelDb, OpClass, Shape};
 use ridgeline::ops::{AttentionShape, Collective, Operand, attention_fused, collective, linear};
 use ridgeline::roofline::{Efficiency, place};
 use std::collections::BTreeMap;
@@ -135,47 +135,21 @@ fn print_line(label: &str, r: &mut [f64]) {
 }
 
 /// `--transfer`: every device held out and predicted from its sibling's tables.
-fn transfer(kernels: &KernelDb, hw_db: &HardwareDb) -> ridgeline::Result<()> {
-    // (held-out device, sibling, op class) -> predicted / measured time
-    let mut ratios: BTreeMap<(String, String, String), Vec<f64>> = BTreeMap::new();
-    let mut alone = Vec::new();
-    for c in kernels.coverage() {
-        let hw = hw_db.get(&c.device)?;
-        let mut rest = kernels.clone();
-        rest.remove_device(&c.device);
-        let t = kernels.table(&c.device, &c.backend).expect("listed");
-        let mut any = false;
-        for ((op, dtype, key), grid) in &t.grids {
-            for (at, measured) in grid.points() {
-                let Some(shape) = Shape::at(*op, key, at) else {
-                    continue;
-                };
-                let Some((eff, Source::Transferred(from))) =
-                    rest.lookup(hw, hw_db, &c.backend, *op, dtype, &shape)
-                else {
-                    continue;
-                };
-                any = true;
-                // predicted time roof / eff over measured time roof / measured
-                ratios
-                    .entry((c.device.clone(), from, op.name().to_string()))
-                    .or_default()
-                    .push(measured / eff);
-            }
-        }
-        if !any {
-            alone.push(format!("{} ({})", c.device, c.backend));
-        }
-    }
+fn transfer(kernels: &KernelDb, hw_db: &HardwareDb) {
+    let check = ridgeline::kernel_transfer::held_out_by_device(kernels, hw_db);
     println!(
         "held-out device <- sibling / op class: points, median predicted/measured time, median |error|"
     );
-    for ((device, from, op), mut r) in ratios {
-        print_line(&format!("{device} <- {from} / {op}"), &mut r);
+    for l in &check.lines {
+        let mut r = l.ratios.clone();
+        print_line(
+            &format!("{} <- {} / {}", l.device, l.sibling, l.op.name()),
+            &mut r,
+        );
     }
-    alone.dedup();
-    println!("no sibling within reach: {}", alone.join(", "));
-    Ok(())
+    println!("no sibling within reach: {}", check.alone.join(", "));
+    println!("\nper op class, every held-out device pooled (README, Accuracy):\n");
+    print!("{}", check.markdown());
 }
 
 fn main() -> ridgeline::Result<()> {
@@ -183,7 +157,8 @@ fn main() -> ridgeline::Result<()> {
     let kernels = KernelDb::builtin()?;
     let hw_db = HardwareDb::builtin()?;
     if std::env::args().any(|a| a == "--transfer") {
-        return transfer(kernels, hw_db);
+        transfer(kernels, hw_db);
+        return Ok(());
     }
     let engines = EngineDb::builtin()?;
     // (group, subset) -> ratios ridgeline / measured

@@ -4,14 +4,15 @@
 //! to predictions, the engine-factor fit and its held-out evaluation ([`calibrate`]),
 //! prediction-interval bands, the training fit over published runs ([`train::calibrate`],
 //! [`train::runs`]), serving validation ([`simulate::validation`]), the calibration
-//! reports ([`report`]) and other tools' estimates as a reference
-//! ([`mod@reference`]). What `ridgeline calibrate` runs, and what writes
+//! reports ([`report`]), other tools' estimates as a reference
+//! ([`mod@reference`]) and the kernel tables held out by device ([`kernel_transfer`]). What `ridgeline calibrate` runs, and what writes
 //! `data/engines.toml`, `data/training.toml` and `data/intervals.toml`.
 //!
 //! Depends on `ridgeline-core`, `ridgeline-sim` and `ridgeline-render` (its tables).
 #![deny(missing_docs)]
 
 pub mod calibrate;
+pub mod kernel_transfer;
 pub mod reference;
 pub mod report;
 pub mod simulate;

@@ -162,6 +162,12 @@ pub struct Peaks {
     /// full rate needs the asynchronous warpgroup `wgmma`); `None`: the whole peak.
     /// Applies to engines with `warpgroup_mma = false`.
     pub warp_mma_fraction: Option<f64>,
+    /// The 16-bit tensor FLOPs one SM issues in the time its special-function units
+    /// return one base-2 exponential (`MUFU.EX2`, the softmax's exponential): Hopper
+    /// 4096 / 16 = 256, Blackwell 8192 / 16 = 512, Blackwell Ultra (twice the SFU rate)
+    /// 256. `None`: not given. Read where a prompt's attention kernel carries from a
+    /// sibling device ([`crate::kernels`]).
+    pub flops_per_exp2: Option<f64>,
     /// The datasheet printed sparse figures and they were halved.
     pub sparse_halved: bool,
     /// Where the numbers come from.
@@ -193,6 +199,8 @@ struct PeaksFile {
     fp16_acc16: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     warp_mma_fraction: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    flops_per_exp2: Option<f64>,
     #[serde(default)]
     sparse_halved: bool,
     #[serde(default)]
@@ -215,6 +223,7 @@ impl From<PeaksFile> for Peaks {
                 fp16_acc16: f.fp16_acc16,
             },
             warp_mma_fraction: f.warp_mma_fraction,
+            flops_per_exp2: f.flops_per_exp2,
             sparse_halved: f.sparse_halved,
             source: f.source,
         }
@@ -236,6 +245,7 @@ impl From<Peaks> for PeaksFile {
             fp4: r.fp4,
             fp16_acc16: r.fp16_acc16,
             warp_mma_fraction: p.warp_mma_fraction,
+            flops_per_exp2: p.flops_per_exp2,
             sparse_halved: p.sparse_halved,
             source: p.source,
         }
@@ -634,6 +644,9 @@ impl Hardware {
         }
         if let Some(f) = self.peak_flops_per_s.warp_mma_fraction {
             require_in("peak_flops_per_s.warp_mma_fraction", f, 0.01, 1.0)?;
+        }
+        if let Some(f) = self.peak_flops_per_s.flops_per_exp2 {
+            require_in("peak_flops_per_s.flops_per_exp2", f, 1.0, 65536.0)?;
         }
         if let Some(n) = self.devices_per_node.filter(|&n| n == 0 || n > 1024) {
             return Err(Error::invalid(

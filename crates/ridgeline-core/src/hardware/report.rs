@@ -25,6 +25,7 @@ impl Hardware {
             peak_flops_per_s: PeakReport {
                 rates: p.rates.clone(),
                 warp_mma_fraction: p.warp_mma_fraction,
+                flops_per_exp2: p.flops_per_exp2,
             },
             estimated_peak_flops_per_s: self.estimated_peak_flops_per_s.clone(),
             ridge_point_bf16_flop_per_byte: self.ridge_point(ComputeDtype::Bf16),
@@ -90,6 +91,10 @@ pub struct PeakReport {
     /// device needs a newer instruction for the rest (Hopper: 0.5).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warp_mma_fraction: Option<f64>,
+    /// 16-bit tensor FLOPs per base-2 exponential of the special-function units, per SM
+    /// ([`crate::hardware::Peaks::flops_per_exp2`]), where given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flops_per_exp2: Option<f64>,
 }
 
 /// The JSON document of `ridgeline hardware show ID --json` (keys in docs/reference.md,

@@ -434,13 +434,13 @@ impl KernelDb {
     ) -> Option<(f64, Source)> {
         let (id, source) = self.table_for(hw, hardware, backend)?;
         let e = self.efficiency(id, backend, op, dtype, shape)?;
-        let scale = match &source {
+        let transfer = match &source {
             Source::Transferred(_) => hardware
                 .get(id)
-                .map_or(1.0, |from| transfer_scale(op, from, hw)),
-            Source::Measured => 1.0,
+                .map_or(Transfer::NONE, |from| Transfer::between(from, hw)),
+            Source::Measured => Transfer::NONE,
         };
-        Some((carry(e, scale), source))
+        Some((transfer.carry(op, e, dtype, shape), source))
     }
 
     /// What every table covers, by device then engine.
@@ -469,29 +469,123 @@ impl KernelDb {
     }
 }
 
-/// What an efficiency of `op` measured on `from` is multiplied by on its sibling `to`
-/// ([`carry`]). A fraction of the roof carries as it is (1), except a decode step's
-/// attention: its kernels' time follows the device's SMs and clocks, not its memory
-/// bandwidth (the H200 runs the H100's decode attention in about the same time with
-/// 1.43x the bandwidth: docs/kernels.md), so its time carries at the ratio of the
-/// devices' SM rates (`sm_rate`). Its roof is the bandwidth's on both (a few FLOPs per byte), so
-/// the fraction scales by `bw(from) / bw(to) x rate(to) / rate(from)`. Only between HBM
-/// parts, where that was measured: a GDDR part has a quarter of the bandwidth per SM
-/// and may well be bound by it.
-pub(crate) fn transfer_scale(op: OpClass, from: &Hardware, to: &Hardware) -> f64 {
-    let hbm = |h: &Hardware| crate::engine::memory_key(h) == Some("hbm");
-    if op != OpClass::AttentionDecode || !(hbm(from) && hbm(to)) {
-        return 1.0;
-    }
-    let bw = |h: &Hardware| h.memory.bandwidth_bytes_per_s;
-    let (rf, rt) = sm_rate(from, to);
-    bw(from) / bw(to) * rt / rf
+/// How a sibling's measured efficiencies carry to a device without a table of its own
+/// ([`KernelDb::lookup`], the predictor on tables). A fraction of the roof carries as
+/// it is, except attention's, whose kernels' time follows the device's SMs and clocks
+/// more than its roof (docs/kernels.md, "Siblings"); only between HBM parts, where that
+/// was measured (a GDDR part has a quarter of the bandwidth per SM and may well be
+/// bound by it):
+///
+/// - a decode step's attention: the H200 runs the H100's decode attention in about the
+///   same time with 1.43x the bandwidth, so its time carries at the ratio of the
+///   devices' SM rates (`sm_rate`). Its roof is the bandwidth's on both (a few FLOPs
+///   per byte), so the fraction scales by `bw(from) / bw(to) x rate(to) / rate(from)`.
+/// - a whole prompt's attention: the H200 takes the H100's time at every length, where
+///   its roof is the bandwidth's and where it is the tensor peak's; the B300 (the
+///   B200's tensor peak, twice its exponential rate) takes 0.77-0.92x the B200's, less
+///   the longer the prompt. So the time splits in two: the kernel's ideal work, its
+///   tensor FLOPs at the 16-bit peak plus its softmax exponentials at the
+///   special-function rate (peak over [`crate::hardware::Peaks::flops_per_exp2`], where
+///   both devices give it), at each device's own rates; the rest (launch, pipeline
+///   fill, masking, rescaling) at the ratio of the SM rates.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Transfer {
+    /// What a decode step's attention efficiency is multiplied by.
+    decode_scale: f64,
+    /// A prompt's attention: the two devices' rates, where both are HBM parts.
+    prompt: Option<PromptRates>,
 }
 
-/// An efficiency `e` carried by `scale` ([`transfer_scale`]), never past the roof (1)
-/// where it did not pass it.
-pub(crate) fn carry(e: f64, scale: f64) -> f64 {
-    (e * scale).min(e.max(1.0))
+/// The rates a prompt's attention carries by ([`Transfer`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct PromptRates {
+    /// The sibling's.
+    from: AttentionRates,
+    /// The device's.
+    to: AttentionRates,
+    /// `rate(from) / rate(to)`: what the time beyond the ideal work is multiplied by.
+    sm_ratio: f64,
+}
+
+/// One device's rates for a prompt's attention.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct AttentionRates {
+    /// 16-bit tensor peak, FLOP/s.
+    tensor: f64,
+    /// Memory bandwidth, bytes/s.
+    bandwidth: f64,
+    /// Base-2 exponentials per second (0: not counted).
+    exp2: f64,
+}
+
+impl Transfer {
+    /// A device's own table: nothing changes.
+    pub(crate) const NONE: Transfer = Transfer {
+        decode_scale: 1.0,
+        prompt: None,
+    };
+
+    /// From `from`'s table to its sibling `to`.
+    pub(crate) fn between(from: &Hardware, to: &Hardware) -> Transfer {
+        let hbm = |h: &Hardware| crate::engine::memory_key(h) == Some("hbm");
+        if !(hbm(from) && hbm(to)) {
+            return Transfer::NONE;
+        }
+        let bw = |h: &Hardware| h.memory.bandwidth_bytes_per_s;
+        let (rf, rt) = sm_rate(from, to);
+        let tensor = |h: &Hardware| h.peak(crate::dtype::ComputeDtype::Bf16).0;
+        let exp2 = |h: &Hardware| h.peak_flops_per_s.flops_per_exp2.map(|f| tensor(h) / f);
+        let (ef, et) = match (exp2(from), exp2(to)) {
+            (Some(a), Some(b)) => (a, b),
+            _ => (f64::INFINITY, f64::INFINITY),
+        };
+        let rates = |h: &Hardware, exp2: f64| AttentionRates {
+            tensor: tensor(h),
+            bandwidth: bw(h),
+            exp2,
+        };
+        Transfer {
+            decode_scale: bw(from) / bw(to) * rt / rf,
+            prompt: Some(PromptRates {
+                from: rates(from, ef),
+                to: rates(to, et),
+                sm_ratio: rf / rt,
+            }),
+        }
+    }
+
+    /// The sibling's efficiency `e` of `op` at `shape` (KV cache `dtype`) as a fraction
+    /// of the device's own roof, never past the roof (1) where it did not pass it.
+    pub(crate) fn carry(&self, op: OpClass, e: f64, dtype: &str, shape: &Shape) -> f64 {
+        let carried = match (op, &self.prompt, *shape) {
+            (OpClass::AttentionDecode, _, _) => e * self.decode_scale,
+            (
+                OpClass::AttentionPrefill,
+                Some(p),
+                Shape::Attention {
+                    batch,
+                    len,
+                    heads,
+                    kv_heads,
+                    head_dim,
+                },
+            ) if e > 0.0 => {
+                let kv_bits = if dtype == "fp8" { 8.0 } else { 16.0 };
+                let s = crate::ops::AttentionShape::gqa(
+                    batch, len, len, heads, kv_heads, head_dim, 16.0, kv_bits,
+                );
+                let cost = crate::ops::attention_fused(&s);
+                let exps = batch as f64 * heads as f64 * s.pairs();
+                let roof =
+                    |r: &AttentionRates| (cost.flops / r.tensor).max(cost.bytes() / r.bandwidth);
+                let work = |r: &AttentionRates| cost.flops / r.tensor + exps / r.exp2;
+                let t = (roof(&p.from) / e - work(&p.from)).max(0.0) * p.sm_ratio + work(&p.to);
+                roof(&p.to) / t
+            }
+            _ => e,
+        };
+        carried.min(e.max(1.0))
+    }
 }
 
 /// What the SMs of `a` and `b` get through per second, as a pair of rates in the same

@@ -448,3 +448,48 @@ fn decode_attention_carries_its_time_at_the_sm_rate_not_the_bandwidth() {
         .unwrap();
     assert_eq!(rtx, l40s);
 }
+
+#[test]
+fn prompt_attention_carries_its_work_at_the_device_s_rates_and_the_rest_at_the_sm_rate() {
+    let hw = crate::hardware::HardwareDb::builtin().unwrap();
+    let op = OpClass::AttentionPrefill;
+    let attention = |len| Shape::Attention {
+        batch: 1,
+        len,
+        heads: 32,
+        kv_heads: 8,
+        head_dim: 128,
+    };
+    let carry = |from: &str, to: &str, e: f64, len: u64| {
+        Transfer::between(hw.get(from).unwrap(), hw.get(to).unwrap()).carry(
+            op,
+            e,
+            "bf16",
+            &attention(len),
+        )
+    };
+    // H100 SXM -> H200: the same tensor peak (989.5 TFLOP/s), FP32 rate (67 TFLOP/s)
+    // and exponential rate, so the time carries unchanged. A 128-token prompt is
+    // memory-bound on both: 2.62 MB (Q and O 128 x 32 x 128 x 2 B each, K and V
+    // 128 x 8 x 128 x 2 B each) against 135 MFLOP (2 x 32 x 256 x 8,256 pairs), 0.78 us at
+    // 3.35 TB/s over 0.14 us at the peak; so the fraction of the roof scales by
+    // 3.35 / 4.8 (the H200's roof is that much shorter)
+    let e = carry("h100-sxm", "h200-sxm", 0.1, 128);
+    assert!((e / (0.1 * 3.35 / 4.8) - 1.0).abs() < 1e-12, "{e}");
+    // B200 -> B300: the same tensor peak (2.25 PFLOP/s; no FP32 peak in the B200 file,
+    // so the SM rates compare by it: 1), one exponential per 512 tensor FLOPs against one
+    // per 256. At head_dim 128 a pair of tokens is 512 FLOPs and one exponential, so on
+    // the B200 the exponentials take as long as the tensor work M: an 8,192-token prompt
+    // (compute-bound) at 0.4 of its roof M takes 2.5 M, of which 2 M ideal work and
+    // 0.5 M the rest; on the B300 0.5 M + M + M / 2 = 2 M, half its roof
+    let e = carry("b200", "b300", 0.4, 8192);
+    assert!((e - 0.5).abs() < 1e-9, "{e}");
+    // and back: 0.5 of the B300's roof is 2 M, 1.5 M of work and 0.5 M the rest; on the
+    // B200 0.5 M + 2 M = 2.5 M, 0.4 of its roof
+    let e = carry("b300", "b200", 0.5, 8192);
+    assert!((e - 0.4).abs() < 1e-9, "{e}");
+    // a GDDR sibling (RTX 4090 from the L40S) carries the fraction as it is
+    assert_eq!(carry("l40s", "rtx-4090", 0.3, 8192), 0.3);
+    // never past the roof where the measurement was not
+    assert!(carry("b200", "b300", 0.9, 8192) <= 1.0);
+}

@@ -79,9 +79,9 @@ pub(crate) struct KernelUse<'a> {
     pub device: String,
     /// Measured (the device's own table) or transferred (its sibling's).
     pub source: Source,
-    /// What a decode step's attention efficiency is multiplied by on this device
-    /// ([`crate::kernels::transfer_scale`]; 1 for the device's own table).
-    decode_attention_scale: f64,
+    /// How the table's efficiencies carry to this device
+    /// ([`crate::kernels::Transfer`]; none for the device's own table).
+    transfer: crate::kernels::Transfer,
 }
 
 /// Where an op's time comes from (`source` in the op table of `predict --json`).
@@ -108,11 +108,13 @@ impl<'a> Predictor<'a> {
             .table_for(to, hardware, &self.engine.id)
             .map(|(device, source)| KernelUse {
                 db,
-                decode_attention_scale: match source {
-                    Source::Transferred(_) => hardware.get(device).map_or(1.0, |from| {
-                        crate::kernels::transfer_scale(OpClass::AttentionDecode, from, to)
-                    }),
-                    Source::Measured => 1.0,
+                transfer: match source {
+                    Source::Transferred(_) => hardware
+                        .get(device)
+                        .map_or(crate::kernels::Transfer::NONE, |from| {
+                            crate::kernels::Transfer::between(from, to)
+                        }),
+                    Source::Measured => crate::kernels::Transfer::NONE,
                 },
                 device: device.to_string(),
                 source,
@@ -155,13 +157,9 @@ impl<'a> Predictor<'a> {
         if let Some(k) = &self.kernels
             && part == Part::Decode
             && let Some((class, dtype, peak, shape)) = self.kernel_shape(op, step)
-            && let Some(eff) = k
-                .db
-                .efficiency(&k.device, &self.engine.id, class, dtype, &shape)
-                .map(|e| match class {
-                    OpClass::AttentionDecode => crate::kernels::carry(e, k.decode_attention_scale),
-                    _ => e,
-                })
+            && let Some(eff) =
+                k.db.efficiency(&k.device, &self.engine.id, class, dtype, &shape)
+                    .map(|e| k.transfer.carry(class, e, dtype, &shape))
             && eff > 0.0
             && eff.is_finite()
         {
