@@ -3,12 +3,15 @@
 //! per-op time today (the op's roofline time on the device's ceilings, derated by the
 //! matching engine profile of data/engines.toml exactly as `Predictor` derates that op:
 //! compute and memory efficiency, the matmul roll-off `gemm_half_rows` above 8 rows,
-//! `fp4_efficiency`, `attention_efficiency`, the link efficiency and collective latency)
+//! the measured fp8 / fp4 factors (`fp4_efficiency` where none), `attention_efficiency`, the link efficiency and collective latency)
 //! over the measured kernel time (the roofline time over the measured efficiency).
 //! Prints the median ratio and median |error| per op class and subset.
 //!
 //! Run: `cargo run -q --example kernel_check` (add `-- --by-device` for one line per
 //! device and op class). Nothing here changes a prediction.
+//!
+//! With `-- --dtypes`, prints data/kernels/gemm-dtypes.toml (what fp8 and nvfp4 GEMMs
+//! reach against bf16, measured: `ridgeline::kernels::GemmDtypes`).
 //!
 //! With `-- --transfer`, each device is held out instead: its tables are dropped, and
 //! every one of its measured points is predicted from the table of the sibling that
@@ -19,7 +22,7 @@
 use ridgeline::dtype::ComputeDtype;
 use ridgeline::engine::{Engine, EngineDb};
 use ridgeline::hardware::{Hardware, HardwareDb};
-use ridgeline::kernels::{KernelDb, OpClass, Shape};
+use ridgeline::kernels::{GemmDtypes, KernelDb, OpClass, Shape};
 use ridgeline::ops::{AttentionShape, Collective, Operand, attention_fused, collective, linear};
 use ridgeline::roofline::{Efficiency, place};
 use std::collections::BTreeMap;
@@ -46,8 +49,24 @@ fn times(hw: &Hardware, e: &Engine, op: OpClass, dtype: &str, shape: &Shape) -> 
                 _ => return None,
             };
             let cost = linear(m, k, n, bits, 16.0, Operand::activations(16.0), false);
-            if d == ComputeDtype::Fp4 {
-                eff.compute *= e.speed.fp4_efficiency;
+            // the device's measured fp8 / fp4 factors, as Predictor applies them (fp8:
+            // memory only; fp4: both, else the engine's fp4_efficiency)
+            let measured = GemmDtypes::builtin()
+                .ok()
+                .and_then(|g| g.get(&hw.id))
+                .and_then(|g| match d {
+                    ComputeDtype::Fp8 => g.fp8,
+                    ComputeDtype::Fp4 => g.fp4,
+                    _ => None,
+                });
+            match (d, measured) {
+                (ComputeDtype::Fp8, Some(f)) => eff.memory *= f.memory,
+                (ComputeDtype::Fp4, Some(f)) => {
+                    eff.compute *= f.compute;
+                    eff.memory *= f.memory;
+                }
+                (ComputeDtype::Fp4, None) => eff.compute *= e.speed.fp4_efficiency,
+                _ => {}
             }
             if m > ridgeline::engine::GEMV_MAX_TOKENS {
                 eff.compute *= m as f64 / (m as f64 + e.speed.gemm_half_rows);
@@ -156,6 +175,13 @@ fn main() -> ridgeline::Result<()> {
     let by_device = std::env::args().any(|a| a == "--by-device");
     let kernels = KernelDb::builtin()?;
     let hw_db = HardwareDb::builtin()?;
+    if std::env::args().any(|a| a == "--dtypes") {
+        print!(
+            "{}",
+            ridgeline::kernels::GemmDtypes::measure(kernels, hw_db).to_toml()
+        );
+        return Ok(());
+    }
     if std::env::args().any(|a| a == "--transfer") {
         transfer(kernels, hw_db);
         return Ok(());

@@ -405,3 +405,101 @@ fn each_op_class_carries_to_a_held_out_device_within_ten_percent_as_the_readme_s
         "README's kernel-level table is stale: rerun the example"
     );
 }
+
+#[test]
+fn the_measured_fp8_and_fp4_factors_are_the_tables_and_predictions_name_them() {
+    // data/kernels/gemm-dtypes.toml is what the tables give
+    let measured = ridgeline::kernels::GemmDtypes::measure(
+        ridgeline::kernels::KernelDb::builtin().unwrap(),
+        ridgeline::hardware::HardwareDb::builtin().unwrap(),
+    );
+    assert_eq!(
+        measured.to_toml(),
+        include_str!("../../data/kernels/gemm-dtypes.toml"),
+        "rerun `cargo run --release -q --example kernel_check -- --dtypes > data/kernels/gemm-dtypes.toml`"
+    );
+    let factors = |args: &[&str]| -> Vec<(String, String)> {
+        json(
+            &[
+                &[
+                    "predict",
+                    "--json",
+                    "--model",
+                    "llama-3-8b",
+                    "--engine",
+                    "vllm",
+                ],
+                args,
+            ]
+            .concat(),
+        )["factors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| {
+                (
+                    f["name"].as_str().unwrap().to_string(),
+                    f["source"].as_str().unwrap().to_string(),
+                )
+            })
+            .filter(|(n, _)| n.contains("_gemm_"))
+            .collect()
+    };
+    let pair = |n: &str, s: &str| (n.to_string(), s.to_string());
+    // fp8 weights on the H100: its own tables' memory factor (the compute one is not applied)
+    assert_eq!(
+        factors(&["--gpu", "h100", "--weights", "fp8"]),
+        [pair("fp8_gemm_memory_efficiency", "measured")]
+    );
+    // on the H100 PCIe, the H100 SXM's
+    assert_eq!(
+        factors(&["--gpu", "h100-pcie", "--weights", "fp8"]),
+        [pair("fp8_gemm_memory_efficiency", "transferred")]
+    );
+    // nvfp4 on the B200: both
+    assert_eq!(
+        factors(&["--gpu", "b200", "--weights", "nvfp4"]),
+        [
+            pair("fp4_gemm_compute_efficiency", "measured"),
+            pair("fp4_gemm_memory_efficiency", "measured")
+        ]
+    );
+    // bf16 weights, or a device nobody measured: none
+    assert!(factors(&["--gpu", "h100"]).is_empty());
+    assert!(factors(&["--gpu", "mi300x", "--weights", "fp8"]).is_empty());
+    // an fp8 GEMV's time: its bytes over the bandwidth x vLLM's HBM share x the factor.
+    // Llama-3-8B on one H100 at batch 1, decode's qkv_proj (32 layers, 4096 x 6144 fp8
+    // weights): 32 x 25,165,824 B = 805.3 MB (and its few activations) at 3.35 TB/s x
+    // memory_efficiency.hbm x 0.858
+    let p = json(&[
+        "predict",
+        "--json",
+        "--model",
+        "llama-3-8b",
+        "--gpu",
+        "h100",
+        "--weights",
+        "fp8",
+        "--engine",
+        "vllm",
+    ]);
+    let hbm = p["factors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == "memory_efficiency.hbm")
+        .unwrap()["value"]
+        .as_f64()
+        .unwrap();
+    let op = p["ops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["name"] == "qkv_proj" && o["phase"] == "decode")
+        .unwrap();
+    assert_eq!(op["bound"], "memory");
+    let want = op["bytes"].as_f64().unwrap() / (3.35e12 * hbm * 0.858);
+    let got = op["time_s"].as_f64().unwrap();
+    assert!(((got - want) / want).abs() < 0.02, "{got} vs {want} ({op})");
+    assert!(op["bytes"].as_f64().unwrap() > 32.0 * 25_165_824.0);
+}

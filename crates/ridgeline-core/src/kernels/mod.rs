@@ -7,11 +7,15 @@
 //! on first use. A directory in the same schema (`--kernels DIR`) adds or replaces
 //! tables ([`KernelDb::load_dir`]). The schema, the roof each efficiency is a fraction
 //! of, and how the tables compare with ridgeline's fitted efficiencies:
-//! `docs/kernels.md`. Nothing in ridgeline's predictions reads these tables yet.
+//! `docs/kernels.md`. Predictions read them per op with `--kernels`
+//! ([`crate::predict::Predictor::with_kernels`]); every prediction reads what fp8 and fp4
+//! matmuls reach against 16-bit ones, derived from them ([`GemmDtypes`]).
 
+mod dtypes;
 mod grid;
 mod parse;
 
+pub use dtypes::{DeviceDtypes, DtypeFactor, GemmDtypes};
 pub use grid::Grid;
 pub use parse::HEADER;
 

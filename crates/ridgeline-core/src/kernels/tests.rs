@@ -168,11 +168,13 @@ fn a_directory_adds_and_replaces_tables() {
 fn builtin_tables_parse_and_name_known_devices_and_engines() {
     let db = KernelDb::builtin().unwrap();
     let cov = db.coverage();
-    // every file under data/kernels is embedded
+    // every file under data/kernels/<device>/ is embedded (gemm-dtypes.toml beside
+    // the device folders is not a table)
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../data/kernels");
     let files: usize = std::fs::read_dir(root)
         .unwrap()
         .flatten()
+        .filter(|d| d.path().is_dir())
         .map(|d| std::fs::read_dir(d.path()).unwrap().count())
         .sum();
     assert_eq!(cov.len(), files);
@@ -492,4 +494,49 @@ fn prompt_attention_carries_its_work_at_the_device_s_rates_and_the_rest_at_the_s
     assert_eq!(carry("l40s", "rtx-4090", 0.3, 8192), 0.3);
     // never past the roof where the measurement was not
     assert!(carry("b200", "b300", 0.9, 8192) <= 1.0);
+}
+
+#[test]
+fn fp8_factors_are_the_median_ratio_to_bf16_at_the_same_shape_per_regime() {
+    // compute over m >= 1024, memory over m <= 8, n and k >= 4096 only: at m = 1 the
+    // fp8 GEMVs reach 0.45 / 0.5 = 0.9 and 0.3 / 0.5 = 0.6 of the bf16 ones (median of
+    // the two: 0.75); at m = 2048, 0.6 / 0.8 = 0.75; the 1024-wide shape and m = 64
+    // count nowhere
+    let table = "op,version,dtype,key,x,y,z,efficiency
+gemm,1.0,bf16,-,1,4096,4096,0.5
+gemm,1.0,bf16,-,1,8192,4096,0.5
+gemm,1.0,bf16,-,64,4096,4096,0.6
+gemm,1.0,bf16,-,2048,4096,4096,0.8
+gemm,1.0,bf16,-,1,1024,4096,0.5
+gemm,1.0,fp8,-,1,4096,4096,0.45
+gemm,1.0,fp8,-,1,8192,4096,0.3
+gemm,1.0,fp8,-,64,4096,4096,0.1
+gemm,1.0,fp8,-,2048,4096,4096,0.6
+gemm,1.0,fp8,-,1,1024,4096,0.05
+";
+    let mut db = KernelDb::default();
+    db.add_file("h100-sxm/vllm.csv", table, "t.csv").unwrap();
+    let hw = crate::hardware::HardwareDb::builtin().unwrap();
+    let g = GemmDtypes::measure(&db, hw);
+    let f = g.get("h100-sxm").unwrap().fp8.unwrap();
+    assert_eq!((f.compute, f.compute_points), (0.75, 1));
+    assert_eq!((f.memory, f.memory_points), (0.75, 2));
+    assert_eq!(g.get("h100-sxm").unwrap().fp4, None);
+    // the H100 PCIe (no table) takes its sibling's; the A100 (another architecture) none
+    assert_eq!(
+        g.get("h100-pcie").unwrap().from.as_deref(),
+        Some("h100-sxm")
+    );
+    assert_eq!(g.get("h100-pcie").unwrap().fp8, Some(f));
+    assert!(g.get("a100-80gb-sxm").is_none());
+    // and the file's text reads back as what was measured
+    let back = GemmDtypes::from_toml(&g.to_toml(), "t.toml").unwrap();
+    assert_eq!(back, g);
+    let bad = GemmDtypes::from_toml(
+        "[x]\nfp8 = { compute = 0, memory = 1, compute_points = 1, memory_points = 1 }\n",
+        "t.toml",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(bad.contains("[x] compute must lie in (0, 2]"), "{bad}");
 }

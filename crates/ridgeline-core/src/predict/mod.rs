@@ -294,6 +294,10 @@ pub struct Predictor<'a> {
     expert_matrix_s: f64,
     /// Kernel tables read where they cover an op ([`Predictor::with_kernels`]).
     kernels: Option<KernelUse<'a>>,
+    /// What fp8 and fp4 weight matmuls reach against 16-bit ones on this device,
+    /// measured ([`crate::kernels::GemmDtypes`]); `None` where not measured (and under
+    /// the `ideal` engine).
+    gemm_dtypes: Option<&'static crate::kernels::DeviceDtypes>,
 }
 
 /// The device link's bandwidth per direction (0 without one).
@@ -510,7 +514,12 @@ impl<'a> Predictor<'a> {
             .iter()
             .map(|sh| crate::memory::device_routed_expert_bytes(model, &precision, sh))
             .fold(0.0, f64::max);
+        let gemm_dtypes = match engine.is_physics() {
+            true => None,
+            false => crate::kernels::GemmDtypes::builtin()?.get(&hardware.id),
+        };
         Ok(Predictor {
+            gemm_dtypes,
             model,
             hardware,
             engine,
@@ -619,8 +628,10 @@ impl<'a> Predictor<'a> {
 
     /// The efficiencies an op reaches: collectives the link's (with the per-collective
     /// latency), attention kernels the engine's `attention_efficiency` of the rest,
-    /// weight-only quantized matmuls its `dequant_efficiency` of the compute rate, fp4
-    /// tensor-core matmuls its `fp4_efficiency`.
+    /// weight-only quantized matmuls its `dequant_efficiency` of the compute rate, fp8
+    /// and fp4 tensor-core weight matmuls the device's measured factors against 16-bit
+    /// ones ([`crate::kernels::GemmDtypes`]; fp4 its `fp4_efficiency` where none is
+    /// measured).
     fn op_efficiency(&self, op: &OpInstance) -> Efficiency {
         let mut e = if op.cost.link_bytes > 0.0 {
             self.comm_eff
@@ -630,7 +641,26 @@ impl<'a> Predictor<'a> {
         if matches!(op.unit, Unit::Dequant(_)) {
             e.compute *= self.engine.speed.dequant_efficiency;
         }
-        if op.unit == Unit::Matrix(ComputeDtype::Fp4) {
+        if let Unit::Matrix(d @ (ComputeDtype::Fp8 | ComputeDtype::Fp4)) = op.unit
+            && op.cost.read.weights > 0.0
+            && !op.kind.is_attention_core()
+        {
+            let measured = self.gemm_dtypes.and_then(|g| match d {
+                ComputeDtype::Fp8 => g.fp8,
+                _ => g.fp4,
+            });
+            match (d, measured) {
+                // an fp8 matmul's measured compute factor is not applied: see
+                // `kernels::GemmDtypes`
+                (ComputeDtype::Fp8, Some(f)) => e.memory *= f.memory,
+                (_, Some(f)) => {
+                    e.compute *= f.compute;
+                    e.memory *= f.memory;
+                }
+                (ComputeDtype::Fp4, None) => e.compute *= self.engine.speed.fp4_efficiency,
+                _ => {}
+            }
+        } else if op.unit == Unit::Matrix(ComputeDtype::Fp4) {
             e.compute *= self.engine.speed.fp4_efficiency;
         }
         if let Some(m) = self.matmul_rows(op)

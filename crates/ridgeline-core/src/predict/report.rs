@@ -88,7 +88,8 @@ impl Predictor<'_> {
                 ratio(b * prompt as f64, s.prefill.roofline_time_s),
             ],
         );
-        let factors = factor_reports(self.engine, self.hardware);
+        let mut factors = factor_reports(self.engine, self.hardware);
+        factors.extend(self.gemm_dtype_reports());
         Ok(Prediction {
             factors,
             model: ModelInfo {
@@ -757,6 +758,10 @@ pub enum FactorSource {
     Given,
     /// The pure roofline (the `ideal` engine): no factor at all.
     Physics,
+    /// Measured on the device's own kernel tables (`data/kernels/gemm-dtypes.toml`).
+    Measured,
+    /// Measured on a sibling device's kernel tables.
+    Transferred,
 }
 
 /// One engine factor behind a prediction (`factors[]` of `predict --json`).
@@ -850,6 +855,48 @@ pub(crate) fn factor_reports(engine: &Engine, hw: &Hardware) -> Vec<FactorReport
             }
         })
         .collect()
+}
+
+impl Predictor<'_> {
+    /// The measured fp8 and fp4 matmul factors this prediction applies
+    /// ([`crate::kernels::GemmDtypes`]): fp8's memory factor, fp4's compute and memory
+    /// factors, where its weight matmuls run in that dtype and the device (or its
+    /// sibling) was measured.
+    fn gemm_dtype_reports(&self) -> Vec<FactorReport> {
+        use crate::dtype::ComputeDtype;
+        let Some(g) = self.gemm_dtypes else {
+            return Vec::new();
+        };
+        let (source, whose) = match &g.from {
+            Some(f) => (FactorSource::Transferred, f.as_str()),
+            None => (FactorSource::Measured, self.hardware.id.as_str()),
+        };
+        let mut out = Vec::new();
+        for (d, f) in [(ComputeDtype::Fp8, g.fp8), (ComputeDtype::Fp4, g.fp4)] {
+            let Some(f) = f else { continue };
+            if !self.matmuls.iter().any(|m| m.0 == d) {
+                continue;
+            }
+            let mut named = vec![("memory", f.memory, f.memory_points)];
+            if d == ComputeDtype::Fp4 {
+                named.insert(0, ("compute", f.compute, f.compute_points));
+            }
+            for (what, value, points) in named {
+                out.push(FactorReport {
+                    name: format!("{}_gemm_{what}_efficiency", d.name()),
+                    value,
+                    source,
+                    tag: Some(format!(
+                        "measured on the kernel tables of {whose}: median of {points} GEMM shapes against bf16"
+                    )),
+                    rows: None,
+                    devices: None,
+                    publications: None,
+                });
+            }
+        }
+        out
+    }
 }
 
 /// One-call prediction: builds a [`Predictor`] and predicts.

@@ -137,14 +137,28 @@ fn factors_finding(p: &Prediction) -> Option<Finding> {
     } else {
         "The ops and the passes' overheads"
     };
-    Some(finding(
-        "factors",
-        format!(
-            "{lead} are priced by {}'s factors: {}.",
-            p.config.engine,
-            p.factors.iter().map(one).collect::<Vec<_>>().join("; ")
-        ),
-    ))
+    let device_own = |f: &&crate::predict::FactorReport| {
+        matches!(f.source, FactorSource::Measured | FactorSource::Transferred)
+    };
+    let engine: Vec<String> = p
+        .factors
+        .iter()
+        .filter(|f| !device_own(f))
+        .map(one)
+        .collect();
+    let measured: Vec<String> = p.factors.iter().filter(device_own).map(one).collect();
+    let mut text = format!(
+        "{lead} are priced by {}'s factors: {}.",
+        p.config.engine,
+        engine.join("; ")
+    );
+    if !measured.is_empty() {
+        text.push_str(&format!(
+            " Its low-precision matmuls also by the device's measured kernels: {}.",
+            measured.join("; ")
+        ));
+    }
+    Some(finding("factors", text))
 }
 
 fn capitalize(s: &str) -> String {
