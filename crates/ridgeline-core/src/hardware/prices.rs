@@ -200,32 +200,49 @@ pub struct PriceBook {
 }
 
 impl PriceBook {
-    /// The bundled book (`data/prices.toml`), parsed and checked against `db`.
+    /// The bundled book (`data/prices.toml`), checked against `db`. The text is parsed
+    /// once per process (every CLI call reads the book twice: for the built-in hardware
+    /// database and for the one a command prices).
     pub fn builtin(db: &HardwareDb) -> Result<PriceBook> {
-        PriceBook::from_toml(BUILTIN_PRICES_TOML, "data/prices.toml", db)
+        static PARSED: std::sync::OnceLock<Result<PriceBook>> = std::sync::OnceLock::new();
+        PARSED
+            .get_or_init(|| PriceBook::parse(BUILTIN_PRICES_TOML, "data/prices.toml"))
+            .clone()?
+            .resolved(db, "data/prices.toml")
     }
 
     /// Parses and checks a price file; every device must be in `db` (errors name the
     /// file, the entry and the key, with near matches for unknown devices).
     pub fn from_toml(text: &str, source_name: &str, db: &HardwareDb) -> Result<PriceBook> {
+        PriceBook::parse(text, source_name)?.resolved(db, source_name)
+    }
+
+    /// The book as written, not yet checked against a hardware database.
+    fn parse(text: &str, source_name: &str) -> Result<PriceBook> {
+        toml::from_str(text).map_err(|e| Error::Parse {
+            source_name: source_name.to_string(),
+            message: e.to_string().trim().replace('\n', " "),
+        })
+    }
+
+    /// Every entry validated and its device resolved to an id of `db`.
+    fn resolved(mut self, db: &HardwareDb, source_name: &str) -> Result<PriceBook> {
         let parse = |message: String| Error::Parse {
             source_name: source_name.to_string(),
             message,
         };
-        let mut book: PriceBook =
-            toml::from_str(text).map_err(|e| parse(e.to_string().trim().replace('\n', " ")))?;
-        for (i, o) in book.offers.iter_mut().enumerate() {
+        for (i, o) in self.offers.iter_mut().enumerate() {
             let at = |e: Error| parse(format!("offer {} ({}): {e}", i + 1, o.shape));
             o.validate().map_err(at)?;
             o.gpu = db.get(&o.gpu).map_err(at)?.id.clone();
             o.provider = o.provider.trim().to_ascii_lowercase();
         }
-        for (i, p) in book.purchases.iter_mut().enumerate() {
+        for (i, p) in self.purchases.iter_mut().enumerate() {
             let at = |e: Error| parse(format!("purchase {} ({}): {e}", i + 1, p.gpu));
             p.validate().map_err(at)?;
             p.gpu = db.get(&p.gpu).map_err(at)?.id.clone();
         }
-        Ok(book)
+        Ok(self)
     }
 
     /// Reads and checks a price file (`--price-file`), as [`PriceBook::from_toml`].
