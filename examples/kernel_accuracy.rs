@@ -17,22 +17,11 @@ use ridgeline::hardware::HardwareDb;
 use ridgeline::kernels::KernelDb;
 use std::collections::BTreeMap;
 
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    match n {
-        0 => f64::NAN,
-        _ if n % 2 == 1 => v[n / 2],
-        _ => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
-}
-
 /// `label`: rows, median ratio and median |ratio - 1| of each prediction.
 fn print_line(label: &str, [plain, tables, refit]: &mut [Vec<f64>; 3]) {
     let err = |r: &mut Vec<f64>| {
-        let ratio = median(r);
-        let mut e: Vec<f64> = r.iter().map(|x| (x - 1.0).abs()).collect();
-        (ratio, 100.0 * median(&mut e))
+        let (ratio, error) = ridgeline::kernel_transfer::medians(r);
+        (ratio, 100.0 * error)
     };
     let (p, t, r) = (err(plain), err(tables), err(refit));
     println!(

@@ -23,7 +23,7 @@ use ridgeline::dtype::ComputeDtype;
 use ridgeline::engine::{Engine, EngineDb};
 use ridgeline::hardware::{Hardware, HardwareDb};
 use ridgeline::kernels::{GemmDtypes, KernelDb, OpClass, Shape};
-use ridgeline::ops::{AttentionShape, Collective, Operand, attention_fused, collective, linear};
+use ridgeline::ops::{Collective, Operand, attention_fused, collective, linear};
 use ridgeline::roofline::{Efficiency, place};
 use std::collections::BTreeMap;
 
@@ -73,23 +73,8 @@ fn times(hw: &Hardware, e: &Engine, op: OpClass, dtype: &str, shape: &Shape) -> 
             }
             (cost, hw.ceilings(d), hw.peak(d).0)
         }
-        (
-            OpClass::AttentionPrefill | OpClass::AttentionDecode,
-            Shape::Attention {
-                batch,
-                len,
-                heads,
-                kv_heads,
-                head_dim,
-            },
-        ) => {
-            let kv_bits = if dtype == "fp8" { 8.0 } else { 16.0 };
-            let q = if op == OpClass::AttentionDecode {
-                1
-            } else {
-                len
-            };
-            let s = AttentionShape::gqa(batch, q, len, heads, kv_heads, head_dim, 16.0, kv_bits);
+        (OpClass::AttentionPrefill | OpClass::AttentionDecode, Shape::Attention { .. }) => {
+            let s = shape.attention(op, dtype)?;
             eff.compute *= e.speed.attention_efficiency;
             eff.memory *= e.speed.attention_efficiency;
             (
@@ -132,24 +117,13 @@ fn times(hw: &Hardware, e: &Engine, op: OpClass, dtype: &str, shape: &Shape) -> 
     Some((ridgeline, roof))
 }
 
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
-}
-
 /// One output line: `label`, the points, the median ratio and the median |ratio - 1|.
 fn print_line(label: &str, r: &mut [f64]) {
-    let mut err: Vec<f64> = r.iter().map(|x| (x - 1.0).abs()).collect();
+    let (ratio, error) = ridgeline::kernel_transfer::medians(r);
     println!(
-        "{label}: {} points, ratio {:.2}, |error| {:.0}%",
+        "{label}: {} points, ratio {ratio:.2}, |error| {:.0}%",
         r.len(),
-        median(r),
-        100.0 * median(&mut err)
+        100.0 * error
     );
 }
 

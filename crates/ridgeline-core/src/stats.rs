@@ -20,6 +20,22 @@ pub fn median_sorted(v: &[f64]) -> f64 {
     }
 }
 
+/// Median of the values (NaN for none; NaNs sort last).
+///
+/// ```
+/// use ridgeline_core::stats::median;
+/// assert_eq!(median([3.0, -1.0, 2.0]), 2.0);
+/// assert!(median([]).is_nan());
+/// ```
+pub fn median(values: impl IntoIterator<Item = f64>) -> f64 {
+    let mut v: Vec<f64> = values.into_iter().collect();
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    median_sorted(&v)
+}
+
 /// Median of the absolute values (NaN for an empty slice; NaNs sort last).
 ///
 /// ```

@@ -68,18 +68,10 @@ impl TransferCheck {
 
 /// The median of `r` and the median of `|r - 1|` (`NaN` for none).
 pub fn medians(r: &[f64]) -> (f64, f64) {
-    let median = |mut v: Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        let n = v.len();
-        match n {
-            0 => f64::NAN,
-            _ if n % 2 == 1 => v[n / 2],
-            _ => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-        }
-    };
+    use crate::stats::{median, median_abs};
     (
-        median(r.to_vec()),
-        median(r.iter().map(|x| (x - 1.0).abs()).collect()),
+        median(r.iter().copied()),
+        median_abs(r.iter().map(|x| x - 1.0)),
     )
 }
 

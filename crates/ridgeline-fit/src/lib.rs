@@ -20,5 +20,5 @@ pub mod train;
 
 use ridgeline_core::{
     Error, dtype, engine, error, files, hardware, intervals, kernels, measurements, memory, model,
-    named_enum, predict, units,
+    named_enum, predict, stats, units,
 };

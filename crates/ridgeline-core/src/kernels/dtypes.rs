@@ -205,23 +205,11 @@ fn factor(kernels: &KernelDb, device: &str, dtype: &str) -> Option<DtypeFactor> 
         }
     }
     let round = |x: f64| (x * 1000.0).round() / 1000.0;
+    let median = |v: &[f64]| Some(crate::stats::median(v.iter().copied())).filter(|m| !m.is_nan());
     Some(DtypeFactor {
-        compute: round(median(&mut compute)?),
-        memory: round(median(&mut memory)?),
+        compute: round(median(&compute)?),
+        memory: round(median(&memory)?),
         compute_points: compute.len(),
         memory_points: memory.len(),
-    })
-}
-
-fn median(v: &mut [f64]) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    Some(if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
     })
 }

@@ -94,6 +94,33 @@ pub enum Shape {
 }
 
 impl Shape {
+    /// The attention call a table point of `op` measures, with the KV cache of `dtype`
+    /// (`fp8`: 8 bits, else 16) and 16-bit queries and outputs: a prompt of `len` tokens
+    /// (causal, no cache before it) or one decode step over `len` cached tokens. `None`
+    /// for a shape or class that is not attention. The importer's roof is this call's
+    /// [`crate::ops::attention_fused`] cost.
+    pub fn attention(&self, op: OpClass, dtype: &str) -> Option<crate::ops::AttentionShape> {
+        let Shape::Attention {
+            batch,
+            len,
+            heads,
+            kv_heads,
+            head_dim,
+        } = *self
+        else {
+            return None;
+        };
+        let q = match op {
+            OpClass::AttentionPrefill => len,
+            OpClass::AttentionDecode => 1,
+            _ => return None,
+        };
+        let kv_bits = if dtype == "fp8" { 8.0 } else { 16.0 };
+        Some(crate::ops::AttentionShape::gqa(
+            batch, q, len, heads, kv_heads, head_dim, 16.0, kv_bits,
+        ))
+    }
+
     /// The table key and grid coordinates of the shape under `op`; `None` when the
     /// shape is not of that class.
     fn key(&self, op: OpClass) -> Option<(String, Vec<f64>)> {
@@ -561,25 +588,11 @@ impl Transfer {
     /// The sibling's efficiency `e` of `op` at `shape` (KV cache `dtype`) as a fraction
     /// of the device's own roof, never past the roof (1) where it did not pass it.
     pub(crate) fn carry(&self, op: OpClass, e: f64, dtype: &str, shape: &Shape) -> f64 {
-        let carried = match (op, &self.prompt, *shape) {
+        let carried = match (op, &self.prompt, shape.attention(op, dtype)) {
             (OpClass::AttentionDecode, _, _) => e * self.decode_scale,
-            (
-                OpClass::AttentionPrefill,
-                Some(p),
-                Shape::Attention {
-                    batch,
-                    len,
-                    heads,
-                    kv_heads,
-                    head_dim,
-                },
-            ) if e > 0.0 => {
-                let kv_bits = if dtype == "fp8" { 8.0 } else { 16.0 };
-                let s = crate::ops::AttentionShape::gqa(
-                    batch, len, len, heads, kv_heads, head_dim, 16.0, kv_bits,
-                );
+            (OpClass::AttentionPrefill, Some(p), Some(s)) if e > 0.0 => {
                 let cost = crate::ops::attention_fused(&s);
-                let exps = batch as f64 * heads as f64 * s.pairs();
+                let exps = s.batch as f64 * s.heads as f64 * s.pairs();
                 let roof =
                     |r: &AttentionRates| (cost.flops / r.tensor).max(cost.bytes() / r.bandwidth);
                 let work = |r: &AttentionRates| cost.flops / r.tensor + exps / r.exp2;
