@@ -503,3 +503,61 @@ fn the_measured_fp8_and_fp4_factors_are_the_tables_and_predictions_name_them() {
     assert!(((got - want) / want).abs() < 0.02, "{got} vs {want} ({op})");
     assert!(op["bytes"].as_f64().unwrap() > 32.0 * 25_165_824.0);
 }
+
+#[test]
+fn a_prompt_s_attention_on_a_sibling_s_table_costs_what_the_transfer_says() {
+    // Llama-3-8B on an H100 PCIe (no table: the H100 SXM's) under vLLM, a 512-token
+    // prompt: the prefill attention op's time is its roof on the PCIe card (bf16 peak
+    // 756 TFLOP/s, 2.0 TB/s) over the efficiency KernelDb::lookup carries over, per layer
+    let p = json(&[
+        "predict",
+        "--json",
+        "--model",
+        "llama-3-8b",
+        "--gpu",
+        "h100-pcie",
+        "--engine",
+        "vllm",
+        "--kernels",
+        "bundled",
+    ]);
+    let op = p["ops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["name"] == "attention" && o["phase"] == "prefill")
+        .unwrap();
+    assert_eq!(op["source"], "transferred");
+    let hw_db = ridgeline::hardware::HardwareDb::builtin().unwrap();
+    let pcie = hw_db.get("h100-pcie").unwrap();
+    let shape = ridgeline::kernels::Shape::Attention {
+        batch: 1,
+        len: 512,
+        heads: 32,
+        kv_heads: 8,
+        head_dim: 128,
+    };
+    let (eff, source) = ridgeline::kernels::KernelDb::builtin()
+        .unwrap()
+        .lookup(
+            pcie,
+            hw_db,
+            "vllm",
+            ridgeline::kernels::OpClass::AttentionPrefill,
+            "bf16",
+            &shape,
+        )
+        .unwrap();
+    assert_eq!(
+        source,
+        ridgeline::kernels::Source::Transferred("h100-sxm".into())
+    );
+    let f = |k: &str| op[k].as_f64().unwrap();
+    let roof = (f("flops") / 756e12).max(f("bytes") / 2.0e12);
+    let want = roof / eff;
+    assert!(
+        (f("time_s") / want - 1.0).abs() < 1e-9,
+        "{} vs {want}",
+        f("time_s")
+    );
+}
