@@ -171,6 +171,12 @@ pub fn hardware_show(d: &Hardware) -> String {
             crate::units::sig3(f * 100.0)
         ));
     }
+    if let Some(f) = d.peak_flops_per_s.flops_per_exp2 {
+        s.push_str(&format!(
+            "  (special-function units: one base-2 exponential in the time of {} 16-bit tensor FLOPs)\n",
+            crate::units::sig3(f)
+        ));
+    }
     if d.peak_flops_per_s.sparse_halved {
         s.push_str("  (the datasheet prints sparse figures; they were halved to dense)\n");
     }
