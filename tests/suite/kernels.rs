@@ -471,18 +471,7 @@ fn the_measured_fp8_and_fp4_factors_are_the_tables_and_predictions_name_them() {
     // Llama-3-8B on one H100 at batch 1, decode's qkv_proj (32 layers, 4096 x 6144 fp8
     // weights): 32 x 25,165,824 B = 805.3 MB (and its few activations) at 3.35 TB/s x
     // memory_efficiency.hbm x 0.858
-    let p = json(&[
-        "predict",
-        "--json",
-        "--model",
-        "llama-3-8b",
-        "--gpu",
-        "h100",
-        "--weights",
-        "fp8",
-        "--engine",
-        "vllm",
-    ]);
+    let p = predict_json("--model llama-3-8b --gpu h100 --weights fp8 --engine vllm");
     let hbm = p["factors"]
         .as_array()
         .unwrap()
@@ -491,12 +480,7 @@ fn the_measured_fp8_and_fp4_factors_are_the_tables_and_predictions_name_them() {
         .unwrap()["value"]
         .as_f64()
         .unwrap();
-    let op = p["ops"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|o| o["name"] == "qkv_proj" && o["phase"] == "decode")
-        .unwrap();
+    let op = op_in(&p, "qkv_proj", "decode");
     assert_eq!(op["bound"], "memory");
     let want = op["bytes"].as_f64().unwrap() / (3.35e12 * hbm * 0.858);
     let got = op["time_s"].as_f64().unwrap();
@@ -509,24 +493,8 @@ fn a_prompt_s_attention_on_a_sibling_s_table_costs_what_the_transfer_says() {
     // Llama-3-8B on an H100 PCIe (no table: the H100 SXM's) under vLLM, a 512-token
     // prompt: the prefill attention op's time is its roof on the PCIe card (bf16 peak
     // 756 TFLOP/s, 2.0 TB/s) over the efficiency KernelDb::lookup carries over, per layer
-    let p = json(&[
-        "predict",
-        "--json",
-        "--model",
-        "llama-3-8b",
-        "--gpu",
-        "h100-pcie",
-        "--engine",
-        "vllm",
-        "--kernels",
-        "bundled",
-    ]);
-    let op = p["ops"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|o| o["name"] == "attention" && o["phase"] == "prefill")
-        .unwrap();
+    let p = predict_json("--model llama-3-8b --gpu h100-pcie --engine vllm --kernels bundled");
+    let op = op_in(&p, "attention", "prefill");
     assert_eq!(op["source"], "transferred");
     let hw_db = ridgeline::hardware::HardwareDb::builtin().unwrap();
     let pcie = hw_db.get("h100-pcie").unwrap();
@@ -560,4 +528,23 @@ fn a_prompt_s_attention_on_a_sibling_s_table_costs_what_the_transfer_says() {
         "{} vs {want}",
         f("time_s")
     );
+}
+
+/// The op `name` of `phase` in a `predict --json` document.
+fn op_in<'a>(p: &'a serde_json::Value, name: &str, phase: &str) -> &'a serde_json::Value {
+    p["ops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["name"] == name && o["phase"] == phase)
+        .unwrap_or_else(|| panic!("no {phase} op {name}"))
+}
+
+/// `ridgeline predict --json ARGS` (ARGS split at spaces).
+fn predict_json(args: &str) -> serde_json::Value {
+    let args: Vec<&str> = ["predict", "--json"]
+        .into_iter()
+        .chain(args.split(' '))
+        .collect();
+    json(&args)
 }
