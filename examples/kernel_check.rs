@@ -22,13 +22,21 @@
 use ridgeline::dtype::ComputeDtype;
 use ridgeline::engine::{Engine, EngineDb};
 use ridgeline::hardware::{Hardware, HardwareDb};
-use ridgeline::kernels::{GemmDtypes, KernelDb, OpClass, Shape};
+use ridgeline::kernels::{DeviceDtypes, GemmDtypes, KernelDb, OpClass, Shape};
 use ridgeline::ops::{Collective, Operand, attention_fused, collective, linear};
 use ridgeline::roofline::{Efficiency, place};
 use std::collections::BTreeMap;
 
-/// ridgeline's time and the measured time of one point, s.
-fn times(hw: &Hardware, e: &Engine, op: OpClass, dtype: &str, shape: &Shape) -> Option<(f64, f64)> {
+/// ridgeline's time and the measured time of one point, s (`dtypes`: the device's
+/// measured fp8 / fp4 factors).
+fn times(
+    hw: &Hardware,
+    e: &Engine,
+    dtypes: Option<&DeviceDtypes>,
+    op: OpClass,
+    dtype: &str,
+    shape: &Shape,
+) -> Option<(f64, f64)> {
     // the tensor rate a kernel runs against, as Predictor::new sets it
     let warp = match hw.peak_flops_per_s.warp_mma_fraction {
         Some(f) if !e.features.warpgroup_mma => f,
@@ -51,14 +59,11 @@ fn times(hw: &Hardware, e: &Engine, op: OpClass, dtype: &str, shape: &Shape) -> 
             let cost = linear(m, k, n, bits, 16.0, Operand::activations(16.0), false);
             // the device's measured fp8 / fp4 factors, as Predictor applies them (fp8:
             // memory only; fp4: both, else the engine's fp4_efficiency)
-            let measured = GemmDtypes::builtin()
-                .ok()
-                .and_then(|g| g.get(&hw.id))
-                .and_then(|g| match d {
-                    ComputeDtype::Fp8 => g.fp8,
-                    ComputeDtype::Fp4 => g.fp4,
-                    _ => None,
-                });
+            let measured = dtypes.and_then(|g| match d {
+                ComputeDtype::Fp8 => g.fp8,
+                ComputeDtype::Fp4 => g.fp4,
+                _ => None,
+            });
             match (d, measured) {
                 (ComputeDtype::Fp8, Some(f)) => eff.memory *= f.memory,
                 (ComputeDtype::Fp4, Some(f)) => {
@@ -166,13 +171,14 @@ fn main() -> ridgeline::Result<()> {
     for c in kernels.coverage() {
         let hw = hw_db.get(&c.device)?;
         let e = engines.get(&c.backend)?;
+        let dtypes = GemmDtypes::builtin()?.get(&c.device);
         let t = kernels.table(&c.device, &c.backend).expect("listed");
         for ((op, dtype, key), grid) in &t.grids {
             for (at, measured_eff) in grid.points() {
                 let Some(shape) = Shape::at(*op, key, at) else {
                     continue;
                 };
-                let Some((ridgeline, roof)) = times(hw, e, *op, dtype, &shape) else {
+                let Some((ridgeline, roof)) = times(hw, e, dtypes, *op, dtype, &shape) else {
                     continue;
                 };
                 let measured = roof / measured_eff;

@@ -4,7 +4,7 @@
 //! and published anchors (the DeepSeek-V3 technical report's training throughput,
 //! Axolotl's gpt-oss-20b LoRA memory).
 
-use super::support::cli::{json, one_line_error, run};
+use super::support::cli::{json, one_line_error, run, run_line};
 use ridgeline::hardware::{Hardware, HardwareDb};
 use ridgeline::model::{ModelConfig, ModelDb};
 use ridgeline::train::{
@@ -24,22 +24,12 @@ const GIB: f64 = 1_073_741_824.0;
 
 /// `ridgeline train --model qwen3-30b-a3b --gpu h100 --gpus 8` with `extra` flags.
 fn train_qwen3_on_8_h100(extra: &[&str]) -> std::process::Output {
-    let base = [
-        "train",
-        "--model",
-        "qwen3-30b-a3b",
-        "--gpu",
-        "h100",
-        "--gpus",
-        "8",
-    ];
-    run(&[&base[..], extra].concat())
+    run_line("train --model qwen3-30b-a3b --gpu h100 --gpus 8", extra)
 }
 
 /// `ridgeline train --model deepseek-v3 --gpu h100` with `extra` flags.
 fn train_deepseek_on_h100(extra: &[&str]) -> std::process::Output {
-    let base = ["train", "--model", "deepseek-v3", "--gpu", "h100"];
-    run(&[&base[..], extra].concat())
+    run_line("train --model deepseek-v3 --gpu h100", extra)
 }
 
 /// Every bundled model trains: a finite, positive memory and step, `0 < MFU <= HFU <=

@@ -25,6 +25,15 @@ pub fn stdout_of(cmd: &mut Command) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// Runs the binary with `line`'s words (split at whitespace) and then `extra`.
+pub fn run_line(line: &str, extra: &[&str]) -> Output {
+    let args: Vec<&str> = line
+        .split_whitespace()
+        .chain(extra.iter().copied())
+        .collect();
+    run(&args)
+}
+
 /// The stdout of a successful run with `args`.
 pub fn ok(args: &[&str]) -> String {
     stdout_of(ridgeline().args(args))

@@ -641,11 +641,10 @@ impl<'a> Predictor<'a> {
         if matches!(op.unit, Unit::Dequant(_)) {
             e.compute *= self.engine.speed.dequant_efficiency;
         }
-        if let Unit::Matrix(d @ (ComputeDtype::Fp8 | ComputeDtype::Fp4)) = op.unit
-            && op.cost.read.weights > 0.0
-            && !op.kind.is_attention_core()
-        {
-            let measured = self.gemm_dtypes.and_then(|g| match d {
+        if let Unit::Matrix(d @ (ComputeDtype::Fp8 | ComputeDtype::Fp4)) = op.unit {
+            // the device's measured factors apply to weight matmuls
+            let weights = op.cost.read.weights > 0.0 && !op.kind.is_attention_core();
+            let measured = self.gemm_dtypes.filter(|_| weights).and_then(|g| match d {
                 ComputeDtype::Fp8 => g.fp8,
                 _ => g.fp4,
             });
@@ -660,8 +659,6 @@ impl<'a> Predictor<'a> {
                 (ComputeDtype::Fp4, None) => e.compute *= self.engine.speed.fp4_efficiency,
                 _ => {}
             }
-        } else if op.unit == Unit::Matrix(ComputeDtype::Fp4) {
-            e.compute *= self.engine.speed.fp4_efficiency;
         }
         if let Some(m) = self.matmul_rows(op)
             && m > crate::engine::GEMV_MAX_TOKENS as f64
