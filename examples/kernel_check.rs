@@ -3,7 +3,8 @@
 //! per-op time today (the op's roofline time on the device's ceilings, derated by the
 //! matching engine profile of data/engines.toml exactly as `Predictor` derates that op:
 //! compute and memory efficiency, the matmul roll-off `gemm_half_rows` above 8 rows,
-//! the measured fp8 / fp4 factors (`fp4_efficiency` where none), `attention_efficiency`, the link efficiency and collective latency)
+//! the measured fp8 / fp4 factors (`fp4_efficiency` where none), `attention_efficiency`, the link efficiency and collective latency;
+//! a routed-expert block as its three ops, the roll-off at the rows per touched expert)
 //! over the measured kernel time (the roofline time over the measured efficiency).
 //! Prints the median ratio and median |error| per op class and subset.
 //!
@@ -22,8 +23,8 @@
 use ridgeline::dtype::ComputeDtype;
 use ridgeline::engine::{Engine, EngineDb};
 use ridgeline::hardware::{Hardware, HardwareDb};
-use ridgeline::kernels::{DeviceDtypes, GemmDtypes, KernelDb, OpClass, Shape};
-use ridgeline::ops::{Collective, Operand, attention_fused, collective, linear};
+use ridgeline::kernels::{DeviceDtypes, GemmDtypes, KernelDb, OpClass, Shape, moe_dtype};
+use ridgeline::ops::{ByteClasses, Collective, Cost, Operand, attention_fused, collective, linear};
 use ridgeline::roofline::{Efficiency, place};
 use std::collections::BTreeMap;
 
@@ -48,6 +49,9 @@ fn times(
     };
     let mut eff = e.efficiency(hw);
     let bw = hw.memory.bandwidth_bytes_per_s;
+    if op == OpClass::Moe {
+        return moe_times(hw, e, dtypes, dtype, shape, rate(moe_dtype(dtype)?.1));
+    }
     let (cost, mut ceil, roof_peak) = match (op, *shape) {
         (OpClass::Gemm, Shape::Gemm { m, n, k }) => {
             let (d, bits) = match dtype {
@@ -119,6 +123,77 @@ fn times(
     } else {
         (cost.flops / roof_peak).max(cost.bytes() / bw)
     };
+    Some((ridgeline, roof))
+}
+
+/// [`times`] for a routed-expert block: its three ops as the predictor derates them
+/// (the engine's efficiencies, the measured fp8 / fp4 factors of weight matmuls, the
+/// roll-off `gemm_half_rows` at the rows each touched expert receives), summed, against
+/// the table's roof (each op's FLOPs at the datasheet peak or bytes at the bandwidth,
+/// the activation by its bytes); `rate` is the tensor rate the matmuls run against.
+fn moe_times(
+    hw: &Hardware,
+    e: &Engine,
+    dtypes: Option<&DeviceDtypes>,
+    dtype: &str,
+    shape: &Shape,
+    rate: f64,
+) -> Option<(f64, f64)> {
+    let (bits, d) = moe_dtype(dtype)?;
+    let ops = shape.moe_ops(bits)?;
+    let Shape::Moe {
+        tokens,
+        topk,
+        experts,
+        ep,
+        ..
+    } = *shape
+    else {
+        return None;
+    };
+    let rows = tokens as f64 * topk as f64 / ep as f64;
+    let touched = ridgeline::model::graph::expected_experts(experts, topk, tokens) / ep as f64;
+    let per_expert = rows / touched;
+    let bw = hw.memory.bandwidth_bytes_per_s;
+    let roof_peak = hw.peak(d).0;
+    let (mut ridgeline, mut roof) = (0.0, 0.0);
+    for (i, (flops, bytes)) in ops.into_iter().enumerate() {
+        let cost = Cost {
+            flops,
+            read: ByteClasses {
+                activations: bytes,
+                ..ByteClasses::default()
+            },
+            ..Cost::default()
+        };
+        let mut eff = e.efficiency(hw);
+        let matmul = i != 1;
+        let mut ceil = hw.ceilings(d);
+        if matmul {
+            ceil.peak_flops_per_s = rate;
+            let measured = dtypes.and_then(|g| match d {
+                ComputeDtype::Fp8 => g.fp8,
+                ComputeDtype::Fp4 => g.fp4,
+                _ => None,
+            });
+            match (d, measured) {
+                (ComputeDtype::Fp8, Some(f)) => eff.memory *= f.memory,
+                (ComputeDtype::Fp4, Some(f)) => {
+                    eff.compute *= f.compute;
+                    eff.memory *= f.memory;
+                }
+                (ComputeDtype::Fp4, None) => eff.compute *= e.speed.fp4_efficiency,
+                _ => {}
+            }
+            if per_expert > ridgeline::engine::GEMV_MAX_TOKENS as f64 {
+                eff.compute *= per_expert / (per_expert + e.speed.gemm_half_rows);
+            }
+        } else {
+            ceil = hw.ceilings(ComputeDtype::Fp32);
+        }
+        ridgeline += place(&cost, &ceil, &eff).time_s;
+        roof += (flops / roof_peak).max(bytes / bw);
+    }
     Some((ridgeline, roof))
 }
 
@@ -196,6 +271,9 @@ fn main() -> ridgeline::Result<()> {
                     OpClass::AttentionPrefill => format!("kv {dtype}, seq<=512"),
                     OpClass::AllReduce if at[0] >= 1048576.0 => "bytes>=1 MiB".to_string(),
                     OpClass::AllReduce => "bytes<1 MiB".to_string(),
+                    OpClass::Moe if at[0] <= 16.0 => format!("{dtype} tokens<=16"),
+                    OpClass::Moe if at[0] < 1024.0 => format!("{dtype} 64<=tokens<=256"),
+                    OpClass::Moe => format!("{dtype} tokens>=1024"),
                 };
                 let group = if by_device {
                     format!("{} {}", op.name(), c.device)

@@ -25,6 +25,7 @@ What it writes: one CSV per ridgeline device and engine, `data/kernels/<device>/
     attention_prefill  heads/kv_heads/head_dim      batch   seq      -   bf16 | fp8 (the KV cache)
     attention_decode   heads/kv_heads/head_dim      batch   kv_len   -   bf16 | fp8 (the KV cache)
     all_reduce         gpus                         bytes   -        -   bf16
+    moe                hidden/inter/topk/experts/ep tokens  -        -   bf16 | fp8 | fp8-block | nvfp4 | mxfp4 (the experts)
 
 `efficiency` is the roof time over the measured time: roof = max(FLOPs / peak of the
 dtype, bytes / memory bandwidth, link bytes / link bandwidth) with the peaks, bandwidth
@@ -41,6 +42,21 @@ ridgeline's op catalog counts them (crates/ridgeline-core/src/ops/):
 - all_reduce (`ops::collective`, ring): link bytes 2*(n-1)/n * size, memory bytes 2 *
   size (read and written once). `message_size` counts elements (bf16): at 512 Mi
   elements on 8 H100s it runs at 445 GB/s of ring bus bandwidth against NVLink's 450.
+- moe (a routed-expert block as `model::graph` counts it: gate_up_proj, the gated
+  activation and down_proj of the experts, no router, no dispatch): `tokens` is the
+  pass's tokens over the whole expert-parallel group (aiconfigurator runs the experts of
+  one of `ep` ranks on all of them, routed over every expert: balanced rows only), so a
+  device runs tokens * topk / ep rows and reads the weights of the experts among its
+  experts / ep that those tokens touch (experts * (1 - (1 - topk/experts)^tokens) / ep);
+  the efficiency is the sum of the three ops' roofs (each max(FLOPs / peak, bytes /
+  bandwidth); activations 16-bit, weights at the format's bits: bf16 16, fp8 8, fp8-block
+  8 + 32/128^2, nvfp4 4.5, mxfp4 4.25; peak fp8 for fp8 formats, fp4 for nvfp4, bf16 for
+  bf16 and for mxfp4, whose kernels here take 16-bit activations) over the measured
+  time, the fastest of the kernel sources measured at a point (the engine picks its
+  kernel). Experts whole on each device only (`moe_tp_size` 1); under SGLang and vLLM,
+  single-device points only (`moe_ep_size` 1: see moe_rows). A point measured faster
+  than its roof (under 1% of them, most with all 256 of DeepSeek-V3's experts on one
+  device) is a run the count does not describe and is left out.
 Latencies are milliseconds (aiconfigurator_core/sdk/performance_result.py).
 
 Thinning: each (op, dtype, key) keeps a few grid values per axis (GRID below), every
@@ -91,7 +107,31 @@ GRID = {
     "seq": [2**i for i in range(7, 15)],  # 128 .. 16384
     "kv_len": [2**i for i in range(7, 16)],  # 128 .. 32768
     "ar_elems": [4**i for i in range(5, 15)],  # 1 Ki .. 256 Mi elements
+    "tokens": [1, 2, 4, 8, 16, 64, 256, 1024, 4096, 16384],
 }
+# moe dtype -> (ridgeline format id, weight bits, peak key)
+MOE_DTYPES = {
+    "bfloat16": ("bf16", 16.0, "bf16"),
+    "fp8": ("fp8", 8.0, "fp8"),
+    "fp8_block": ("fp8-block", 8.0 + 32.0 / (128 * 128), "fp8"),
+    "nvfp4": ("nvfp4", 4.5, "fp4"),
+    "w4a16_mxfp4": ("mxfp4", 4.25, "bf16"),
+}
+# expert shapes (hidden, expert inter, topk, experts) of the bundled MoE models
+# (data/models/): DeepSeek-V3/R1, Kimi K2, Qwen3-30B-A3B, Qwen3-235B-A22B,
+# Qwen3-Next-80B-A3B, gpt-oss-120b and -20b, Mixtral 8x7B, Llama 4 Scout and Maverick
+MOE_KEYS = [
+    (7168, 2048, 8, 256),
+    (7168, 2048, 8, 384),
+    (2048, 768, 8, 128),
+    (4096, 1536, 8, 128),
+    (2048, 512, 10, 512),
+    (2880, 2880, 4, 128),
+    (2880, 2880, 4, 32),
+    (4096, 14336, 2, 8),
+    (5120, 8192, 1, 16),
+    (5120, 8192, 1, 128),
+]
 LICENCE = (
     "Apache-2.0; Copyright (c) 2025-2026 NVIDIA CORPORATION & AFFILIATES "
     "(https://www.apache.org/licenses/LICENSE-2.0)"
@@ -190,6 +230,58 @@ def all_reduce_rows(df, hw, version):
     return out
 
 
+def expected_experts(e, k, tokens):
+    """Experts a pass of `tokens` touches, `k` of `e` each (model::graph::expected_experts)."""
+    return e * (1.0 - (1.0 - k / e) ** tokens)
+
+
+def moe_rows(df, hw, version, backend):
+    out = []
+    peaks, bw = hw["peak_flops_per_s"], hw["memory"]["bandwidth_bytes_per_s"]
+    df = df[(df.distribution == "balanced") & (df.moe_tp_size == 1) & df.num_tokens.isin(GRID["tokens"])]
+    df = df[~df.kernel_source.str.contains("min_latency")]
+    if backend != "trtllm":
+        # SGLang's and vLLM's collectors build an expert-parallel rank's workload their
+        # own way (SGLang: a rank-0 local workload); their points read with the
+        # counting above run up to 8x under TensorRT-LLM's at ep 8 and large token
+        # counts, so only their single-device points (ep 1) are kept
+        df = df[df.moe_ep_size == 1]
+    for raw, (name, wbits, peak_key) in MOE_DTYPES.items():
+        if peak_key not in peaks:
+            continue
+        peak = peaks[peak_key]
+        for h, inter, k, e in MOE_KEYS:
+            d = df[
+                (df.moe_dtype == raw)
+                & (df.hidden_size == h)
+                & (df.inter_size == inter)
+                & (df.topk == k)
+                & (df.num_experts == e)
+            ]
+            # the fastest kernel source per point, then the median of repeats
+            d = d.groupby(["moe_ep_size", "num_tokens", "kernel_source"], as_index=False).latency.median()
+            d = d.groupby(["moe_ep_size", "num_tokens"], as_index=False).latency.min()
+            for r in d.itertuples():
+                ep, t = r.moe_ep_size, r.num_tokens
+                if e % ep:
+                    continue
+                rows = t * k / ep
+                touched = expected_experts(e, k, t) / ep
+                up_f, down_f = 2.0 * rows * h * 2 * inter, 2.0 * rows * inter * h
+                up_b = rows * h * 2 + touched * h * 2 * inter * wbits / 8 + rows * 2 * inter * 2
+                act_b = 3 * rows * inter * 2
+                down_b = rows * inter * 2 + touched * inter * h * wbits / 8 + rows * h * 2
+                roof = max(up_f / peak, up_b / bw) + act_b / bw + max(down_f / peak, down_b / bw)
+                eff = roof / (r.latency * 1e-3)
+                if eff > 1.0:
+                    # faster than the roof: a run the count does not describe (the
+                    # routing or the weights it read were not those counted); left out
+                    continue
+                key = f"{h}/{inter}/{k}/{e}/{ep}"
+                out.append(("moe", version, name, key, t, "-", "-", eff))
+    return out
+
+
 def header(system, backend, device, engine, hw, version, files):
     p = hw["peak_flops_per_s"]
     link = hw.get("scaleup_link") or hw.get("host_link")
@@ -202,7 +294,8 @@ def header(system, backend, device, engine, hw, version, files):
         f" memory {hw['memory']['bandwidth_bytes_per_s']:g} B/s; link {link['bytes_per_s_per_direction']:g} B/s",
         f"written by: /tmp/kvenv/bin/python tools/import_kernels.py (see its docstring; {PACKAGE}=={PACKAGE_VERSION})",
         "columns: gemm x,y,z = m,n,k; attention_prefill x,y = batch,seq; attention_decode x,y = batch,kv_len;",
-        "  all_reduce x = bytes, key = gpus; attention key = heads/kv_heads/head_dim; docs/kernels.md",
+        "  all_reduce x = bytes, key = gpus; attention key = heads/kv_heads/head_dim;",
+        "  moe x = tokens, key = hidden/inter/topk/experts/ep; docs/kernels.md",
     ]
     return "".join(f"# {line}\n" for line in lines)
 
@@ -235,6 +328,9 @@ def build(package, hardware, out_dir):
                 a = read("attention", name)
                 if a is not None:
                     rows += attention_rows(a, hw, version, op)
+            m = read("moe", "moe_perf.parquet")
+            if m is not None:
+                rows += moe_rows(m, hw, version, backend)
             c = read("comm", "custom_allreduce_perf.parquet")
             if c is not None:
                 rows += all_reduce_rows(c, hw, version)

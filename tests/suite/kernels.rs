@@ -20,13 +20,22 @@ fn kernels_lists_every_bundled_table() {
             "gemm",
             "attention_prefill",
             "attention_decode",
-            "all_reduce"
+            "all_reduce",
+            "moe"
         ])
     );
-    // Hopper has no fp4 tensor cores: bf16 and fp8 only; Blackwell adds nvfp4
-    assert_eq!(h100["dtypes"], serde_json::json!(["bf16", "fp8"]));
+    // Hopper has no fp4 tensor cores: its GEMMs are bf16 and fp8, its MoE blocks add
+    // DeepSeek's fp8-block and gpt-oss's mxfp4 (16-bit activations); Blackwell adds
+    // nvfp4
+    assert_eq!(
+        h100["dtypes"],
+        serde_json::json!(["bf16", "fp8", "fp8-block", "mxfp4"])
+    );
     let b200 = tables.iter().find(|t| t["device"] == "b200").unwrap();
-    assert_eq!(b200["dtypes"], serde_json::json!(["bf16", "fp8", "nvfp4"]));
+    assert_eq!(
+        b200["dtypes"],
+        serde_json::json!(["bf16", "fp8", "fp8-block", "mxfp4", "nvfp4"])
+    );
     assert_eq!(h100["source"], "data/kernels/h100-sxm/trt-llm.csv");
     let text = ok(&["kernels"]);
     assert!(text.contains("h100-sxm  "), "{text}");
@@ -371,7 +380,7 @@ fn each_op_class_carries_to_a_held_out_device_within_ten_percent_as_the_readme_s
         ridgeline::hardware::HardwareDb::builtin().unwrap(),
     );
     let classes = check.by_op_class();
-    assert_eq!(classes.len(), 4, "{classes:?}");
+    assert_eq!(classes.len(), 5, "{classes:?}");
     for (op, n, _, error) in &classes {
         assert!(*n >= 400, "{op:?}: {n} points");
         assert!(*error <= 0.10, "{op:?}: median |error| {error}");

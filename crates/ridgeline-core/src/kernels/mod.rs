@@ -44,6 +44,12 @@ crate::named_enum! {
         /// An all-reduce within a scale-up domain: axis `bytes` (the message); key
         /// the device count.
         AllReduce = "all_reduce",
+        /// A routed-expert block (the experts' gate/up matmul, gated activation and
+        /// down matmul on one device, experts whole): axis `tokens` (the pass's
+        /// tokens over the expert-parallel group); key
+        /// `hidden/inter/topk/experts/ep`; dtype the experts' format (`bf16`, `fp8`,
+        /// `fp8-block`, `nvfp4`, `mxfp4`).
+        Moe = "moe",
     }
 }
 
@@ -55,6 +61,7 @@ impl OpClass {
             OpClass::AttentionPrefill => &["batch", "seq"],
             OpClass::AttentionDecode => &["batch", "kv_len"],
             OpClass::AllReduce => &["bytes"],
+            OpClass::Moe => &["tokens"],
         }
     }
 }
@@ -91,6 +98,23 @@ pub enum Shape {
         /// Message bytes.
         bytes: f64,
     },
+    /// A routed-expert block on one device of an expert-parallel group
+    /// ([`OpClass::Moe`]): it runs `tokens · topk / ep` rows through the experts it
+    /// holds (`experts / ep`, each whole).
+    Moe {
+        /// The pass's tokens over the whole expert-parallel group.
+        tokens: u64,
+        /// Model width.
+        hidden: u64,
+        /// One expert's intermediate width.
+        inter: u64,
+        /// Experts per token.
+        topk: u64,
+        /// Routed experts.
+        experts: u64,
+        /// Expert-parallel degree.
+        ep: u64,
+    },
 }
 
 impl Shape {
@@ -121,6 +145,41 @@ impl Shape {
         ))
     }
 
+    /// A routed-expert block's three ops on one device (gate/up matmul, gated
+    /// activation, down matmul), each as (FLOPs, bytes), counted as the graph counts
+    /// them (`model::graph`) with experts in a format of `weight_bits` and 16-bit
+    /// activations: `tokens · topk / ep` rows; the weights of the experts the tokens
+    /// touch among the device's `experts / ep`; the activation's FLOPs are not part of
+    /// the roof (`tools/import_kernels.py`). `None` for a shape that is not a block.
+    pub fn moe_ops(&self, weight_bits: f64) -> Option<[(f64, f64); 3]> {
+        let Shape::Moe {
+            tokens,
+            hidden,
+            inter,
+            topk,
+            experts,
+            ep,
+        } = *self
+        else {
+            return None;
+        };
+        let (h, i, ep) = (hidden as f64, inter as f64, ep.max(1) as f64);
+        let rows = tokens as f64 * topk as f64 / ep;
+        let touched = crate::model::graph::expected_experts(experts, topk, tokens) / ep;
+        let w = weight_bits / 8.0;
+        Some([
+            (
+                2.0 * rows * h * 2.0 * i,
+                rows * h * 2.0 + touched * h * 2.0 * i * w + rows * 2.0 * i * 2.0,
+            ),
+            (0.0, 3.0 * rows * i * 2.0),
+            (
+                2.0 * rows * i * h,
+                rows * i * 2.0 + touched * i * h * w + rows * h * 2.0,
+            ),
+        ])
+    }
+
     /// The table key and grid coordinates of the shape under `op`; `None` when the
     /// shape is not of that class.
     fn key(&self, op: OpClass) -> Option<(String, Vec<f64>)> {
@@ -144,6 +203,20 @@ impl Shape {
             (Shape::AllReduce { gpus, bytes }, OpClass::AllReduce) => {
                 Some((gpus.to_string(), vec![bytes]))
             }
+            (
+                Shape::Moe {
+                    tokens,
+                    hidden,
+                    inter,
+                    topk,
+                    experts,
+                    ep,
+                },
+                OpClass::Moe,
+            ) => Some((
+                format!("{hidden}/{inter}/{topk}/{experts}/{ep}"),
+                vec![tokens as f64],
+            )),
             _ => None,
         }
     }
@@ -151,9 +224,11 @@ impl Shape {
     /// The shape of the grid point `at` under table key `key` for `op` (the inverse of
     /// the key a shape is looked up by: `m, n, k` for a GEMM; `heads/kv_heads/head_dim`
     /// with `batch, len` for attention; the device count with the message bytes for an
-    /// all-reduce); `None` where `key` or `at` does not fit `op`.
+    /// all-reduce; `hidden/inter/topk/experts/ep` with `tokens` for a routed-expert
+    /// block); `None` where `key` or `at` does not fit `op`.
     pub fn at(op: OpClass, key: &str, at: &[f64]) -> Option<Shape> {
         let n = |i: usize| at.get(i).map(|&x| x as u64);
+        let ints = || -> Option<Vec<u64>> { key.split('/').map(|x| x.parse().ok()).collect() };
         Some(match op {
             OpClass::Gemm => Shape::Gemm {
                 m: n(0)?,
@@ -161,10 +236,7 @@ impl Shape {
                 k: n(2)?,
             },
             OpClass::AttentionPrefill | OpClass::AttentionDecode => {
-                let h: Vec<u64> = key
-                    .split('/')
-                    .map(|x| x.parse().ok())
-                    .collect::<Option<_>>()?;
+                let h = ints()?;
                 let [heads, kv_heads, head_dim] = h[..] else {
                     return None;
                 };
@@ -180,6 +252,20 @@ impl Shape {
                 gpus: key.parse().ok()?,
                 bytes: *at.first()?,
             },
+            OpClass::Moe => {
+                let k = ints()?;
+                let [hidden, inter, topk, experts, ep] = k[..] else {
+                    return None;
+                };
+                Shape::Moe {
+                    tokens: n(0)?,
+                    hidden,
+                    inter,
+                    topk,
+                    experts,
+                    ep,
+                }
+            }
         })
     }
 }
@@ -538,11 +624,15 @@ struct PromptRates {
     sm_ratio: f64,
 }
 
-/// One device's rates for a prompt's attention.
+/// One device's rates for a prompt's attention and a routed-expert block.
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct AttentionRates {
     /// 16-bit tensor peak, FLOP/s.
     tensor: f64,
+    /// fp8 and fp4 tensor peaks, FLOP/s (the next wider one's where the device has none).
+    fp8: f64,
+    /// See `fp8`.
+    fp4: f64,
     /// Memory bandwidth, bytes/s.
     bandwidth: f64,
     /// Base-2 exponentials per second (0: not counted).
@@ -572,6 +662,8 @@ impl Transfer {
         };
         let rates = |h: &Hardware, exp2: f64| AttentionRates {
             tensor: tensor(h),
+            fp8: h.peak(crate::dtype::ComputeDtype::Fp8).0,
+            fp4: h.peak(crate::dtype::ComputeDtype::Fp4).0,
             bandwidth: bw(h),
             exp2,
         };
@@ -599,10 +691,46 @@ impl Transfer {
                 let t = (roof(&p.from) / e - work(&p.from)).max(0.0) * p.sm_ratio + work(&p.to);
                 roof(&p.to) / t
             }
+            (OpClass::Moe, Some(p), _) if e > 0.0 => {
+                let Some((bits, peak)) = moe_dtype(dtype) else {
+                    return e;
+                };
+                let Some(ops) = shape.moe_ops(bits) else {
+                    return e;
+                };
+                let rate = |r: &AttentionRates| match peak {
+                    crate::dtype::ComputeDtype::Fp8 => r.fp8,
+                    crate::dtype::ComputeDtype::Fp4 => r.fp4,
+                    _ => r.tensor,
+                };
+                let roof = |r: &AttentionRates| {
+                    ops.iter()
+                        .map(|(f, b)| (f / rate(r)).max(b / r.bandwidth))
+                        .sum::<f64>()
+                };
+                let t = (roof(&p.from) / e - roof(&p.from)).max(0.0) * p.sm_ratio + roof(&p.to);
+                roof(&p.to) / t
+            }
             _ => e,
         };
         carried.min(e.max(1.0))
     }
+}
+
+/// A routed-expert table's dtype (the experts' format): its weight bits and the tensor
+/// peak its roof is at (`tools/import_kernels.py`: fp8 formats at the fp8 peak, nvfp4
+/// at the fp4 peak, bf16 and mxfp4, whose measured kernels take 16-bit activations, at
+/// the 16-bit peak). `None` for a name that is not such a format.
+pub fn moe_dtype(dtype: &str) -> Option<(f64, crate::dtype::ComputeDtype)> {
+    use crate::dtype::{ComputeDtype as C, Format as F};
+    let f = F::parse(dtype).ok()?;
+    let peak = match f {
+        F::Bf16 | F::Fp16 | F::Mxfp4 => C::Bf16,
+        F::Fp8 | F::Fp8Block => C::Fp8,
+        F::Nvfp4 => C::Fp4,
+        _ => return None,
+    };
+    Some((f.bits(), peak))
 }
 
 /// What the SMs of `a` and `b` get through per second, as a pair of rates in the same

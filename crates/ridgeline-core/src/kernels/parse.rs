@@ -28,7 +28,8 @@ fn number(cell: &str) -> Option<f64> {
 }
 
 /// Checks an op's key: `-` for gemm, `heads/kv_heads/head_dim` (kv_heads dividing
-/// heads) for attention, the device count (at least 2) for all-reduce.
+/// heads) for attention, the device count (at least 2) for all-reduce,
+/// `hidden/inter/topk/experts/ep` (topk at most experts, ep dividing experts) for moe.
 fn check_key(op: OpClass, key: &str) -> std::result::Result<(), String> {
     let int = |s: &str| s.parse::<u64>().ok().filter(|v| *v > 0);
     match op {
@@ -50,6 +51,18 @@ fn check_key(op: OpClass, key: &str) -> std::result::Result<(), String> {
             Some(n) if n >= 2 => Ok(()),
             _ => Err(format!("'{key}' is not a device count of at least 2")),
         },
+        OpClass::Moe => {
+            let parts: Vec<Option<u64>> = key.split('/').map(int).collect();
+            match parts[..] {
+                [Some(_), Some(_), Some(k), Some(e), Some(ep)] if k <= e && e % ep == 0 => Ok(()),
+                [Some(_), Some(_), Some(_), Some(_), Some(_)] => Err(format!(
+                    "'{key}': topk exceeds the experts or ep does not divide them"
+                )),
+                _ => Err(format!(
+                    "'{key}' is not hidden/inter/topk/experts/ep (positive integers)"
+                )),
+            }
+        }
     }
 }
 

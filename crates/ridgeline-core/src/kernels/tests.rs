@@ -540,3 +540,66 @@ gemm,1.0,fp8,-,1,1024,4096,0.05
     .to_string();
     assert!(bad.contains("[x] compute must lie in (0, 2]"), "{bad}");
 }
+
+#[test]
+fn a_routed_expert_block_is_counted_as_the_graph_counts_it_and_carries_as_time() {
+    // Qwen3-30B-A3B's experts (hidden 2048, inter 768, 8 of 128), one token, one device:
+    // 8 rows, touching 128 x (1 - (1 - 8/128)^1) = 8 experts of bf16 weights
+    let s = Shape::Moe {
+        tokens: 1,
+        hidden: 2048,
+        inter: 768,
+        topk: 8,
+        experts: 128,
+        ep: 1,
+    };
+    let [up, act, down] = s.moe_ops(16.0).unwrap();
+    // gate/up: 2 x 8 x 2048 x 1536 FLOPs; 8 x 2048 x 2 in + 8 x 2048 x 1536 x 2 weights
+    // + 8 x 1536 x 2 out = 32,768 + 50,331,648 + 24,576 bytes
+    assert_eq!(up, (50_331_648.0, 50_388_992.0));
+    // the gated activation reads 2 x 8 x 768 and writes 8 x 768 16-bit elements
+    assert_eq!(act, (0.0, 36_864.0));
+    // down: 2 x 8 x 768 x 2048; 12,288 in + 25,165,824 weights + 32,768 out
+    assert_eq!(down, (25_165_824.0, 25_210_880.0));
+    // expert parallel over 8: each device runs 1/8 of the rows and of the experts touched
+    let ep8 = Shape::Moe {
+        tokens: 1,
+        hidden: 2048,
+        inter: 768,
+        topk: 8,
+        experts: 128,
+        ep: 8,
+    };
+    let [up8, _, _] = ep8.moe_ops(16.0).unwrap();
+    assert_eq!(up8.0, up.0 / 8.0);
+    assert!((up8.1 - up.1 / 8.0).abs() < 1e-6);
+    // the key round-trips; a bad key is refused with what it should be
+    let (key, at) = s.key(OpClass::Moe).unwrap();
+    assert_eq!(key, "2048/768/8/128/1");
+    assert_eq!(Shape::at(OpClass::Moe, &key, &at), Some(s));
+    for (bad, says) in [
+        ("2048/768/8/128/3", "ep does not divide"),
+        ("2048/768/8", "is not hidden/inter/topk/experts/ep"),
+    ] {
+        let table = format!("{}\nmoe,1.0,bf16,{bad},1,-,-,0.5\n", parse::HEADER);
+        let err = KernelDb::default()
+            .add_file("h100-sxm/vllm.csv", &table, "t.csv")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(says), "{err}");
+    }
+    assert_eq!(
+        moe_dtype("fp8-block").map(|d| d.1),
+        Some(crate::dtype::ComputeDtype::Fp8)
+    );
+    assert_eq!(moe_dtype("q4_k_m"), None);
+    // H100 SXM -> H200: the same FP32 rate (67 TFLOP/s), so the time beyond the roof
+    // carries unchanged and the roof at each device's bandwidth (the block is
+    // memory-bound: 75.6 MB against 75.5 MFLOP). At 0.5 of the H100's roof R the block
+    // takes 2 R: R beyond it; on the H200 R + R x 3.35 / 4.8, of which its roof is
+    // R x 3.35 / 4.8: 3.35 / (4.8 + 3.35)
+    let hw = crate::hardware::HardwareDb::builtin().unwrap();
+    let t = Transfer::between(hw.get("h100-sxm").unwrap(), hw.get("h200-sxm").unwrap());
+    let e = t.carry(OpClass::Moe, 0.5, "bf16", &s);
+    assert!((e - 3.35 / 8.15).abs() < 1e-6, "{e}");
+}

@@ -387,7 +387,7 @@ impl Graph {
 /// Expected number of distinct experts that `tokens` tokens touch when each picks
 /// `k` of `e` experts uniformly: `e · (1 - (1 - k/e)^tokens)`. One token touches `k`;
 /// many tokens touch all `e`. This sets MoE weight traffic at batch > 1.
-pub(crate) fn expected_experts(e: u64, k: u64, tokens: u64) -> f64 {
+pub fn expected_experts(e: u64, k: u64, tokens: u64) -> f64 {
     if e <= 1 {
         return 1.0;
     }
