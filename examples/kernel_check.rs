@@ -14,6 +14,10 @@
 //! With `-- --dtypes`, prints data/kernels/gemm-dtypes.toml (what fp8 and nvfp4 GEMMs
 //! reach against bf16, measured: `ridgeline::kernels::GemmDtypes`).
 //!
+//! With `-- --latency`, prints data/kernels/all-reduce-latency.toml (each engine's
+//! all-reduce latency per device and device count, measured:
+//! `ridgeline::kernels::AllReduceLatency`).
+//!
 //! With `-- --transfer`, each device is held out instead: its tables are dropped, and
 //! every one of its measured points is predicted from the table of the sibling that
 //! `KernelDb::sibling` picks for it among the rest (the same efficiency as a fraction
@@ -233,6 +237,13 @@ fn main() -> ridgeline::Result<()> {
         print!(
             "{}",
             ridgeline::kernels::GemmDtypes::measure(kernels, hw_db).to_toml()
+        );
+        return Ok(());
+    }
+    if std::env::args().any(|a| a == "--latency") {
+        print!(
+            "{}",
+            ridgeline::kernels::AllReduceLatency::measure(kernels, hw_db).to_toml()
         );
         return Ok(());
     }

@@ -416,6 +416,44 @@ fn each_op_class_carries_to_a_held_out_device_within_ten_percent_as_the_readme_s
 }
 
 #[test]
+fn the_measured_all_reduce_latencies_are_the_tables_and_predictions_name_them() {
+    // data/kernels/all-reduce-latency.toml is what the tables give
+    let measured = ridgeline::kernels::AllReduceLatency::measure(
+        ridgeline::kernels::KernelDb::builtin().unwrap(),
+        ridgeline::hardware::HardwareDb::builtin().unwrap(),
+    );
+    assert_eq!(
+        measured.to_toml(),
+        include_str!("../../data/kernels/all-reduce-latency.toml"),
+        "rerun `cargo run --release -q --example kernel_check -- --latency > data/kernels/all-reduce-latency.toml`"
+    );
+    let factor = |args: &str| {
+        let v = crate::support::cli::json(&args.split_whitespace().collect::<Vec<_>>());
+        v["factors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["name"] == "all_reduce_latency_s")
+            .cloned()
+    };
+    // TensorRT-LLM's all-reduce of 8 H100 SXM, measured (the file's 3.4 us)
+    let f = factor("predict --model llama-3.1-70b --gpu h100-sxm --gpus 8 --engine trt-llm --json")
+        .expect("measured latency");
+    assert_eq!(f["source"], "measured");
+    assert!((f["value"].as_f64().unwrap() - 3.4e-6).abs() < 1e-12, "{f}");
+    // two H100 NVL over their bridge take the H100 SXM's 2-device time
+    let f = factor("predict --model llama-3.1-8b --gpu h100-nvl --gpus 2 --engine vllm --json")
+        .expect("transferred latency");
+    assert_eq!(f["source"], "transferred");
+    // one device all-reduces nothing; the ideal roofline has no latency
+    assert!(factor("predict --model llama-3.1-8b --gpu h100-sxm --engine vllm --json").is_none());
+    assert!(
+        factor("predict --model llama-3.1-70b --gpu h100-sxm --gpus 8 --engine ideal --json")
+            .is_none()
+    );
+}
+
+#[test]
 fn the_measured_fp8_and_fp4_factors_are_the_tables_and_predictions_name_them() {
     // data/kernels/gemm-dtypes.toml is what the tables give
     let measured = ridgeline::kernels::GemmDtypes::measure(

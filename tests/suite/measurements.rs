@@ -58,7 +58,8 @@ fn check_kind(kind: Kind, tolerance_pct: f64, min_rows: usize) {
 
 #[test]
 fn kind_a_single_stream_decode() {
-    // in sample 8.2% (130 rows; 7.3% on the 114 before the SGLang cookbook's
+    // in sample 7.8% (130 rows; 8.2% before the engines' all-reduce latencies were
+    // measured on the kernel tables; 7.3% on the 114 before the SGLang cookbook's
     // single-stream rows over 8 GPUs, m723-m738; 6.9% before the measured fp8 / fp4
     // matmul factors; 7.5% before prompt passes paid their own per-layer overhead,
     // prefill_layer_overhead_s; 8.1% before the matmuls' roll-off at few rows,
@@ -334,13 +335,15 @@ fn held_out_errors_per_kind() {
     // misses are TTFT through a server, MoE prompts of early TensorRT-LLM, prefill on
     // power-limited workstation cards and long gpt-oss prompts on Strix Halo, MoE at max
     // load and vLLM on ROCm; see README "Calibration".)
-    // A rose from 8.1 / 7.8% (leave one out / one source out) to 9.0 / 10.5% when the
+    // A rose from 7.6 / 7.8% (leave one out / one source out) to 9.0 / 10.5% when the
     // SGLang cookbook's single-stream decode rows came in (m723-m738: concurrency 1 over
     // 8 GPUs, DeepSeek-V3 on MI300X 3x and Kimi K2 on B200 2x slower than predicted,
-    // gpt-oss-120b on B200 faster), a publication the fit had not seen: issue 33's 8%
-    // target is not met on them (docs/calibration-log.md)
+    // gpt-oss-120b on B200 faster), a publication the fit had not seen, and came back
+    // to 8.2 / 9.5% with each engine's all-reduce latency measured on the kernel tables
+    // (data/kernels/all-reduce-latency.toml): issue 33's 8% target is not met on them
+    // (docs/calibration-log.md)
     let limits = [
-        (Kind::A, 9.5, 11.0),
+        (Kind::A, 9.2, 10.5),
         // B: above issue 13's 15% since the absorbed-projection fix (kind_b above)
         (Kind::B, 17.0, 17.0),
         (Kind::C, 15.0, 15.0),

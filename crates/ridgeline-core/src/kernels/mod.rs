@@ -13,10 +13,12 @@
 
 mod dtypes;
 mod grid;
+mod latency;
 mod parse;
 
 pub use dtypes::{DeviceDtypes, DtypeFactor, GemmDtypes};
 pub use grid::Grid;
+pub use latency::{AllReduceLatency, DeviceLatency};
 pub use parse::HEADER;
 
 use crate::engine::{Engine, EngineDb};

@@ -603,3 +603,47 @@ fn a_routed_expert_block_is_counted_as_the_graph_counts_it_and_carries_as_time()
     let e = t.carry(OpClass::Moe, 0.5, "bf16", &s);
     assert!((e - 3.35 / 8.15).abs() < 1e-6, "{e}");
 }
+
+#[test]
+fn an_all_reduce_latency_is_the_fastest_small_message_and_siblings_take_it() {
+    // 8 H100 SXM (3.35e12 B/s, NVLink 450e9 B/s per direction): a ring moves
+    // 2 x 7/8 of the message over the link. 2 KiB: 3,584 B / 450e9 = 7.964 ns at 0.002 of
+    // it = 3.98 us; 8 KiB: 31.86 ns / 0.01 = 3.19 us; 32 KiB: 127.4 ns / 0.02 = 6.37 us;
+    // 1 MiB is past the small messages. The fastest, 3.19 us, kept to 0.1 us: 3.2 us
+    let table = "op,version,dtype,key,x,y,z,efficiency
+all_reduce,1.0,bf16,8,2048,-,-,0.002
+all_reduce,1.0,bf16,8,8192,-,-,0.01
+all_reduce,1.0,bf16,8,32768,-,-,0.02
+all_reduce,1.0,bf16,8,1048576,-,-,0.9
+";
+    let mut db = KernelDb::default();
+    db.add_file("h100-sxm/vllm.csv", table, "t.csv").unwrap();
+    let hw = crate::hardware::HardwareDb::builtin().unwrap();
+    let l = AllReduceLatency::measure(&db, hw);
+    let (s, from) = l.get("h100-sxm", "vllm", 8).unwrap();
+    assert!((s - 3.2e-6).abs() < 1e-12, "{s}");
+    assert_eq!(from, None);
+    assert_eq!(l.get("h100-sxm", "vllm", 4), None);
+    assert_eq!(l.get("h100-sxm", "sglang", 8), None);
+    // the H100 NVL has no table: its sibling's time, named
+    assert_eq!(l.get("h100-nvl", "vllm", 8), Some((s, Some("h100-sxm"))));
+    // the text reads back as what was measured
+    let back = AllReduceLatency::from_toml(&l.to_toml(), "t.toml").unwrap();
+    assert_eq!(back, l);
+    for (bad, says) in [
+        (
+            "[x]\nvllm = { 8 = 0 }\n",
+            "[x] vllm.8 must be microseconds in (0, 1000)",
+        ),
+        (
+            "[x]\nvllm = { 1 = 3.0 }\n",
+            "'1' is not a device count of at least 2",
+        ),
+        ("[x]\nvllm = 3.0\n", "[x] vllm is a table of device counts"),
+    ] {
+        let e = AllReduceLatency::from_toml(bad, "t.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(says), "{e}");
+    }
+}

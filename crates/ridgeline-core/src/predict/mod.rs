@@ -263,6 +263,13 @@ pub struct Predictor<'a> {
     vector: Ceilings,
     eff: Efficiency,
     comm_eff: Efficiency,
+    /// [`Predictor::comm_eff`] for the tensor-parallel all-reduces: the measured
+    /// latency where [`Predictor::all_reduce_latency`] holds one.
+    all_reduce_eff: Efficiency,
+    /// The tensor-parallel all-reduce's measured latency, s, and the sibling whose tables
+    /// measured it (`None`: the device's own), where measured for the engine
+    /// ([`crate::kernels::AllReduceLatency`]).
+    all_reduce_latency: Option<(f64, Option<String>)>,
     memory: MemoryModel,
     /// Routed-expert bytes of the most loaded device: what offload moves first.
     routed_expert_bytes: f64,
@@ -498,6 +505,26 @@ impl<'a> Predictor<'a> {
             overhead_s: engine.overheads.collective_latency_s,
             ..eff
         };
+        // the tensor-parallel all-reduce's latency as measured for the engine on the
+        // device (or its sibling), where the group all-reduces over one scale-up domain
+        let all_reduce_latency = match engine.is_physics() {
+            false
+                if tp >= 2
+                    && hardware.scaleup_link.is_some()
+                    && tp <= hardware.domain_devices() =>
+            {
+                crate::kernels::AllReduceLatency::builtin()?
+                    .get(&hardware.id, &engine.id, tp)
+                    .map(|(s, from)| (s, from.map(str::to_string)))
+            }
+            _ => None,
+        };
+        let all_reduce_eff = Efficiency {
+            overhead_s: all_reduce_latency
+                .as_ref()
+                .map_or(engine.overheads.collective_latency_s, |l| l.0),
+            ..eff
+        };
         let layout = Layout {
             gpus: s.gpus,
             parallel: s.parallel,
@@ -538,6 +565,8 @@ impl<'a> Predictor<'a> {
             vector,
             eff,
             comm_eff,
+            all_reduce_eff,
+            all_reduce_latency,
             memory,
             host_bw: hardware
                 .host_link
@@ -633,10 +662,11 @@ impl<'a> Predictor<'a> {
     /// ones ([`crate::kernels::GemmDtypes`]; fp4 its `fp4_efficiency` where none is
     /// measured).
     fn op_efficiency(&self, op: &OpInstance) -> Efficiency {
-        let mut e = if op.cost.link_bytes > 0.0 {
-            self.comm_eff
-        } else {
-            self.eff
+        let mut e = match op.kind {
+            _ if op.cost.link_bytes <= 0.0 => self.eff,
+            crate::model::graph::OpKind::AllreduceAttn
+            | crate::model::graph::OpKind::AllreduceMlp => self.all_reduce_eff,
+            _ => self.comm_eff,
         };
         if matches!(op.unit, Unit::Dequant(_)) {
             e.compute *= self.engine.speed.dequant_efficiency;

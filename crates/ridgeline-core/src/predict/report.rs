@@ -90,6 +90,7 @@ impl Predictor<'_> {
         );
         let mut factors = factor_reports(self.engine, self.hardware);
         factors.extend(self.gemm_dtype_reports());
+        factors.extend(self.all_reduce_latency_report());
         Ok(Prediction {
             factors,
             model: ModelInfo {
@@ -758,7 +759,8 @@ pub enum FactorSource {
     Given,
     /// The pure roofline (the `ideal` engine): no factor at all.
     Physics,
-    /// Measured on the device's own kernel tables (`data/kernels/gemm-dtypes.toml`).
+    /// Measured on the device's own kernel tables (`data/kernels/gemm-dtypes.toml`,
+    /// `data/kernels/all-reduce-latency.toml`).
     Measured,
     /// Measured on a sibling device's kernel tables.
     Transferred,
@@ -896,6 +898,31 @@ impl Predictor<'_> {
             }
         }
         out
+    }
+}
+
+impl Predictor<'_> {
+    /// The tensor-parallel all-reduce's measured latency this prediction applies
+    /// ([`crate::kernels::AllReduceLatency`]), where its group all-reduces within a
+    /// scale-up domain on a device (or sibling) measured under the engine.
+    fn all_reduce_latency_report(&self) -> Option<FactorReport> {
+        let (value, from) = self.all_reduce_latency.as_ref()?;
+        let (source, whose) = match from {
+            Some(f) => (FactorSource::Transferred, f.as_str()),
+            None => (FactorSource::Measured, self.hardware.id.as_str()),
+        };
+        Some(FactorReport {
+            name: "all_reduce_latency_s".to_string(),
+            value: *value,
+            source,
+            tag: Some(format!(
+                "measured on the kernel tables of {whose}: {}'s all-reduce of {} devices at 2-32 KiB",
+                self.engine.id, self.tp
+            )),
+            rows: None,
+            devices: None,
+            publications: None,
+        })
     }
 }
 

@@ -154,7 +154,7 @@ fn factors_finding(p: &Prediction) -> Option<Finding> {
     );
     if !measured.is_empty() {
         text.push_str(&format!(
-            " Its low-precision matmuls also by the device's measured kernels: {}.",
+            " Beneath them, the device's measured kernels: {}.",
             measured.join("; ")
         ));
     }
