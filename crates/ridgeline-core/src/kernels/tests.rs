@@ -615,6 +615,8 @@ all_reduce,1.0,bf16,8,2048,-,-,0.002
 all_reduce,1.0,bf16,8,8192,-,-,0.01
 all_reduce,1.0,bf16,8,32768,-,-,0.02
 all_reduce,1.0,bf16,8,1048576,-,-,0.9
+all_reduce,1.0,bf16,4,2048,-,-,0.0005
+all_reduce,1.0,bf16,2,2048,-,-,0.001
 ";
     let mut db = KernelDb::default();
     db.add_file("h100-sxm/vllm.csv", table, "t.csv").unwrap();
@@ -623,7 +625,12 @@ all_reduce,1.0,bf16,8,1048576,-,-,0.9
     let (s, from) = l.get("h100-sxm", "vllm", 8).unwrap();
     assert!((s - 3.2e-6).abs() < 1e-12, "{s}");
     assert_eq!(from, None);
-    assert_eq!(l.get("h100-sxm", "vllm", 4), None);
+    // 4 devices: 2 x 3/4 x 2,048 B / 450e9 = 6.83 ns at 0.0005 = 13.7 us, more than 8
+    // devices take: 8's 3.2 us stands. 2 devices: 2,048 B / 450e9 = 4.55 ns at 0.001 =
+    // 4.6 us, again more than 8 take: 3.2 us
+    assert_eq!(l.get("h100-sxm", "vllm", 4), Some((s, None)));
+    let (two, _) = l.get("h100-sxm", "vllm", 2).unwrap();
+    assert!((two - 3.2e-6).abs() < 1e-12, "{two}");
     assert_eq!(l.get("h100-sxm", "sglang", 8), None);
     // the H100 NVL has no table: its sibling's time, named
     assert_eq!(l.get("h100-nvl", "vllm", 8), Some((s, Some("h100-sxm"))));
