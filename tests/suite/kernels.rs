@@ -416,6 +416,52 @@ fn each_op_class_carries_to_a_held_out_device_within_ten_percent_as_the_readme_s
 }
 
 #[test]
+fn a_moe_model_s_routed_experts_read_the_measured_blocks_with_kernels() {
+    // Qwen3-30B-A3B on one H100 SXM under vLLM: its routed experts (gate_up_proj,
+    // act_mul, down_proj of the MoE layers) cost the measured blocks (the tables' `moe`
+    // class at key 2048/768/8/128/1), the router keeps the engine's costs; split over 2
+    // devices by tensor parallelism the experts are not whole, and no table covers them
+    let sources = |gpus: &str| {
+        let v = crate::support::cli::json(&[
+            "predict",
+            "--model",
+            "qwen3-30b-a3b",
+            "--gpu",
+            "h100-sxm",
+            "--gpus",
+            gpus,
+            "--engine",
+            "vllm",
+            "--kernels",
+            "bundled",
+            "--json",
+        ]);
+        let ops = v["ops"].as_array().unwrap().clone();
+        ops.iter()
+            .filter(|o| o["phase"] == "decode")
+            .map(|o| (o["name"].as_str().unwrap().to_string(), o["source"].clone()))
+            .collect::<Vec<_>>()
+    };
+    let one = sources("1");
+    for name in ["gate_up_proj", "act_mul", "down_proj"] {
+        assert!(
+            one.iter().any(|(n, s)| n == name && s == "measured"),
+            "{name}: {one:?}"
+        );
+    }
+    assert!(
+        one.iter().any(|(n, s)| n == "router" && s == "fitted"),
+        "{one:?}"
+    );
+    let two = sources("2");
+    assert!(
+        two.iter()
+            .any(|(n, s)| n == "gate_up_proj" && s == "fitted"),
+        "{two:?}"
+    );
+}
+
+#[test]
 fn the_measured_all_reduce_latencies_are_the_tables_and_predictions_name_them() {
     // data/kernels/all-reduce-latency.toml is what the tables give
     let measured = ridgeline::kernels::AllReduceLatency::measure(
