@@ -32,6 +32,35 @@ use ridgeline::ops::{ByteClasses, Collective, Cost, Operand, attention_fused, co
 use ridgeline::roofline::{Efficiency, place};
 use std::collections::BTreeMap;
 
+/// A weight matmul of `rows` rows in dtype `d` derated as `Predictor` derates it: the
+/// device's measured fp8 / fp4 factors (fp8: memory only; fp4: both, else the engine's
+/// `fp4_efficiency`) and the roll-off `gemm_half_rows` above the GEMV rows.
+fn derate_matmul(
+    eff: &mut Efficiency,
+    e: &Engine,
+    dtypes: Option<&DeviceDtypes>,
+    d: ComputeDtype,
+    rows: f64,
+) {
+    let measured = dtypes.and_then(|g| match d {
+        ComputeDtype::Fp8 => g.fp8,
+        ComputeDtype::Fp4 => g.fp4,
+        _ => None,
+    });
+    match (d, measured) {
+        (ComputeDtype::Fp8, Some(f)) => eff.memory *= f.memory,
+        (ComputeDtype::Fp4, Some(f)) => {
+            eff.compute *= f.compute;
+            eff.memory *= f.memory;
+        }
+        (ComputeDtype::Fp4, None) => eff.compute *= e.speed.fp4_efficiency,
+        _ => {}
+    }
+    if rows > ridgeline::engine::GEMV_MAX_TOKENS as f64 {
+        eff.compute *= rows / (rows + e.speed.gemm_half_rows);
+    }
+}
+
 /// ridgeline's time and the measured time of one point, s (`dtypes`: the device's
 /// measured fp8 / fp4 factors).
 fn times(
@@ -65,25 +94,7 @@ fn times(
                 _ => return None,
             };
             let cost = linear(m, k, n, bits, 16.0, Operand::activations(16.0), false);
-            // the device's measured fp8 / fp4 factors, as Predictor applies them (fp8:
-            // memory only; fp4: both, else the engine's fp4_efficiency)
-            let measured = dtypes.and_then(|g| match d {
-                ComputeDtype::Fp8 => g.fp8,
-                ComputeDtype::Fp4 => g.fp4,
-                _ => None,
-            });
-            match (d, measured) {
-                (ComputeDtype::Fp8, Some(f)) => eff.memory *= f.memory,
-                (ComputeDtype::Fp4, Some(f)) => {
-                    eff.compute *= f.compute;
-                    eff.memory *= f.memory;
-                }
-                (ComputeDtype::Fp4, None) => eff.compute *= e.speed.fp4_efficiency,
-                _ => {}
-            }
-            if m > ridgeline::engine::GEMV_MAX_TOKENS {
-                eff.compute *= m as f64 / (m as f64 + e.speed.gemm_half_rows);
-            }
+            derate_matmul(&mut eff, e, dtypes, d, m as f64);
             (cost, hw.ceilings(d), hw.peak(d).0)
         }
         (OpClass::AttentionPrefill | OpClass::AttentionDecode, Shape::Attention { .. }) => {
@@ -175,23 +186,7 @@ fn moe_times(
         let mut ceil = hw.ceilings(d);
         if matmul {
             ceil.peak_flops_per_s = rate;
-            let measured = dtypes.and_then(|g| match d {
-                ComputeDtype::Fp8 => g.fp8,
-                ComputeDtype::Fp4 => g.fp4,
-                _ => None,
-            });
-            match (d, measured) {
-                (ComputeDtype::Fp8, Some(f)) => eff.memory *= f.memory,
-                (ComputeDtype::Fp4, Some(f)) => {
-                    eff.compute *= f.compute;
-                    eff.memory *= f.memory;
-                }
-                (ComputeDtype::Fp4, None) => eff.compute *= e.speed.fp4_efficiency,
-                _ => {}
-            }
-            if per_expert > ridgeline::engine::GEMV_MAX_TOKENS as f64 {
-                eff.compute *= per_expert / (per_expert + e.speed.gemm_half_rows);
-            }
+            derate_matmul(&mut eff, e, dtypes, d, per_expert);
         } else {
             ceil = hw.ceilings(ComputeDtype::Fp32);
         }
