@@ -80,15 +80,9 @@ pub fn medians(r: &[f64]) -> (f64, f64) {
 pub fn held_out_by_device(kernels: &KernelDb, hardware: &HardwareDb) -> TransferCheck {
     let mut ratios: BTreeMap<(String, String, OpClass), Vec<f64>> = BTreeMap::new();
     let mut alone = Vec::new();
-    for c in kernels.coverage() {
-        let (Ok(hw), Some(t)) = (
-            hardware.get(&c.device),
-            kernels.table(&c.device, &c.backend),
-        ) else {
-            continue;
-        };
+    for (hw, t) in kernels.tables_on(hardware) {
         let mut rest = kernels.clone();
-        rest.remove_device(&c.device);
+        rest.remove_device(&t.device);
         let mut any = false;
         for ((op, dtype, key), grid) in &t.grids {
             for (at, measured) in grid.points() {
@@ -96,20 +90,20 @@ pub fn held_out_by_device(kernels: &KernelDb, hardware: &HardwareDb) -> Transfer
                     continue;
                 };
                 let Some((eff, Source::Transferred(from))) =
-                    rest.lookup(hw, hardware, &c.backend, *op, dtype, &shape)
+                    rest.lookup(hw, hardware, &t.backend, *op, dtype, &shape)
                 else {
                     continue;
                 };
                 any = true;
                 // predicted time roof / eff over measured time roof / measured
                 ratios
-                    .entry((c.device.clone(), from, *op))
+                    .entry((t.device.clone(), from, *op))
                     .or_default()
                     .push(measured / eff);
             }
         }
         if !any {
-            alone.push(format!("{} ({})", c.device, c.backend));
+            alone.push(format!("{} ({})", t.device, t.backend));
         }
     }
     alone.dedup();

@@ -106,7 +106,8 @@ impl GemmDtypes {
     /// device of `hardware` without one that has a sibling with one.
     pub fn measure(kernels: &KernelDb, hardware: &HardwareDb) -> GemmDtypes {
         let mut devices = BTreeMap::new();
-        let mut measured: Vec<String> = kernels.coverage().into_iter().map(|c| c.device).collect();
+        let coverage = kernels.coverage();
+        let mut measured: Vec<String> = coverage.iter().map(|c| c.device.clone()).collect();
         measured.dedup();
         for device in &measured {
             let d = DeviceDtypes {
@@ -122,8 +123,7 @@ impl GemmDtypes {
             if devices.contains_key(&hw.id) || measured.contains(&hw.id) {
                 continue;
             }
-            let sibling = kernels
-                .coverage()
+            let sibling = coverage
                 .iter()
                 .find_map(|c| kernels.sibling(hw, hardware, &c.backend));
             if let Some(s) = sibling

@@ -115,13 +115,7 @@ impl AllReduceLatency {
     /// `hardware` without one that has a sibling with one.
     pub fn measure(kernels: &KernelDb, hardware: &HardwareDb) -> AllReduceLatency {
         let mut devices: BTreeMap<String, DeviceLatency> = BTreeMap::new();
-        for c in kernels.coverage() {
-            let (Ok(hw), Some(t)) = (
-                hardware.get(&c.device),
-                kernels.table(&c.device, &c.backend),
-            ) else {
-                continue;
-            };
+        for (hw, t) in kernels.tables_on(hardware) {
             let Some(link) = hw.device_link().map(|l| l.bytes_per_s_per_direction) else {
                 continue;
             };
@@ -165,20 +159,20 @@ impl AllReduceLatency {
             }
             if !by.is_empty() {
                 devices
-                    .entry(c.device.clone())
+                    .entry(t.device.clone())
                     .or_default()
                     .engines
-                    .insert(c.backend.clone(), by);
+                    .insert(t.backend.clone(), by);
             }
         }
         let measured = devices.clone();
+        let coverage = kernels.coverage();
         for hw in hardware.devices() {
-            if measured.contains_key(&hw.id) || kernels.coverage().iter().any(|c| c.device == hw.id)
-            {
+            if measured.contains_key(&hw.id) || coverage.iter().any(|c| c.device == hw.id) {
                 continue;
             }
             let mut d = DeviceLatency::default();
-            for c in kernels.coverage() {
+            for c in &coverage {
                 let Some(s) = kernels.sibling(hw, hardware, &c.backend) else {
                     continue;
                 };

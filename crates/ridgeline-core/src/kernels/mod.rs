@@ -404,6 +404,17 @@ impl KernelDb {
         self.tables.retain(|(d, _), _| d != device);
     }
 
+    /// Every table whose device `hardware` holds, with that device, in
+    /// [`KernelDb::coverage`]'s order (by device, then engine).
+    pub fn tables_on<'s, 'h>(
+        &'s self,
+        hardware: &'h HardwareDb,
+    ) -> impl Iterator<Item = (&'h Hardware, &'s Table)> {
+        self.tables
+            .values()
+            .filter_map(move |t| hardware.get(&t.device).ok().map(|hw| (hw, t)))
+    }
+
     /// The table of `device` under `backend`, if any.
     pub fn table(&self, device: &str, backend: &str) -> Option<&Table> {
         self.tables.get(&(device.to_string(), backend.to_string()))

@@ -269,7 +269,7 @@ pub struct Predictor<'a> {
     /// The tensor-parallel all-reduce's measured latency, s, and the sibling whose tables
     /// measured it (`None`: the device's own), where measured for the engine
     /// ([`crate::kernels::AllReduceLatency`]).
-    all_reduce_latency: Option<(f64, Option<String>)>,
+    all_reduce_latency: Option<(f64, Option<&'static str>)>,
     memory: MemoryModel,
     /// Routed-expert bytes of the most loaded device: what offload moves first.
     routed_expert_bytes: f64,
@@ -507,22 +507,17 @@ impl<'a> Predictor<'a> {
         };
         // the tensor-parallel all-reduce's latency as measured for the engine on the
         // device (or its sibling), where the group all-reduces over one scale-up domain
-        let all_reduce_latency = match engine.is_physics() {
-            false
-                if tp >= 2
-                    && hardware.scaleup_link.is_some()
-                    && tp <= hardware.domain_devices() =>
-            {
-                crate::kernels::AllReduceLatency::builtin()?
-                    .get(&hardware.id, &engine.id, tp)
-                    .map(|(s, from)| (s, from.map(str::to_string)))
-            }
-            _ => None,
+        let all_reduce_latency = if !engine.is_physics()
+            && tp >= 2
+            && hardware.scaleup_link.is_some()
+            && tp <= hardware.domain_devices()
+        {
+            crate::kernels::AllReduceLatency::builtin()?.get(&hardware.id, &engine.id, tp)
+        } else {
+            None
         };
         let all_reduce_eff = Efficiency {
-            overhead_s: all_reduce_latency
-                .as_ref()
-                .map_or(engine.overheads.collective_latency_s, |l| l.0),
+            overhead_s: all_reduce_latency.map_or(engine.overheads.collective_latency_s, |l| l.0),
             ..eff
         };
         let layout = Layout {

@@ -906,14 +906,14 @@ impl Predictor<'_> {
     /// ([`crate::kernels::AllReduceLatency`]), where its group all-reduces within a
     /// scale-up domain on a device (or sibling) measured under the engine.
     fn all_reduce_latency_report(&self) -> Option<FactorReport> {
-        let (value, from) = self.all_reduce_latency.as_ref()?;
+        let (value, from) = self.all_reduce_latency?;
         let (source, whose) = match from {
-            Some(f) => (FactorSource::Transferred, f.as_str()),
+            Some(f) => (FactorSource::Transferred, f),
             None => (FactorSource::Measured, self.hardware.id.as_str()),
         };
         Some(FactorReport {
             name: "all_reduce_latency_s".to_string(),
-            value: *value,
+            value,
             source,
             tag: Some(format!(
                 "measured on the kernel tables of {whose}: {}'s all-reduce of {} devices at 2-32 KiB",
