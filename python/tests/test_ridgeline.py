@@ -63,6 +63,15 @@ def test_sweep_on_kernel_tables_is_predict_on_them(cli):
         assert cols["tpot_s"][i] != plain["tpot_s"][i]
 
 
+def test_simulate_on_kernel_tables_is_the_cli_on_them(cli):
+    # the serving simulation costs its iterations on the tables, as the CLI does
+    kw = dict(model="llama-3-8b", gpu="h100", engine="vllm", rate="4", requests=40)
+    on = ridgeline.simulate(kernels="bundled", **kw)
+    assert on == cli.json("simulate", "--model", "llama-3-8b", "--gpu", "h100", "--engine",
+                          "vllm", "--rate", "4", "--requests", "40", "--kernels", "bundled")
+    assert on["tpot_s"]["p50"] != ridgeline.simulate(**kw)["tpot_s"]["p50"]
+
+
 def test_predict_max_equals_the_cli(cli):
     p = ridgeline.predict(model="llama-3-8b", gpu="l4", max=True)
     assert p == cli.json("predict", "--model", "llama-3-8b", "--gpu", "l4", "--max")

@@ -248,9 +248,15 @@ pub(super) fn simulate_rows(ctx: &Ctx, a: &SimulateArgs) -> Result<crate::simula
     let hw = ctx.hardware.get(&a.gpu)?;
     let engine = ctx.engines.get(&a.run.engine)?;
     let draft = ctx.draft_model(a.spec.draft.as_deref())?;
+    let tables = a.kernels.load()?;
     let s = a.scenario();
     let serving = crate::simulate::Serving {
         draft: draft.as_ref(),
+        kernels: tables.as_deref().map(|db| crate::predict::Kernels {
+            db,
+            hardware: &ctx.hardware,
+            engines: &ctx.engines,
+        }),
         ..a.serving()?
     };
     if let Some(sp) = &s.spec {

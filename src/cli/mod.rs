@@ -581,9 +581,9 @@ pub struct SweepArgs {
     pub seed: Option<u64>,
     /// Measured kernel tables for the ops they cover, as for `predict --kernels`:
     /// `none`, `bundled` or a directory. On tables each configuration is evaluated
-    /// the plain way (a few to tens of microseconds each, not a fraction of one); not
-    /// with --rate (the serving simulation does not read the tables).
-    #[arg(long = "kernels", default_value = "none", value_name = "none|bundled|DIR", value_parser = KernelsArg::parse, conflicts_with = "rate")]
+    /// the plain way (a few to tens of microseconds each, not a fraction of one); with
+    /// --rate the simulated iterations are costed on them, as for `simulate --kernels`.
+    #[arg(long = "kernels", default_value = "none", value_name = "none|bundled|DIR", value_parser = KernelsArg::parse)]
     pub kernels: KernelsArg,
 }
 
@@ -715,9 +715,10 @@ pub struct PlanArgs {
     )]
     pub usd_per_kwh: f64,
     /// Measured kernel tables for the ops they cover, as for `predict --kernels`:
-    /// `none`, `bundled` or a directory; not with --rate or --train (neither the serving
-    /// simulation nor training reads the tables).
-    #[arg(long = "kernels", default_value = "none", value_name = "none|bundled|DIR", value_parser = KernelsArg::parse, conflicts_with_all = ["rate", "train"])]
+    /// `none`, `bundled` or a directory; with --rate the simulated iterations are costed
+    /// on them, as for `simulate --kernels`; not with --train (training does not read
+    /// the tables).
+    #[arg(long = "kernels", default_value = "none", value_name = "none|bundled|DIR", value_parser = KernelsArg::parse, conflicts_with = "train")]
     pub kernels: KernelsArg,
 }
 

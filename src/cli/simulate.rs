@@ -101,6 +101,11 @@ pub struct SimulateArgs {
     /// Time-per-output-token SLO for goodput, ms.
     #[arg(long = "slo-tpot-ms", value_parser = positive, allow_negative_numbers = true)]
     pub slo_tpot_ms: Option<f64>,
+    /// Measured kernel tables each iteration's ops are costed on where they cover them,
+    /// as for `predict --kernels`: `none`, `bundled` or a directory. Where a table
+    /// covers the device, the engine's profile refitted on the tables serves.
+    #[arg(long = "kernels", default_value = "none", value_name = "none|bundled|DIR", value_parser = super::KernelsArg::parse)]
+    pub kernels: super::KernelsArg,
 }
 
 impl SimulateArgs {
@@ -133,6 +138,7 @@ impl SimulateArgs {
                 tpot_s: self.slo_tpot_ms.map(|x| x / 1e3),
             },
             draft: None,
+            kernels: None,
         })
     }
 

@@ -244,7 +244,7 @@ fn predict_on_tables(args: &[&str]) -> serde_json::Value {
 
 /// `sweep --kernels bundled`: a row on a device a table covers is the `predict
 /// --kernels bundled` of its configuration (the refitted profile, the tables read), a
-/// row on a device no table covers is the row without tables; `--rate` refuses it.
+/// row on a device no table covers is the row without tables.
 #[test]
 fn sweep_reads_the_tables_row_by_row_as_predict_does() {
     let sweep = |kernels: &str| {
@@ -292,22 +292,82 @@ fn sweep_reads_the_tables_row_by_row_as_predict_does() {
         // no table covers the MI300X (nor a sibling of it): the row is unchanged
         assert_eq!(same, gpu == "mi300x", "{gpu} b{batch}");
     }
-    let out = run(&[
+}
+
+/// `simulate --kernels bundled` costs each iteration on the tables: at a vanishing rate
+/// every request runs alone, so its p50 TTFT and TPOT are `predict --kernels bundled`'s
+/// at batch 1 (within 10%, as without tables: tests/suite/simulate.rs), and not the
+/// figures without tables; `sweep --rate --kernels` gives the same run row by row.
+#[test]
+fn simulate_and_sweep_rate_read_the_tables() {
+    let sim = |kernels: &str| {
+        json(&[
+            "simulate",
+            "--model",
+            "llama-3.1-8b",
+            "--gpu",
+            "h100-sxm",
+            "--engine",
+            "vllm",
+            "--rate",
+            "0.01",
+            "--requests",
+            "40",
+            "--seed",
+            "3",
+            "--prompt",
+            "1000",
+            "--gen",
+            "200",
+            "--kernels",
+            kernels,
+            "--json",
+        ])
+    };
+    let (on, off) = (sim("bundled"), sim("none"));
+    let p = predict_on_tables(&[
+        "--gpu", "h100-sxm", "--prompt", "1000", "--gen", "200", "--engine", "vllm",
+    ]);
+    for (col, key) in [("ttft_s", "ttft_s"), ("tpot_s", "tpot_s")] {
+        let (got, want) = (
+            on[col]["p50"].as_f64().unwrap(),
+            p["generation"][key].as_f64().unwrap(),
+        );
+        assert!((got / want - 1.0).abs() < 0.10, "{col}: {got} vs {want}");
+        let plain = off[col]["p50"].as_f64().unwrap();
+        assert!((got / plain - 1.0).abs() > 0.05, "{col}: {got} vs {plain}");
+    }
+    let rows = json(&[
         "sweep",
         "--model",
         "llama-3.1-8b",
         "--gpu",
         "h100-sxm",
+        "--engine",
+        "vllm",
+        "--prompt",
+        "1000",
+        "--gen",
+        "200",
         "--rate",
-        "1",
+        "0.01",
+        "--requests",
+        "40",
+        "--seed",
+        "3",
         "--kernels",
         "bundled",
+        "--json",
     ]);
-    one_line_error(&out, &["--kernels", "--rate"]);
+    let row = &rows["rows"][0];
+    for col in ["ttft_s", "tpot_s"] {
+        let key = format!("{}_p50_s", col.trim_end_matches("_s"));
+        assert_eq!(row[key.as_str()], on[col]["p50"], "{col}: {row}");
+    }
 }
 
 /// `plan --kernels bundled`: the best entry is the `predict --kernels bundled` of its
-/// configuration; with `--rate` the flag is refused, naming both.
+/// configuration; with `--rate` the simulated iterations read the tables too.
 #[test]
 fn plan_ranks_on_the_tables() {
     let v = json(&[
@@ -357,18 +417,34 @@ fn plan_ranks_on_the_tables() {
         "{plan_tpot} vs {tpot}"
     );
     assert!(plan_tpot <= 0.030);
-    let out = run(&[
-        "plan",
-        "--model",
-        "llama-3.1-8b",
-        "--gpu",
-        "h100-sxm",
-        "--rate",
-        "2",
-        "--kernels",
-        "bundled",
-    ]);
-    one_line_error(&out, &["--kernels", "--rate"]);
+    // with --rate the simulated iterations read the tables: one layout (bf16 on one
+    // H100 SXM under vLLM) serves another rate per replica than without them
+    let per_replica = |kernels: &str| {
+        json(&[
+            "plan",
+            "--model",
+            "llama-3.1-8b",
+            "--gpu",
+            "h100-sxm",
+            "--gpus",
+            "1",
+            "--engine",
+            "vllm",
+            "--weights",
+            "bf16",
+            "--kv",
+            "bf16",
+            "--rate",
+            "2",
+            "--kernels",
+            kernels,
+            "--json",
+        ])["best"]["rate_per_replica"]
+            .as_f64()
+            .unwrap()
+    };
+    let (on, off) = (per_replica("bundled"), per_replica("none"));
+    assert!((on / off - 1.0).abs() > 0.02, "{on} vs {off}");
 }
 
 #[test]

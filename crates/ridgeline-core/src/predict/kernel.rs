@@ -26,8 +26,9 @@
 //! Everything else (latent attention, experts split by tensor parallelism, windows, speculative verify
 //! passes, draft models, the pass overheads) keeps the engine's fitted costs. The fast
 //! paths do not read the tables: [`super::Evaluator`] hands a predictor on tables to
-//! the plain [`Predictor::summary`] (so sweeps and plans on tables cost what that does),
-//! and the serving simulation's [`super::IterationCost`] has no table path.
+//! the plain [`Predictor::summary`] (so sweeps and plans on tables cost what that does).
+//! The serving simulation's [`super::IterationCost`] places each iteration's ops on the
+//! tables at the iteration's shapes (its module notes say how).
 
 use super::Predictor;
 use super::pass::Part;
@@ -56,9 +57,20 @@ pub struct Kernels<'a> {
     pub engines: &'a EngineDb,
 }
 
+/// Two handles are equal when they hold the same databases (the same objects, not
+/// equal contents): what a serving configuration that carries them compares by.
+impl PartialEq for Kernels<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        std::ptr::eq(self.db, other.db)
+            && std::ptr::eq(self.hardware, other.hardware)
+            && std::ptr::eq(self.engines, other.engines)
+    }
+}
+
 impl<'a> Kernels<'a> {
-    /// The profile a prediction under `engine` on `hw` uses with these tables.
-    pub(crate) fn engine(&self, engine: &'a Engine, hw: &Hardware) -> &'a Engine {
+    /// The profile a prediction under `engine` on `hw` uses with these tables: the
+    /// engine's profile refitted on them where a table covers the device, else `engine`.
+    pub fn engine(&self, engine: &'a Engine, hw: &Hardware) -> &'a Engine {
         self.db.engine_for(engine, self.engines, hw, self.hardware)
     }
 

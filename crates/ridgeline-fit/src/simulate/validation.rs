@@ -18,8 +18,9 @@ use crate::dtype::Format;
 use crate::engine::EngineDb;
 use crate::error::{Error, Result};
 use crate::hardware::HardwareDb;
+use crate::kernels::KernelDb;
 use crate::model::ModelDb;
-use crate::predict::Scenario;
+use crate::predict::{Kernels, Scenario};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -182,9 +183,17 @@ pub fn parse_serving(text: &str, src: &str) -> Result<Vec<ServingRow>> {
 
 /// Simulates one row's scenario (traces read from under `root`).
 pub fn simulate_row(row: &ServingRow, root: &Path) -> Result<Run> {
+    simulate_row_on(row, root, None)
+}
+
+/// [`simulate_row`] with the iterations costed on the bundled databases' `kernels`
+/// where they cover an op (`None`: the engines' fitted costs alone).
+pub fn simulate_row_on(row: &ServingRow, root: &Path, kernels: Option<&KernelDb>) -> Result<Run> {
     let model = ModelDb::builtin()?.resolve(&row.model)?;
-    let hw = HardwareDb::builtin()?.get(&row.gpu)?;
-    let engine = EngineDb::builtin()?.get(&row.engine)?;
+    let hardware = HardwareDb::builtin()?;
+    let hw = hardware.get(&row.gpu)?;
+    let engines = EngineDb::builtin()?;
+    let engine = engines.get(&row.engine)?;
     let s = Scenario {
         weights: Some(row.weights),
         kv: Some(row.kv),
@@ -226,17 +235,34 @@ pub fn simulate_row(row: &ServingRow, root: &Path) -> Result<Run> {
         gen_tokens: length(row.gen_tokens),
         seed: 0,
     };
-    simulate(&model, hw, engine, &s, &Serving::default(), &w)
+    let serving = Serving {
+        kernels: kernels.map(|db| Kernels {
+            db,
+            hardware,
+            engines,
+        }),
+        ..Serving::default()
+    };
+    simulate(&model, hw, engine, &s, &serving, &w)
 }
 
 /// Every row with its simulated value, each scenario simulated once.
 pub fn validate(rows: &[ServingRow], root: &Path) -> Result<Vec<(ServingRow, f64)>> {
+    validate_on(rows, root, None)
+}
+
+/// [`validate`] with the iterations costed on `kernels` ([`simulate_row_on`]).
+pub fn validate_on(
+    rows: &[ServingRow],
+    root: &Path,
+    kernels: Option<&KernelDb>,
+) -> Result<Vec<(ServingRow, f64)>> {
     let mut runs: BTreeMap<String, Run> = BTreeMap::new();
     let mut out = Vec::with_capacity(rows.len());
     for r in rows {
         let key = r.key();
         if !runs.contains_key(&key) {
-            runs.insert(key.clone(), simulate_row(r, root)?);
+            runs.insert(key.clone(), simulate_row_on(r, root, kernels)?);
         }
         out.push((r.clone(), r.of(&runs[&key])?));
     }

@@ -95,7 +95,7 @@ pub struct PlanRequest<'a> {
     /// cost of owning the devices (`own`); devices without that price are unpriced.
     pub price_basis: PriceBasis,
     /// Measured kernel tables read where they cover an op (`None`: the engines' fitted
-    /// costs). Not for [`plan_rate`]: the serving simulation does not read them.
+    /// costs). With [`plan_rate`] the simulated iterations are costed on them.
     pub kernels: Option<crate::predict::Kernels<'a>>,
     /// Speculative decoding in every configuration (`None`: off).
     pub spec: Option<Speculation>,

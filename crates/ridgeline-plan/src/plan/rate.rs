@@ -103,6 +103,7 @@ fn highest_rate(
         };
         let serving = Serving {
             draft: req.draft.as_ref(),
+            kernels: req.kernels,
             ..Serving::default()
         };
         simulate(&req.model, l.hw, l.engine, &s, &serving, &w).map_err(|e| e.to_string())
@@ -181,12 +182,6 @@ fn charge_rate_plan(layouts: usize, requests: u64) -> Result<()> {
 /// each sized to `target.rate_per_s` with as many replicas as it needs.
 pub fn plan_rate(req: &PlanRequest<'_>, target: &RateTarget) -> Result<Plan> {
     super::validate(req)?;
-    if req.kernels.is_some() {
-        return Err(Error::invalid(
-            "kernels",
-            "a plan for a request rate simulates serving, which does not read the kernel tables; plan without --rate, or without --kernels",
-        ));
-    }
     if !(target.rate_per_s.is_finite() && target.rate_per_s > 0.0) {
         return Err(Error::invalid(
             "rate",

@@ -206,6 +206,7 @@ impl Sweep<'_> {
         let name = |f: &Option<Format>| f.map_or("native".to_string(), |f| f.name());
         let serving = Serving {
             draft: self.draft.as_ref(),
+            kernels: self.kernels,
             ..Serving::default()
         };
         RateRow {

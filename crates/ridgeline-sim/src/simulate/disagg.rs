@@ -61,9 +61,9 @@ pub(super) fn run(
         ..*scenario
     };
     let (sp, sd) = (pool(d.prefill_gpus), pool(d.decode_gpus));
-    let pp = super::predictor(model, hardware, engine, &sp, serving.draft)
+    let pp = super::predictor(model, hardware, engine, &sp, serving)
         .map_err(|e| in_pool(e, "prefill"))?;
-    let pd = super::predictor(model, hardware, engine, &sd, serving.draft)
+    let pd = super::predictor(model, hardware, engine, &sd, serving)
         .map_err(|e| in_pool(e, "decode"))?;
     let lim = limits(engine);
     let mut pre = Instance::new(&pp, lim, serving.prefix_hit).map_err(|e| in_pool(e, "prefill"))?;

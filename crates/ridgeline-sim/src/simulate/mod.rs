@@ -60,7 +60,7 @@ use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::hardware::Hardware;
 use crate::model::ModelConfig;
-use crate::predict::{Predictor, Scenario};
+use crate::predict::{Kernels, Predictor, Scenario};
 use crate::roofline::Bound;
 use serde::Serialize;
 
@@ -139,6 +139,11 @@ pub struct Serving<'d> {
     /// devices (needs the scenario's `spec`; `None`: the drafts come from the model's
     /// own head, its MTP module or an EAGLE-style one).
     pub draft: Option<&'d ModelConfig>,
+    /// Measured kernel tables the iterations are costed on where they cover an op
+    /// (`None`: the engine's fitted costs). Where a table covers the device, the engine's
+    /// profile refitted on the tables serves ([`Kernels::engine`]), with this
+    /// configuration's overrides applied over it.
+    pub kernels: Option<Kernels<'d>>,
 }
 
 impl Serving<'_> {
@@ -403,12 +408,16 @@ pub fn simulate(
             "simulate serves from device memory only; drop --offload",
         ));
     }
-    let engine = serving.engine(engine);
+    let engine = serving.engine(
+        serving
+            .kernels
+            .map_or(engine, |k| k.engine(engine, hardware)),
+    );
     let lim = limits(&engine);
     if let Some(d) = serving.disagg {
         return disagg::run(model, hardware, &engine, scenario, serving, workload, d);
     }
-    let p = predictor(model, hardware, &engine, scenario, serving.draft)?;
+    let p = predictor(model, hardware, &engine, scenario, serving)?;
     let mut inst = Instance::new(&p, lim, serving.prefix_hit)?;
     let mut run = run::unified(&mut inst, workload, serving)?;
     run.config = RunConfig {
@@ -419,16 +428,21 @@ pub fn simulate(
     Ok(run)
 }
 
-/// The predictor of one pool, with `draft` as its speculative-decoding draft where one
-/// is given.
+/// The predictor of one pool, on `serving`'s kernel tables and with its
+/// speculative-decoding draft where it gives them.
 fn predictor<'a>(
     model: &'a ModelConfig,
     hardware: &'a Hardware,
     engine: &'a Engine,
     scenario: &Scenario,
-    draft: Option<&'a ModelConfig>,
+    serving: &Serving<'a>,
 ) -> Result<Predictor<'a>> {
-    Predictor::new(model, hardware, engine, scenario)?.with_draft_if(draft)
+    let p = Predictor::new(model, hardware, engine, scenario)?;
+    match serving.kernels {
+        Some(k) => p.with_kernels(k.db, k.hardware),
+        None => p,
+    }
+    .with_draft_if(serving.draft)
 }
 
 /// The configuration of a run, without its pools' sizes.

@@ -22,8 +22,19 @@
 //! A batch of `b` sequences decoding at one context therefore costs exactly
 //! [`Predictor`]'s decode step at batch `b` and a batch of `b` whole prompts of one
 //! length its prefill (to rounding; tests below and in `tests/suite/simulate.rs`).
+//!
+//! **On kernel tables** ([`Predictor::with_kernels`]) an op's time is not linear in its
+//! work (a measured efficiency depends on the shape), so per-sequence costs are not
+//! summed before placing them. The token, head and phase-only ops are placed at the
+//! pass's own shape, as the plain pass places them (tables included). The decode group
+//! runs its per-sequence ops as one decode step of its sequences at their mean context
+//! (the tables' decode attention is measured at one context per batch); the prefill
+//! chunks of an iteration are grouped by `(new tokens, context)`, and each group runs
+//! as one pass of that many sequences (a whole prompt reads the prefill-attention
+//! table, a chunk after a cached prefix keeps the engine's cost). Pure batches stay
+//! exactly the plain passes on tables too.
 
-use super::super::pass::accumulate;
+use super::super::pass::{Part, accumulate};
 use crate::model::graph::{OpInstance, OpKind, Step, Unit};
 use crate::ops::{ByteClasses, Cost};
 use crate::predict::{PassResult, Predictor};
@@ -118,12 +129,13 @@ fn add_sequence(acc: &mut Arr, x: &Arr) {
     }
 }
 
-/// The per-op part of a pass over the ops of `class` in the graph of `step`.
+/// The per-op part of a pass over the ops of `class` in the graph of `step`, each
+/// from a kernel table where the predictor reads one that covers it.
 fn class_pass(p: &Predictor<'_>, step: &Step, want: Class) -> PassResult {
     let g = p.graph(step);
     let mut r = PassResult::default();
     for op in g.ops().iter().filter(|o| class(o.kind) == want) {
-        accumulate(&mut r, op, &p.place_op(op));
+        accumulate(&mut r, op, &p.place_op_in(op, Part::Decode, step).0);
     }
     r
 }
@@ -477,6 +489,13 @@ pub struct IterationCost<'p, 'a> {
     max_chunk: u64,
     /// Chunks whose ops did not match the template, placed apart.
     apart: PassResult,
+    /// On kernel tables: the iteration's prefill chunks as `((new tokens, context),
+    /// chunks)`, and the per-sequence ops of such a group placed, by `(new tokens,
+    /// context, chunks)` (see the module notes).
+    table_chunks: Vec<((u64, u64), u64)>,
+    /// The predictor reads kernel tables.
+    tables: bool,
+    table_chunk_costs: HashMap<(u64, u64, u64), PassResult>,
     /// The decode group's per-op costs (kept to save clearing them every iteration).
     scratch: [Arr; MAX_SEQ_OPS],
     /// With speculative decoding: tokens a verify pass yields on average, the decoding
@@ -511,9 +530,13 @@ impl<'p, 'a> IterationCost<'p, 'a> {
         let windows: Vec<u64> = p.windows.clone();
         let chunked = p.chunk.is_some();
         let prefill = Template::of(p, &Step::prefill(1, 2)).map(|(t, _)| t);
+        // on tables the decode group is placed as a decode step (module notes)
+        let tables = p.kernels().is_some();
         IterationCost {
             p,
-            decode: DecodeModel::new(p, &windows, chunked),
+            decode: (!tables)
+                .then(|| DecodeModel::new(p, &windows, chunked))
+                .flatten(),
             chunked,
             chunks: ChunkCache::new(prefill.map_or(0, |t| t.n)),
             prefill,
@@ -529,6 +552,9 @@ impl<'p, 'a> IterationCost<'p, 'a> {
             n_chunks: 0,
             max_chunk: 0,
             apart: PassResult::default(),
+            table_chunks: Vec::new(),
+            tables,
+            table_chunk_costs: HashMap::new(),
             scratch: [[0.0; 8]; MAX_SEQ_OPS],
             spec: p.speculation().map(|s| s.tokens_per_verify()),
             spec_sequences: 0,
@@ -629,6 +655,13 @@ impl<'p, 'a> IterationCost<'p, 'a> {
     }
 
     fn chunk_costs(&mut self, c: u64, k: u64) {
+        if self.tables {
+            match self.table_chunks.iter_mut().find(|(key, _)| *key == (c, k)) {
+                Some((_, n)) => *n += 1,
+                None => self.table_chunks.push(((c, k), 1)),
+            }
+            return;
+        }
         let Some(t) = self.prefill else {
             return;
         };
@@ -781,8 +814,15 @@ impl<'p, 'a> IterationCost<'p, 'a> {
                 }
             }
         }
+        if self.tables {
+            r = add(r, self.table_chunks_pass());
+        }
         let share = share_of(n_chunks);
-        if let Some(t) = self.prefill.as_ref().filter(|_| n_chunks > 0) {
+        if let Some(t) = self
+            .prefill
+            .as_ref()
+            .filter(|_| n_chunks > 0 && !self.tables)
+        {
             if share < 1.0 {
                 for c in self.prefill_costs[..t.n].iter_mut() {
                     c.iter_mut().for_each(|x| *x *= share);
@@ -792,6 +832,30 @@ impl<'p, 'a> IterationCost<'p, 'a> {
             self.prefill_costs[..t.n].fill([0.0; 8]);
         }
         p.finish_pass(r, s.sequences + n_chunks + verify.sequences, tokens, 0.0)
+    }
+}
+
+impl IterationCost<'_, '_> {
+    /// On kernel tables: the per-sequence ops of the iteration's prefill chunks, each
+    /// group of chunks of one `(new tokens, context)` as one pass of its sequences
+    /// (whose expert-parallel groups take their share themselves), and a fresh start.
+    fn table_chunks_pass(&mut self) -> PassResult {
+        let p = self.p;
+        if self.table_chunk_costs.len() >= MAP_ENTRIES {
+            self.table_chunk_costs.clear();
+        }
+        let mut r = PassResult::default();
+        for ((c, k), n) in self.table_chunks.drain(..) {
+            let placed = *self.table_chunk_costs.entry((c, k, n)).or_insert_with(|| {
+                let step = Step {
+                    context: k,
+                    ..Step::prefill(n, c)
+                };
+                class_pass(p, &step, Class::PerSequence)
+            });
+            r = add(r, placed);
+        }
+        r
     }
 }
 

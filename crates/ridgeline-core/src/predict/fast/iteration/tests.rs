@@ -205,3 +205,89 @@ fn a_verify_pass_joins_the_prompt_chunks_pass() {
     verify(&mut it);
     same(&it.finish(), &alone, "verify alone");
 }
+
+/// On kernel tables, pure batches are still exactly the plain passes on the same tables
+/// (dense, MoE, windowed and latent-attention models under vLLM on an H100 SXM, whose
+/// own tables cover them, on one device and over two), and the tables are read: a decode
+/// batch costs other than on the engine's fitted costs.
+#[test]
+fn pure_batches_are_the_plain_passes_on_kernel_tables() {
+    let hw = HardwareDb::builtin().unwrap();
+    let engines = EngineDb::builtin().unwrap();
+    let kernels = crate::predict::Kernels {
+        db: crate::kernels::KernelDb::builtin().unwrap(),
+        hardware: hw,
+        engines,
+    };
+    let gpu = hw.get("h100-sxm").unwrap();
+    let engine = engines.get("vllm").unwrap();
+    let models = ModelDb::builtin().unwrap();
+    for id in ["llama-3-8b", "qwen3-30b-a3b", "gpt-oss-20b", "deepseek-v3"] {
+        let model = models.resolve(id).unwrap();
+        for gpus in [1u64, 2] {
+            let s = Scenario {
+                gpus,
+                ..Scenario::default()
+            };
+            let p = kernels.predictor(&model, gpu, engine, &s).unwrap();
+            assert!(p.kernels().is_some(), "{id}");
+            let fitted = Predictor::new(&model, gpu, engine, &s).unwrap();
+            let mut it = IterationCost::new(&p);
+            for (b, l) in [(1u64, 700u64), (8, 4096), (5, 129)] {
+                for _ in 0..b {
+                    it.add_decode(l);
+                }
+                let what = format!("{id} x{gpus} decode b{b} L{l}");
+                let got = it.finish();
+                same(&got, &p.pass(&Step::decode(b, l), 0.0), &what);
+                let off = fitted.pass(&Step::decode(b, l), 0.0).time_s;
+                assert!((got.time_s / off - 1.0).abs() > 1e-3, "{what}: {off}");
+            }
+            for (b, prompt) in [(1u64, 512u64), (4, 3000), (16, 128)] {
+                for _ in 0..b {
+                    it.add_chunk(prompt, prompt);
+                }
+                let what = format!("{id} x{gpus} prefill b{b} P{prompt}");
+                same(&it.finish(), &p.pass(&Step::prefill(b, prompt), 0.0), &what);
+            }
+            assert_eq!(it.finish(), PassResult::default());
+        }
+    }
+}
+
+/// On kernel tables, chunks of one length in one iteration run as one pass of them (the
+/// tables' prefill attention at their batch), and a decode group at different contexts
+/// as a decode step at their mean: Llama-3-8B under vLLM on an H100 SXM, 2 prompts of
+/// 1,000 and 2 of 3,000 tokens beside 2 decodes at 1,000 and 3,000.
+#[test]
+fn kernel_tables_group_chunks_by_shape_and_decodes_at_their_mean() {
+    let hw = HardwareDb::builtin().unwrap();
+    let engines = EngineDb::builtin().unwrap();
+    let kernels = crate::predict::Kernels {
+        db: crate::kernels::KernelDb::builtin().unwrap(),
+        hardware: hw,
+        engines,
+    };
+    let model = ModelDb::builtin().unwrap().resolve("llama-3-8b").unwrap();
+    let (gpu, engine) = (hw.get("h100-sxm").unwrap(), engines.get("vllm").unwrap());
+    let p = kernels
+        .predictor(&model, gpu, engine, &Scenario::default())
+        .unwrap();
+    let mut it = IterationCost::new(&p);
+    for (c, k) in [(1000, 1000), (3000, 3000), (1000, 1000), (3000, 3000)] {
+        it.add_chunk(c, k);
+    }
+    it.add_decode(1000);
+    it.add_decode(3000);
+    let got = it.finish();
+    // by hand: the token ops of 8,002 tokens, logits for 6 rows, the per-sequence ops
+    // of 2 x 1,000-token prompts, 2 x 3,000-token prompts and 2 decodes at 2,000, and
+    // the pass overheads of 6 sequences
+    let token = class_pass(&p, &Step::prefill(1, 8002), Class::Token);
+    let head = class_pass(&p, &Step::decode(6, 1), Class::Head);
+    let a = class_pass(&p, &Step::prefill(2, 1000), Class::PerSequence);
+    let b = class_pass(&p, &Step::prefill(2, 3000), Class::PerSequence);
+    let d = class_pass(&p, &Step::decode(2, 2000), Class::PerSequence);
+    let want = p.finish_pass(add(add(add(token, head), add(a, b)), d), 6, 8002, 0.0);
+    same(&got, &want, "grouped");
+}
