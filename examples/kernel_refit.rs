@@ -44,28 +44,9 @@ fn speed(c: &Case, predicted_over_measured: f64) -> f64 {
 
 /// The serving benchmarks a table covers, simulated without the tables and on them.
 fn serving() -> ridgeline::Result<()> {
-    use ridgeline::simulate::validation::{
-        BUILTIN_SERVING_CSV, error_table, parse_serving, validate_on,
-    };
-    let (hw_db, kernels) = (HardwareDb::builtin()?, KernelDb::builtin()?);
-    let rows: Vec<_> = parse_serving(BUILTIN_SERVING_CSV, "serving.csv")?
-        .into_iter()
-        .filter(|r| {
-            TABLE_ENGINES.contains(&r.engine.as_str())
-                && hw_db
-                    .get(&r.gpu)
-                    .is_ok_and(|hw| kernels.table_for(hw, hw_db, &r.engine).is_some())
-        })
-        .collect();
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let off = error_table(&validate_on(&rows, root, None)?);
-    let on = error_table(&validate_on(&rows, root, Some(kernels))?);
-    // the medians of each first (docs/kernels.md), then the rows on the tables
-    let (off_medians, _) = off.split_once("\n\n").unwrap_or((&off, ""));
-    let (on_medians, on_rows) = on.split_once("\n\n").unwrap_or((&on, ""));
-    println!("Without the tables (the engines as fitted):\n\n{off_medians}\n");
-    println!("On the tables (the engines refitted on them):\n\n{on_medians}\n");
-    println!("Each row on the tables:\n\n{on_rows}");
+    let (summary, every) = ridgeline::simulate::validation::kernel_table_comparison(root)?;
+    println!("{summary}\nEach row on the tables:\n\n{every}");
     Ok(())
 }
 

@@ -269,6 +269,37 @@ pub fn validate_on(
     Ok(out)
 }
 
+/// The bundled serving rows whose engine and device the bundled kernel tables cover (the
+/// device's own table or its sibling's), simulated without the tables and on them (the
+/// engines refitted on the tables): the median |error| per metric of each, as Markdown
+/// (docs/kernels.md, "Serving on the tables"), and the error table of every row on the
+/// tables.
+pub fn kernel_table_comparison(root: &Path) -> Result<(String, String)> {
+    let (hw, kernels) = (HardwareDb::builtin()?, KernelDb::builtin()?);
+    let rows: Vec<ServingRow> = parse_serving(BUILTIN_SERVING_CSV, "serving.csv")?
+        .into_iter()
+        .filter(|r| {
+            hw.get(&r.gpu)
+                .is_ok_and(|d| kernels.table_for(d, hw, &r.engine).is_some())
+        })
+        .collect();
+    let off = error_table(&validate_on(&rows, root, None)?);
+    let on = error_table(&validate_on(&rows, root, Some(kernels))?);
+    let medians = |t: &str| {
+        t.split_once("\n\n")
+            .map_or(t.to_string(), |m| m.0.to_string())
+    };
+    let summary = format!(
+        "Without the tables (the engines as fitted):\n\n{}\n\nOn the tables (the engines refitted on them):\n\n{}\n",
+        medians(&off),
+        medians(&on)
+    );
+    let every = on
+        .split_once("\n\n")
+        .map_or(String::new(), |m| m.1.to_string());
+    Ok((summary, every))
+}
+
 /// The error table (Markdown): median |error| per metric, then every row.
 pub fn error_table(results: &[(ServingRow, f64)]) -> String {
     let err = |(r, p): &(ServingRow, f64)| 100.0 * (p / r.value - 1.0);
