@@ -489,12 +489,12 @@ pub struct IterationCost<'p, 'a> {
     max_chunk: u64,
     /// Chunks whose ops did not match the template, placed apart.
     apart: PassResult,
-    /// On kernel tables: the iteration's prefill chunks as `((new tokens, context),
-    /// chunks)`, and the per-sequence ops of such a group placed, by `(new tokens,
-    /// context, chunks)` (see the module notes).
-    table_chunks: Vec<((u64, u64), u64)>,
-    /// The predictor reads kernel tables.
+    /// The predictor reads kernel tables (see the module notes).
     tables: bool,
+    /// On kernel tables: the iteration's prefill chunks as `(new tokens, context)`.
+    table_chunks: Vec<(u64, u64)>,
+    /// On kernel tables: the per-sequence ops of a group of chunks placed, by `(new
+    /// tokens, context, chunks)`.
     table_chunk_costs: HashMap<(u64, u64, u64), PassResult>,
     /// The decode group's per-op costs (kept to save clearing them every iteration).
     scratch: [Arr; MAX_SEQ_OPS],
@@ -552,8 +552,8 @@ impl<'p, 'a> IterationCost<'p, 'a> {
             n_chunks: 0,
             max_chunk: 0,
             apart: PassResult::default(),
-            table_chunks: Vec::new(),
             tables,
+            table_chunks: Vec::new(),
             table_chunk_costs: HashMap::new(),
             scratch: [[0.0; 8]; MAX_SEQ_OPS],
             spec: p.speculation().map(|s| s.tokens_per_verify()),
@@ -656,10 +656,7 @@ impl<'p, 'a> IterationCost<'p, 'a> {
 
     fn chunk_costs(&mut self, c: u64, k: u64) {
         if self.tables {
-            match self.table_chunks.iter_mut().find(|(key, _)| *key == (c, k)) {
-                Some((_, n)) => *n += 1,
-                None => self.table_chunks.push(((c, k), 1)),
-            }
+            self.table_chunks.push((c, k));
             return;
         }
         let Some(t) = self.prefill else {
@@ -845,7 +842,9 @@ impl IterationCost<'_, '_> {
             self.table_chunk_costs.clear();
         }
         let mut r = PassResult::default();
-        for ((c, k), n) in self.table_chunks.drain(..) {
+        self.table_chunks.sort_unstable();
+        for group in self.table_chunks.chunk_by(|a, b| a == b) {
+            let ((c, k), n) = (group[0], group.len() as u64);
             let placed = *self.table_chunk_costs.entry((c, k, n)).or_insert_with(|| {
                 let step = Step {
                     context: k,
@@ -855,6 +854,7 @@ impl IterationCost<'_, '_> {
             });
             r = add(r, placed);
         }
+        self.table_chunks.clear();
         r
     }
 }
