@@ -300,31 +300,34 @@ fn sweep_reads_the_tables_row_by_row_as_predict_does() {
 /// figures without tables; `sweep --rate --kernels` gives the same run row by row.
 #[test]
 fn simulate_and_sweep_rate_read_the_tables() {
-    let sim = |kernels: &str| {
-        json(&[
-            "simulate",
-            "--model",
-            "llama-3.1-8b",
-            "--gpu",
-            "h100-sxm",
-            "--engine",
-            "vllm",
-            "--rate",
-            "0.01",
-            "--requests",
-            "40",
-            "--seed",
-            "3",
-            "--prompt",
-            "1000",
-            "--gen",
-            "200",
-            "--kernels",
-            kernels,
-            "--json",
-        ])
+    // the same deployment and requests for simulate and sweep --rate
+    const RUN: [&str; 18] = [
+        "--model",
+        "llama-3.1-8b",
+        "--gpu",
+        "h100-sxm",
+        "--engine",
+        "vllm",
+        "--rate",
+        "0.01",
+        "--requests",
+        "40",
+        "--seed",
+        "3",
+        "--prompt",
+        "1000",
+        "--gen",
+        "200",
+        "--json",
+        "--kernels",
+    ];
+    let with = |command: &str, kernels: &str| {
+        let mut a = vec![command];
+        a.extend_from_slice(&RUN);
+        a.push(kernels);
+        json(&a)
     };
-    let (on, off) = (sim("bundled"), sim("none"));
+    let (on, off) = (with("simulate", "bundled"), with("simulate", "none"));
     let p = predict_on_tables(&[
         "--gpu", "h100-sxm", "--prompt", "1000", "--gen", "200", "--engine", "vllm",
     ]);
@@ -337,28 +340,7 @@ fn simulate_and_sweep_rate_read_the_tables() {
         let plain = off[col]["p50"].as_f64().unwrap();
         assert!((got / plain - 1.0).abs() > 0.05, "{col}: {got} vs {plain}");
     }
-    let rows = json(&[
-        "sweep",
-        "--model",
-        "llama-3.1-8b",
-        "--gpu",
-        "h100-sxm",
-        "--engine",
-        "vllm",
-        "--prompt",
-        "1000",
-        "--gen",
-        "200",
-        "--rate",
-        "0.01",
-        "--requests",
-        "40",
-        "--seed",
-        "3",
-        "--kernels",
-        "bundled",
-        "--json",
-    ]);
+    let rows = with("sweep", "bundled");
     let row = &rows["rows"][0];
     for col in ["ttft_s", "tpot_s"] {
         let key = format!("{}_p50_s", col.trim_end_matches("_s"));

@@ -206,19 +206,32 @@ fn a_verify_pass_joins_the_prompt_chunks_pass() {
     same(&it.finish(), &alone, "verify alone");
 }
 
+/// The bundled devices, engines and kernel tables.
+fn bundled_tables() -> (
+    &'static HardwareDb,
+    &'static EngineDb,
+    crate::predict::Kernels<'static>,
+) {
+    let (hardware, engines) = (HardwareDb::builtin().unwrap(), EngineDb::builtin().unwrap());
+    let db = crate::kernels::KernelDb::builtin().unwrap();
+    (
+        hardware,
+        engines,
+        crate::predict::Kernels {
+            db,
+            hardware,
+            engines,
+        },
+    )
+}
+
 /// On kernel tables, pure batches are still exactly the plain passes on the same tables
 /// (dense, MoE, windowed and latent-attention models under vLLM on an H100 SXM, whose
 /// own tables cover them, on one device and over two), and the tables are read: a decode
 /// batch costs other than on the engine's fitted costs.
 #[test]
 fn pure_batches_are_the_plain_passes_on_kernel_tables() {
-    let hw = HardwareDb::builtin().unwrap();
-    let engines = EngineDb::builtin().unwrap();
-    let kernels = crate::predict::Kernels {
-        db: crate::kernels::KernelDb::builtin().unwrap(),
-        hardware: hw,
-        engines,
-    };
+    let (hw, engines, kernels) = bundled_tables();
     let gpu = hw.get("h100-sxm").unwrap();
     let engine = engines.get("vllm").unwrap();
     let models = ModelDb::builtin().unwrap();
@@ -261,13 +274,7 @@ fn pure_batches_are_the_plain_passes_on_kernel_tables() {
 /// 1,000 and 2 of 3,000 tokens beside 2 decodes at 1,000 and 3,000.
 #[test]
 fn kernel_tables_group_chunks_by_shape_and_decodes_at_their_mean() {
-    let hw = HardwareDb::builtin().unwrap();
-    let engines = EngineDb::builtin().unwrap();
-    let kernels = crate::predict::Kernels {
-        db: crate::kernels::KernelDb::builtin().unwrap(),
-        hardware: hw,
-        engines,
-    };
+    let (hw, engines, kernels) = bundled_tables();
     let model = ModelDb::builtin().unwrap().resolve("llama-3-8b").unwrap();
     let (gpu, engine) = (hw.get("h100-sxm").unwrap(), engines.get("vllm").unwrap());
     let p = kernels
