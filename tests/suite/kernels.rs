@@ -328,6 +328,9 @@ fn simulate_and_sweep_rate_read_the_tables() {
         json(&a)
     };
     let (on, off) = (with("simulate", "bundled"), with("simulate", "none"));
+    // the run names the table it read: the H100 SXM's own
+    assert_eq!(on["config"]["kernel_table"], "h100-sxm");
+    assert!(off["config"]["kernel_table"].is_null());
     let p = predict_on_tables(&[
         "--gpu", "h100-sxm", "--prompt", "1000", "--gen", "200", "--engine", "vllm",
     ]);

@@ -23,8 +23,13 @@ fn deployment(r: &Run) -> String {
         ),
         None => format!("{} x {}", c.gpus, c.gpu),
     };
+    let tables = match &c.kernel_table {
+        None => String::new(),
+        Some(d) if *d == c.gpu => "; iterations costed on its measured kernel tables".into(),
+        Some(d) => format!("; iterations costed on {d}'s measured kernel tables (a sibling's)"),
+    };
     format!(
-        "Serving {} on {pools}, engine {} (max_num_seqs {}, max_batched_tokens {}, KV blocks of {} tokens, KV cache {} per device{})",
+        "Serving {} on {pools}, engine {} (max_num_seqs {}, max_batched_tokens {}, KV blocks of {} tokens, KV cache {} per device{}){tables}",
         c.model,
         c.engine,
         limit(c.max_num_seqs),

@@ -291,6 +291,10 @@ pub struct RunConfig {
     pub disagg: Option<Disagg>,
     /// Seed.
     pub seed: u64,
+    /// The device whose measured kernel tables the iterations were costed on where
+    /// they cover an op: this one, or its sibling (null: none, the engine's fitted
+    /// costs; [`Serving::kernels`]).
+    pub kernel_table: Option<String>,
 }
 
 /// One simulation (the `simulate --json` document for one rate).
@@ -465,6 +469,10 @@ fn config(
         prefix_hit: serving.prefix_hit,
         disagg: serving.disagg,
         seed: workload.seed,
+        kernel_table: serving.kernels.and_then(|k| {
+            k.db.table_for(hardware, k.hardware, &engine.id)
+                .map(|(device, _)| device.to_string())
+        }),
     }
 }
 
