@@ -735,15 +735,23 @@ impl Transfer {
 /// at the fp4 peak, bf16 and mxfp4, whose measured kernels take 16-bit activations, at
 /// the 16-bit peak). `None` for a name that is not such a format.
 pub fn moe_dtype(dtype: &str) -> Option<(f64, crate::dtype::ComputeDtype)> {
+    let f = crate::dtype::Format::parse(dtype).ok()?;
+    moe_format(f).map(|(_, peak)| (f.bits(), peak))
+}
+
+/// The MoE tables' dtype name for experts in format `f` (16-bit formats are `bf16`)
+/// and the datasheet peak its roof is at, as for [`moe_dtype`]; `None` for a format
+/// the tables do not hold.
+pub fn moe_format(f: crate::dtype::Format) -> Option<(&'static str, crate::dtype::ComputeDtype)> {
     use crate::dtype::{ComputeDtype as C, Format as F};
-    let f = F::parse(dtype).ok()?;
-    let peak = match f {
-        F::Bf16 | F::Fp16 | F::Mxfp4 => C::Bf16,
-        F::Fp8 | F::Fp8Block => C::Fp8,
-        F::Nvfp4 => C::Fp4,
+    Some(match f {
+        F::Bf16 | F::Fp16 => ("bf16", C::Bf16),
+        F::Mxfp4 => ("mxfp4", C::Bf16),
+        F::Fp8 => ("fp8", C::Fp8),
+        F::Fp8Block => ("fp8-block", C::Fp8),
+        F::Nvfp4 => ("nvfp4", C::Fp4),
         _ => return None,
-    };
-    Some((f.bits(), peak))
+    })
 }
 
 /// What the SMs of `a` and `b` get through per second, as a pair of rates in the same

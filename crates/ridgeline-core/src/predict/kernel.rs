@@ -152,6 +152,12 @@ impl<'a> Predictor<'a> {
         self.kernels.as_ref()
     }
 
+    /// The device whose kernel tables this predictor reads: its own, or its sibling's
+    /// (`None`: it reads none).
+    pub fn kernel_table(&self) -> Option<&str> {
+        self.kernels.as_ref().map(|k| k.device.as_str())
+    }
+
     /// Where the time of an op no table covers comes from.
     pub(super) fn fallback_source(&self) -> CostSource {
         if self.engine.is_physics() {
@@ -214,15 +220,7 @@ impl<'a> Predictor<'a> {
                 {
                     return None;
                 }
-                let dtype = match self.precision.experts {
-                    Format::Bf16 | Format::Fp16 => "bf16",
-                    Format::Fp8 => "fp8",
-                    Format::Fp8Block => "fp8-block",
-                    Format::Nvfp4 => "nvfp4",
-                    Format::Mxfp4 => "mxfp4",
-                    _ => return None,
-                };
-                let (_, d) = crate::kernels::moe_dtype(dtype)?;
+                let (dtype, d) = crate::kernels::moe_format(self.precision.experts)?;
                 let shape = Shape::Moe {
                     tokens: step
                         .all_tokens

@@ -78,6 +78,8 @@ pub(super) fn run(
     run.config = RunConfig {
         gpus: d.prefill_gpus + d.decode_gpus,
         kv_cache_bytes: dec.kv.pool_bytes,
+        // both pools read the same device's tables (one device, one engine)
+        kernel_table: pd.kernel_table().map(str::to_string),
         ..super::config(model, hardware, engine, serving, workload)
     };
     run.preemptions = pre.preemptions + dec.preemptions;

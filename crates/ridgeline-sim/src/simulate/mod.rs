@@ -427,6 +427,7 @@ pub fn simulate(
     run.config = RunConfig {
         gpus: scenario.gpus,
         kv_cache_bytes: inst.kv.pool_bytes,
+        kernel_table: p.kernel_table().map(str::to_string),
         ..config(model, hardware, &engine, serving, workload)
     };
     Ok(run)
@@ -469,10 +470,7 @@ fn config(
         prefix_hit: serving.prefix_hit,
         disagg: serving.disagg,
         seed: workload.seed,
-        kernel_table: serving.kernels.and_then(|k| {
-            k.db.table_for(hardware, k.hardware, &engine.id)
-                .map(|(device, _)| device.to_string())
-        }),
+        kernel_table: None,
     }
 }
 
