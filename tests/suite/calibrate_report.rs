@@ -89,7 +89,7 @@ fn on_the_bundled_file_the_rows_are_the_readme_s() {
     ));
     let named = [
         ("hf", "a100-80gb-sxm"),
-        ("sglang", "mi300x"),
+        ("sglang-rocm", "mi300x"),
         ("vllm", "h200-sxm"),
         ("trt-llm", "h200-sxm"),
     ];

@@ -61,7 +61,7 @@ pub use intervals::{
 };
 pub use mapping::{
     ENGINE_IDS, GpuMatch, TYPICAL_POOL, map_framework, map_gpu, map_model, map_precision,
-    name_words, partial_device,
+    name_words, on_vendor, partial_device,
 };
 pub use report::{
     CalibrationReport, DEFAULT_WORST, EngineErrors, KindErrors, REPORT_MIN_ENGINE_ROWS, ReportRow,

@@ -3,7 +3,7 @@
 
 use super::{
     BatchSpec, Case, Count, Kind, MAX_LOAD_BATCH, Measurement, Target, map_framework, map_gpu,
-    map_model, map_precision, partial_device,
+    map_model, map_precision, on_vendor, partial_device,
 };
 use crate::dtype::{ComputeDtype, Format};
 use crate::engine::Engine;
@@ -174,14 +174,13 @@ pub(super) fn case(r: &Measurement, names: &mut Names) -> std::result::Result<Ca
             r.num_gpus
         ));
     }
-    c.engine = map_framework(&r.framework)
-        .ok_or_else(|| {
-            format!(
-                "framework '{}' is not one of ridgeline's engines",
-                r.framework
-            )
-        })?
-        .to_string();
+    let engine = map_framework(&r.framework).ok_or_else(|| {
+        format!(
+            "framework '{}' is not one of ridgeline's engines",
+            r.framework
+        )
+    })?;
+    c.engine = on_vendor(engine, &c.hardware.vendor).to_string();
     c.model = Some(names.model(&r.model)?);
     c.batch = batch_spec(r, &mut c.assumptions)?;
     let (prompt, gen_tokens) = lengths(r, &mut c.assumptions)?;

@@ -293,11 +293,12 @@ pub fn map_precision(s: &str) -> std::result::Result<(Option<Format>, Option<For
 
 /// Engines whose rows together define `typical` ("a well-tuned engine"): the serving and
 /// compiled engines, not llama.cpp (its own profile) nor eager PyTorch.
-pub const TYPICAL_POOL: [&str; 8] = [
+pub const TYPICAL_POOL: [&str; 9] = [
     "vllm",
     "vllm-rocm",
     "trt-llm",
     "sglang",
+    "sglang-rocm",
     "gpt-fast",
     "lmdeploy",
     "mlc",
@@ -306,11 +307,12 @@ pub const TYPICAL_POOL: [&str; 8] = [
 
 /// The engine ids ridgeline knows: `ideal`, `typical`, `llama.cpp`, the
 /// [`TYPICAL_POOL`] and `hf`.
-pub const ENGINE_IDS: [&str; 12] = {
+pub const ENGINE_IDS: [&str; 13] = {
     let mut ids = [
         "ideal",
         "typical",
         "llama.cpp",
+        "",
         "",
         "",
         "",
@@ -345,7 +347,8 @@ const FRAMEWORK_WORDS: [(&str, &[&str]); 9] = [
 ];
 
 /// Maps a framework column (`TensorRT-LLM v0.6.1`, `LMDeploy (TurboMind)`, `LitGPT
-/// generate (eager PyTorch)`) to an engine id; `None` when no engine matches.
+/// generate (eager PyTorch)`) to an engine id; `None` when no engine matches. A column
+/// that names ROCm maps vLLM and SGLang to their ROCm profiles (see [`on_vendor`]).
 ///
 /// ```
 /// use ridgeline_fit::calibrate::map_framework;
@@ -353,6 +356,7 @@ const FRAMEWORK_WORDS: [(&str, &[&str]); 9] = [
 /// assert_eq!(map_framework("TensorRT-LLM ~1.0"), Some("trt-llm"));
 /// assert_eq!(map_framework("Megatron-LM (PTD-P)"), None);
 /// assert_eq!(map_framework("vLLM v0.10.0 (ROCm 6.4.1, AITER)"), Some("vllm-rocm"));
+/// assert_eq!(map_framework("SGLang (ROCm; version not stated)"), Some("sglang-rocm"));
 /// assert_eq!(map_framework("transformers + AutoGPTQ (exllama kernel)"), Some("hf"));
 /// assert_eq!(map_framework("ExLlamaV2 0.0.11"), Some("exllamav2"));
 /// ```
@@ -363,12 +367,32 @@ pub fn map_framework(s: &str) -> Option<&'static str> {
         .find(|(_, words)| words.iter().any(|w| l.contains(w)))
         .map(|(id, _)| *id)
         .or_else(|| ENGINE_IDS.into_iter().find(|id| l.trim() == *id))?;
-    // vLLM on ROCm runs other kernels (hipBLASLt, AITER, its own attention backend)
-    Some(if id == "vllm" && l.contains("rocm") {
-        "vllm-rocm"
+    Some(if l.contains("rocm") {
+        on_vendor(id, "AMD")
     } else {
         id
     })
+}
+
+/// The engine that `engine` is on a device of `vendor` (a hardware file's `vendor`):
+/// vLLM and SGLang on AMD devices run under ROCm, with other kernels than on CUDA
+/// (hipBLASLt GEMMs, AITER and ROCm attention backends), so their rows there fit
+/// profiles of their own (`vllm-rocm`, `sglang-rocm`) rather than pulling the CUDA
+/// profiles toward them. Every other engine is itself on every vendor.
+///
+/// ```
+/// use ridgeline_fit::calibrate::on_vendor;
+/// assert_eq!(on_vendor("sglang", "AMD"), "sglang-rocm");
+/// assert_eq!(on_vendor("vllm", "AMD"), "vllm-rocm");
+/// assert_eq!(on_vendor("sglang", "NVIDIA"), "sglang");
+/// assert_eq!(on_vendor("llama.cpp", "AMD"), "llama.cpp");
+/// ```
+pub fn on_vendor(engine: &'static str, vendor: &str) -> &'static str {
+    match (engine, vendor.eq_ignore_ascii_case("amd")) {
+        ("vllm", true) => "vllm-rocm",
+        ("sglang", true) => "sglang-rocm",
+        _ => engine,
+    }
 }
 
 #[cfg(test)]
