@@ -362,3 +362,55 @@ fn factor_tags_travel_from_the_file_to_predict_and_explain() {
     ]);
     one_line_error(&out, &["factors.compute_efficiency", "fitted on N rows"]);
 }
+
+#[test]
+fn a_cuda_profile_on_an_amd_device_names_its_rocm_profile() {
+    use crate::support::cli::json;
+    let notes = |gpu: &str, engine: &str| {
+        let v = json(&[
+            "predict",
+            "--model",
+            "llama-3-8b",
+            "--gpu",
+            gpu,
+            "--engine",
+            engine,
+            "--json",
+        ]);
+        v["notes"].as_array().unwrap().clone()
+    };
+    let names = |gpu, engine, profile: &str| {
+        notes(gpu, engine)
+            .iter()
+            .any(|n| n.as_str().unwrap().contains(&format!("--engine {profile}")))
+    };
+    // vLLM and SGLang on an MI300X: their CUDA factors, and a note naming the ROCm ones
+    assert!(names("mi300x", "sglang", "sglang-rocm"));
+    assert!(names("mi300x", "vllm", "vllm-rocm"));
+    // the ROCm profiles themselves, the CUDA ones on NVIDIA, and engines with one
+    // profile everywhere say nothing of it
+    for (gpu, engine) in [
+        ("mi300x", "sglang-rocm"),
+        ("mi300x", "vllm-rocm"),
+        ("h100", "sglang"),
+        ("mi300x", "llama.cpp"),
+        ("mi300x", "typical"),
+    ] {
+        assert!(
+            !notes(gpu, engine)
+                .iter()
+                .any(|n| n.as_str().unwrap().contains("--engine")),
+            "{gpu} {engine}"
+        );
+    }
+    // and the ROCm profile is what the note says: fitted on the MI300X rows
+    let rocm = builtin("sglang-rocm");
+    assert!(rocm.provenance.fitted_on.iter().any(|id| id == "m726"));
+    assert!(
+        !builtin("sglang")
+            .provenance
+            .fitted_on
+            .iter()
+            .any(|id| id == "m726")
+    );
+}

@@ -320,6 +320,27 @@ pub(crate) const MEMORY_KEYS: [&str; 10] = [
     "gaudi",
 ];
 
+/// The engine profile that `engine` runs as on a device of `vendor` (a hardware file's
+/// `vendor`): vLLM and SGLang on AMD devices run under ROCm, with other kernels than on
+/// CUDA (hipBLASLt GEMMs, AITER and ROCm attention backends), so their rows there fit
+/// profiles of their own (`vllm-rocm`, `sglang-rocm`) rather than pulling the CUDA
+/// profiles toward them. Every other engine is itself on every vendor.
+///
+/// ```
+/// use ridgeline_core::engine::on_vendor;
+/// assert_eq!(on_vendor("sglang", "AMD"), "sglang-rocm");
+/// assert_eq!(on_vendor("vllm", "AMD"), "vllm-rocm");
+/// assert_eq!(on_vendor("sglang", "NVIDIA"), "sglang");
+/// assert_eq!(on_vendor("llama.cpp", "AMD"), "llama.cpp");
+/// ```
+pub fn on_vendor<'a>(engine: &'a str, vendor: &str) -> &'a str {
+    match (engine, vendor.eq_ignore_ascii_case("amd")) {
+        ("vllm", true) => "vllm-rocm",
+        ("sglang", true) => "sglang-rocm",
+        _ => engine,
+    }
+}
+
 /// Whether `hw` is an AMD RDNA GPU (its `architecture` is `rdna...`).
 pub fn is_rdna(hw: &Hardware) -> bool {
     hw.architecture.starts_with("rdna")

@@ -39,6 +39,14 @@ impl fmt::Display for Note {
             Note::OverlappedExpertComm => f.write_str(
                 "each pass runs as two micro-batches, one's expert all-to-all beside the other's computation (--overlap-ep): a pass hides its all-to-all up to its other ops' time, so its time is less than the op table's sum",
             ),
+            Note::OtherVendorProfile {
+                engine,
+                vendor,
+                profile,
+            } => write!(
+                f,
+                "{engine}'s factors are fitted on its rows on other vendors' devices; on {vendor} devices it runs other kernels, and `--engine {profile}` holds the factors fitted there"
+            ),
             Note::KernelTables {
                 device,
                 transferred,

@@ -55,6 +55,14 @@ impl Predictor<'_> {
                 network_bytes_per_s: self.network_bw,
             });
         }
+        let profile = crate::engine::on_vendor(&self.engine.id, &self.hardware.vendor);
+        if profile != self.engine.id {
+            notes.push(Note::OtherVendorProfile {
+                engine: self.engine.id.clone(),
+                vendor: self.hardware.vendor.clone(),
+                profile: profile.to_string(),
+            });
+        }
         if let Some(k) = self.kernels() {
             notes.push(Note::KernelTables {
                 device: k.device.clone(),
@@ -622,6 +630,17 @@ pub enum Note {
     /// ([`crate::predict::Scenario::overlap_ep`]): the step is shorter than the sum of
     /// the op table.
     OverlappedExpertComm,
+    /// The engine runs as another profile on this device's vendor
+    /// ([`crate::engine::on_vendor`]: vLLM and SGLang on AMD devices run under ROCm), and
+    /// the prediction used the engine's own factors, fitted on its rows elsewhere.
+    OtherVendorProfile {
+        /// The engine id asked for.
+        engine: String,
+        /// The device's vendor.
+        vendor: String,
+        /// The profile fitted on the engine's rows on that vendor's devices.
+        profile: String,
+    },
     /// Ops a measured kernel table covers cost their measured times
     /// ([`Predictor::with_kernels`]).
     KernelTables {

@@ -4,6 +4,7 @@
 //! v0.6.1` -> `trt-llm`). A name that cannot be mapped gives a reason, never a guess.
 
 use crate::dtype::Format;
+pub use crate::engine::on_vendor;
 use crate::hardware::{Hardware, HardwareDb, PublicationName};
 use crate::model::ModelDb;
 
@@ -348,7 +349,8 @@ const FRAMEWORK_WORDS: [(&str, &[&str]); 9] = [
 
 /// Maps a framework column (`TensorRT-LLM v0.6.1`, `LMDeploy (TurboMind)`, `LitGPT
 /// generate (eager PyTorch)`) to an engine id; `None` when no engine matches. A column
-/// that names ROCm maps vLLM and SGLang to their ROCm profiles (see [`on_vendor`]).
+/// that names ROCm maps vLLM and SGLang to their ROCm profiles (see
+/// [`on_vendor`]).
 ///
 /// ```
 /// use ridgeline_fit::calibrate::map_framework;
@@ -372,27 +374,6 @@ pub fn map_framework(s: &str) -> Option<&'static str> {
     } else {
         id
     })
-}
-
-/// The engine that `engine` is on a device of `vendor` (a hardware file's `vendor`):
-/// vLLM and SGLang on AMD devices run under ROCm, with other kernels than on CUDA
-/// (hipBLASLt GEMMs, AITER and ROCm attention backends), so their rows there fit
-/// profiles of their own (`vllm-rocm`, `sglang-rocm`) rather than pulling the CUDA
-/// profiles toward them. Every other engine is itself on every vendor.
-///
-/// ```
-/// use ridgeline_fit::calibrate::on_vendor;
-/// assert_eq!(on_vendor("sglang", "AMD"), "sglang-rocm");
-/// assert_eq!(on_vendor("vllm", "AMD"), "vllm-rocm");
-/// assert_eq!(on_vendor("sglang", "NVIDIA"), "sglang");
-/// assert_eq!(on_vendor("llama.cpp", "AMD"), "llama.cpp");
-/// ```
-pub fn on_vendor(engine: &'static str, vendor: &str) -> &'static str {
-    match (engine, vendor.eq_ignore_ascii_case("amd")) {
-        ("vllm", true) => "vllm-rocm",
-        ("sglang", true) => "sglang-rocm",
-        _ => engine,
-    }
 }
 
 #[cfg(test)]
@@ -541,6 +522,6 @@ mod tests {
         assert_eq!(map_framework("LitGPT generate (eager PyTorch)"), Some("hf"));
         assert_eq!(map_framework("gpu-stream (CUDA/HIP)"), None);
         assert_eq!(map_framework(" HF "), Some("hf"));
-        assert_eq!(ENGINE_IDS[3..11], TYPICAL_POOL);
+        assert_eq!(ENGINE_IDS[3..12], TYPICAL_POOL);
     }
 }
