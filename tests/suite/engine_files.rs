@@ -403,6 +403,18 @@ fn a_cuda_profile_on_an_amd_device_names_its_rocm_profile() {
             "{gpu} {engine}"
         );
     }
+    // explain says it beside the factors it priced the prediction with
+    let e = crate::support::cli::ok(&[
+        "explain",
+        "--model",
+        "llama-3-8b",
+        "--gpu",
+        "mi300x",
+        "--engine",
+        "sglang",
+    ]);
+    let line = e.lines().find(|l| l.contains("[factors]")).unwrap();
+    assert!(line.contains("`--engine sglang-rocm`"), "{line}");
     // and the ROCm profile is what the note says: fitted on the MI300X rows
     let rocm = builtin("sglang-rocm");
     assert!(rocm.provenance.fitted_on.iter().any(|id| id == "m726"));

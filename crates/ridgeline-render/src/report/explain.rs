@@ -158,6 +158,14 @@ fn factors_finding(p: &Prediction) -> Option<Finding> {
             measured.join("; ")
         ));
     }
+    // an engine fitted on other vendors' devices: the profile fitted on this one's
+    if let Some(note) = p
+        .notes
+        .iter()
+        .find(|n| matches!(n, crate::predict::Note::OtherVendorProfile { .. }))
+    {
+        text.push_str(&format!(" Note: {note}."));
+    }
     Some(finding("factors", text))
 }
 
