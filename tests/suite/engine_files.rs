@@ -11,6 +11,19 @@ fn hw(id: &str) -> &'static Hardware {
     HardwareDb::builtin().unwrap().get(id).unwrap()
 }
 
+/// `CMD --model llama-3-8b --gpu GPU --engine ENGINE`.
+fn llama_3_8b<'a>(cmd: &'a str, gpu: &'a str, engine: &'a str) -> [&'a str; 7] {
+    [
+        cmd,
+        "--model",
+        "llama-3-8b",
+        "--gpu",
+        gpu,
+        "--engine",
+        engine,
+    ]
+}
+
 fn builtin(id: &str) -> Engine {
     EngineDb::builtin().unwrap().get(id).unwrap().clone()
 }
@@ -279,17 +292,7 @@ fn factor_tags_travel_from_the_file_to_predict_and_explain() {
     };
     let text = include_str!("../../data/engines.toml");
     assert!(text.contains(&format!("\"memory_efficiency.hbm\" = \"{tag}\"")));
-    let words = |cmd: &'static str, gpu: &'static str, engine: &'static str| {
-        [
-            cmd,
-            "--model",
-            "llama-3-8b",
-            "--gpu",
-            gpu,
-            "--engine",
-            engine,
-        ]
-    };
+    let words = llama_3_8b;
     let factors = |gpu, engine| {
         let v = json(&[&words("predict", gpu, engine)[..], &["--json"]].concat());
         v["factors"].as_array().unwrap().clone()
@@ -367,16 +370,7 @@ fn factor_tags_travel_from_the_file_to_predict_and_explain() {
 fn a_cuda_profile_on_an_amd_device_names_its_rocm_profile() {
     use crate::support::cli::json;
     let notes = |gpu: &str, engine: &str| {
-        let v = json(&[
-            "predict",
-            "--model",
-            "llama-3-8b",
-            "--gpu",
-            gpu,
-            "--engine",
-            engine,
-            "--json",
-        ]);
+        let v = json(&[&llama_3_8b("predict", gpu, engine)[..], &["--json"]].concat());
         v["notes"].as_array().unwrap().clone()
     };
     let names = |gpu, engine, profile: &str| {
@@ -404,15 +398,7 @@ fn a_cuda_profile_on_an_amd_device_names_its_rocm_profile() {
         );
     }
     // explain says it beside the factors it priced the prediction with
-    let e = crate::support::cli::ok(&[
-        "explain",
-        "--model",
-        "llama-3-8b",
-        "--gpu",
-        "mi300x",
-        "--engine",
-        "sglang",
-    ]);
+    let e = crate::support::cli::ok(&llama_3_8b("explain", "mi300x", "sglang"));
     let line = e.lines().find(|l| l.contains("[factors]")).unwrap();
     assert!(line.contains("`--engine sglang-rocm`"), "{line}");
     // and the ROCm profile is what the note says: fitted on the MI300X rows
