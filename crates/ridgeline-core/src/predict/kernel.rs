@@ -178,7 +178,7 @@ impl<'a> Predictor<'a> {
         step: &Step,
     ) -> (Placement, Option<CostSource>) {
         if let Some(k) = &self.kernels
-            && part == Part::Decode
+            && part == Part::Plain
             && let Some((class, dtype, peak, shape)) = self.kernel_shape(op, step)
             && let Some(eff) =
                 k.db.efficiency(&k.device, &self.engine.id, class, dtype, &shape)
@@ -381,7 +381,7 @@ mod tests {
         let sxm = with(m, "h100-sxm", 1);
         assert_eq!(sxm.kernels().unwrap().source, Source::Measured);
         let o = op(&sxm, &step, OpKind::OProj);
-        let (p, source) = sxm.place_op_in(&o, Part::Decode, &step);
+        let (p, source) = sxm.place_op_in(&o, Part::Plain, &step);
         assert_eq!(source, Some(CostSource::Measured));
         assert!((p.time_s - 481.50e-6).abs() < 0.01e-6, "{}", p.time_s);
         assert_eq!(p.overhead_s, 0.0);
@@ -392,12 +392,12 @@ mod tests {
             pcie.kernels().unwrap().source,
             Source::Transferred("h100-sxm".into())
         );
-        let (p, source) = pcie.place_op_in(&op(&pcie, &step, OpKind::OProj), Part::Decode, &step);
+        let (p, source) = pcie.place_op_in(&op(&pcie, &step, OpKind::OProj), Part::Plain, &step);
         assert_eq!(source, Some(CostSource::Transferred));
         assert!((p.time_s - 806.51e-6).abs() < 0.01e-6, "{}", p.time_s);
         // an op no table covers keeps the engine's cost
         let rope = op(&sxm, &step, OpKind::Rope);
-        let (p, source) = sxm.place_op_in(&rope, Part::Decode, &step);
+        let (p, source) = sxm.place_op_in(&rope, Part::Plain, &step);
         assert_eq!(source, None);
         assert_eq!(p, sxm.place_op(&rope));
         // and so does a draft pass
@@ -510,7 +510,7 @@ mod tests {
                 )
         };
         for o in ops.ops().iter().filter(block) {
-            let (placed, source) = p.place_op_in(o, Part::Decode, &step);
+            let (placed, source) = p.place_op_in(o, Part::Plain, &step);
             assert_eq!(source, Some(CostSource::Measured), "{:?}", o.kind);
             assert_eq!(placed.overhead_s, 0.0);
             total += placed.time_s;
@@ -519,7 +519,7 @@ mod tests {
         // split over 2 devices by tensor parallelism the experts are not whole: fitted
         let tp2 = with(m, "h100-sxm", 2);
         let up = op(&tp2, &step, OpKind::GateUpProj);
-        assert_eq!(tp2.place_op_in(&up, Part::Decode, &step).1, None);
+        assert_eq!(tp2.place_op_in(&up, Part::Plain, &step).1, None);
     }
 
     /// The decode sum with tables (pieces between powers of two, Simpson's rule on the

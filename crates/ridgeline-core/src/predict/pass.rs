@@ -15,8 +15,9 @@ const EXACT_STEPS: u64 = 8;
 /// A pass a decode step is made of.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(super) enum Part {
-    /// A plain one-token decode step.
-    Decode,
+    /// A plain pass over its step, a prompt (or chunk) or a one-token decode step: no
+    /// speculative decoding.
+    Plain,
     /// The model checking `k` draft tokens: `k + 1` new tokens per sequence.
     Verify(u64),
     /// One draft step.
@@ -288,7 +289,7 @@ impl Predictor<'_> {
 
     /// The per-op part of a pass (`None`: the graph is empty, e.g. a prefill of 0 tokens).
     pub(super) fn pass_ops(&self, step: &Step) -> Option<PassResult> {
-        self.part_ops(Part::Decode, step)
+        self.part_ops(Part::Plain, step)
     }
 
     /// The per-op part of one pass of `part`.

@@ -184,8 +184,8 @@ impl Predictor<'_> {
                 w * self.streamed_bytes(offloaded, step.batch.saturating_mul(step.new_tokens));
             // the passes have the same ops in the same order (the last adds the lm_head)
             let mut at = 0;
-            for op in self.part_graph(Part::Decode, step).ops() {
-                let r = self.op_report(op, Phase::Prefill, (Part::Decode, step), fallback);
+            for op in self.part_graph(Part::Plain, step).ops() {
+                let r = self.op_report(op, Phase::Prefill, (Part::Plain, step), fallback);
                 match ops[at..]
                     .iter()
                     .position(|o| o.kind == r.kind && o.unit == r.unit)

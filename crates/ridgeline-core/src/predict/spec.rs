@@ -183,7 +183,7 @@ impl<'a> Predictor<'a> {
     /// tokens.
     pub(super) fn decode_parts(&self) -> ([(Part, f64); 2], usize) {
         match self.spec {
-            None => ([(Part::Decode, 1.0), (Part::Decode, 0.0)], 1),
+            None => ([(Part::Plain, 1.0), (Part::Plain, 0.0)], 1),
             Some(s) => {
                 let t = s.tokens_per_verify();
                 (
@@ -197,7 +197,7 @@ impl<'a> Predictor<'a> {
     /// The graph of one pass of `part` for `step` (a decode or prefill step).
     pub(super) fn part_graph(&self, part: Part, step: &Step) -> Graph {
         match part {
-            Part::Decode => self.graph(step),
+            Part::Plain => self.graph(step),
             Part::Verify(k) => self.graph(&verify_of(step, k)),
             Part::Draft => match self.draft {
                 Draft::Head => {

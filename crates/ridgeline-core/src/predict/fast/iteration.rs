@@ -135,7 +135,7 @@ fn class_pass(p: &Predictor<'_>, step: &Step, want: Class) -> PassResult {
     let g = p.graph(step);
     let mut r = PassResult::default();
     for op in g.ops().iter().filter(|o| class(o.kind) == want) {
-        accumulate(&mut r, op, &p.place_op_in(op, Part::Decode, step).0);
+        accumulate(&mut r, op, &p.place_op_in(op, Part::Plain, step).0);
     }
     r
 }
