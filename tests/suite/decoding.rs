@@ -51,10 +51,21 @@ fn expert_parallel_all_to_all_on_the_link() {
         weights: Some(Format::Fp8),
         ..Scenario::default()
     };
+    // The step waits for the busiest of the 8 ranks, which receives more than the mean
+    // rank's 64 · 8 / 8 = 64 rows: 64 + z · sqrt(64 · 8 · 1/8 · 7/8) = 64 + 1.4345 ·
+    // 7.48331 = 74.7346 (z: Blom's expected maximum of 8 normals), 1.167728x the
+    // mean's traffic; the prefill's 32768 rows, 32768 + 1.4345 · sqrt(28672) =
+    // 33010.90, 1.007413x.
+    let load = |tokens| {
+        let l = ridgeline::model::graph::expert_load(256, 8, tokens, 8);
+        l.rows / l.mean_rows
+    };
+    close("decode imbalance", load(64), 1.167_728, 1e-5);
+    close("prefill imbalance", load(64 * 512), 1.007_413, 1e-5);
     let p = run(&m, "h200", "ideal", &s, None);
     assert_eq!(p.config.ep, 8);
     let remote = 8.0 * (1.0 - 0.875f64.powi(8)) * 0.875;
-    let per_layer = 8.0 * remote * 7168.0 * 2.0;
+    let per_layer = 8.0 * remote * 7168.0 * 2.0 * load(64);
     for (kind, bits) in [(OpKind::MoeDispatch, 8.25), (OpKind::MoeCombine, 16.0)] {
         let op = p
             .ops
@@ -80,7 +91,7 @@ fn expert_parallel_all_to_all_on_the_link() {
     close(
         "prefill link",
         pre.link_bytes,
-        58.0 * 512.0 * per_layer * 8.25 / 16.0,
+        58.0 * 512.0 * per_layer / load(64) * load(64 * 512) * 8.25 / 16.0,
         1e-12,
     );
     // bf16 experts take their input at the activation width: dispatch = combine
@@ -567,4 +578,47 @@ fn impossible_combinations_exit_2_naming_the_flag() {
         assert!(err.contains(needle), "{full:?}: {err}");
         assert_eq!(err.trim().lines().count(), 1, "{full:?}: {err}");
     }
+}
+
+#[test]
+fn explain_names_the_busiest_expert_parallel_rank() {
+    // DeepSeek-V3 over 8 groups, batch 16: 16 · 8 = 128 picks, 16 rows on the mean
+    // rank, 16 + 1.4345 · sqrt(128 · 1/8 · 7/8) = 21.367 on the busiest; each of a rank's
+    // 32 experts touched with p = 1 - (31/32)^16 = 0.39829, 12.745 on the mean rank and
+    // 16.712 on the busiest (the exact maximum of 8 Binomial(32, 0.39829) counts, in
+    // ridgeline-core's graph tests)
+    let (code, out, err) = cli(&[
+        "explain",
+        "--model",
+        "deepseek-v3",
+        "--gpu",
+        "h200",
+        "--gpus",
+        "8",
+        "--ep",
+        "8",
+        "--batch",
+        "16",
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        out.contains("the busiest group runs 21.4 routed rows and reads 16.7 experts per layer where the mean runs 16.0 and reads 12.7"),
+        "{out}"
+    );
+    // and without expert parallelism nothing is said of it
+    let (_, tp, _) = cli(&[
+        "explain",
+        "--model",
+        "deepseek-v3",
+        "--gpu",
+        "h200",
+        "--gpus",
+        "8",
+        "--batch",
+        "16",
+    ]);
+    assert!(
+        tp.contains("Mixture of experts") && !tp.contains("busiest group"),
+        "{tp}"
+    );
 }

@@ -613,11 +613,22 @@ fn jamba_mamba1_and_experts() {
     );
 }
 
-/// DeepSeek-V3's ops of one pass on one device, every tensor in bf16.
+/// DeepSeek-V3's ops of one pass on one device (the mean expert-parallel rank), every
+/// tensor in bf16.
 fn deepseek_ops(
     step: &ridgeline::model::graph::Step,
     tp: u64,
     ep: u64,
+) -> Vec<ridgeline::model::graph::OpInstance> {
+    deepseek_ops_on(step, tp, ep, false)
+}
+
+/// [`deepseek_ops`] on the busiest expert-parallel rank (`busiest`) or the mean one.
+fn deepseek_ops_on(
+    step: &ridgeline::model::graph::Step,
+    tp: u64,
+    ep: u64,
+    busiest: bool,
 ) -> Vec<ridgeline::model::graph::OpInstance> {
     use ridgeline::dtype::ComputeDtype;
     use ridgeline::model::graph::{Precision, Shard, forward};
@@ -633,6 +644,7 @@ fn deepseek_ops(
         tp,
         ep,
         layers: m.layers,
+        busiest,
     };
     forward(&m, step, &p, &shard, true).ops().to_vec()
 }
@@ -710,6 +722,21 @@ fn expert_parallel_groups_route_the_real_batch() {
         .flops
     };
     assert_eq!(attn(9), attn(16));
+    // the busiest of the 8 ranks: one token's 8 picks land 2.43796 on it (the expected
+    // maximum of 8 Binomial(8, 1/8) counts, in ridgeline-core's graph tests), each a
+    // distinct expert: 2.43796x the mean rank's rows and expert weights; attention and
+    // the shared expert are the same
+    let all = deepseek_ops_on(&Step::decode(1, 1000), 1, 8, true);
+    let busiest = moe(all.clone());
+    let heavy = total_of(&busiest, OpKind::GateUpProj) + total_of(&busiest, OpKind::DownProj);
+    assert!((heavy.read.weights / experts.read.weights / 2.437_96 - 1.0).abs() < 1e-5);
+    assert!((heavy.flops / experts.flops / 2.437_96 - 1.0).abs() < 1e-5);
+    let mean = deepseek_ops(&Step::decode(1, 1000), 1, 8);
+    for kind in [OpKind::MlaAttention, OpKind::SharedExperts] {
+        let c = total_of(&all, kind);
+        assert!(c.flops > 0.0, "{kind}");
+        assert_eq!(c, total_of(&mean, kind), "{kind}");
+    }
 }
 
 #[test]

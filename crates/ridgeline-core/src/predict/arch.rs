@@ -105,6 +105,10 @@ pub struct ExpertFacts {
     /// Expected distinct experts the batch's tokens touch per MoE layer in one decode
     /// step (the experts whose weights the step reads).
     pub touched_per_decode_step: f64,
+    /// With expert parallelism, the routed rows and touched experts per MoE layer of a
+    /// decode step on the busiest rank against the mean one, which the step's time
+    /// waits for ([`crate::model::graph::expert_load`]); `None` without.
+    pub busiest_rank: Option<crate::model::graph::ExpertLoad>,
 }
 
 impl Predictor<'_> {
@@ -165,6 +169,9 @@ impl Predictor<'_> {
             moe_layers,
             format: self.precision.experts,
             touched_per_decode_step: expected_experts(m.experts, m.experts_per_token, batch),
+            busiest_rank: (self.ep > 1).then(|| {
+                crate::model::graph::expert_load(m.experts, m.experts_per_token, batch, self.ep)
+            }),
         });
         let act = self.precision.activations.bytes();
         let act_format = crate::model::graph::format_for(self.precision.activations);

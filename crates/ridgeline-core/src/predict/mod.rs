@@ -624,6 +624,7 @@ impl<'a> Predictor<'a> {
             tp: self.tp,
             ep: self.ep,
             layers: self.layers,
+            busiest: true,
         };
         graph::forward(self.model, step, &self.precision, &shard, self.flash)
     }

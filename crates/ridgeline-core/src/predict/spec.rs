@@ -205,6 +205,7 @@ impl<'a> Predictor<'a> {
                         tp: self.tp,
                         ep: self.ep,
                         layers: 1,
+                        busiest: true,
                     };
                     graph::draft_head(self.model, step, &self.precision, &shard, self.flash)
                 }

@@ -461,6 +461,7 @@ impl Trainer<'_> {
                 tp: l.tp,
                 ep: l.ep.max(1),
                 layers: l.layers_per_stage,
+                busiest: false,
             },
             self.cfg.flash,
             self.stage_range(l.pp == 1, true),
@@ -476,6 +477,7 @@ impl Trainer<'_> {
             tp: l.tp,
             ep: l.ep.max(1),
             layers: 1,
+            busiest: false,
         };
         for _ in 0..self.cfg.mtp_modules(self.model) {
             let head =

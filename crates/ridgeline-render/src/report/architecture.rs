@@ -213,6 +213,14 @@ fn expert_parallel(p: &Prediction) -> Option<Finding> {
         time += o.time_s;
         link += o.link_bytes;
     }
+    // the busiest rank, which every MoE layer waits for
+    let busiest = match p.architecture.experts.and_then(|e| e.busiest_rank) {
+        Some(l) => format!(
+            " Routing is uneven: the busiest group runs {:.1} routed rows and reads {:.1} experts per layer where the mean runs {:.1} and reads {:.1} (tokens routed at random), and every layer waits for it.",
+            l.rows, l.touched, l.mean_rows, l.mean_touched
+        ),
+        None => String::new(),
+    };
     let over = match p.network() {
         Some((domains, bw)) => format!(
             "over the scale-up link and, between its {domains} scale-up domains, the network ({} per device)",
@@ -223,7 +231,7 @@ fn expert_parallel(p: &Prediction) -> Option<Finding> {
     Some(finding(
         "architecture",
         format!(
-            "Expert parallelism over {} groups: each device holds 1/{} of the routed experts ({} of weights per device) and serves {} of the {} sequences; the dispatch and combine all-to-alls move {} per device per decode step {over}, {:.0}% of the step's op time.",
+            "Expert parallelism over {} groups: each device holds 1/{} of the routed experts ({} of weights per device) and serves {} of the {} sequences; the dispatch and combine all-to-alls move {} per device per decode step {over}, {:.0}% of the step's op time.{busiest}",
             c.ep,
             c.ep,
             fmt_gb(p.memory.inner.weights_bytes),

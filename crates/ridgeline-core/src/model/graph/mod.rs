@@ -97,12 +97,22 @@ pub struct Shard {
     pub ep: u64,
     /// Layers held (the first `layers` of the model: all, or a pipeline stage).
     pub layers: u64,
+    /// With `ep > 1`, the device is the expert-parallel rank that the pass's routing
+    /// loads most ([`expert_load`]: every layer waits for it, so an inference step's
+    /// time is its time); false, the mean rank (a training step, whose imbalance
+    /// `TrainConfig::expert_imbalance` states).
+    pub busiest: bool,
 }
 
 impl Shard {
     /// `tp`-way tensor parallel over `layers` layers, no expert parallelism.
     pub fn tp(tp: u64, layers: u64) -> Shard {
-        Shard { tp, ep: 1, layers }
+        Shard {
+            tp,
+            ep: 1,
+            layers,
+            busiest: false,
+        }
     }
 }
 
@@ -395,6 +405,147 @@ pub fn expected_experts(e: u64, k: u64, tokens: u64) -> f64 {
     e * (1.0 - (1.0 - k / e).powf(tokens as f64))
 }
 
+/// The routed-expert work of one MoE layer on the busiest of `ranks` expert-parallel
+/// ranks against the mean rank's ([`expert_load`]).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct ExpertLoad {
+    /// Expert-parallel ranks.
+    pub ranks: u64,
+    /// Routed rows (token-expert pairs) the mean rank runs: `T · k / ranks`.
+    pub mean_rows: f64,
+    /// Expected routed rows on the rank that receives the most.
+    pub rows: f64,
+    /// Distinct experts the mean rank's rows touch: `expected_experts(E, k, T) / ranks`.
+    pub mean_touched: f64,
+    /// Expected distinct experts touched on the rank that touches the most (whose
+    /// weights it reads).
+    pub touched: f64,
+}
+
+/// The busiest of `ranks` expert-parallel ranks when `tokens` tokens each pick `k` of
+/// `e` experts uniformly at random and each rank holds `ceil(e / ranks)` of them (the
+/// statistical floor of an expert-parallel layer's imbalance: balancing that evens the
+/// experts' mean loads, auxiliary losses or redundant experts, leaves it; real routing
+/// with hot experts is worse).
+///
+/// Each of the `T · k` expert picks lands on a given rank with probability
+/// `ceil(e / ranks) / e` (a token's `k` experts are in fact distinct, which spreads
+/// them a little more evenly), and each of the rank's experts is touched with
+/// probability `1 - (1 - k/e)^T`; the busiest rank's expected rows and touched experts
+/// are the expected maxima over `ranks` such independent counts
+/// ([`expected_max_binomial`]), the two taken separately (the step waits for the
+/// slowest rank, whose rows set its compute and whose touched experts set its weight
+/// reads), the touched experts at most the rows (the count of one token's, or a few
+/// tokens', is their rows'). One rank: the mean.
+pub fn expert_load(e: u64, k: u64, tokens: u64, ranks: u64) -> ExpertLoad {
+    // a serving simulation asks for the same few token counts at every iteration: the
+    // last 16, one slot per count modulo 16, on each thread
+    type Slot = Option<((u64, u64, u64, u64), ExpertLoad)>;
+    thread_local! {
+        static LOADS: std::cell::RefCell<[Slot; 16]> = const { std::cell::RefCell::new([None; 16]) };
+    }
+    let key = (e, k, tokens, ranks);
+    let slot = (tokens % 16) as usize;
+    let hit = LOADS.with_borrow(|l| l[slot].filter(|(k, _)| *k == key));
+    if let Some((_, load)) = hit {
+        return load;
+    }
+    let load = compute_expert_load(e, k, tokens, ranks);
+    LOADS.with_borrow_mut(|l| l[slot] = Some((key, load)));
+    load
+}
+
+/// [`expert_load`], computed.
+fn compute_expert_load(e: u64, k: u64, tokens: u64, ranks: u64) -> ExpertLoad {
+    let ranks = ranks.max(1);
+    let picks = tokens.saturating_mul(k);
+    let mean_rows = picks as f64 / ranks as f64;
+    if ranks == 1 || e <= 1 {
+        let mean_touched = expected_experts(e, k, tokens) / ranks as f64;
+        return ExpertLoad {
+            ranks,
+            mean_rows,
+            rows: mean_rows,
+            mean_touched,
+            touched: mean_touched,
+        };
+    }
+    let held = e.div_ceil(ranks);
+    let share = held as f64 / e as f64;
+    // expected_experts(e, k, tokens) = e · hit
+    let hit = 1.0 - (1.0 - k as f64 / e as f64).powf(tokens as f64);
+    let mean_touched = e as f64 * hit / ranks as f64;
+    let rows = expected_max_binomial(picks, share, ranks).max(mean_rows);
+    ExpertLoad {
+        ranks,
+        mean_rows,
+        rows,
+        mean_touched,
+        touched: expected_max_binomial(held, hit, ranks)
+            .min(rows)
+            .max(mean_touched),
+    }
+}
+
+/// Expected maximum of `n` independent Binomial(`trials`, `p`) counts: exactly,
+/// `Σ_{x < trials} (1 - F(x)^n)` (for `p` above one half, `trials` less the expected
+/// minimum of the complementary counts, `Σ_x (1 - F'(x))^n`, which ends sooner), where
+/// the counts vary by less than 3; beyond, as normal counts, `mean + sd · z_n` with `z_n`
+/// the expected maximum of `n` standard normals by Blom's approximation
+/// `Φ⁻¹((n - 0.375) / (n + 0.25))` (within 0.025 of the exact values for 2 to 256:
+/// 1.4345 for 8 against 1.4236, Harter 1961, Biometrika 48, 151-165), at most `trials`.
+pub fn expected_max_binomial(trials: u64, p: f64, n: u64) -> f64 {
+    let t = trials as f64;
+    let mean = t * p;
+    if n <= 1 || p <= 0.0 || trials == 0 {
+        return mean.max(0.0);
+    }
+    if p >= 1.0 {
+        return t;
+    }
+    let var = mean * (1.0 - p);
+    if var >= 9.0 {
+        return (mean + var.sqrt() * normal_max(n)).min(t);
+    }
+    let n = i32::try_from(n).unwrap_or(i32::MAX);
+    if p > 0.5 {
+        // max X = trials - min(trials - X), the complement Binomial(trials, 1 - p)
+        return t - binomial_sum(trials, 1.0 - p, |cdf| (1.0 - cdf).powi(n));
+    }
+    binomial_sum(trials, p, |cdf| 1.0 - cdf.powi(n))
+}
+
+/// `Σ_{x < trials} term(F(x))` over the Binomial(`trials`, `p`) CDF `F` (`p` at most one
+/// half, the counts' variance below 9: the first probability, `(1 - p)^trials`, is at
+/// least `e^-36` and the pmf follows by its ratio recurrence), stopping once a term
+/// falls below 1e-12 (`term` decreasing in `F`).
+fn binomial_sum(trials: u64, p: f64, term: impl Fn(f64) -> f64) -> f64 {
+    let odds = p / (1.0 - p);
+    let mut pmf = (1.0 - p).powf(trials as f64);
+    let (mut cdf, mut sum) = (0.0_f64, 0.0);
+    for x in 0..trials {
+        cdf = (cdf + pmf).min(1.0);
+        let v = term(cdf);
+        if v < 1e-12 {
+            break;
+        }
+        sum += v;
+        pmf *= (trials - x) as f64 / (x + 1) as f64 * odds;
+    }
+    sum
+}
+
+/// Expected maximum of `n` standard normals by Blom's plotting position, the quantile
+/// by Abramowitz and Stegun 26.2.23 (absolute error below 4.5e-4).
+fn normal_max(n: u64) -> f64 {
+    let n = n as f64;
+    let upper = 1.0 - (n - 0.375) / (n + 0.25);
+    let t = (-2.0 * upper.ln()).sqrt();
+    let num = 2.515_517 + 0.802_853 * t + 0.010_328 * t * t;
+    let den = 1.0 + 1.432_788 * t + 0.189_269 * t * t + 0.001_308 * t * t * t;
+    t - num / den
+}
+
 pub(super) fn ceil_div(a: u64, b: u64) -> u64 {
     a.div_ceil(b.max(1))
 }
@@ -439,6 +590,80 @@ mod tests {
         // FLOPs ~ 2 · non-embedding params
         let f = g.total().flops;
         assert!((f / (2.0 * 6.607e9) - 1.0).abs() < 0.01, "{f}");
+    }
+
+    #[test]
+    fn expected_max_of_binomials_exact_where_counts_are_small() {
+        // 8 ranks, 2 picks each landing with p = 1/8 (Mixtral's 8 experts, top-2, one
+        // token, one expert per rank): F(0) = (7/8)^2 = 0.765625, F(1) = 1 - 1/64 =
+        // 0.984375; 1 - F(0)^8 = 1 - 0.118067 = 0.881933, 1 - F(1)^8 = 1 - 0.881626 =
+        // 0.118374; sum 1.000307 (at most one of the two picks lands on any rank, in
+        // fact: the approximation is 0.03% high)
+        let m = expected_max_binomial(2, 1.0 / 8.0, 8);
+        assert!((m - 1.000_307).abs() < 1e-5, "{m}");
+        // DeepSeek-V3 over 8 ranks, one token: 8 picks, p = 32/256 = 1/8; F(0..=6) =
+        // 0.343609, 0.736305, 0.932653, 0.988752, 0.998770, 0.999915, 0.999997;
+        // 1 - F^8 = 0.999806, 0.913610, 0.427521, 0.086519, 0.009798, 0.000681,
+        // 0.000027: sum 2.437962
+        let m = expected_max_binomial(8, 1.0 / 8.0, 8);
+        assert!((m - 2.437_96).abs() < 1e-4, "{m}");
+        // no spread: one rank, p = 0 or 1
+        assert_eq!(expected_max_binomial(8, 1.0 / 8.0, 1), 1.0);
+        assert_eq!(expected_max_binomial(8, 0.0, 8), 0.0);
+        assert_eq!(expected_max_binomial(32, 1.0, 8), 32.0);
+        // every expert touched but for a 1e-6 chance: 32 · (1 - 1e-6) < max <= 32 (and
+        // no underflow of (1e-6)^32 on the way)
+        let m = expected_max_binomial(32, 1.0 - 1e-6, 8);
+        assert!(m > 32.0 - 1e-4 && m <= 32.0, "{m}");
+    }
+
+    #[test]
+    fn expected_max_of_binomials_normal_where_counts_spread() {
+        // 6400 picks, p = 1/8: mean 800, sd sqrt(800 · 7/8) = 26.4575; the expected
+        // maximum of 8 standard normals is 1.4236 (Harter 1961, table 1):
+        // 800 + 26.4575 · 1.4236 = 837.665; 0.05% tolerance for Blom's approximation
+        let m = expected_max_binomial(6400, 1.0 / 8.0, 8);
+        assert!((m / 837.665 - 1.0).abs() < 5e-4, "{m}");
+        // two ranks: 0.5642 (= 1/sqrt(pi)); 20000 picks at 1/2: 10000 + 70.7107 · 0.5642
+        // = 10039.89
+        let m = expected_max_binomial(20_000, 0.5, 2);
+        assert!((m / 10_039.89 - 1.0).abs() < 5e-4, "{m}");
+    }
+
+    #[test]
+    fn busiest_expert_parallel_rank() {
+        // DeepSeek-V3, 256 experts top-8, one token over 8 ranks of 32 experts: the mean
+        // rank runs 1 row and touches 8/8 = 1 expert; the busiest runs 2.43796 rows (the
+        // binomial maximum above) and touches as many experts, one per row
+        // (Binomial(32, 1/32)'s maximum of 8, 2.5445, is more than the rows)
+        let l = expert_load(256, 8, 1, 8);
+        assert_eq!((l.ranks, l.mean_rows, l.mean_touched), (8, 1.0, 1.0));
+        assert!((l.rows - 2.437_96).abs() < 1e-4, "{}", l.rows);
+        assert_eq!(l.touched, l.rows);
+        // 16 tokens, 128 picks: 16 rows on the mean rank; each of a rank's 32 experts is
+        // touched with p = 1 - (31/32)^16 = 0.398290, 12.7453 on the mean rank, sd
+        // sqrt(32 · 0.39829 · 0.60171) = 2.7693 (an exact count: the busiest 16.712, 1.34
+        // sd up); rows sd sqrt(128 / 8 · 7/8) = 3.7417 (normal): 16 + 1.4236 · 3.7417 =
+        // 21.327 (Blom's 1.4345 for 1.4236: 21.367, 0.19% over)
+        let l = expert_load(256, 8, 16, 8);
+        assert!(
+            (l.mean_touched - 12.7453).abs() < 1e-3,
+            "{}",
+            l.mean_touched
+        );
+        assert!((l.rows / 21.327 - 1.0).abs() < 2.5e-3, "{}", l.rows);
+        assert!((l.touched - 16.7118).abs() < 1e-3, "{}", l.touched);
+        // one rank: the mean
+        let one = expert_load(256, 8, 64, 1);
+        assert_eq!(
+            (one.rows, one.touched),
+            (512.0, expected_experts(256, 8, 64))
+        );
+        // 4096 tokens: 4096 rows on the mean rank, sd sqrt(32768 · 1/8 · 7/8) = 59.87;
+        // 1.4236 sd more on the busiest: 1.021x; every expert touched on every rank
+        let big = expert_load(256, 8, 4096, 8);
+        assert!((big.rows / (4096.0 + 59.867 * 1.4236) - 1.0).abs() < 5e-4);
+        assert!((big.touched - 32.0).abs() < 1e-9 && big.mean_touched > 31.999);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 use super::{
     EMPTY, Graph, MAX_OPS, OpKind, Precision, Shard, Step, Tags, Unit, ceil_div, expected_experts,
-    matmul_dtype,
+    expert_load, matmul_dtype,
 };
 use crate::dtype::ComputeDtype;
 use crate::model::{Ffn, LayerKind, LinearDims, Mixer, MlaDims, ModelConfig};
@@ -29,6 +29,8 @@ struct Pass<'c> {
     tp: u64,
     /// Expert-parallel groups.
     ep: u64,
+    /// The device is the busiest expert-parallel rank ([`Shard::busiest`]).
+    busiest: bool,
     /// Tokens processed in this pass on this device: batch x new tokens (the group's
     /// share of the batch under expert parallelism).
     tokens: u64,
@@ -349,12 +351,27 @@ impl Pass<'_> {
         let (a, bias) = (self.act_bits, cfg.mlp_bias);
         let mut up = linear(routed, h, up_width, w_bits, a, self.act, bias);
         let mut down = linear(routed, inter, h, w_bits, a, self.act, bias);
-        // the device's share of the routed rows: 1/ep of every group's (balanced routing)
-        let share = if moe { 1.0 / self.ep as f64 } else { 1.0 };
+        // the device's share of the routed rows (the mean rank's 1/ep of every group's,
+        // or the busiest rank's) and the routed experts it holds that they touch
+        let (e, k) = (cfg.experts, cfg.experts_per_token);
+        let (share, touched, load) = match (moe, self.busiest && self.ep > 1) {
+            (true, true) => {
+                let load = expert_load(e, k, self.all_tokens, self.ep);
+                let share = load.rows / routed.max(1) as f64;
+                let ratio = if load.mean_rows > 0.0 {
+                    load.rows / load.mean_rows
+                } else {
+                    1.0
+                };
+                (share, load.touched, ratio)
+            }
+            (true, false) => {
+                let share = 1.0 / self.ep as f64;
+                (share, expected_experts(e, k, self.all_tokens) * share, 1.0)
+            }
+            (false, _) => (1.0, 0.0, 1.0),
+        };
         if moe {
-            // the routed experts this device holds that the pass's tokens touch
-            let touched =
-                expected_experts(cfg.experts, cfg.experts_per_token, self.all_tokens) * share;
             for c in [&mut up, &mut down] {
                 let weights = c.read.weights;
                 *c = c.times(share);
@@ -368,10 +385,11 @@ impl Pass<'_> {
             let cost = ops::activation(cfg.activation, routed, inter, a).times(share);
             (OpKind::UpProj, OpKind::Activation, cost)
         };
+        // the busiest rank receives its rows' copies: `load` times the mean's traffic
         let all_to_all = |bits: f64| {
             let k = cfg.experts_per_token;
             let share = t as f64 / self.tp as f64;
-            moe_all_to_all(self.ep, share, k, h as f64, bits)
+            moe_all_to_all(self.ep, share, k, h as f64, bits).times(load)
         };
         // experts whose matmuls run in fp8 take their input quantized before the
         // dispatch, which then moves fp8 with its block scales; the combine returns the
@@ -508,7 +526,9 @@ pub fn draft_head(
 /// its experts on the `T · k / ep` rows that arrive, `T` the pass's tokens over all
 /// groups (balanced routing: a batch of 9 on 8 groups routes 9 tokens, not 8 · 2),
 /// reading the weights of the experts those tokens touch (`expected_experts(E, k, T) /
-/// ep`), and a combine all-to-all returns the results.
+/// ep`), and a combine all-to-all returns the results. On the busiest rank
+/// ([`Shard::busiest`]) the rows, the touched experts and the all-to-all traffic are
+/// that rank's ([`super::expert_load`]) instead of the mean's.
 ///
 /// Tensor parallelism (Megatron): q/k/v, gate/up are split by columns, o/down by rows,
 /// heads and the MLP width divide by `tp` (KV heads are replicated when fewer than
@@ -576,6 +596,7 @@ fn build(
         p,
         tp,
         ep,
+        busiest: shard.busiest,
         tokens,
         all_tokens,
         act_bits,
