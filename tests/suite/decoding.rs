@@ -622,3 +622,53 @@ fn explain_names_the_busiest_expert_parallel_rank() {
         "{tp}"
     );
 }
+
+#[test]
+fn explain_weighs_tensor_parallelism_against_expert_parallelism() {
+    // The what-if of an expert-parallel layout is the same devices tensor parallel: its
+    // summary is exactly the prediction at --ep 1
+    let m = model("deepseek-v3");
+    let hw = HardwareDb::builtin().unwrap().get("h200").unwrap();
+    let e = EngineDb::builtin().unwrap().get("typical").unwrap();
+    let s = Scenario {
+        batch: 64,
+        gpus: 8,
+        ep: 8,
+        ..Scenario::default()
+    };
+    let p = Predictor::new(&m, hw, e, &s).unwrap();
+    let t = p
+        .what_ifs(64, s.prompt, s.gen_tokens, 4096)
+        .without_ep
+        .expect("expert parallel: the tensor-parallel what-if");
+    assert_eq!((t.gpus, t.batch), (8, 64));
+    let tp = Predictor::new(&m, hw, e, &Scenario { ep: 1, ..s }).unwrap();
+    assert_eq!(t.summary, tp.summary(64, s.prompt, s.gen_tokens));
+    // a tensor-parallel layout has none
+    assert!(
+        tp.what_ifs(64, s.prompt, s.gen_tokens, 4096)
+            .without_ep
+            .is_none()
+    );
+    let (code, out, err) = cli(&[
+        "explain",
+        "--model",
+        "deepseek-v3",
+        "--gpu",
+        "h200",
+        "--gpus",
+        "8",
+        "--ep",
+        "8",
+        "--batch",
+        "64",
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    let line = out
+        .lines()
+        .find(|l| l.contains("Without expert parallelism (tensor parallel over the same 8 devices"))
+        .unwrap_or_else(|| panic!("{out}"));
+    // its tokens/s is the batch over the tensor-parallel decode step
+    let rate = format!("({:.0} tok/s", 64.0 / t.summary.decode.time_s);
+    assert!(line.contains(&rate), "{line} lacks {rate}");
+}

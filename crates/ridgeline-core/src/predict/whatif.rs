@@ -1,4 +1,5 @@
-//! The alternatives `explain` weighs: a larger batch, 4-bit weights, twice the devices.
+//! The alternatives `explain` weighs: a larger batch, 4-bit weights, twice the devices,
+//! tensor parallelism in place of expert parallelism.
 //! Each is a full [`Summary`] computed here, in the core, so the renderer only reads.
 
 use super::Draft;
@@ -37,6 +38,9 @@ pub struct WhatIfs {
     pub quantized: Option<WhatIf>,
     /// Tensor parallel over twice the devices (when it does not fit, or on one device).
     pub more_devices: Option<WhatIf>,
+    /// With expert parallelism, the same devices tensor parallel alone (`ep` 1: every
+    /// expert split over all of them, no all-to-all and no busiest rank).
+    pub without_ep: Option<WhatIf>,
 }
 
 /// The format the quantization what-if uses.
@@ -94,6 +98,15 @@ impl Predictor<'_> {
                 })
             })
             .flatten();
+        let without_ep = (self.ep > 1)
+            .then(|| {
+                self.alternative(&Scenario {
+                    ep: 1,
+                    overlap_ep: false,
+                    ..base
+                })
+            })
+            .flatten();
         WhatIfs {
             heads: self.model.heads,
             kv_heads: self.model.kv_heads,
@@ -102,6 +115,7 @@ impl Predictor<'_> {
             larger_batch,
             quantized,
             more_devices,
+            without_ep,
         }
     }
 

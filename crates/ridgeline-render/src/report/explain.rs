@@ -41,6 +41,9 @@ pub fn explain(p: &Prediction, w: &WhatIfs) -> Explanation {
     if let Some(t) = &w.more_devices {
         f.push(more_devices_finding(p, t));
     }
+    if let Some(t) = &w.without_ep {
+        f.push(without_ep_finding(p, t));
+    }
     Explanation {
         headline: headline(p),
         findings: f,
@@ -356,6 +359,34 @@ fn more_devices_finding(p: &Prediction, t: &WhatIf) -> Finding {
             },
             fmt_seconds(s.decode.time_s),
             tok(p.config.batch as f64 / s.decode.time_s)
+        ),
+    )
+}
+
+fn without_ep_finding(p: &Prediction, t: &WhatIf) -> Finding {
+    let s = &t.summary;
+    let (now, then) = (p.decode.time_per_step_s, s.decode.time_s);
+    let ttft = crate::predict::GenerationReport::from_summary(s, t.batch, p.config.r#gen).ttft_s;
+    finding(
+        "help",
+        format!(
+            "Without expert parallelism (tensor parallel over the same {} devices, every expert split {} ways: no all-to-all, no busiest group) decode takes {} per step ({} tok/s, {}) and the first token {}; {} per device ({}).",
+            t.gpus,
+            t.gpus,
+            fmt_seconds(then),
+            tok(p.config.batch as f64 / then),
+            if then < now {
+                format!("{:.2}x faster", now / then)
+            } else {
+                format!("{:.2}x slower", then / now)
+            },
+            fmt_seconds(ttft),
+            fmt_gb(s.memory.total_bytes),
+            if s.memory.fits {
+                "fits"
+            } else {
+                "does not fit"
+            },
         ),
     )
 }
