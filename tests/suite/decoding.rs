@@ -587,36 +587,13 @@ fn explain_names_the_busiest_expert_parallel_rank() {
     // 32 experts touched with p = 1 - (31/32)^16 = 0.39829, 12.745 on the mean rank and
     // 16.712 on the busiest (the exact maximum of 8 Binomial(32, 0.39829) counts, in
     // ridgeline-core's graph tests)
-    let (code, out, err) = cli(&[
-        "explain",
-        "--model",
-        "deepseek-v3",
-        "--gpu",
-        "h200",
-        "--gpus",
-        "8",
-        "--ep",
-        "8",
-        "--batch",
-        "16",
-    ]);
-    assert_eq!(code, Some(0), "{err}");
+    let out = explain_deepseek_on_8_h200(&["--ep", "8", "--batch", "16"]);
     assert!(
         out.contains("the busiest group runs 21.4 routed rows and reads 16.7 experts per layer where the mean runs 16.0 and reads 12.7"),
         "{out}"
     );
     // and without expert parallelism nothing is said of it
-    let (_, tp, _) = cli(&[
-        "explain",
-        "--model",
-        "deepseek-v3",
-        "--gpu",
-        "h200",
-        "--gpus",
-        "8",
-        "--batch",
-        "16",
-    ]);
+    let tp = explain_deepseek_on_8_h200(&["--batch", "16"]);
     assert!(
         tp.contains("Mixture of experts") && !tp.contains("busiest group"),
         "{tp}"
@@ -650,20 +627,7 @@ fn explain_weighs_tensor_parallelism_against_expert_parallelism() {
             .without_ep
             .is_none()
     );
-    let (code, out, err) = cli(&[
-        "explain",
-        "--model",
-        "deepseek-v3",
-        "--gpu",
-        "h200",
-        "--gpus",
-        "8",
-        "--ep",
-        "8",
-        "--batch",
-        "64",
-    ]);
-    assert_eq!(code, Some(0), "{err}");
+    let out = explain_deepseek_on_8_h200(&["--ep", "8", "--batch", "64"]);
     let line = out
         .lines()
         .find(|l| l.contains("Without expert parallelism (tensor parallel over the same 8 devices"))
@@ -671,4 +635,15 @@ fn explain_weighs_tensor_parallelism_against_expert_parallelism() {
     // its tokens/s is the batch over the tensor-parallel decode step
     let rate = format!("({:.0} tok/s", 64.0 / t.summary.decode.time_s);
     assert!(line.contains(&rate), "{line} lacks {rate}");
+}
+
+/// `explain` of DeepSeek-V3 on 8 H200 with `extra` options: its stdout (exit 0).
+fn explain_deepseek_on_8_h200(extra: &[&str]) -> String {
+    let mut args: Vec<&str> = "explain --model deepseek-v3 --gpu h200 --gpus 8"
+        .split(' ')
+        .collect();
+    args.extend_from_slice(extra);
+    let (code, out, err) = cli(&args);
+    assert_eq!(code, Some(0), "{err}");
+    out
 }
