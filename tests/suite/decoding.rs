@@ -52,16 +52,17 @@ fn expert_parallel_all_to_all_on_the_link() {
         ..Scenario::default()
     };
     // The step waits for the busiest of the 8 ranks, which receives more than the mean
-    // rank's 64 · 8 / 8 = 64 rows: 64 + z · sqrt(64 · 8 · 1/8 · 7/8) = 64 + 1.4345 ·
-    // 7.48331 = 74.7346 (z: Blom's expected maximum of 8 normals), 1.167728x the
-    // mean's traffic; the prefill's 32768 rows, 32768 + 1.4345 · sqrt(28672) =
-    // 33010.90, 1.007413x.
+    // rank's 64 · 8 / 8 = 64 rows: 64 + sd · (z + (z² - 1) · skew / 6), sd =
+    // sqrt(64 · 8 · 1/8 · 7/8) = 7.48331, z = 1.43447 (Blom's expected maximum of 8
+    // normals), skew = 0.75 / 7.48331 = 0.100223: 64 + 7.48331 · 1.452134 = 74.8668,
+    // 1.169793x the mean's traffic; the prefill's 32768 rows, sd 169.328, skew
+    // 0.0044293: 32768 + 169.328 · 1.435247 = 33011.03, 1.007417x.
     let load = |tokens| {
         let l = ridgeline::model::graph::expert_load(256, 8, tokens, 8);
         l.rows / l.mean_rows
     };
-    close("decode imbalance", load(64), 1.167_728, 1e-5);
-    close("prefill imbalance", load(64 * 512), 1.007_413, 1e-5);
+    close("decode imbalance", load(64), 1.169_793, 1e-5);
+    close("prefill imbalance", load(64 * 512), 1.007_417, 1e-5);
     let p = run(&m, "h200", "ideal", &s, None);
     assert_eq!(p.config.ep, 8);
     let remote = 8.0 * (1.0 - 0.875f64.powi(8)) * 0.875;
@@ -583,13 +584,14 @@ fn impossible_combinations_exit_2_naming_the_flag() {
 #[test]
 fn explain_names_the_busiest_expert_parallel_rank() {
     // DeepSeek-V3 over 8 groups, batch 16: 16 · 8 = 128 picks, 16 rows on the mean
-    // rank, 16 + 1.4345 · sqrt(128 · 1/8 · 7/8) = 21.367 on the busiest; each of a rank's
+    // rank, 16 + 3.7417 · (1.4345 + 1.05778 · 0.20045 / 6) = 21.500 on the busiest (sd
+    // sqrt(128 · 1/8 · 7/8) = 3.7417, skew 0.75 / 3.7417, Blom's z); each of a rank's
     // 32 experts touched with p = 1 - (31/32)^16 = 0.39829, 12.745 on the mean rank and
     // 16.712 on the busiest (the exact maximum of 8 Binomial(32, 0.39829) counts, in
     // ridgeline-core's graph tests)
     let out = explain_deepseek_on_8_h200(&["--ep", "8", "--batch", "16"]);
     assert!(
-        out.contains("the busiest group runs 21.4 routed rows and reads 16.7 experts per layer where the mean runs 16.0 and reads 12.7"),
+        out.contains("the busiest group runs 21.5 routed rows and reads 16.7 experts per layer where the mean runs 16.0 and reads 12.7"),
         "{out}"
     );
     // and without expert parallelism nothing is said of it
