@@ -41,6 +41,21 @@ def test_predict_equals_the_cli_json(cli):
         assert p == cli.json("predict", *words), kwargs
 
 
+def test_expert_parallel_predict_names_its_busiest_group(cli):
+    # DeepSeek-V3 over 8 groups, batch 16: 16 rows and 12.745 touched experts on the mean
+    # group (256 · (1 - (31/32)^16) / 8), more on the busiest, which the step waits for
+    words = ["--model", "deepseek-v3", "--gpu", "h200", "--gpus", "8", "--ep", "8",
+             "--batch", "16"]
+    p = ridgeline.predict(model="deepseek-v3", gpu="h200", gpus=8, ep=8, batch=16)
+    assert p == cli.json("predict", *words)
+    b = p["architecture"]["experts"]["busiest_rank"]
+    assert b["ranks"] == 8 and b["mean_rows"] == 16.0
+    assert math.isclose(b["mean_touched"], 12.7453, rel_tol=1e-4)
+    assert b["rows"] > b["mean_rows"] and b["touched"] > b["mean_touched"]
+    tp = ridgeline.predict(model="deepseek-v3", gpu="h200", gpus=8, batch=16)
+    assert tp["architecture"]["experts"]["busiest_rank"] is None
+
+
 def test_predict_reads_kernel_tables_like_the_cli(cli):
     # --kernels bundled: the H100 SXM's vLLM table covers the dense matmuls and attention
     p = ridgeline.predict(model="llama-3-8b", gpu="h100", engine="vllm", kernels="bundled")
