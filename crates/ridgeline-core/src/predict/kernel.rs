@@ -38,7 +38,7 @@ use crate::hardware::{Hardware, HardwareDb};
 use crate::kernels::{KernelDb, OpClass, Shape, Source};
 use crate::memory::Parallel;
 use crate::model::ModelConfig;
-use crate::model::graph::{OpInstance, OpKind, Step, Unit};
+use crate::model::graph::{OpInstance, OpKind, Step, Unit, expert_load};
 use crate::roofline::{Efficiency, Placement, place, slowest};
 use serde::Serialize;
 
@@ -221,10 +221,21 @@ impl<'a> Predictor<'a> {
                     return None;
                 }
                 let (dtype, d) = crate::kernels::moe_format(self.precision.experts)?;
+                let tokens = step
+                    .all_tokens
+                    .unwrap_or_else(|| step.batch.saturating_mul(step.new_tokens));
+                // the graph costs the busiest expert-parallel rank's block
+                // (`Shard::busiest`): read the point whose even share gives a rank its
+                // rows, where a small block's measured time is mostly its latency
+                let tokens = if self.ep > 1 {
+                    let l = expert_load(m.experts, m.experts_per_token, tokens, self.ep);
+                    let busiest = tokens as f64 * l.rows / l.mean_rows.max(f64::MIN_POSITIVE);
+                    (busiest.round() as u64).max(tokens)
+                } else {
+                    tokens
+                };
                 let shape = Shape::Moe {
-                    tokens: step
-                        .all_tokens
-                        .unwrap_or_else(|| step.batch.saturating_mul(step.new_tokens)),
+                    tokens,
                     hidden: m.hidden,
                     inter: m.expert_intermediate,
                     topk: m.experts_per_token,
@@ -520,6 +531,50 @@ mod tests {
         let tp2 = with(m, "h100-sxm", 2);
         let up = op(&tp2, &step, OpKind::GateUpProj);
         assert_eq!(tp2.place_op_in(&up, Part::Plain, &step).1, None);
+    }
+
+    /// Under expert parallelism the graph costs the busiest rank's routed-expert block;
+    /// the table is read at the tokens whose even share gives a rank that many rows.
+    /// Qwen3-30B-A3B (128 experts, top 8) over 8 H100 SXM with `--ep 8` under
+    /// TensorRT-LLM (whose table keeps ep 8): one token's 8 picks put 2.43796 rows on the
+    /// busiest rank (the expected maximum of 8 Binomial(8, 1/8) counts), read at 2 tokens;
+    /// 64 tokens' 512 picks, mean 64, sd sqrt(56) = 7.48331, 74.8668 on the busiest (the
+    /// decoding suite's arithmetic), read at 75.
+    #[test]
+    fn an_expert_parallel_block_is_read_at_its_busiest_rank() {
+        let m = &ModelDb::builtin()
+            .unwrap()
+            .resolve("qwen3-30b-a3b")
+            .unwrap();
+        let hw = HardwareDb::builtin().unwrap();
+        let engine = EngineDb::builtin().unwrap().get("trt-llm").unwrap();
+        let s = Scenario {
+            gpus: 8,
+            ep: 8,
+            ..Scenario::default()
+        };
+        let p = Predictor::new(m, hw.get("h100-sxm").unwrap(), engine, &s)
+            .unwrap()
+            .with_kernels(KernelDb::builtin().unwrap(), hw);
+        for (batch, read) in [(1, 2), (64, 75)] {
+            let step = Step::decode(batch, 1024);
+            let up = *p
+                .graph(&step)
+                .ops()
+                .iter()
+                .find(|o| o.routed && o.kind == OpKind::GateUpProj)
+                .unwrap();
+            let (class, _, _, shape) = p.kernel_shape(&up, &step).unwrap();
+            assert_eq!(class, OpClass::Moe);
+            assert!(
+                matches!(shape, Shape::Moe { tokens, ep: 8, .. } if tokens == read),
+                "batch {batch}: {shape:?}"
+            );
+            assert_eq!(
+                p.place_op_in(&up, Part::Plain, &step).1,
+                Some(CostSource::Measured)
+            );
+        }
     }
 
     /// The decode sum with tables (pieces between powers of two, Simpson's rule on the
