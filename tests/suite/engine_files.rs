@@ -286,6 +286,7 @@ fn factor_tags_travel_from_the_file_to_predict_and_explain() {
         rows,
         devices,
         publications,
+        ..
     } = tag
     else {
         panic!("{tag}")
@@ -364,6 +365,65 @@ fn factor_tags_travel_from_the_file_to_predict_and_explain() {
         p.to_str().unwrap(),
     ]);
     one_line_error(&out, &["factors.compute_efficiency", "fitted on N rows"]);
+}
+
+/// A factor whose rows are all from one device names it in its tag; on another device
+/// `explain` calls it an assumption there, and `predict --json` carries the device.
+#[test]
+fn a_factor_fitted_on_one_device_names_it() {
+    use crate::support::cli::{json, ok};
+    use ridgeline::engine::FactorTag;
+    // vllm-rocm's rows are all MI300X's (data/engines.toml)
+    let rocm = builtin("vllm-rocm");
+    let tag = &rocm.provenance.factors["compute_efficiency"];
+    assert!(
+        matches!(tag, FactorTag::Fitted { devices: 1, device: Some(d), .. } if d == "mi300x"),
+        "{tag}"
+    );
+    assert!(
+        tag.to_string().contains("from 1 device (mi300x) in"),
+        "{tag}"
+    );
+    assert_eq!(tag.to_string().parse::<FactorTag>().as_ref(), Ok(tag));
+    // several devices are counted, not named; a name needs exactly one device
+    let many = "fitted on 9 rows from 3 devices in 2 publications";
+    assert!(matches!(
+        many.parse::<FactorTag>(),
+        Ok(FactorTag::Fitted { device: None, .. })
+    ));
+    for bad in [
+        "fitted on 9 rows from 3 devices (mi300x) in 2 publications",
+        "fitted on 9 rows from 1 device () in 2 publications",
+        "fitted on 9 rows from 1 device mi300x in 2 publications",
+    ] {
+        assert!(bad.parse::<FactorTag>().is_err(), "{bad}");
+    }
+    let factor = |gpu: &str| {
+        let v = json(&[&llama_3_8b("predict", gpu, "vllm-rocm")[..], &["--json"]].concat());
+        v["factors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["name"] == "compute_efficiency")
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(factor("mi325x")["device"], "mi300x");
+    let line = |gpu: &str| {
+        let e = ok(&llama_3_8b("explain", gpu, "vllm-rocm"));
+        e.lines()
+            .find(|l| l.contains("[factors]"))
+            .unwrap()
+            .to_string()
+    };
+    let other = line("mi325x");
+    assert!(
+        other.contains("compute_efficiency")
+            && other.contains("from 1 device (mi300x) in")
+            && other.contains("publications: on mi325x an assumption"),
+        "{other}"
+    );
+    assert!(!line("mi300x").contains("an assumption"));
 }
 
 #[test]

@@ -346,6 +346,8 @@ fn predict_and_explain_keys_are_documented_both_ways() {
         json("predict --model gpt-oss-20b --gpu h100 --json"),
         // chunked attention (Llama 4)
         json("predict --model llama-4-scout --gpu h100 --gpus 8 --json"),
+        // factors fitted on one device (vLLM on ROCm: MI300X), on another
+        json("predict --model llama-3-8b --gpu mi325x --engine vllm-rocm --json"),
     ];
     let mut problems = Vec::new();
     let all = union(&predictions);

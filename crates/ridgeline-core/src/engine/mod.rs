@@ -190,8 +190,9 @@ pub struct Provenance {
 }
 
 /// Where one factor of a profile came from ([`Provenance::factors`]), written in engine
-/// files as a sentence: `fitted on 19 rows from 6 devices in 5 publications`, or
-/// `carried over from typical`.
+/// files as a sentence: `fitted on 19 rows from 6 devices in 5 publications`, `fitted on
+/// 16 rows from 1 device (mi300x) in 5 publications` (one device, named), or `carried
+/// over from typical`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FactorTag {
     /// Fitted on published measurements.
@@ -202,6 +203,9 @@ pub enum FactorTag {
         devices: u32,
         /// Distinct publications (GitHub repository or web page) among them.
         publications: u32,
+        /// The device id, where the rows are all from one device: on any other the
+        /// factor is an assumption.
+        device: Option<String>,
     },
     /// Not measured for this engine: derived from another profile's value (the fit
     /// scales `typical`'s memory efficiencies by the engine's fitted ratio to them).
@@ -219,11 +223,15 @@ impl std::fmt::Display for FactorTag {
                 rows,
                 devices,
                 publications,
+                device,
             } => write!(
                 f,
-                "fitted on {rows} row{} from {devices} device{} in {publications} publication{}",
+                "fitted on {rows} row{} from {devices} device{}{} in {publications} publication{}",
                 s(*rows),
                 s(*devices),
+                device
+                    .as_deref()
+                    .map_or_else(String::new, |d| format!(" ({d})")),
                 s(*publications)
             ),
             FactorTag::Carried { from } => write!(f, "carried over from {from}"),
@@ -239,7 +247,7 @@ impl std::str::FromStr for FactorTag {
     fn from_str(s: &str) -> std::result::Result<Self, String> {
         let expected = || {
             format!(
-                "'{s}' is not a factor tag: expected 'fitted on N rows from N devices in N publications' or 'carried over from ENGINE'"
+                "'{s}' is not a factor tag: expected 'fitted on N rows from N devices in N publications' (one device may be named: '1 device (ID)') or 'carried over from ENGINE'"
             )
         };
         let w: Vec<&str> = s.split_whitespace().collect();
@@ -250,24 +258,38 @@ impl std::str::FromStr for FactorTag {
         }
         let n = |t: &str| t.parse::<u32>().ok().filter(|&v| v > 0);
         let unit = |t: &str, one: &str, many: &str| t == one || t == many;
-        match w.as_slice() {
-            ["fitted", "on", r, ru, "from", d, du, "in", p, pu]
-                if unit(ru, "row", "rows")
-                    && unit(du, "device", "devices")
-                    && unit(pu, "publication", "publications") =>
+        // `(ID)` after the devices names the one device
+        let named = |t: &str| {
+            t.strip_prefix('(')
+                .and_then(|t| t.strip_suffix(')'))
+                .filter(|id| !id.is_empty() && !id.contains(['(', ')']))
+                .map(str::to_string)
+        };
+        let (r, ru, d, du, device, p, pu) = match w.as_slice() {
+            ["fitted", "on", r, ru, "from", d, du, "in", p, pu] => (r, ru, d, du, None, p, pu),
+            ["fitted", "on", r, ru, "from", d, du, id, "in", p, pu] => {
+                (r, ru, d, du, Some(named(id).ok_or_else(expected)?), p, pu)
+            }
+            _ => return Err(expected()),
+        };
+        if !(unit(ru, "row", "rows")
+            && unit(du, "device", "devices")
+            && unit(pu, "publication", "publications"))
+        {
+            return Err(expected());
+        }
+        match (n(r), n(d), n(p)) {
+            (Some(rows), Some(devices), Some(publications))
+                if devices <= rows
+                    && publications <= rows
+                    && (device.is_none() || devices == 1) =>
             {
-                match (n(r), n(d), n(p)) {
-                    (Some(rows), Some(devices), Some(publications))
-                        if devices <= rows && publications <= rows =>
-                    {
-                        Ok(FactorTag::Fitted {
-                            rows,
-                            devices,
-                            publications,
-                        })
-                    }
-                    _ => Err(expected()),
-                }
+                Ok(FactorTag::Fitted {
+                    rows,
+                    devices,
+                    publications,
+                    device,
+                })
             }
             _ => Err(expected()),
         }

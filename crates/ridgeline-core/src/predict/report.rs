@@ -809,6 +809,10 @@ pub struct FactorReport {
     /// Distinct publications among those rows (fitted only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub publications: Option<u32>,
+    /// The one device those rows are from, where they are all from one (fitted only):
+    /// on another device the factor is an assumption.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
 }
 
 /// The factors of `engine` that price a prediction on `hw`: its compute and memory
@@ -850,20 +854,22 @@ pub(crate) fn factor_reports(engine: &Engine, hw: &Hardware) -> Vec<FactorReport
         .into_iter()
         .map(|(name, value)| {
             let tag = engine.provenance.factors.get(&name);
-            let (source, rows, devices, publications) = match tag {
-                _ if physics => (FactorSource::Physics, None, None, None),
+            let (source, rows, devices, publications, device) = match tag {
+                _ if physics => (FactorSource::Physics, None, None, None, None),
                 Some(FactorTag::Fitted {
                     rows,
                     devices,
                     publications,
+                    device,
                 }) => (
                     FactorSource::Fitted,
                     Some(*rows),
                     Some(*devices),
                     Some(*publications),
+                    device.clone(),
                 ),
-                Some(FactorTag::Carried { .. }) => (FactorSource::Carried, None, None, None),
-                None => (FactorSource::Given, None, None, None),
+                Some(FactorTag::Carried { .. }) => (FactorSource::Carried, None, None, None, None),
+                None => (FactorSource::Given, None, None, None, None),
             };
             FactorReport {
                 tag: tag.filter(|_| !physics).map(|t| t.to_string()),
@@ -873,6 +879,7 @@ pub(crate) fn factor_reports(engine: &Engine, hw: &Hardware) -> Vec<FactorReport
                 rows,
                 devices,
                 publications,
+                device,
             }
         })
         .collect()
@@ -913,6 +920,7 @@ impl Predictor<'_> {
                     rows: None,
                     devices: None,
                     publications: None,
+                    device: None,
                 });
             }
         }
@@ -941,6 +949,7 @@ impl Predictor<'_> {
             rows: None,
             devices: None,
             publications: None,
+            device: None,
         })
     }
 }

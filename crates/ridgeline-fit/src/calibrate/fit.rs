@@ -619,12 +619,18 @@ fn devices_of(ids: &[String], cases: &[&Case]) -> Vec<String> {
 }
 
 /// Where a factor informed by the rows `ids` of `cases` came from: those rows, their
-/// distinct devices and their distinct publications ([`super::source_key`]).
+/// distinct devices (named where there is one) and their distinct publications
+/// ([`super::source_key`]).
 fn tag(ids: &[String], cases: &[&Case]) -> FactorTag {
+    let devices = devices_of(ids, cases);
     FactorTag::Fitted {
         rows: cases.iter().filter(|c| ids.contains(&c.id)).count() as u32,
-        devices: devices_of(ids, cases).len() as u32,
+        devices: devices.len() as u32,
         publications: distinct(ids, cases, &|c| super::source_key(&c.source)).len() as u32,
+        device: match devices.as_slice() {
+            [one] => Some(one.clone()),
+            _ => None,
+        },
     }
 }
 
@@ -773,7 +779,8 @@ mod tests {
             Some(&FactorTag::Fitted {
                 rows: 3,
                 devices: 2,
-                publications: 2
+                publications: 2,
+                device: None,
             })
         );
         // compute_efficiency was kept (no row depends on it): no tag

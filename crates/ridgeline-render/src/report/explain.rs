@@ -122,7 +122,15 @@ fn factors_finding(p: &Prediction) -> Option<Finding> {
         };
         let family = f.name.starts_with("apple_") || f.name.starts_with("rdna_");
         let whence = match (f.source, f.tag.as_deref()) {
-            (FactorSource::Fitted, Some(t)) if family && f.devices == Some(1) => {
+            // fitted on one other device: here an assumption
+            (FactorSource::Fitted, Some(t))
+                if f.device.as_deref().is_some_and(|d| d != p.hardware.id) =>
+            {
+                format!("{t}: on {} an assumption", p.hardware.id)
+            }
+            (FactorSource::Fitted, Some(t))
+                if family && f.devices == Some(1) && f.device.is_none() =>
+            {
                 format!("{t}: measured on that device only, elsewhere in its family an assumption")
             }
             (_, Some(t)) => t.to_string(),
