@@ -13,6 +13,13 @@ fn model(id: &str) -> ModelConfig {
     ModelDb::builtin().unwrap().resolve(id).unwrap()
 }
 
+/// The predictor of `m` on the bundled `gpu` under the bundled `engine` for `s`.
+fn predictor<'a>(m: &'a ModelConfig, gpu: &str, engine: &str, s: &Scenario) -> Predictor<'a> {
+    let hw = HardwareDb::builtin().unwrap().get(gpu).unwrap();
+    let e = EngineDb::builtin().unwrap().get(engine).unwrap();
+    Predictor::new(m, hw, e, s).unwrap()
+}
+
 fn run(
     m: &ModelConfig,
     gpu: &str,
@@ -20,9 +27,7 @@ fn run(
     s: &Scenario,
     draft: Option<&ModelConfig>,
 ) -> Prediction {
-    let hw = HardwareDb::builtin().unwrap().get(gpu).unwrap();
-    let e = EngineDb::builtin().unwrap().get(engine).unwrap();
-    let mut p = Predictor::new(m, hw, e, s).unwrap();
+    let mut p = predictor(m, gpu, engine, s);
     if let Some(d) = draft {
         p = p.with_draft(d).unwrap();
     }
@@ -607,21 +612,19 @@ fn explain_weighs_tensor_parallelism_against_expert_parallelism() {
     // The what-if of an expert-parallel layout is the same devices tensor parallel: its
     // summary is exactly the prediction at --ep 1
     let m = model("deepseek-v3");
-    let hw = HardwareDb::builtin().unwrap().get("h200").unwrap();
-    let e = EngineDb::builtin().unwrap().get("typical").unwrap();
     let s = Scenario {
         batch: 64,
         gpus: 8,
         ep: 8,
         ..Scenario::default()
     };
-    let p = Predictor::new(&m, hw, e, &s).unwrap();
+    let p = predictor(&m, "h200", "typical", &s);
     let t = p
         .what_ifs(64, s.prompt, s.gen_tokens, 4096)
         .without_ep
         .expect("expert parallel: the tensor-parallel what-if");
     assert_eq!((t.gpus, t.batch), (8, 64));
-    let tp = Predictor::new(&m, hw, e, &Scenario { ep: 1, ..s }).unwrap();
+    let tp = predictor(&m, "h200", "typical", &Scenario { ep: 1, ..s });
     assert_eq!(t.summary, tp.summary(64, s.prompt, s.gen_tokens));
     // a tensor-parallel layout has none
     assert!(

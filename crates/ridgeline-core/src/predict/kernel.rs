@@ -229,8 +229,7 @@ impl<'a> Predictor<'a> {
                 // rows, where a small block's measured time is mostly its latency
                 let tokens = if self.ep > 1 {
                     let l = expert_load(m.experts, m.experts_per_token, tokens, self.ep);
-                    let busiest = tokens as f64 * l.rows / l.mean_rows.max(f64::MIN_POSITIVE);
-                    (busiest.round() as u64).max(tokens)
+                    ((tokens as f64 * l.rows_ratio()).round() as u64).max(tokens)
                 } else {
                     tokens
                 };

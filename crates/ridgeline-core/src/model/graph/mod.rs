@@ -422,6 +422,18 @@ pub struct ExpertLoad {
     pub touched: f64,
 }
 
+impl ExpertLoad {
+    /// The busiest rank's routed rows over the mean rank's (1 where there are none):
+    /// how much more of the routed work and of the all-to-all traffic it takes.
+    pub fn rows_ratio(&self) -> f64 {
+        if self.mean_rows > 0.0 {
+            self.rows / self.mean_rows
+        } else {
+            1.0
+        }
+    }
+}
+
 /// The busiest of `ranks` expert-parallel ranks when `tokens` tokens each pick `k` of
 /// `e` experts uniformly at random and each rank holds `ceil(e / ranks)` of them: the
 /// imbalance that balancing the experts' mean loads (auxiliary losses, a placement such
@@ -461,8 +473,9 @@ fn compute_expert_load(e: u64, k: u64, tokens: u64, ranks: u64) -> ExpertLoad {
     let ranks = ranks.max(1);
     let picks = tokens.saturating_mul(k);
     let mean_rows = picks as f64 / ranks as f64;
+    let touched_all = expected_experts(e, k, tokens);
+    let mean_touched = touched_all / ranks as f64;
     if ranks == 1 || e <= 1 {
-        let mean_touched = expected_experts(e, k, tokens) / ranks as f64;
         return ExpertLoad {
             ranks,
             mean_rows,
@@ -473,9 +486,8 @@ fn compute_expert_load(e: u64, k: u64, tokens: u64, ranks: u64) -> ExpertLoad {
     }
     let held = e.div_ceil(ranks);
     let share = held as f64 / e as f64;
-    // expected_experts(e, k, tokens) = e · hit
-    let hit = 1.0 - (1.0 - k as f64 / e as f64).powf(tokens as f64);
-    let mean_touched = e as f64 * hit / ranks as f64;
+    // each expert is touched with the probability expected_experts(e, k, tokens) / e
+    let hit = touched_all / e as f64;
     let rows = expected_max_binomial(picks, share, ranks).max(mean_rows);
     ExpertLoad {
         ranks,

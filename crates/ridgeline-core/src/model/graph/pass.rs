@@ -357,13 +357,8 @@ impl Pass<'_> {
         let (share, touched, load) = match (moe, self.busiest && self.ep > 1) {
             (true, true) => {
                 let load = expert_load(e, k, self.all_tokens, self.ep);
-                let share = load.rows / routed.max(1) as f64;
-                let ratio = if load.mean_rows > 0.0 {
-                    load.rows / load.mean_rows
-                } else {
-                    1.0
-                };
-                (share, load.touched, ratio)
+                let ratio = load.rows_ratio();
+                (ratio / self.ep as f64, load.touched, ratio)
             }
             (true, false) => {
                 let share = 1.0 / self.ep as f64;
