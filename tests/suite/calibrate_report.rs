@@ -85,19 +85,19 @@ fn on_the_bundled_file_the_rows_are_the_readme_s() {
     assert!(words.contains(
         "the four worst held-out rows are optimum's transformers + AutoGPTQ runs of \
          Llama-2-13B on an A100 and dstack's DeepSeek-R1 served tensor parallel over eight \
-         H200 and MI300X, predicted 3.0-3.9x as fast as measured"
+         MI300X and H200, predicted 2.7-4.0x as fast as measured"
     ));
     let named = [
         ("hf", "a100-80gb-sxm"),
         ("sglang-rocm", "mi300x"),
         ("vllm", "h200-sxm"),
-        ("trt-llm", "h200-sxm"),
     ];
     for w in &r.worst {
         let at = (w.row.engine.as_str(), w.row.hardware.as_str());
         assert!(named.contains(&at), "{}: {at:?}", w.row.id);
+        // "2.7-4.0x" to one decimal
         let times = w.predicted / w.row.measured;
-        assert!((3.0..4.0).contains(&times), "{}: {times}", w.row.id);
+        assert!((2.65..4.05).contains(&times), "{}: {times}", w.row.id);
     }
     // in sample: the engines fitted to the file here, data/engines.toml (the same
     // fit, rounded) in the README

@@ -652,3 +652,53 @@ fn explain_deepseek_on_8_h200(extra: &[&str]) -> String {
     assert_eq!(code, Some(0), "{err}");
     out
 }
+
+#[test]
+fn a_large_moe_layer_pays_its_launches_and_explain_says_so() {
+    // DeepSeek-V3 launches 3 x 17 + 58 x 23 = 1385 kernels per decode step over its 61
+    // layers (latent attention 12, an MLP 5, experts with a shared one 11): 22.705 per
+    // layer, where a dense layer launches 11
+    let m = model("deepseek-v3");
+    let s = Scenario {
+        gpus: 8,
+        weights: Some(Format::Fp8),
+        ..Scenario::default()
+    };
+    let p = run(&m, "h200", "sglang", &s, None);
+    close(
+        "kernels per layer",
+        p.architecture.kernels_per_layer,
+        1385.0 / 61.0,
+        1e-12,
+    );
+    let d = &p.decode;
+    assert!(d.overhead_per_step_s > 0.5 * d.time_per_step_s, "{d:?}");
+    assert!(d.overhead_per_step_s < d.time_per_step_s, "{d:?}");
+    // the step pays sglang's per-layer time for 1385 / 11 dense layers' launches
+    let e = EngineDb::builtin().unwrap().get("sglang").unwrap();
+    let launches = e.overheads.layer_overhead_s * 1385.0 / 11.0;
+    assert!(
+        d.overhead_per_step_s > launches,
+        "{} vs {launches}",
+        d.overhead_per_step_s
+    );
+    let out = explain_deepseek_on_8_h200(&["--weights", "fp8", "--engine", "sglang"]);
+    assert!(
+        out.contains(
+            "its 61 layers launching 22.7 kernels each on average where a dense layer launches 11"
+        ),
+        "{out}"
+    );
+    // Llama 3 8B: 11 kernels a layer, and a memory-bound step with nothing to say
+    let l = run(
+        &model("llama-3-8b"),
+        "h100",
+        "typical",
+        &Scenario::default(),
+        None,
+    );
+    assert_eq!(l.architecture.kernels_per_layer, 11.0);
+    let (code, out, err) = cli(&["explain", "--model", "llama-3-8b", "--gpu", "h100"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!out.contains("Fixed costs take"), "{out}");
+}

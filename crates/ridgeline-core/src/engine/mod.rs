@@ -93,7 +93,10 @@ pub struct Overheads {
     pub step_overhead_s: f64,
     /// Host time per sequence per forward pass (sampling, scheduling, detokenizing), s.
     pub sequence_overhead_s: f64,
-    /// Fixed time per layer per forward pass, s.
+    /// Fixed time per layer per forward pass, s: the launches of a dense decoder
+    /// layer's 11 kernels. A layer pays it in proportion to the kernels its kind
+    /// launches in a decode step (latent attention, experts and shared experts launch
+    /// more; Gemma's extra norms too), counted per layer kind by the predictor.
     pub layer_overhead_s: f64,
     /// Time per layer that a prompt pass (a prompt or a chunk of one: more tokens than
     /// sequences) pays on top of [`Overheads::layer_overhead_s`], s. Such a pass is

@@ -46,6 +46,10 @@ pub struct Architecture {
     /// Fixed state bytes per sequence (linear attention, state-space blocks), whatever
     /// the context.
     pub state_bytes_per_sequence: f64,
+    /// Kernels one layer launches in a decode step, the mean over the layers (a dense
+    /// decoder layer: 11): the engine's per-layer overhead is paid in proportion to
+    /// them.
+    pub kernels_per_layer: f64,
     /// State-space (Mamba) blocks, if the model has them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ssm: Option<SsmFacts>,
@@ -220,6 +224,9 @@ impl Predictor<'_> {
             kv_bytes_at_context_unwindowed: cache.per_token_below_windows() * ctx
                 + cache.per_sequence,
             state_bytes_per_sequence: cache.per_sequence,
+            kernels_per_layer: super::launch::launch_layers(m, m.layers)
+                * super::launch::DENSE_LAYER_KERNELS as f64
+                / m.layers.max(1) as f64,
             ssm,
             experts,
         }

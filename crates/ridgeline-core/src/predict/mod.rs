@@ -20,6 +20,8 @@ pub(crate) mod affine;
 mod arch;
 mod fast;
 mod kernel;
+mod launch;
+pub use launch::DENSE_LAYER_KERNELS;
 pub mod notes;
 mod pass;
 mod report;
@@ -255,6 +257,12 @@ pub struct Predictor<'a> {
     offload: bool,
     tp: u64,
     layers: u64,
+    /// The held layers in dense layers' worth of kernel launches
+    /// ([`launch::launch_layers`]): what the per-layer overhead is paid for.
+    launch_layers: f64,
+    /// The same for the draft of speculative decoding (the model's own one-layer head
+    /// until [`Predictor::with_draft`] gives a draft model).
+    draft_launch_layers: f64,
     matmul: Ceilings,
     /// Ceilings of weight matmuls by compute dtype (the weights', the experts', the
     /// activations').
@@ -554,6 +562,8 @@ impl<'a> Predictor<'a> {
             offload: s.offload,
             tp,
             layers,
+            launch_layers: launch::launch_layers(model, layers),
+            draft_launch_layers: launch::head_launch_layers(model),
             matmul,
             matmuls,
             attention,

@@ -105,7 +105,7 @@ impl Predictor<'_> {
     /// between stages of `tokens` activations.
     pub(super) fn pass_overhead(&self, sequences: u64, tokens: u64) -> (f64, f64) {
         let overhead = self.engine.overheads.step_overhead_s
-            + self.layer_overhead(sequences, tokens) * self.layers as f64
+            + self.layers_overhead(sequences, tokens, self.launch_layers, self.layers)
             + self.engine.overheads.sequence_overhead_s * sequences as f64
             + self.expert_loop_s(tokens);
         let mut comm = 0.0;
@@ -122,18 +122,27 @@ impl Predictor<'_> {
         (overhead, comm)
     }
 
-    /// The engine's time per layer of a pass of `tokens` tokens over `sequences`
-    /// sequences: [`crate::engine::Overheads::layer_overhead_s`], plus
-    /// [`crate::engine::Overheads::prefill_layer_overhead_s`] for a prompt pass (more
-    /// tokens than sequences; decode steps and verification passes are finished with
-    /// their sequences as their tokens).
-    pub(super) fn layer_overhead(&self, sequences: u64, tokens: u64) -> f64 {
-        let e = self.engine;
-        if tokens > sequences {
-            e.overheads.layer_overhead_s + e.overheads.prefill_layer_overhead_s
+    /// The engine's time for the layers of a pass of `tokens` tokens over `sequences`
+    /// sequences, `launches` of them in dense layers' worth of kernel launches
+    /// ([`super::launch::launch_layers`]) and `layers` in all:
+    /// [`crate::engine::Overheads::layer_overhead_s`] per dense layer's launches, plus
+    /// [`crate::engine::Overheads::prefill_layer_overhead_s`] per layer for a prompt pass
+    /// (more tokens than sequences; decode steps and verification passes are finished
+    /// with their sequences as their tokens).
+    pub(super) fn layers_overhead(
+        &self,
+        sequences: u64,
+        tokens: u64,
+        launches: f64,
+        layers: u64,
+    ) -> f64 {
+        let e = &self.engine.overheads;
+        let prompt = if tokens > sequences {
+            e.prefill_layer_overhead_s * layers as f64
         } else {
-            e.overheads.layer_overhead_s
-        }
+            0.0
+        };
+        e.layer_overhead_s * launches + prompt
     }
 
     /// The engine's per-expert cost of a pass of `tokens` tokens
@@ -326,7 +335,12 @@ impl Predictor<'_> {
 
     fn draft_overhead(&self, sequences: u64, tokens: u64) -> f64 {
         self.engine.overheads.step_overhead_s
-            + self.layer_overhead(sequences, tokens) * self.draft_layers() as f64
+            + self.layers_overhead(
+                sequences,
+                tokens,
+                self.draft_launch_layers,
+                self.draft_layers(),
+            )
     }
 
     /// One decode step at context `mid` and the sums of the (predicted, ideal) step
@@ -936,5 +950,52 @@ mod tests {
         let (a, b) = (p.summary(1, 128, 64), q.summary(1, 128, 64));
         assert_eq!(a.decode_total_s, b.decode_total_s);
         assert!(a.prefill.time_s > b.prefill.time_s);
+    }
+
+    /// The per-layer overhead is paid per kernel a layer launches, a dense layer's 11
+    /// costing `layer_overhead_s`; a prompt's extra per-layer time is per layer.
+    #[test]
+    fn a_layer_pays_the_per_layer_overhead_for_the_kernels_it_launches() {
+        use crate::model::graph::Step;
+        let models = ModelDb::builtin().unwrap();
+        let hw = HardwareDb::builtin().unwrap();
+        let h200 = hw.get("h200").unwrap();
+        let (on, off) = typical_with(|e, v| e.overheads.layer_overhead_s = v, 11e-6);
+        let step = Step::decode(1, 1000);
+        let extra = |model: &str, gpus: u64| {
+            let m = models.resolve(model).unwrap();
+            let s = Scenario {
+                gpus,
+                ..Scenario::default()
+            };
+            let (p, q) = (
+                Predictor::new(&m, h200, &on, &s).unwrap(),
+                Predictor::new(&m, h200, &off, &s).unwrap(),
+            );
+            p.pass(&step, 0.0).time_s - q.pass(&step, 0.0).time_s
+        };
+        // Llama 2 7B: 32 dense layers of 11 kernels at 1 us each = 352 us
+        let d = extra("llama-2-7b", 1);
+        assert!((d - 352e-6).abs() < 1e-12, "{d}");
+        // DeepSeek-V3 over 8 devices: 3 layers of latent attention (12 kernels) and an
+        // MLP (5), 58 of latent attention and experts with a shared one (12 + 11): 3 x
+        // 17 + 58 x 23 = 1385 kernels at 1 us = 1.385 ms
+        let d = extra("deepseek-v3", 8);
+        assert!((d - 1385e-6).abs() < 1e-12, "{d}");
+        // a prompt pass pays prefill_layer_overhead_s per layer, not per kernel
+        let (on, off) = typical_with(|e, v| e.overheads.prefill_layer_overhead_s = v, 10e-6);
+        let m = models.resolve("deepseek-v3").unwrap();
+        let s = Scenario {
+            gpus: 8,
+            ..Scenario::default()
+        };
+        let (p, q) = (
+            Predictor::new(&m, h200, &on, &s).unwrap(),
+            Predictor::new(&m, h200, &off, &s).unwrap(),
+        );
+        let prompt = Step::prefill(1, 128);
+        let d = p.pass(&prompt, 0.0).time_s - q.pass(&prompt, 0.0).time_s;
+        // 61 layers x 10 us
+        assert!((d - 610e-6).abs() < 1e-12, "{d}");
     }
 }

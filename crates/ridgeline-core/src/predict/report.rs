@@ -156,6 +156,7 @@ impl Predictor<'_> {
                 arithmetic_intensity: s.decode.intensity(),
                 time_per_step_s: s.decode.time_s,
                 roofline_time_per_step_s: s.decode.roofline_time_s,
+                overhead_per_step_s: s.decode.by_bound[3],
                 bound: s.decode.bound(),
                 tokens_per_s: ratio(b, s.decode.time_s),
                 roofline_tokens_per_s: ratio(b, s.decode.roofline_time_s),
@@ -456,6 +457,10 @@ pub struct DecodeReport {
     pub time_per_step_s: f64,
     /// Ideal roofline step time, s.
     pub roofline_time_per_step_s: f64,
+    /// Of the step time, what fixed costs take, s: the engine's overheads per step,
+    /// per layer (its kernel launches: [`super::Architecture::kernels_per_layer`]) and
+    /// per sequence, and the ops a fixed latency bounds (small all-reduces).
+    pub overhead_per_step_s: f64,
     /// Dominant bound.
     pub bound: Bound,
     /// batch / step time.

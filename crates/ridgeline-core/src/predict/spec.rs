@@ -110,6 +110,14 @@ fn verify_of(step: &Step, k: u64) -> Step {
 }
 
 impl<'a> Predictor<'a> {
+    /// Layers a draft step runs (for the engine's per-layer overhead).
+    pub(super) fn draft_layers(&self) -> u64 {
+        match self.draft {
+            Draft::Head => 1,
+            Draft::Model(d, _) => d.layers,
+        }
+    }
+
     /// Speculative decoding with drafts from `draft` (a model sharing this model's
     /// vocabulary, in its native formats, on the same tensor-parallel devices) instead
     /// of the model's own head. Its weights and cache are added to device memory.
@@ -137,6 +145,7 @@ impl<'a> Predictor<'a> {
             .memory
             .with_extra(device_weight_bytes(draft, &precision, &share), cache);
         self.draft = Draft::Model(draft, precision);
+        self.draft_launch_layers = super::launch::launch_layers(draft, draft.layers);
         Ok(self)
     }
 
@@ -213,14 +222,6 @@ impl<'a> Predictor<'a> {
                     graph::forward(d, step, &p, &Shard::tp(self.tp, d.layers), self.flash)
                 }
             },
-        }
-    }
-
-    /// Layers a draft step runs (for the engine's per-layer overhead).
-    pub(super) fn draft_layers(&self) -> u64 {
-        match self.draft {
-            Draft::Head => 1,
-            Draft::Model(d, _) => d.layers,
         }
     }
 

@@ -240,7 +240,35 @@ fn decode_findings(p: &Prediction) -> Vec<Finding> {
         fmt_seconds(d.time_per_step_s),
         tok(d.tokens_per_s)
     );
+    let second = match fixed_costs(p) {
+        Some(why) => format!("{second} {why}"),
+        None => second,
+    };
     vec![finding("decode", first), finding("decode", second)]
+}
+
+/// Where fixed costs take most of a decode step: how much, and that the engine's
+/// per-layer time is paid per kernel launched (`None` where they take less than half).
+fn fixed_costs(p: &Prediction) -> Option<String> {
+    let (d, a) = (&p.decode, &p.architecture);
+    if d.time_per_step_s <= 0.0 || d.overhead_per_step_s < 0.5 * d.time_per_step_s {
+        return None;
+    }
+    let dense = crate::predict::DENSE_LAYER_KERNELS as f64;
+    let launches = if (a.kernels_per_layer - dense).abs() < 0.05 {
+        format!("its {} layers' kernel launches", a.layers)
+    } else {
+        format!(
+            "its {} layers launching {:.1} kernels each on average where a dense layer launches {dense:.0}",
+            a.layers, a.kernels_per_layer
+        )
+    };
+    Some(format!(
+        "Fixed costs take {} of it ({:.0}%): the {} engine's time per step and per layer, for {launches}, and the collectives a fixed latency bounds.",
+        fmt_seconds(d.overhead_per_step_s),
+        100.0 * d.overhead_per_step_s / d.time_per_step_s,
+        p.config.engine
+    ))
 }
 
 /// Where batching turns decode compute-bound, and what a larger batch gives.
