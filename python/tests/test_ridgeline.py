@@ -56,6 +56,19 @@ def test_expert_parallel_predict_names_its_busiest_group(cli):
     assert tp["architecture"]["experts"]["busiest_rank"] is None
 
 
+def test_predict_carries_the_kernels_per_layer_and_the_fixed_costs(cli):
+    # DeepSeek-V3: 3 layers of 12 + 5 kernels and 58 of 12 + 11, 1385 over 61 layers;
+    # Llama 3 8B: 11, a dense layer's
+    p = ridgeline.predict(model="deepseek-v3", gpu="h200", gpus=8, weights="fp8")
+    assert p == cli.json("predict", "--model", "deepseek-v3", "--gpu", "h200", "--gpus",
+                         "8", "--weights", "fp8")
+    assert math.isclose(p["architecture"]["kernels_per_layer"], 1385 / 61, rel_tol=1e-12)
+    d = p["decode"]
+    assert 0.5 * d["time_per_step_s"] < d["overhead_per_step_s"] < d["time_per_step_s"]
+    llama = ridgeline.predict(model="llama-3-8b", gpu="h100")
+    assert llama["architecture"]["kernels_per_layer"] == 11.0
+
+
 def test_predict_reads_kernel_tables_like_the_cli(cli):
     # --kernels bundled: the H100 SXM's vLLM table covers the dense matmuls and attention
     p = ridgeline.predict(model="llama-3-8b", gpu="h100", engine="vllm", kernels="bundled")
