@@ -472,3 +472,59 @@ fn a_cuda_profile_on_an_amd_device_names_its_rocm_profile() {
             .any(|id| id == "m726")
     );
 }
+
+#[test]
+fn a_memory_group_fitted_on_one_device_is_keyed_to_it() {
+    use crate::support::cli::json;
+    use ridgeline::engine::FactorTag;
+    // vllm-rocm's HBM rows are all MI300X's (data/engines.toml): the fit keyed that
+    // group's efficiency to the MI300X, and the hbm key holds what typical's carries
+    // over (typical's times the engine's ratio to it, here the same value)
+    let rocm = builtin("vllm-rocm");
+    let v = rocm
+        .override_value(&Selector::device("mi300x"), DeviceFactor::MemoryEfficiency)
+        .unwrap();
+    assert_eq!(rocm.memory_efficiency(hw("mi300x")), v);
+    let tags = &rocm.provenance.factors;
+    assert!(
+        matches!(
+            &tags["memory_efficiency (device = \"mi300x\")"],
+            FactorTag::Fitted { devices: 1, device: Some(d), .. } if d == "mi300x"
+        ),
+        "{tags:?}"
+    );
+    assert!(matches!(
+        tags["memory_efficiency.hbm"],
+        FactorTag::Carried { .. }
+    ));
+    // predict names the override on the MI300X and the group's key on the MI325X
+    let name = |gpu: &str| {
+        let v = json(&[&llama_3_8b("predict", gpu, "vllm-rocm")[..], &["--json"]].concat());
+        v["factors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["name"].as_str().unwrap().starts_with("memory_efficiency"))
+            .unwrap()["name"]
+            .clone()
+    };
+    assert_eq!(name("mi300x"), "memory_efficiency (device = \"mi300x\")");
+    assert_eq!(name("mi325x"), "memory_efficiency.hbm");
+    // a file may set one: it applies before the memory keys, on its devices only
+    let text = "[mine]\nbase = \"typical\"\n[[mine.device]]\ndevice = \"h100-sxm\"\n\
+                memory_efficiency = 0.5\n";
+    let db = with_file("memdev", text).unwrap();
+    let mine = db.get("mine").unwrap();
+    let typical = builtin("typical");
+    assert_eq!(mine.memory_efficiency(hw("h100-sxm")), 0.5);
+    assert_eq!(
+        mine.memory_efficiency(hw("h200-sxm")),
+        typical.memory_efficiency(hw("h200-sxm"))
+    );
+    // out of range, it is named
+    let e = error_of(
+        "[x]\nmemory_efficiency = { default = 0.5 }\ncompute_efficiency = 0.5\n\
+         [[x.device]]\ndevice = \"h100-sxm\"\nmemory_efficiency = 1.5\n",
+    );
+    assert!(e.contains("device[0]") && e.contains("memory_efficiency"), "{e}");
+}

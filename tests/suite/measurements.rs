@@ -268,6 +268,17 @@ fn sglang_is_fitted_on_its_own_rows() {
     assert_eq!(s.scheduler.max_batched_tokens, Some(8192));
 }
 
+/// The memory efficiency of the device override of `e` that the fit names `name`
+/// (`memory_efficiency (device = "dgx-spark")`).
+fn keyed_memory(e: &ridgeline::engine::Engine, name: &str) -> f64 {
+    use ridgeline::engine::DeviceFactor::MemoryEfficiency;
+    e.devices
+        .iter()
+        .find(|o| MemoryEfficiency.name_under(&o.select) == name)
+        .and_then(|o| o.memory_efficiency)
+        .unwrap()
+}
+
 #[test]
 fn the_written_database_holds_the_fit_as_rounded() {
     let m = mapped();
@@ -284,7 +295,9 @@ fn the_written_database_holds_the_fit_as_rounded() {
         for p in &f.params {
             use ridgeline::calibrate::ParamKind::*;
             let v = match &p.kind {
-                Memory(g) => e.speed.memory_efficiency[g],
+                // a group's efficiency, or the device override it was keyed to
+                Memory(g) if p.key == format!("memory_efficiency.{g}") => e.speed.memory_efficiency[g],
+                Memory(_) => keyed_memory(e, &p.key),
                 Compute => e.speed.compute_efficiency,
                 AppleCompute => apple_compute(e).unwrap(),
                 RdnaCompute => rdna_compute(e).unwrap(),

@@ -124,6 +124,8 @@ struct DeviceFile {
     compute_efficiency: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     expert_overhead_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    memory_efficiency: Option<f64>,
 }
 
 impl DeviceFile {
@@ -137,6 +139,7 @@ impl DeviceFile {
             },
             compute_efficiency: self.compute_efficiency,
             expert_overhead_s: self.expert_overhead_s,
+            memory_efficiency: self.memory_efficiency,
         }
     }
 
@@ -148,6 +151,7 @@ impl DeviceFile {
             device: o.select.device.clone(),
             compute_efficiency: o.compute_efficiency,
             expert_overhead_s: o.expert_overhead_s,
+            memory_efficiency: o.memory_efficiency,
         }
     }
 }
@@ -274,6 +278,7 @@ impl EngineFile {
                 select,
                 compute_efficiency: compute,
                 expert_overhead_s: expert,
+                memory_efficiency: None,
             }));
         }
         Ok(())

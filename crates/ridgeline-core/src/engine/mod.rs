@@ -435,9 +435,13 @@ impl Engine {
             && self.devices == other.devices
     }
 
-    /// Fraction of bandwidth reached on `hw`: the first of `memory_keys` present,
-    /// else `default`, else 1.
+    /// Fraction of bandwidth reached on `hw`: a device override's
+    /// `memory_efficiency` where one selects `hw`, else the first of `memory_keys`
+    /// present, else `default`, else 1.
     pub fn memory_efficiency(&self, hw: &Hardware) -> f64 {
+        if let Some(v) = self.device_value(DeviceFactor::MemoryEfficiency, hw) {
+            return v;
+        }
         memory_keys(hw)
             .into_iter()
             .flatten()
@@ -596,11 +600,15 @@ impl Engine {
             if o.is_empty() {
                 return Err(bad(
                     at,
-                    "sets no factor: give compute_efficiency or expert_overhead_s".into(),
+                    "sets no factor: give compute_efficiency, expert_overhead_s or memory_efficiency"
+                        .into(),
                 ));
             }
             if let Some(e) = o.compute_efficiency {
                 frac(&format!("{at}.compute_efficiency"), e)?;
+            }
+            if let Some(e) = o.memory_efficiency {
+                frac(&format!("{at}.memory_efficiency"), e)?;
             }
             if let Some(s) = o.expert_overhead_s {
                 ranges.push((format!("{at}.expert_overhead_s"), s, 0.01));

@@ -172,12 +172,19 @@ pub struct DeviceOverride {
     pub compute_efficiency: Option<f64>,
     /// Time per routed expert matrix of a GEMM-path pass on the selected devices, s.
     pub expert_overhead_s: Option<f64>,
+    /// Fraction of the selected devices' memory bandwidth the memory-bound kernels
+    /// reach, before the engine's `memory_efficiency` keys (a fit writes a memory
+    /// technology's efficiency here, keyed to the device, when its rows all ran on one
+    /// device).
+    pub memory_efficiency: Option<f64>,
 }
 
 impl DeviceOverride {
     /// Whether it sets nothing.
     pub(crate) fn is_empty(&self) -> bool {
-        self.compute_efficiency.is_none() && self.expert_overhead_s.is_none()
+        self.compute_efficiency.is_none()
+            && self.expert_overhead_s.is_none()
+            && self.memory_efficiency.is_none()
     }
 }
 
@@ -188,6 +195,8 @@ pub enum DeviceFactor {
     ComputeEfficiency,
     /// [`DeviceOverride::expert_overhead_s`].
     ExpertOverhead,
+    /// [`DeviceOverride::memory_efficiency`].
+    MemoryEfficiency,
 }
 
 impl DeviceFactor {
@@ -196,6 +205,7 @@ impl DeviceFactor {
         match self {
             DeviceFactor::ComputeEfficiency => "compute_efficiency",
             DeviceFactor::ExpertOverhead => "expert_overhead_s",
+            DeviceFactor::MemoryEfficiency => "memory_efficiency",
         }
     }
 
@@ -204,6 +214,7 @@ impl DeviceFactor {
         match self {
             DeviceFactor::ComputeEfficiency => o.compute_efficiency,
             DeviceFactor::ExpertOverhead => o.expert_overhead_s,
+            DeviceFactor::MemoryEfficiency => o.memory_efficiency,
         }
     }
 
@@ -212,6 +223,7 @@ impl DeviceFactor {
         match self {
             DeviceFactor::ComputeEfficiency => &mut o.compute_efficiency,
             DeviceFactor::ExpertOverhead => &mut o.expert_overhead_s,
+            DeviceFactor::MemoryEfficiency => &mut o.memory_efficiency,
         }
     }
 
@@ -230,7 +242,8 @@ impl DeviceFactor {
             ""
         };
         match (family, self) {
-            ("apple", DeviceFactor::ComputeEfficiency) | ("rdna", _) => {
+            ("apple", DeviceFactor::ComputeEfficiency)
+            | ("rdna", DeviceFactor::ComputeEfficiency | DeviceFactor::ExpertOverhead) => {
                 format!("{family}_{}", self.key())
             }
             _ => format!("{} ({})", self.key(), select.describe()),

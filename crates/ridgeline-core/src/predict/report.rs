@@ -832,6 +832,14 @@ pub(crate) fn factor_reports(engine: &Engine, hw: &Hardware) -> Vec<FactorReport
         .flatten()
         .find(|k| engine.speed.memory_efficiency.contains_key(*k))
         .unwrap_or("default");
+    let memory_name = engine
+        .devices
+        .iter()
+        .find(|o| o.select.matches(hw) && DeviceFactor::MemoryEfficiency.of(o).is_some())
+        .map_or_else(
+            || format!("memory_efficiency.{memory_key}"),
+            |o| DeviceFactor::MemoryEfficiency.name_under(&o.select),
+        );
     let compute_name = engine
         .devices
         .iter()
@@ -843,10 +851,7 @@ pub(crate) fn factor_reports(engine: &Engine, hw: &Hardware) -> Vec<FactorReport
     let (sp, oh) = (&engine.speed, &engine.overheads);
     let named = [
         (compute_name, engine.compute_efficiency_on(hw)),
-        (
-            format!("memory_efficiency.{memory_key}"),
-            engine.memory_efficiency(hw),
-        ),
+        (memory_name, engine.memory_efficiency(hw)),
         ("attention_efficiency".to_string(), sp.attention_efficiency),
         ("step_overhead_s".to_string(), oh.step_overhead_s),
         ("layer_overhead_s".to_string(), oh.layer_overhead_s),

@@ -152,6 +152,43 @@ pub(crate) fn fold_into_families(e: &mut Engine, hardware: &[&Hardware]) {
     }
 }
 
+/// Moves back into its memory group each memory efficiency an earlier fit keyed to one
+/// device ([`key_memory_to_device`]) where that device is among `hardware`, so that a
+/// refit starts from it (the device's override would otherwise shadow the group's);
+/// drops the others: they are a fit's outputs from rows this fit does not have (a
+/// publication held out, say), and a fit must not start from them.
+pub(crate) fn fold_memory_into_groups(e: &mut Engine, hardware: &[&Hardware]) {
+    let keyed: Vec<Selector> = e
+        .devices
+        .iter()
+        .filter(|o| o.memory_efficiency.is_some())
+        .map(|o| o.select.clone())
+        .collect();
+    for select in keyed {
+        let v = e.override_value(&select, DeviceFactor::MemoryEfficiency);
+        e.set_override(&select, DeviceFactor::MemoryEfficiency, None);
+        let on = hardware
+            .iter()
+            .find(|hw| select.device.as_deref() == Some(hw.id.as_str()));
+        if let (Some(v), Some(hw)) = (v, on) {
+            let group = crate::engine::memory_group(hw).to_string();
+            e.speed.memory_efficiency.insert(group, v);
+        }
+    }
+}
+
+/// Keys the memory efficiency of memory group `group` in `e` to the one device `id`
+/// its rows came from (a factor fitted on one device belongs to that device): a device
+/// override's `memory_efficiency`, the group's key removed (the rest of the group then
+/// takes what is carried over to it); returns the override's name
+/// ([`DeviceFactor::name_under`]), or `None` when `e` has no such key.
+pub(crate) fn key_memory_to_device(e: &mut Engine, group: &str, id: &str) -> Option<String> {
+    let v = e.speed.memory_efficiency.remove(group)?;
+    let own = Selector::device(id);
+    e.set_override(&own, DeviceFactor::MemoryEfficiency, Some(v));
+    Some(DeviceFactor::MemoryEfficiency.name_under(&own))
+}
+
 /// Keys the family override `f` holds in `e` to the one device `id` its rows came
 /// from (a factor fitted on one device belongs to that device; the rest of the family
 /// takes the general factor); returns the override's new name

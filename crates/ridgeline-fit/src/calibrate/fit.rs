@@ -13,7 +13,10 @@
 //! the log-ratios: `θ ± t(0.975, n - p) · sqrt(s² (JᵀJ)⁻¹)` with `s² = SSR / (n - p)`,
 //! mapped back to the factor; none when there are no more rows than free parameters.
 
-use super::factors::{Factor, Limit, factor, fold_into_families, key_to_device};
+use super::factors::{
+    Factor, Limit, factor, fold_into_families, fold_memory_into_groups, key_memory_to_device,
+    key_to_device,
+};
 use super::many::Memo;
 use super::{Bounds, Case, Kind, lm};
 use crate::engine::{Engine, FactorTag, memory_group};
@@ -492,6 +495,7 @@ pub fn fit(base: &Engine, cases: &[&Case], opts: &FitOptions) -> Result<EngineFi
     hardware.sort_by(|a, b| a.id.cmp(&b.id));
     hardware.dedup_by(|a, b| a.id == b.id);
     fold_into_families(&mut base, &hardware);
+    fold_memory_into_groups(&mut base, &hardware);
     let (start, groups) = start_in_bounds(&base, &cases, b);
     let memo = Memo::new(&cases);
     let r0 = residuals(&memo, &cases, &start)?;
@@ -565,8 +569,21 @@ pub fn fit(base: &Engine, cases: &[&Case], opts: &FitOptions) -> Result<EngineFi
             rows,
         })
         .collect();
-    // a family override informed by one device's rows belongs to that device
+    // a family override informed by one device's rows belongs to that device, and so
+    // does a memory group's efficiency
     for p in &mut fitted {
+        if let ParamKind::Memory(g) = &p.kind {
+            if let [device] = &devices_of(&p.rows, &cases)[..]
+                && let Some(name) = key_memory_to_device(&mut engine, g, device)
+            {
+                notes.push(format!(
+                    "{} is informed by rows of {device} only: keyed to that device as {name}",
+                    p.key
+                ));
+                p.key = name;
+            }
+            continue;
+        }
         let Some(f) = factor(&p.kind) else {
             continue;
         };
@@ -714,9 +731,19 @@ mod tests {
         }
     }
 
-    /// The fitted factor `key` of `f`.
+    /// The fitted factor `key` of `f` (a memory group's by its group's name, also where
+    /// the fit keyed it to its one device).
     fn param<'f>(f: &'f EngineFit, key: &str) -> &'f FittedParam {
-        f.params.iter().find(|p| p.key == key).unwrap()
+        f.params
+            .iter()
+            .find(|p| p.key == key || p.kind.key() == key)
+            .unwrap()
+    }
+
+    /// The memory efficiency `f`'s engine reaches on the bundled device `id`.
+    fn memory_on(f: &EngineFit, id: &str) -> f64 {
+        let hw = HardwareDb::builtin().unwrap().get(id).unwrap();
+        f.engine.memory_efficiency(hw)
     }
 
     fn plain() -> FitOptions {
@@ -736,7 +763,14 @@ mod tests {
         let c = decode_at("a100-80gb-sxm", 0.5);
         let f = fit(&engine(1.0, 1.0, 1.0, 0.0), &[&c], &plain()).unwrap();
         assert_eq!(f.params.len(), 1, "{:?}", f.params);
-        assert_eq!(f.params[0].key, "memory_efficiency.hbm");
+        // the A100's rows alone inform the HBM group: keyed to that device
+        assert_eq!(f.params[0].kind.key(), "memory_efficiency.hbm");
+        assert_eq!(
+            f.params[0].key,
+            "memory_efficiency (device = \"a100-80gb-sxm\")"
+        );
+        assert!(!f.engine.speed.memory_efficiency.contains_key("hbm"));
+        assert!((memory_on(&f, "a100-80gb-sxm") - f.params[0].value).abs() < 1e-12);
         assert!(
             (f.params[0].value - 0.5).abs() < 1e-4,
             "{}",
@@ -865,6 +899,60 @@ mod tests {
         );
     }
 
+    fn refs(cs: &[Case]) -> Vec<&Case> {
+        cs.iter().collect()
+    }
+
+    #[test]
+    fn a_memory_group_informed_by_one_device_belongs_to_that_device() {
+        use crate::engine::{DeviceFactor, Selector};
+        let rows = |at: &[(&str, f64)]| -> Vec<Case> {
+            at.iter()
+                .enumerate()
+                .map(|(i, &(gpu, fraction))| {
+                    let mut c = decode_at(gpu, fraction);
+                    c.id = format!("d{i}");
+                    c
+                })
+                .collect()
+        };
+        // half the ideal decode rate on an RTX 4090: GDDR at 0.5, keyed to the 4090
+        let one = rows(&[("rtx-4090", 0.5)]);
+        let f = fit(&engine(1.0, 1.0, 1.0, 0.0), &refs(&one), &plain()).unwrap();
+        let own = Selector::device("rtx-4090");
+        let v = f
+            .engine
+            .override_value(&own, DeviceFactor::MemoryEfficiency);
+        assert!(v.is_some_and(|v| (v - 0.5).abs() < 1e-4), "{v:?}");
+        assert!(!f.engine.speed.memory_efficiency.contains_key("gddr"));
+        let name = "memory_efficiency (device = \"rtx-4090\")";
+        assert!(f.engine.provenance.factors.contains_key(name));
+        assert_eq!(param(&f, "memory_efficiency.gddr").key, name);
+        // a refit on the same rows starts from it (folded back into the group) and
+        // keys it again
+        let again = fit(&f.engine, &refs(&one), &plain()).unwrap();
+        assert_eq!(again.engine.devices, f.engine.devices);
+        // a fit without the 4090's rows does not start from it (a held-out
+        // publication's own value): the 3090's rows alone key the group to the 3090
+        let other = rows(&[("rtx-3090", 0.7)]);
+        let g = fit(&f.engine, &refs(&other), &plain()).unwrap();
+        assert_eq!(
+            g.engine
+                .override_value(&own, DeviceFactor::MemoryEfficiency),
+            None
+        );
+        let v = g
+            .engine
+            .override_value(&Selector::device("rtx-3090"), DeviceFactor::MemoryEfficiency);
+        assert!(v.is_some_and(|v| (v - 0.7).abs() < 1e-4), "{v:?}");
+        // informed by two devices, it stays the group's
+        let two = rows(&[("rtx-4090", 0.5), ("rtx-3090", 0.5)]);
+        let h = fit(&engine(1.0, 1.0, 1.0, 0.0), &refs(&two), &plain()).unwrap();
+        let gddr = h.engine.speed.memory_efficiency["gddr"];
+        assert!((gddr - 0.5).abs() < 1e-3, "{gddr}");
+        assert!(h.engine.devices.iter().all(|o| o.memory_efficiency.is_none()));
+    }
+
     #[test]
     fn prior_pulls_to_the_geometric_mean_when_it_weighs_one_row() {
         // one row implying e = 0.4, a prior of 0.8 worth one row: minimizing
@@ -876,7 +964,7 @@ mod tests {
             ..plain()
         };
         let f = fit(&engine(1.0, 1.0, 1.0, 0.0), &[&c], &opts).unwrap();
-        let v = f.engine.speed.memory_efficiency["gddr"];
+        let v = memory_on(&f, "rtx-4090");
         assert!((v - (0.4f64 * 0.8).sqrt()).abs() < 1e-3, "{v}");
     }
 
@@ -1072,7 +1160,7 @@ mod tests {
             },
         )
         .unwrap();
-        let hbm = |f: &EngineFit| f.engine.speed.memory_efficiency["hbm"];
+        let hbm = |f: &EngineFit| memory_on(f, "a100-80gb-sxm");
         assert!(
             (hbm(&robust) / 0.6 - 1.0).abs() < (hbm(&ls) / 0.6 - 1.0).abs(),
             "robust {} vs least squares {}",

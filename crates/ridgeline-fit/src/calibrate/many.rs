@@ -176,7 +176,7 @@ fn same_rest(a: &Engine, b: &Engine) -> bool {
         collective_latency_s,
     } = overheads;
     let same = |x: &f64, y: &f64| x.to_bits() == y.to_bits();
-    // the device overrides' compute efficiencies and expert overheads are read through
+    // the device overrides' compute and memory efficiencies and expert overheads are read through
     // `factors`; which devices they select is not
     let selects = |d: &[DeviceOverride]| d.iter().map(|o| o.select.clone()).collect::<Vec<_>>();
     *id == b.id

@@ -8,7 +8,7 @@ use super::{
     Mapped, OverheadKind, ParamKind, Skipped, TYPICAL_POOL, bounds_from_ceilings, cases,
     check_measurements, fit, median_abs, parse_measurements,
 };
-use crate::engine::{Engine, EngineDb};
+use crate::engine::{DeviceFactor, Engine, EngineDb};
 use crate::error::{Error, Result};
 use serde::Serialize;
 use std::collections::HashSet;
@@ -116,6 +116,15 @@ pub fn base_for(engines: &EngineDb, id: &str) -> Result<Engine> {
 pub fn start_from_typical(engine: &Engine, typical: &Engine) -> Engine {
     let mut e = engine.clone();
     e.speed.memory_efficiency = typical.speed.memory_efficiency.clone();
+    // typical's memory efficiencies keyed to one device come along with its groups'
+    let mut own: Vec<_> = e.devices.iter().map(|o| o.select.clone()).collect();
+    own.retain(|s| e.override_value(s, DeviceFactor::MemoryEfficiency).is_some());
+    for s in own {
+        e.set_override(&s, DeviceFactor::MemoryEfficiency, None);
+    }
+    for o in typical.devices.iter().filter(|o| o.memory_efficiency.is_some()) {
+        e.set_override(&o.select, DeviceFactor::MemoryEfficiency, o.memory_efficiency);
+    }
     e.overheads.expert_overhead_s = typical.overheads.expert_overhead_s;
     e.provenance.fitted_on.clear();
     e.provenance.factors.clear();
@@ -156,11 +165,21 @@ pub fn tag_carried(e: &mut Engine, typical: &Engine) {
 /// fitted on (geometric mean), within the bounds: an engine whose decode kernels reach
 /// 10% less bandwidth than typical on HBM is assumed to reach 10% less on GDDR too.
 pub fn carry_over_memory(f: &mut EngineFit, typical: &Engine, bounds: &Bounds) {
+    // every fitted group sets the ratio, those keyed to their one device among them
     let fitted: Vec<(String, f64)> = f
         .params
         .iter()
         .filter_map(|p| match &p.kind {
             ParamKind::Memory(g) => Some((g.clone(), p.value)),
+            _ => None,
+        })
+        .collect();
+    let kept: Vec<&String> = f
+        .params
+        .iter()
+        .filter(|p| p.key == p.kind.key())
+        .filter_map(|p| match &p.kind {
+            ParamKind::Memory(g) => Some(g),
             _ => None,
         })
         .collect();
@@ -181,7 +200,7 @@ pub fn carry_over_memory(f: &mut EngineFit, typical: &Engine, bounds: &Bounds) {
     let keys: Vec<String> = typical.speed.memory_efficiency.keys().cloned().collect();
     let mut derived = Vec::new();
     for k in keys {
-        if fitted.iter().any(|(g, _)| *g == k) {
+        if kept.contains(&&k) {
             continue;
         }
         let hi = bounds

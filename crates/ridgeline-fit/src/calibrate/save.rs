@@ -45,7 +45,11 @@ fn rounded(engine: &Engine) -> Engine {
         }
     }
     for o in &mut e.devices {
-        for v in [&mut o.compute_efficiency, &mut o.expert_overhead_s]
+        for v in [
+            &mut o.compute_efficiency,
+            &mut o.expert_overhead_s,
+            &mut o.memory_efficiency,
+        ]
             .into_iter()
             .flatten()
         {
