@@ -526,5 +526,8 @@ fn a_memory_group_fitted_on_one_device_is_keyed_to_it() {
         "[x]\nmemory_efficiency = { default = 0.5 }\ncompute_efficiency = 0.5\n\
          [[x.device]]\ndevice = \"h100-sxm\"\nmemory_efficiency = 1.5\n",
     );
-    assert!(e.contains("device[0]") && e.contains("memory_efficiency"), "{e}");
+    assert!(
+        e.contains("device[0]") && e.contains("memory_efficiency"),
+        "{e}"
+    );
 }

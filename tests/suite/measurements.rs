@@ -296,7 +296,9 @@ fn the_written_database_holds_the_fit_as_rounded() {
             use ridgeline::calibrate::ParamKind::*;
             let v = match &p.kind {
                 // a group's efficiency, or the device override it was keyed to
-                Memory(g) if p.key == format!("memory_efficiency.{g}") => e.speed.memory_efficiency[g],
+                Memory(g) if p.key == format!("memory_efficiency.{g}") => {
+                    e.speed.memory_efficiency[g]
+                }
                 Memory(_) => keyed_memory(e, &p.key),
                 Compute => e.speed.compute_efficiency,
                 AppleCompute => apple_compute(e).unwrap(),

@@ -941,16 +941,22 @@ mod tests {
                 .override_value(&own, DeviceFactor::MemoryEfficiency),
             None
         );
-        let v = g
-            .engine
-            .override_value(&Selector::device("rtx-3090"), DeviceFactor::MemoryEfficiency);
+        let v = g.engine.override_value(
+            &Selector::device("rtx-3090"),
+            DeviceFactor::MemoryEfficiency,
+        );
         assert!(v.is_some_and(|v| (v - 0.7).abs() < 1e-4), "{v:?}");
         // informed by two devices, it stays the group's
         let two = rows(&[("rtx-4090", 0.5), ("rtx-3090", 0.5)]);
         let h = fit(&engine(1.0, 1.0, 1.0, 0.0), &refs(&two), &plain()).unwrap();
         let gddr = h.engine.speed.memory_efficiency["gddr"];
         assert!((gddr - 0.5).abs() < 1e-3, "{gddr}");
-        assert!(h.engine.devices.iter().all(|o| o.memory_efficiency.is_none()));
+        assert!(
+            h.engine
+                .devices
+                .iter()
+                .all(|o| o.memory_efficiency.is_none())
+        );
     }
 
     #[test]

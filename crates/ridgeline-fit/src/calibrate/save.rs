@@ -50,8 +50,8 @@ fn rounded(engine: &Engine) -> Engine {
             &mut o.expert_overhead_s,
             &mut o.memory_efficiency,
         ]
-            .into_iter()
-            .flatten()
+        .into_iter()
+        .flatten()
         {
             *v = round_sig(*v, 3);
         }
