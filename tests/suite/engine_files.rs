@@ -369,9 +369,24 @@ fn factor_tags_travel_from_the_file_to_predict_and_explain() {
 
 /// A factor whose rows are all from one device names it in its tag; on another device
 /// `explain` calls it an assumption there, and `predict --json` carries the device.
+/// The first of `predict --json`'s `factors` whose name `pick` accepts, for Llama 3 8B on
+/// `gpu` under vllm-rocm.
+fn rocm_factor(gpu: &str, pick: impl Fn(&str) -> bool) -> serde_json::Value {
+    let v = crate::support::cli::json(
+        &[&llama_3_8b("predict", gpu, "vllm-rocm")[..], &["--json"]].concat(),
+    );
+    v["factors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| pick(f["name"].as_str().unwrap()))
+        .unwrap()
+        .clone()
+}
+
 #[test]
 fn a_factor_fitted_on_one_device_names_it() {
-    use crate::support::cli::{json, ok};
+    use crate::support::cli::ok;
     use ridgeline::engine::FactorTag;
     // vllm-rocm's rows are all MI300X's (data/engines.toml)
     let rocm = builtin("vllm-rocm");
@@ -398,16 +413,7 @@ fn a_factor_fitted_on_one_device_names_it() {
     ] {
         assert!(bad.parse::<FactorTag>().is_err(), "{bad}");
     }
-    let factor = |gpu: &str| {
-        let v = json(&[&llama_3_8b("predict", gpu, "vllm-rocm")[..], &["--json"]].concat());
-        v["factors"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|f| f["name"] == "compute_efficiency")
-            .unwrap()
-            .clone()
-    };
+    let factor = |gpu: &str| rocm_factor(gpu, |name| name == "compute_efficiency");
     assert_eq!(factor("mi325x")["device"], "mi300x");
     let line = |gpu: &str| {
         let e = ok(&llama_3_8b("explain", gpu, "vllm-rocm"));
@@ -475,7 +481,6 @@ fn a_cuda_profile_on_an_amd_device_names_its_rocm_profile() {
 
 #[test]
 fn a_memory_group_fitted_on_one_device_is_keyed_to_it() {
-    use crate::support::cli::json;
     use ridgeline::engine::FactorTag;
     // vllm-rocm's HBM rows are all MI300X's (data/engines.toml): the fit keyed that
     // group's efficiency to the MI300X, and the hbm key holds what typical's carries
@@ -498,16 +503,7 @@ fn a_memory_group_fitted_on_one_device_is_keyed_to_it() {
         FactorTag::Carried { .. }
     ));
     // predict names the override on the MI300X and the group's key on the MI325X
-    let name = |gpu: &str| {
-        let v = json(&[&llama_3_8b("predict", gpu, "vllm-rocm")[..], &["--json"]].concat());
-        v["factors"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|f| f["name"].as_str().unwrap().starts_with("memory_efficiency"))
-            .unwrap()["name"]
-            .clone()
-    };
+    let name = |gpu: &str| rocm_factor(gpu, |n| n.starts_with("memory_efficiency"))["name"].clone();
     assert_eq!(name("mi300x"), "memory_efficiency (device = \"mi300x\")");
     assert_eq!(name("mi325x"), "memory_efficiency.hbm");
     // a file may set one: it applies before the memory keys, on its devices only

@@ -572,24 +572,15 @@ pub fn fit(base: &Engine, cases: &[&Case], opts: &FitOptions) -> Result<EngineFi
     // a family override informed by one device's rows belongs to that device, and so
     // does a memory group's efficiency
     for p in &mut fitted {
-        if let ParamKind::Memory(g) = &p.kind {
-            if let [device] = &devices_of(&p.rows, &cases)[..]
-                && let Some(name) = key_memory_to_device(&mut engine, g, device)
-            {
-                notes.push(format!(
-                    "{} is informed by rows of {device} only: keyed to that device as {name}",
-                    p.key
-                ));
-                p.key = name;
-            }
-            continue;
-        }
-        let Some(f) = factor(&p.kind) else {
+        let devices = devices_of(&p.rows, &cases);
+        let [device] = &devices[..] else {
             continue;
         };
-        if let [device] = &devices_of(&p.rows, &cases)[..]
-            && let Some(name) = key_to_device(&mut engine, f, device)
-        {
+        let name = match &p.kind {
+            ParamKind::Memory(g) => key_memory_to_device(&mut engine, g, device),
+            kind => factor(kind).and_then(|f| key_to_device(&mut engine, f, device)),
+        };
+        if let Some(name) = name {
             notes.push(format!(
                 "{} is informed by rows of {device} only: keyed to that device as {name}",
                 p.key
