@@ -34,6 +34,16 @@ fn run(
     p.predict(s.batch, s.prompt, s.gen_tokens).unwrap()
 }
 
+/// `batch` sequences on `gpus` devices, each its own expert-parallel group.
+fn expert_parallel(batch: u64, gpus: u64) -> Scenario {
+    Scenario {
+        batch,
+        gpus,
+        ep: gpus,
+        ..Scenario::default()
+    }
+}
+
 fn close(what: &str, a: f64, b: f64, rel: f64) {
     assert!(
         (a - b).abs() <= rel * a.abs().max(b.abs()),
@@ -50,11 +60,8 @@ fn expert_parallel_all_to_all_on_the_link() {
     // quantized, 8 bits and a 32-bit scale per 128 values (8.25 bits).
     let m = model("deepseek-v3");
     let s = Scenario {
-        batch: 64,
-        gpus: 8,
-        ep: 8,
         weights: Some(Format::Fp8),
-        ..Scenario::default()
+        ..expert_parallel(64, 8)
     };
     // The step waits for the busiest of the 8 ranks, which receives more than the mean
     // rank's 64 · 8 / 8 = 64 rows: 64 + sd · (z + (z² - 1) · skew / 6), sd =
@@ -192,12 +199,7 @@ fn published_multi_node_expert_parallel_serving_is_bracketed() {
 #[test]
 fn overlapped_all_to_all_is_hidden_up_to_the_rest_of_the_pass() {
     let m = model("deepseek-v3");
-    let s = Scenario {
-        batch: 64,
-        gpus: 16,
-        ep: 16,
-        ..Scenario::default()
-    };
+    let s = expert_parallel(64, 16);
     let plain = run(&m, "h100", "sglang", &s, None);
     let over = run(
         &m,
@@ -256,11 +258,8 @@ fn collectives_between_nodes_run_at_the_network() {
     // max(7/15 / 450e9, 8/15 / 50e9) = 1.0667e-11 s/byte, 93.75 GB/s
     let m = model("deepseek-v3");
     let s = Scenario {
-        batch: 64,
-        gpus: 16,
-        ep: 16,
         weights: Some(Format::Fp8),
-        ..Scenario::default()
+        ..expert_parallel(64, 16)
     };
     // That is the decode step's all-to-all (the low-latency kernels send straight to
     // each expert); the prompt pass's (the high-throughput kernels) sends a token's
@@ -612,12 +611,7 @@ fn explain_weighs_tensor_parallelism_against_expert_parallelism() {
     // The what-if of an expert-parallel layout is the same devices tensor parallel: its
     // summary is exactly the prediction at --ep 1
     let m = model("deepseek-v3");
-    let s = Scenario {
-        batch: 64,
-        gpus: 8,
-        ep: 8,
-        ..Scenario::default()
-    };
+    let s = expert_parallel(64, 8);
     let p = predictor(&m, "h200", "typical", &s);
     let t = p
         .what_ifs(64, s.prompt, s.gen_tokens, 4096)

@@ -527,3 +527,31 @@ fn a_memory_group_fitted_on_one_device_is_keyed_to_it() {
         "{e}"
     );
 }
+
+#[test]
+fn taking_a_device_factor_clears_it_and_drops_emptied_entries() {
+    // llama.cpp's Strix Halo entry sets compute_efficiency and expert_overhead_s, its
+    // Apple entry compute_efficiency alone: taking compute_efficiency returns both,
+    // keeps the Strix Halo entry for its expert overhead and drops the Apple one
+    let mut e = builtin("llama.cpp");
+    let rdna = Selector::device("ryzen-ai-max-395");
+    let apple = Selector::class(DeviceClass::Apple);
+    let (r, a) = (
+        e.override_value(&rdna, DeviceFactor::ComputeEfficiency),
+        e.override_value(&apple, DeviceFactor::ComputeEfficiency),
+    );
+    let mut taken = e.take_device_factor(DeviceFactor::ComputeEfficiency);
+    taken.sort_by(|x, y| x.1.total_cmp(&y.1));
+    let mut want = vec![(rdna.clone(), r.unwrap()), (apple.clone(), a.unwrap())];
+    want.sort_by(|x, y| x.1.total_cmp(&y.1));
+    assert_eq!(taken, want);
+    assert!(e.device_override(&apple).is_none());
+    let kept = e.device_override(&rdna).unwrap();
+    assert_eq!(kept.compute_efficiency, None);
+    assert!(kept.expert_overhead_s.is_some());
+    // nothing left to take
+    assert!(
+        e.take_device_factor(DeviceFactor::ComputeEfficiency)
+            .is_empty()
+    );
+}

@@ -512,6 +512,18 @@ impl Engine {
         self.device_override(select).and_then(|o| factor.of(o))
     }
 
+    /// Clears `factor` from every override (dropping those left setting nothing) and
+    /// returns what each set, with its selector.
+    pub fn take_device_factor(&mut self, factor: DeviceFactor) -> Vec<(Selector, f64)> {
+        let taken = self
+            .devices
+            .iter_mut()
+            .filter_map(|o| Some((o.select.clone(), factor.slot(o).take()?)))
+            .collect();
+        self.devices.retain(|o| !o.is_empty());
+        taken
+    }
+
     /// Sets (`Some`) or clears (`None`) `factor` in the override with exactly `select`'s
     /// criteria, adding the override at the end if there is none; an override left
     /// setting nothing is removed.

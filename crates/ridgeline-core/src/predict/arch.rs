@@ -224,9 +224,9 @@ impl Predictor<'_> {
             kv_bytes_at_context_unwindowed: cache.per_token_below_windows() * ctx
                 + cache.per_sequence,
             state_bytes_per_sequence: cache.per_sequence,
-            kernels_per_layer: super::launch::launch_layers(m, m.layers)
-                * super::launch::DENSE_LAYER_KERNELS as f64
-                / m.layers.max(1) as f64,
+            // the predictor holds every layer: its launch count is the model's
+            kernels_per_layer: self.launch_layers * super::launch::DENSE_LAYER_KERNELS as f64
+                / self.layers.max(1) as f64,
             ssm,
             experts,
         }

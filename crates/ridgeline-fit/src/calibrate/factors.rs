@@ -158,19 +158,11 @@ pub(crate) fn fold_into_families(e: &mut Engine, hardware: &[&Hardware]) {
 /// drops the others: they are a fit's outputs from rows this fit does not have (a
 /// publication held out, say), and a fit must not start from them.
 pub(crate) fn fold_memory_into_groups(e: &mut Engine, hardware: &[&Hardware]) {
-    let keyed: Vec<Selector> = e
-        .devices
-        .iter()
-        .filter(|o| o.memory_efficiency.is_some())
-        .map(|o| o.select.clone())
-        .collect();
-    for select in keyed {
-        let v = e.override_value(&select, DeviceFactor::MemoryEfficiency);
-        e.set_override(&select, DeviceFactor::MemoryEfficiency, None);
+    for (select, v) in e.take_device_factor(DeviceFactor::MemoryEfficiency) {
         let on = hardware
             .iter()
             .find(|hw| select.device.as_deref() == Some(hw.id.as_str()));
-        if let (Some(v), Some(hw)) = (v, on) {
+        if let Some(hw) = on {
             let group = crate::engine::memory_group(hw).to_string();
             e.speed.memory_efficiency.insert(group, v);
         }

@@ -117,24 +117,11 @@ pub fn start_from_typical(engine: &Engine, typical: &Engine) -> Engine {
     let mut e = engine.clone();
     e.speed.memory_efficiency = typical.speed.memory_efficiency.clone();
     // typical's memory efficiencies keyed to one device come along with its groups'
-    let mut own: Vec<_> = e.devices.iter().map(|o| o.select.clone()).collect();
-    own.retain(|s| {
-        e.override_value(s, DeviceFactor::MemoryEfficiency)
-            .is_some()
-    });
-    for s in own {
-        e.set_override(&s, DeviceFactor::MemoryEfficiency, None);
-    }
-    for o in typical
-        .devices
-        .iter()
-        .filter(|o| o.memory_efficiency.is_some())
-    {
-        e.set_override(
-            &o.select,
-            DeviceFactor::MemoryEfficiency,
-            o.memory_efficiency,
-        );
+    e.take_device_factor(DeviceFactor::MemoryEfficiency);
+    for o in &typical.devices {
+        if let Some(v) = o.memory_efficiency {
+            e.set_override(&o.select, DeviceFactor::MemoryEfficiency, Some(v));
+        }
     }
     e.overheads.expert_overhead_s = typical.overheads.expert_overhead_s;
     e.provenance.fitted_on.clear();
