@@ -258,15 +258,25 @@ fn put_u64(buf: &mut Vec<u8>, v: u64) {
     buf.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
 }
 
-/// Shortest round-trip decimal (zmij); `missing` for NaN and infinities.
+/// Shortest round-trip decimal (zmij); `missing` for NaN and infinities. A whole
+/// number from 1 to below 1e15 (byte counts, a speed-up of 1) is written as its
+/// integer and `.0`, the same text zmij gives, at a fraction of the cost.
 #[inline]
 fn put_f64(buf: &mut Vec<u8>, v: f64, missing: &[u8]) {
-    if v.is_finite() {
+    if (1.0..WHOLE_BELOW).contains(&v) && v.fract() == 0.0 {
+        // exact: a whole f64 below 2^53 converts without rounding
+        put_u64(buf, v as u64);
+        buf.extend_from_slice(b".0");
+    } else if v.is_finite() {
         buf.extend_from_slice(zmij::Buffer::new().format_finite(v).as_bytes());
     } else {
         buf.extend_from_slice(missing);
     }
 }
+
+/// Whole numbers below this take [`put_f64`]'s integer path (zmij writes them without
+/// an exponent up to 1e16).
+const WHOLE_BELOW: f64 = 1e15;
 
 /// Index in [`COLUMNS`] of the first metric (`ttft_s`).
 const FIRST_METRIC: usize = 11;
@@ -376,4 +386,59 @@ pub fn rate_csv(rows: &[crate::sweep::RateRow]) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod put_tests {
+    use super::*;
+
+    fn zmij_text(v: f64) -> Vec<u8> {
+        zmij::Buffer::new().format_finite(v).as_bytes().to_vec()
+    }
+
+    fn put(v: f64) -> Vec<u8> {
+        let mut b = Vec::new();
+        put_f64(&mut b, v, b"");
+        b
+    }
+
+    #[test]
+    fn whole_numbers_are_written_as_zmij_writes_them() {
+        // every power of two and of ten in range, their neighbours, and a spread of
+        // byte counts (a few GiB to hundreds of TB): the integer path must give zmij's
+        // bytes exactly
+        let mut vs = vec![
+            1.0,
+            2.0,
+            10.0,
+            17_107_697_152.0,
+            85_899_345_920.0,
+            999_999_999_999_999.0,
+        ];
+        for e in 0..50 {
+            let p = 2f64.powi(e);
+            vs.extend([p, p + 1.0, (p - 1.0).max(1.0)]);
+        }
+        for e in 0..15 {
+            let p = 10f64.powi(e);
+            vs.extend([p, p + 1.0, (p - 1.0).max(1.0), 3.0 * p, 7.0 * p]);
+        }
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..10_000 {
+            // xorshift: integers spread over 1 ..= 2^50
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            vs.push(((x >> 14) | 1) as f64);
+        }
+        for v in vs.into_iter().filter(|v| *v < WHOLE_BELOW) {
+            assert_eq!(put(v), zmij_text(v), "{v}");
+        }
+        // outside the integer path: zmij itself
+        for v in [0.5, 0.0, -3.0, 1e15, 2.5e17, 123.25] {
+            assert_eq!(put(v), zmij_text(v), "{v}");
+        }
+        assert_eq!(put(1.0), b"1.0");
+        assert_eq!(put(17_107_697_152.0), b"17107697152.0");
+    }
 }

@@ -6,7 +6,7 @@
 use super::add_op_at;
 use crate::model::graph::Step;
 use crate::predict::affine::{self, Line, at, crossings, highest, series};
-use crate::predict::pass::bound_index;
+use crate::predict::pass::{accumulate, bound_index};
 use crate::predict::{PassResult, Predictor};
 
 /// Probe contexts: far apart, with a power-of-two span, so slopes lose little precision.
@@ -129,7 +129,10 @@ impl DecodeLines {
             n_varying: 0,
         };
         let (mut sa, mut sb) = ([0.0f64; 4], [0.0f64; 4]);
-        for (a, b) in ga.ops().iter().zip(gb.ops()) {
+        // the context-free ops as the plain pass sums them, and where the others sit
+        let mut fixed = PassResult::default();
+        let mut varying_at = [usize::MAX; MAX_VARYING];
+        for (i, (a, b)) in ga.ops().iter().zip(gb.ops()).enumerate() {
             if a.kind != b.kind || a.unit != b.unit || a.count != b.count {
                 return None;
             }
@@ -142,6 +145,7 @@ impl DecodeLines {
                 s[3] += (op.cost.read.kv + op.cost.written.kv) * op.count;
             }
             if a == b {
+                accumulate(&mut fixed, a, &pa);
                 d.const_time_s += pa.time_s;
                 d.const_roofline_s += pa.roofline_time_s;
                 d.const_by_bound[bound_index(pa.bound)] += pa.time_s;
@@ -161,6 +165,7 @@ impl DecodeLines {
                 line(pa.link_time_s, pb.link_time_s),
             ];
             let ideal = [line(ia[0], ib[0]), line(ia[1], ib[1]), line(ia[2], ib[2])];
+            varying_at[d.n_varying] = i;
             d.varying[d.n_varying] = Varying {
                 pred,
                 ideal,
@@ -175,9 +180,24 @@ impl DecodeLines {
         d.weight_bytes = line(sa[2], sb[2]);
         d.kv_bytes = line(sa[3], sb[3]);
         // verify the lines against the plain pass below and between the probes, so a
-        // context-dependence that is not affine falls back instead of extrapolating
+        // context-dependence that is not affine falls back instead of extrapolating.
+        // The plain pass at a check places every op; those the context leaves as they
+        // were at the probes place as they did there (a placement depends on the op
+        // alone), so only the varying ones are placed again.
+        let varying_at = &varying_at[..d.n_varying];
         for check in DECODE_CHECKS {
-            let plain = p.pass_ops(&Step::decode(batch, check))?;
+            let gc = p.graph(&Step::decode(batch, check));
+            if gc.ops().len() != ga.ops().len() {
+                return None;
+            }
+            let mut plain = fixed;
+            for (i, (c, a)) in gc.ops().iter().zip(ga.ops()).enumerate() {
+                if varying_at.contains(&i) {
+                    accumulate(&mut plain, c, &p.place_op(c));
+                } else if c != a {
+                    return None;
+                }
+            }
             let fast = d.step_ops(check);
             let ok = |a: f64, b: f64| (a - b).abs() <= 1e-12 * a.abs().max(b.abs());
             if !(ok(plain.time_s, fast.time_s)
