@@ -324,19 +324,79 @@ pub struct Coverage {
 }
 
 /// Kernel tables by (device, engine).
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default)]
 pub struct KernelDb {
-    tables: BTreeMap<(String, String), Table>,
+    tables: BTreeMap<(String, String), Slot>,
+}
+
+/// One table as held: read from a file, or embedded and parsed on first use (a
+/// prediction reads the tables of its device and engine, not all 27: parsing them all
+/// took about 0.5 G instructions at every start).
+#[derive(Debug, Clone)]
+enum Slot {
+    Read(Table),
+    Embedded {
+        text: &'static str,
+        /// `None` once parsed: the text did not parse (every embedded table parses:
+        /// `kernels::tests::every_embedded_table_parses`).
+        table: OnceLock<Option<Table>>,
+    },
+}
+
+impl Slot {
+    fn get(&self, device: &str, backend: &str) -> Option<&Table> {
+        match self {
+            Slot::Read(t) => Some(t),
+            Slot::Embedded { text, table } => table
+                .get_or_init(|| {
+                    let source = format!("data/kernels/{device}/{backend}.csv");
+                    parse::table(text, &source, device, backend).ok()
+                })
+                .as_ref(),
+        }
+    }
+}
+
+impl PartialEq for KernelDb {
+    /// The same tables (embedded ones compared as parsed).
+    fn eq(&self, other: &Self) -> bool {
+        self.tables.len() == other.tables.len()
+            && self
+                .tables
+                .iter()
+                .zip(&other.tables)
+                .all(|((ka, a), (kb, b))| ka == kb && a.get(&ka.0, &ka.1) == b.get(&kb.0, &kb.1))
+    }
+}
+
+/// A table's device and engine from its name, `<device>/<engine>.csv`.
+fn table_name<'n>(name: &'n str, source: &str) -> Result<(&'n str, &'n str)> {
+    let (device, file) = name.split_once('/').unwrap_or(("", name));
+    let backend = file.strip_suffix(".csv").unwrap_or(file);
+    if device.is_empty() || backend.is_empty() {
+        return Err(Error::Parse {
+            source_name: source.to_string(),
+            message: "a kernel table is named <device>/<engine>.csv".into(),
+        });
+    }
+    Ok((device, backend))
 }
 
 impl KernelDb {
-    /// The embedded tables, parsed once on first use.
+    /// The embedded tables, each parsed on first use.
     pub fn builtin() -> Result<&'static KernelDb> {
         static DB: OnceLock<Result<KernelDb>> = OnceLock::new();
         DB.get_or_init(|| {
             let mut db = KernelDb::default();
             for (name, text) in crate::hardware::KERNEL_FILES {
-                db.add_file(name, text, &format!("data/kernels/{name}"))?;
+                let (device, backend) = table_name(name, &format!("data/kernels/{name}"))?;
+                db.tables.insert(
+                    (device.to_string(), backend.to_string()),
+                    Slot::Embedded {
+                        text,
+                        table: OnceLock::new(),
+                    },
+                );
             }
             Ok(db)
         })
@@ -347,18 +407,17 @@ impl KernelDb {
     /// Parses `text`, named `<device>/<engine>.csv` by `name`, and adds it (replacing
     /// a table of the same device and engine).
     fn add_file(&mut self, name: &str, text: &str, source: &str) -> Result<()> {
-        let (device, file) = name.split_once('/').unwrap_or(("", name));
-        let backend = file.strip_suffix(".csv").unwrap_or(file);
-        if device.is_empty() || backend.is_empty() {
-            return Err(Error::Parse {
-                source_name: source.to_string(),
-                message: "a kernel table is named <device>/<engine>.csv".into(),
-            });
-        }
+        let (device, backend) = table_name(name, source)?;
         let t = parse::table(text, source, device, backend)?;
         self.tables
-            .insert((device.to_string(), backend.to_string()), t);
+            .insert((device.to_string(), backend.to_string()), Slot::Read(t));
         Ok(())
+    }
+
+    /// Whether a table of `device` under `backend` is held (without parsing it).
+    fn has(&self, device: &str, backend: &str) -> bool {
+        self.tables
+            .contains_key(&(device.to_string(), backend.to_string()))
     }
 
     /// Adds every `<dir>/<device>/<engine>.csv` of a directory in the importer's schema
@@ -411,13 +470,16 @@ impl KernelDb {
         hardware: &'h HardwareDb,
     ) -> impl Iterator<Item = (&'h Hardware, &'s Table)> {
         self.tables
-            .values()
+            .iter()
+            .filter_map(|((d, b), slot)| slot.get(d, b))
             .filter_map(move |t| hardware.get(&t.device).ok().map(|hw| (hw, t)))
     }
 
     /// The table of `device` under `backend`, if any.
     pub fn table(&self, device: &str, backend: &str) -> Option<&Table> {
-        self.tables.get(&(device.to_string(), backend.to_string()))
+        self.tables
+            .get(&(device.to_string(), backend.to_string()))?
+            .get(device, backend)
     }
 
     /// The measured efficiency of `op` on `device` under `backend` at `shape` for
@@ -498,7 +560,7 @@ impl KernelDb {
         hardware: &'h HardwareDb,
         backend: &str,
     ) -> Option<&'h Hardware> {
-        if self.table(&hw.id, backend).is_some() {
+        if self.has(&hw.id, backend) {
             return None;
         }
         let peak = |h: &Hardware| h.peak(crate::dtype::ComputeDtype::Bf16).0;
@@ -512,7 +574,7 @@ impl KernelDb {
             .devices()
             .iter()
             .filter(|h| h.id != hw.id && h.architecture == hw.architecture)
-            .filter(|h| self.table(&h.id, backend).is_some())
+            .filter(|h| self.has(&h.id, backend))
             .filter_map(|h| dist(h).map(|d| (d, h)))
             .min_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.id.cmp(&b.1.id)))
             .map(|(_, h)| h)
@@ -527,7 +589,7 @@ impl KernelDb {
         hardware: &'h HardwareDb,
         backend: &str,
     ) -> Option<(&'h str, Source)> {
-        if self.table(&hw.id, backend).is_some() {
+        if self.has(&hw.id, backend) {
             return Some((&hw.id, Source::Measured));
         }
         self.sibling(hw, hardware, backend)
@@ -576,7 +638,8 @@ impl KernelDb {
     /// What every table covers, by device then engine.
     pub fn coverage(&self) -> Vec<Coverage> {
         self.tables
-            .values()
+            .iter()
+            .filter_map(|((d, b), slot)| slot.get(d, b))
             .map(|t| {
                 let mut dtypes: Vec<String> = t.grids.keys().map(|k| k.1.clone()).collect();
                 dtypes.sort();

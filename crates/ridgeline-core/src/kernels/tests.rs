@@ -654,3 +654,26 @@ all_reduce,1.0,bf16,2,2048,-,-,0.001
         assert!(e.contains(says), "{e}");
     }
 }
+
+#[test]
+fn every_embedded_table_parses() {
+    // the embedded tables are parsed on first use, where a failure would leave the
+    // table absent: every one of them must parse, and hold points
+    let db = KernelDb::builtin().unwrap();
+    assert_eq!(db.tables.len(), crate::hardware::KERNEL_FILES.len());
+    for ((device, backend), slot) in &db.tables {
+        let t = slot
+            .get(device, backend)
+            .unwrap_or_else(|| panic!("{device}/{backend}"));
+        assert_eq!(
+            (t.device.as_str(), t.backend.as_str()),
+            (device.as_str(), backend.as_str())
+        );
+        assert!(
+            t.grids.values().map(Grid::len).sum::<usize>() > 0,
+            "{device}/{backend}"
+        );
+    }
+    // 9 devices under 3 engines (data/kernels/)
+    assert_eq!(db.coverage().len(), 27);
+}

@@ -5,12 +5,19 @@
 use super::Predictor;
 use super::affine::{self, sum_max_affine};
 use crate::memory::Parallel;
-use crate::model::graph::{OpInstance, Step};
+use crate::model::graph::{Graph, OpInstance, Step};
 use crate::roofline::{Bound, Placement};
 
 /// Longest piece of a decode sum with kernel tables that is summed step by step
 /// ([`Predictor::decode_with_sampled_sum`]).
 const EXACT_STEPS: u64 = 8;
+
+/// One part's decode ops at one batch and their placements
+/// ([`Predictor::decode_step_memo`]).
+struct PartMemo {
+    graph: Graph,
+    placed: Vec<Placement>,
+}
 
 /// A pass a decode step is made of.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -276,8 +283,16 @@ impl Predictor<'_> {
     /// ([`Self::prefill_chunks`]) summed.
     pub fn prefill_pass(&self, batch: u64, prompt: u64, offloaded: f64) -> PassResult {
         let mut r = PassResult::default();
+        if !self.prefill_is_chunked(batch, prompt) {
+            return self.pass(&Step::prefill(batch, prompt), offloaded);
+        }
+        // the chunks share their ops but attention: placed once ([`Self::part_ops_memo`])
+        let mut kept = None;
         self.prefill_chunks(batch, prompt, |step, w| {
-            r.add_scaled(&self.pass(step, offloaded), w);
+            if let Some(ops) = self.part_ops_memo(Part::Plain, step, &mut kept) {
+                let tokens = step.batch.saturating_mul(step.new_tokens);
+                r.add_scaled(&self.finish_pass(ops, step.batch, tokens, offloaded), w);
+            }
         });
         r
     }
@@ -294,6 +309,69 @@ impl Predictor<'_> {
             }
         }
         r
+    }
+
+    /// [`Predictor::decode_step`] for the steps of one batch at many contexts, each
+    /// part's placements kept in `memo` ([`Predictor::part_ops_memo`]): the same
+    /// result, bit for bit.
+    fn decode_step_memo(
+        &self,
+        batch: u64,
+        context: u64,
+        offloaded: f64,
+        memo: &mut [Option<PartMemo>; 2],
+    ) -> PassResult {
+        let (parts, n) = self.decode_parts();
+        let step = Step::decode(batch, context);
+        let mut r = PassResult::default();
+        for (&(part, w), kept) in parts[..n].iter().zip(memo.iter_mut()) {
+            if let Some(ops) = self.part_ops_memo(part, &step, kept) {
+                r.add_scaled(&self.finish_part(part, ops, batch, batch, offloaded), w);
+            }
+        }
+        r
+    }
+
+    /// [`Predictor::part_ops`] for one of many passes that differ only in their
+    /// context (the decode steps of one batch, the chunks of one prompt): the ops placed
+    /// at the first are kept in `kept`, and at the next an op that is the same (every
+    /// op but attention: its cost, and on the kernel tables its shape, depend on the
+    /// pass's tokens alone) takes its kept placement instead of another table lookup.
+    /// The same result as `part_ops`, bit for bit.
+    fn part_ops_memo(
+        &self,
+        part: Part,
+        step: &Step,
+        kept: &mut Option<PartMemo>,
+    ) -> Option<PassResult> {
+        let g = self.part_graph(part, step);
+        if g.ops().is_empty() {
+            return None;
+        }
+        let mut ops = PassResult::default();
+        match kept {
+            Some(m) if m.graph.ops().len() == g.ops().len() => {
+                for ((op, was), placed) in g.ops().iter().zip(m.graph.ops()).zip(&m.placed) {
+                    if op == was && !op.kind.is_attention_core() {
+                        accumulate(&mut ops, op, placed);
+                    } else {
+                        accumulate(&mut ops, op, &self.place_op_in(op, part, step).0);
+                    }
+                }
+            }
+            _ => {
+                let placed: Vec<Placement> = g
+                    .ops()
+                    .iter()
+                    .map(|op| self.place_op_in(op, part, step).0)
+                    .collect();
+                for (op, pl) in g.ops().iter().zip(&placed) {
+                    accumulate(&mut ops, op, pl);
+                }
+                *kept = Some(PartMemo { graph: g, placed });
+            }
+        }
+        Some(ops)
     }
 
     /// The per-op part of a pass (`None`: the graph is empty, e.g. a prefill of 0 tokens).
@@ -401,7 +479,8 @@ impl Predictor<'_> {
         hi: u64,
         offloaded: f64,
     ) -> (PassResult, f64, f64) {
-        let at = |c: u64| self.decode_step(batch, c, offloaded);
+        let memo = std::cell::RefCell::new([None, None]);
+        let at = |c: u64| self.decode_step_memo(batch, c, offloaded, &mut memo.borrow_mut());
         let (mut pred, mut ideal) = (0.0, 0.0);
         let mut add = |r: &PassResult, w: f64| {
             pred += w * r.time_s;
