@@ -53,7 +53,8 @@ impl Grid {
 /// A measured point: its coordinates and efficiency.
 type Point = (Vec<f64>, f64);
 
-fn cmp(a: &[f64], b: &[f64]) -> std::cmp::Ordering {
+/// Coordinates in order: by the first axis, then the next.
+pub(super) fn cmp(a: &[f64], b: &[f64]) -> std::cmp::Ordering {
     a.iter()
         .zip(b)
         .map(|(x, y)| x.total_cmp(y))

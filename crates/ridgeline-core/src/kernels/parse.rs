@@ -1,6 +1,6 @@
 //! The reader of one kernel table (`<device>/<engine>.csv`, the importer's schema).
 
-use super::{OpClass, Table, grid::Grid};
+use super::{OpClass, Table, grid, grid::Grid};
 use crate::error::{Error, Result};
 use std::collections::BTreeMap;
 
@@ -74,6 +74,7 @@ pub(crate) fn table(text: &str, source: &str, device: &str, backend: &str) -> Re
     type Rows = Vec<(Vec<f64>, f64, usize)>;
     let mut points: BTreeMap<(OpClass, String, String), Rows> = BTreeMap::new();
     let mut versions: Vec<String> = Vec::new();
+    let mut current: Option<((OpClass, String, String), Rows)> = None;
     for (i, raw) in text.lines().enumerate() {
         let line = i + 1;
         let row = raw.trim_end_matches('\r');
@@ -90,13 +91,19 @@ pub(crate) fn table(text: &str, source: &str, device: &str, backend: &str) -> Re
             header_seen = true;
             continue;
         }
-        let cells: Vec<&str> = row.split(',').collect();
-        if cells.len() != COLUMNS.len() {
+        let mut cells = [""; COLUMNS.len()];
+        let mut fields = 0;
+        for cell in row.split(',') {
+            if let Some(slot) = cells.get_mut(fields) {
+                *slot = cell;
+            }
+            fields += 1;
+        }
+        if fields != COLUMNS.len() {
             return Err(Error::Parse {
                 source_name: source.to_string(),
                 message: format!(
-                    "line {line}: {} fields, the header has {}",
-                    cells.len(),
+                    "line {line}: {fields} fields, the header has {}",
                     COLUMNS.len()
                 ),
             });
@@ -155,10 +162,22 @@ pub(crate) fn table(text: &str, source: &str, device: &str, backend: &str) -> Re
         if !versions.iter().any(|v| v == cells[1]) {
             versions.push(cells[1].to_string());
         }
-        points
-            .entry((op, cells[2].to_string(), cells[3].to_string()))
-            .or_default()
-            .push((coords, eff, line));
+        // a grid's rows come together: the key is compared, not allocated, per row
+        match &mut current {
+            Some(((o, d, k), rows)) if *o == op && d == cells[2] && k == cells[3] => {
+                rows.push((coords, eff, line));
+            }
+            _ => {
+                if let Some((key, rows)) = current.take() {
+                    points.entry(key).or_default().extend(rows);
+                }
+                let key = (op, cells[2].to_string(), cells[3].to_string());
+                current = Some((key, vec![(coords, eff, line)]));
+            }
+        }
+    }
+    if let Some((key, rows)) = current {
+        points.entry(key).or_default().extend(rows);
     }
     if !header_seen {
         return Err(Error::Parse {
@@ -167,22 +186,20 @@ pub(crate) fn table(text: &str, source: &str, device: &str, backend: &str) -> Re
         });
     }
     let mut grids = BTreeMap::new();
-    for (k, pts) in points {
-        let lines: Vec<(Vec<f64>, usize)> = pts.iter().map(|p| (p.0.clone(), p.2)).collect();
-        let g = Grid::new(pts.into_iter().map(|p| (p.0, p.1)).collect()).map_err(|dup| {
-            let line = lines
-                .iter()
-                .filter(|l| l.0 == dup)
-                .map(|l| l.1)
-                .nth(1)
-                .unwrap_or(0);
-            at(
+    for (k, mut pts) in points {
+        // in coordinate order, rows of one point by line: a repeated point is named at
+        // its second row
+        pts.sort_by(|a, b| grid::cmp(&a.0, &b.0).then(a.2.cmp(&b.2)));
+        if let Some(w) = pts.windows(2).find(|w| w[0].0 == w[1].0) {
+            return Err(at(
                 source,
-                line,
+                w[1].2,
                 4,
                 format!("a second row for the same {} point", k.0.name()),
-            )
-        })?;
+            ));
+        }
+        let g = Grid::new(pts.into_iter().map(|p| (p.0, p.1)).collect())
+            .map_err(|_| at(source, 0, 4, "a repeated point"))?;
         grids.insert(k, g);
     }
     Ok(Table {

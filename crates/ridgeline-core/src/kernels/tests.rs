@@ -131,6 +131,15 @@ fn bad_tables_name_the_file_line_and_column() {
     );
     let e = bad("gemm,1.0,bf16,-,1,1024");
     assert!(e.contains("line 3: 6 fields, the header has 8"), "{e}");
+    let e = bad("gemm,1.0,bf16,-,1,1024,1024,0.2,9");
+    assert!(e.contains("line 3: 9 fields, the header has 8"), "{e}");
+    // a grid's rows need not come together: a point met again after another grid's
+    // rows is named at its second row
+    let e = bad("attention_decode,1.0,bf16,32/8/128,1,128,-,0.2\ngemm,1.0,bf16,-,1,1024,1024,0.3");
+    assert!(
+        e.contains("line 4, column 5 (x): a second row for the same gemm point"),
+        "{e}"
+    );
     let e = KernelDb::default()
         .add_file("a/b.csv", "op,dtype\n", "x.csv")
         .unwrap_err()
