@@ -119,6 +119,16 @@ pub enum Shape {
     },
 }
 
+/// The `N` positive or zero integers of a key `a/b/...` (exactly `N` of them).
+fn ints<const N: usize>(key: &str) -> Option<[u64; N]> {
+    let mut out = [0; N];
+    let mut parts = key.split('/');
+    for o in &mut out {
+        *o = parts.next()?.parse().ok()?;
+    }
+    parts.next().is_none().then_some(out)
+}
+
 impl Shape {
     /// The attention call a table point of `op` measures, with the KV cache of `dtype`
     /// (`fp8`: 8 bits, else 16) and 16-bit queries and outputs: a prompt of `len` tokens
@@ -184,10 +194,25 @@ impl Shape {
 
     /// The table key and grid coordinates of the shape under `op`; `None` when the
     /// shape is not of that class.
+    #[cfg(test)]
     fn key(&self, op: OpClass) -> Option<(String, Vec<f64>)> {
-        match (*self, op) {
+        let (mut key, mut at) = (String::new(), [0.0; 3]);
+        let n = self.write_key(op, &mut key, &mut at)?;
+        Some((key, at[..n].to_vec()))
+    }
+
+    /// The table key of the shape under `op`, written to `key`, and its grid
+    /// coordinates, written to `at` (how many returned); `None` when the shape is not
+    /// of that class. No allocation once `key` has grown.
+    fn write_key(&self, op: OpClass, key: &mut String, at: &mut [f64; 3]) -> Option<usize> {
+        use std::fmt::Write as _;
+        key.clear();
+        // writing to a String does not fail
+        let n = match (*self, op) {
             (Shape::Gemm { m, n, k }, OpClass::Gemm) => {
-                Some(("-".into(), vec![m as f64, n as f64, k as f64]))
+                key.push('-');
+                *at = [m as f64, n as f64, k as f64];
+                3
             }
             (
                 Shape::Attention {
@@ -198,12 +223,15 @@ impl Shape {
                     head_dim,
                 },
                 OpClass::AttentionPrefill | OpClass::AttentionDecode,
-            ) => Some((
-                format!("{heads}/{kv_heads}/{head_dim}"),
-                vec![batch as f64, len as f64],
-            )),
+            ) => {
+                let _ = write!(key, "{heads}/{kv_heads}/{head_dim}");
+                (at[0], at[1]) = (batch as f64, len as f64);
+                2
+            }
             (Shape::AllReduce { gpus, bytes }, OpClass::AllReduce) => {
-                Some((gpus.to_string(), vec![bytes]))
+                let _ = write!(key, "{gpus}");
+                at[0] = bytes;
+                1
             }
             (
                 Shape::Moe {
@@ -215,12 +243,14 @@ impl Shape {
                     ep,
                 },
                 OpClass::Moe,
-            ) => Some((
-                format!("{hidden}/{inter}/{topk}/{experts}/{ep}"),
-                vec![tokens as f64],
-            )),
-            _ => None,
-        }
+            ) => {
+                let _ = write!(key, "{hidden}/{inter}/{topk}/{experts}/{ep}");
+                at[0] = tokens as f64;
+                1
+            }
+            _ => return None,
+        };
+        Some(n)
     }
 
     /// The shape of the grid point `at` under table key `key` for `op` (the inverse of
@@ -230,7 +260,6 @@ impl Shape {
     /// block); `None` where `key` or `at` does not fit `op`.
     pub fn at(op: OpClass, key: &str, at: &[f64]) -> Option<Shape> {
         let n = |i: usize| at.get(i).map(|&x| x as u64);
-        let ints = || -> Option<Vec<u64>> { key.split('/').map(|x| x.parse().ok()).collect() };
         Some(match op {
             OpClass::Gemm => Shape::Gemm {
                 m: n(0)?,
@@ -238,10 +267,7 @@ impl Shape {
                 k: n(2)?,
             },
             OpClass::AttentionPrefill | OpClass::AttentionDecode => {
-                let h = ints()?;
-                let [heads, kv_heads, head_dim] = h[..] else {
-                    return None;
-                };
+                let [heads, kv_heads, head_dim] = ints::<3>(key)?;
                 Shape::Attention {
                     batch: n(0)?,
                     len: n(1)?,
@@ -255,10 +281,7 @@ impl Shape {
                 bytes: *at.first()?,
             },
             OpClass::Moe => {
-                let k = ints()?;
-                let [hidden, inter, topk, experts, ep] = k[..] else {
-                    return None;
-                };
+                let [hidden, inter, topk, experts, ep] = ints::<5>(key)?;
                 Shape::Moe {
                     tokens: n(0)?,
                     hidden,
@@ -382,6 +405,31 @@ fn table_name<'n>(name: &'n str, source: &str) -> Result<(&'n str, &'n str)> {
     Ok((device, backend))
 }
 
+/// The grid of `t` under `op`, `dtype` and `shape`'s key (`None` inside: no such
+/// grid) and the shape's coordinates in it (the first of them); `None` where the shape
+/// is not of class `op`. The key is written into a buffer kept per thread: a lookup
+/// allocates nothing.
+fn find<'t>(
+    t: &'t Table,
+    op: OpClass,
+    dtype: &str,
+    shape: &Shape,
+) -> Option<(Option<&'t Grid>, [f64; 3], usize)> {
+    type Key = (OpClass, String, String);
+    thread_local! {
+        static KEY: std::cell::RefCell<Key> =
+            const { std::cell::RefCell::new((OpClass::Gemm, String::new(), String::new())) };
+    }
+    KEY.with_borrow_mut(|k| {
+        let mut at = [0.0; 3];
+        let n = shape.write_key(op, &mut k.2, &mut at)?;
+        k.0 = op;
+        k.1.clear();
+        k.1.push_str(dtype);
+        Some((t.grids.get(&*k), at, n))
+    })
+}
+
 impl KernelDb {
     /// The embedded tables, each parsed on first use.
     pub fn builtin() -> Result<&'static KernelDb> {
@@ -498,9 +546,8 @@ impl KernelDb {
         shape: &Shape,
     ) -> Option<f64> {
         let t = self.table(device, backend)?;
-        let (key, at) = shape.key(op)?;
-        if let Some(g) = t.grids.get(&(op, dtype.to_string(), key)) {
-            return g.at(&at);
+        if let (Some(g), at, n) = find(t, op, dtype, shape)? {
+            return g.at(&at[..n]);
         }
         // attention at a head count the table lacks: the measured key of the same head
         // dimension and group size (query heads per KV head) with the nearest KV-head
@@ -542,8 +589,8 @@ impl KernelDb {
             kv_heads: near,
             head_dim,
         };
-        let (key, at) = scaled.key(op)?;
-        t.grids.get(&(op, dtype.to_string(), key))?.at(&at)
+        let (g, at, n) = find(t, op, dtype, &scaled)?;
+        g?.at(&at[..n])
     }
 
     /// The device whose table under `backend` stands in for `hw`'s where `hw` has none
