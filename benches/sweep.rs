@@ -28,6 +28,7 @@ const MILLION: SweepLists<'static> = SweepLists {
     flash: true,
     inter_node_bytes_per_s: 50e9,
     overlap_ep: false,
+    expert_imbalance: 1.0,
 };
 
 /// The same size with one gen and 25 prompts: every configuration needs its own prefill.

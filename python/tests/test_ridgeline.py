@@ -56,6 +56,22 @@ def test_expert_parallel_predict_names_its_busiest_group(cli):
     assert tp["architecture"]["experts"]["busiest_rank"] is None
 
 
+def test_a_stated_expert_imbalance_loads_the_busiest_group(cli):
+    # the same with expert_imbalance=2: the busiest group runs at least 2 x 16 = 32 rows
+    # (the uniform expectation is 21.5), reading the experts it would anyway
+    p = ridgeline.predict(model="deepseek-v3", gpu="h200", gpus=8, ep=8, batch=16,
+                          expert_imbalance=2)
+    assert p == cli.json("predict", "--model", "deepseek-v3", "--gpu", "h200", "--gpus",
+                         "8", "--ep", "8", "--batch", "16", "--expert-imbalance", "2")
+    assert p["config"]["expert_imbalance"] == 2.0
+    b = p["architecture"]["experts"]["busiest_rank"]
+    u = ridgeline.predict(model="deepseek-v3", gpu="h200", gpus=8, ep=8, batch=16)
+    assert b["rows"] == 32.0
+    assert b["touched"] == u["architecture"]["experts"]["busiest_rank"]["touched"]
+    with pytest.raises(ridgeline.RidgelineError, match="--expert-imbalance"):
+        ridgeline.predict(model="llama-3-8b", gpu="h100", expert_imbalance=2)
+
+
 def test_predict_carries_the_kernels_per_layer_and_the_fixed_costs(cli):
     # DeepSeek-V3: 3 layers of 12 + 5 kernels and 58 of 12 + 11, 1385 over 61 layers;
     # Llama 3 8B: 11, a dense layer's

@@ -67,6 +67,17 @@ pub struct DecodingArgs {
     /// two-batch overlap, vLLM's dual-batch overlap); with --ep above 1.
     #[arg(long = "overlap-ep")]
     pub overlap_ep: bool,
+    /// Routed rows on the busiest expert-parallel rank over the mean, as measured (an
+    /// EPLB log, a profile): every layer waits for that rank, whose routed experts'
+    /// rows and all-to-all bytes are at least F times the mean's, the experts it reads
+    /// those of uniform routing; 1 (the default) leaves the uniform-routing expectation
+    /// (1 ..= --ep; with --ep above 1).
+    #[arg(
+        long = "expert-imbalance",
+        default_value_t = 1.0,
+        allow_negative_numbers = true
+    )]
+    pub expert_imbalance: f64,
 }
 
 impl DecodingArgs {

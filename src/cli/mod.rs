@@ -367,6 +367,7 @@ impl PredictArgs {
             spec: self.decoding.speculation(),
             inter_node_bytes_per_s: self.decoding.inter_node_bw,
             overlap_ep: self.decoding.overlap_ep,
+            expert_imbalance: self.decoding.expert_imbalance,
         }
     }
 }
@@ -607,6 +608,7 @@ impl SweepArgs {
             flash: self.attention.fused(),
             inter_node_bytes_per_s: self.decoding.inter_node_bw,
             overlap_ep: self.decoding.overlap_ep,
+            expert_imbalance: self.decoding.expert_imbalance,
         }
     }
 }

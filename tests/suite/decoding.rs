@@ -562,6 +562,36 @@ fn impossible_combinations_exit_2_naming_the_flag() {
             "--spec-k",
         ),
         (
+            &["--model", "llama-3-8b", "--expert-imbalance", "2"][..],
+            "--expert-imbalance",
+        ),
+        (
+            &[
+                "--model",
+                "deepseek-v3",
+                "--gpus",
+                "8",
+                "--ep",
+                "8",
+                "--expert-imbalance",
+                "9",
+            ][..],
+            "--expert-imbalance",
+        ),
+        (
+            &[
+                "--model",
+                "deepseek-v3",
+                "--gpus",
+                "8",
+                "--ep",
+                "8",
+                "--expert-imbalance",
+                "0.9",
+            ][..],
+            "--expert-imbalance",
+        ),
+        (
             &[
                 "--model",
                 "llama-3-8b",
@@ -586,6 +616,73 @@ fn impossible_combinations_exit_2_naming_the_flag() {
 }
 
 #[test]
+fn a_stated_expert_imbalance_loads_the_busiest_rank() {
+    // DeepSeek-V3 fp8 over 8 H200, --ep 8, batch 64: the mean rank runs 64 · 8 / 8 = 64
+    // routed rows per MoE layer, the busiest 74.8668 under uniform routing (the test
+    // above). A stated imbalance of 1.5 makes it 96 rows: its gate/up matmul does
+    // 2 · 96 · 7168 · (2 · 2048) = 5,637,144,576 FLOPs per layer, over 58 MoE layers
+    // 326,954,385,408, and its all-to-alls move 1.5 / 1.169793 times the uniform
+    // busiest rank's bytes; the experts it reads stay those of uniform routing.
+    let m = model("deepseek-v3");
+    let at = |f: f64| {
+        let s = Scenario {
+            weights: Some(Format::Fp8),
+            expert_imbalance: f,
+            ..expert_parallel(64, 8)
+        };
+        run(&m, "h200", "ideal", &s, None)
+    };
+    let (uniform, stated, below) = (at(1.0), at(1.5), at(1.1));
+    // the MoE layers' op (the 3 dense layers have a gate/up of their own)
+    let op = |p: &Prediction, kind: OpKind, phase: Phase| {
+        p.ops
+            .iter()
+            .find(|o| o.kind == kind && o.phase == phase && o.count == 58.0)
+            .unwrap_or_else(|| panic!("{kind} missing"))
+            .clone()
+    };
+    let up = op(&stated, OpKind::GateUpProj, Phase::Decode);
+    close("busiest gate/up FLOPs", up.flops, 326_954_385_408.0, 1e-12);
+    let rank = stated.architecture.experts.unwrap().busiest_rank.unwrap();
+    let floor = uniform.architecture.experts.unwrap().busiest_rank.unwrap();
+    assert_eq!(rank.rows, 96.0);
+    assert_eq!(
+        (rank.touched, rank.mean_rows),
+        (floor.touched, floor.mean_rows)
+    );
+    for kind in [OpKind::MoeDispatch, OpKind::MoeCombine] {
+        close(
+            "all-to-all bytes",
+            op(&stated, kind, Phase::Decode).link_bytes,
+            op(&uniform, kind, Phase::Decode).link_bytes * 1.5 / 1.169_793,
+            1e-5,
+        );
+    }
+    // the weights read are the same: the extra bytes are the extra rows' activations
+    // (96 - 74.8668 rows in of 7168 bf16 values and out of 4096, 58 layers)
+    let extra = (96.0 - floor.rows) * (7168.0 + 4096.0) * 2.0 * 58.0;
+    close(
+        "gate/up bytes",
+        up.bytes - op(&uniform, OpKind::GateUpProj, Phase::Decode).bytes,
+        extra,
+        1e-9,
+    );
+    // a prompt's 8 · 512 tokens per rank load the busiest rank 1.007417x under uniform
+    // routing: 1.5 raises it too
+    close(
+        "prefill gate/up",
+        op(&stated, OpKind::GateUpProj, Phase::Prefill).flops
+            / op(&uniform, OpKind::GateUpProj, Phase::Prefill).flops,
+        1.5 / 1.007_417,
+        1e-5,
+    );
+    // below the uniform expectation (1.1 < 1.169793) a statement changes nothing
+    assert_eq!(below.decode.time_per_step_s, uniform.decode.time_per_step_s);
+    assert!(stated.decode.time_per_step_s > uniform.decode.time_per_step_s);
+    assert_eq!(stated.config.expert_imbalance, 1.5);
+}
+
+#[test]
 fn explain_names_the_busiest_expert_parallel_rank() {
     // DeepSeek-V3 over 8 groups, batch 16: 16 · 8 = 128 picks, 16 rows on the mean
     // rank, 16 + 3.7417 · (1.4345 + 1.05778 · 0.20045 / 6) = 21.500 on the busiest (sd
@@ -597,6 +694,34 @@ fn explain_names_the_busiest_expert_parallel_rank() {
     assert!(
         out.contains("the busiest group runs 21.5 routed rows and reads 16.7 experts per layer where the mean runs 16.0 and reads 12.7"),
         "{out}"
+    );
+    // a stated imbalance of 2: at least 2 · 16 = 32 rows, the same experts read, and
+    // the header and the sentence say it was stated
+    let stated =
+        explain_deepseek_on_8_h200(&["--ep", "8", "--batch", "16", "--expert-imbalance", "2"]);
+    assert!(
+        stated.contains("the busiest group runs 32.0 routed rows and reads 16.7 experts per layer where the mean runs 16.0 and reads 12.7 (tokens routed at random, or the stated imbalance of 2x the mean's rows where that is more)"),
+        "{stated}"
+    );
+    let (code, text, err) = cli(&[
+        "predict",
+        "--model",
+        "deepseek-v3",
+        "--gpu",
+        "h200",
+        "--gpus",
+        "8",
+        "--ep",
+        "8",
+        "--batch",
+        "16",
+        "--expert-imbalance",
+        "2",
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        text.contains("experts over 8 devices (busiest at least 2x the mean's routed rows)"),
+        "{text}"
     );
     // and without expert parallelism nothing is said of it
     let tp = explain_deepseek_on_8_h200(&["--batch", "16"]);

@@ -645,6 +645,7 @@ fn deepseek_ops_on(
         ep,
         layers: m.layers,
         busiest,
+        imbalance: 1.0,
     };
     forward(&m, step, &p, &shard, true).ops().to_vec()
 }

@@ -175,6 +175,7 @@ impl Predictor<'_> {
             touched_per_decode_step: expected_experts(m.experts, m.experts_per_token, batch),
             busiest_rank: (self.ep > 1).then(|| {
                 crate::model::graph::expert_load(m.experts, m.experts_per_token, batch, self.ep)
+                    .with_imbalance(self.expert_imbalance)
             }),
         });
         let act = self.precision.activations.bytes();

@@ -228,7 +228,8 @@ impl<'a> Predictor<'a> {
                 // (`Shard::busiest`): read the point whose even share gives a rank its
                 // rows, where a small block's measured time is mostly its latency
                 let tokens = if self.ep > 1 {
-                    let l = expert_load(m.experts, m.experts_per_token, tokens, self.ep);
+                    let l = expert_load(m.experts, m.experts_per_token, tokens, self.ep)
+                        .with_imbalance(self.expert_imbalance);
                     ((tokens as f64 * l.rows_ratio()).round() as u64).max(tokens)
                 } else {
                     tokens

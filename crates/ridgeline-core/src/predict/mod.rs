@@ -78,6 +78,14 @@ pub struct Scenario {
     /// vLLM's dual-batch overlap, DeepSeek's inference system): a pass hides its
     /// all-to-all up to the time of its other ops. No effect without `ep > 1`.
     pub overlap_ep: bool,
+    /// With expert parallelism, the routed rows of the busiest rank over the mean's, as
+    /// measured (an EPLB log, a profiler): the busiest rank runs at least this many
+    /// times the mean's routed rows and all-to-all traffic, reading the experts it
+    /// would under uniform routing (hot experts take more rows, not more weights). 1
+    /// (the default) leaves the uniform-routing expectation, the floor that balanced
+    /// expert loads leave ([`crate::model::graph::expert_load`]); at most `ep`. Needs
+    /// `ep > 1` otherwise.
+    pub expert_imbalance: f64,
 }
 
 /// Largest batch, prompt or generation length accepted (10^12): far beyond any device,
@@ -121,12 +129,45 @@ impl Scenario {
             spec.validate()?;
         }
         crate::hardware::check_inter_node(self.inter_node_bytes_per_s)?;
+        self.check_expert_imbalance()?;
         let tokens = self.batch as f64 * (self.prompt + self.gen_tokens) as f64;
         if tokens > MAX_TOKENS as f64 {
             return Err(Error::invalid(
                 "batch",
                 format!(
                     "batch x (prompt + gen) = {tokens:e} tokens is above the supported maximum of {MAX_TOKENS:e}"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Checks [`Scenario::expert_imbalance`]: at least 1, at most `ep`, and 1 without
+    /// expert parallelism (the error names `expert_imbalance`).
+    pub fn check_expert_imbalance(&self) -> Result<()> {
+        let f = self.expert_imbalance;
+        if !(f.is_finite() && f >= 1.0) {
+            return Err(Error::invalid(
+                "expert_imbalance",
+                format!(
+                    "{f}: the busiest rank's routed rows over the mean are at least 1 (balanced)"
+                ),
+            ));
+        }
+        if f != 1.0 && self.ep <= 1 {
+            return Err(Error::invalid(
+                "expert_imbalance",
+                format!(
+                    "{f} needs ep above 1: without expert parallelism no rank waits for another's experts"
+                ),
+            ));
+        }
+        if f > self.ep as f64 {
+            return Err(Error::invalid(
+                "expert_imbalance",
+                format!(
+                    "{f} is more than ep {} (every routed token on one rank)",
+                    self.ep
                 ),
             ));
         }
@@ -151,6 +192,7 @@ impl Default for Scenario {
             spec: None,
             inter_node_bytes_per_s: crate::hardware::DEFAULT_INTER_NODE_BYTES_PER_S,
             overlap_ep: false,
+            expert_imbalance: 1.0,
         }
     }
 }
@@ -294,6 +336,8 @@ pub struct Predictor<'a> {
     /// Passes hide their expert all-to-all behind their other ops
     /// ([`Scenario::overlap_ep`] with `ep > 1`).
     overlap_ep: bool,
+    /// [`Scenario::expert_imbalance`].
+    expert_imbalance: f64,
     /// The compute dtype the weights' matmuls wanted and the one whose peak was used.
     matmul_dtypes: (ComputeDtype, ComputeDtype),
     /// The model's sliding windows, ascending: where decode costs stop growing.
@@ -431,6 +475,7 @@ impl<'a> Predictor<'a> {
         s: &Scenario,
     ) -> Result<Self> {
         check_layout(model, hardware, s.gpus, s.parallel, s.ep)?;
+        s.check_expert_imbalance()?;
         if s.overlap_ep && s.ep <= 1 {
             return Err(Error::conflict(
                 &["overlap_ep", "ep"],
@@ -582,6 +627,7 @@ impl<'a> Predictor<'a> {
             ep_comm_forwarded,
             network_bw: s.inter_node_bytes_per_s,
             overlap_ep: s.overlap_ep && s.ep > 1,
+            expert_imbalance: s.expert_imbalance,
             matmul_dtypes: (matmul_dtype, used),
             windows: {
                 let mut w: Vec<u64> = model.kinds.iter().filter_map(|k| k.window).collect();
@@ -635,6 +681,7 @@ impl<'a> Predictor<'a> {
             ep: self.ep,
             layers: self.layers,
             busiest: true,
+            imbalance: self.expert_imbalance,
         };
         graph::forward(self.model, step, &self.precision, &shard, self.flash)
     }

@@ -128,6 +128,7 @@ impl Predictor<'_> {
                 engine: self.engine.id.clone(),
                 parallel: self.parallel,
                 ep: self.ep,
+                expert_imbalance: self.expert_imbalance,
                 flash: self.flash,
             },
             memory: MemoryReport {
@@ -392,6 +393,9 @@ pub struct ConfigInfo {
     pub parallel: Parallel,
     /// Expert-parallel groups (1: none).
     pub ep: u64,
+    /// The busiest expert-parallel rank's routed rows over the mean's, at least
+    /// (`--expert-imbalance`; 1: uniform routing alone).
+    pub expert_imbalance: f64,
     /// Fused attention.
     pub flash: bool,
 }

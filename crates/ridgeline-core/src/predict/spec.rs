@@ -215,6 +215,7 @@ impl<'a> Predictor<'a> {
                         ep: self.ep,
                         layers: 1,
                         busiest: true,
+                        imbalance: self.expert_imbalance,
                     };
                     graph::draft_head(self.model, step, &self.precision, &shard, self.flash)
                 }

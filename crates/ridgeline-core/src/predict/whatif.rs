@@ -77,6 +77,7 @@ impl Predictor<'_> {
             spec: self.spec,
             inter_node_bytes_per_s: self.network_bw,
             overlap_ep: self.overlap_ep,
+            expert_imbalance: self.expert_imbalance,
         };
         let now = self.memory(batch, prompt, gen_tokens).0;
         let quantized = (weights.bits() > 5.0)
@@ -103,6 +104,7 @@ impl Predictor<'_> {
                 self.alternative(&Scenario {
                     ep: 1,
                     overlap_ep: false,
+                    expert_imbalance: 1.0,
                     ..base
                 })
             })

@@ -462,6 +462,7 @@ impl Trainer<'_> {
                 ep: l.ep.max(1),
                 layers: l.layers_per_stage,
                 busiest: false,
+                imbalance: 1.0,
             },
             self.cfg.flash,
             self.stage_range(l.pp == 1, true),
@@ -478,6 +479,7 @@ impl Trainer<'_> {
             ep: l.ep.max(1),
             layers: 1,
             busiest: false,
+            imbalance: 1.0,
         };
         for _ in 0..self.cfg.mtp_modules(self.model) {
             let head =

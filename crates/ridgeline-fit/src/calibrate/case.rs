@@ -209,6 +209,7 @@ pub(super) fn case(r: &Measurement, names: &mut Names) -> std::result::Result<Ca
         spec: None,
         inter_node_bytes_per_s: crate::hardware::DEFAULT_INTER_NODE_BYTES_PER_S,
         overlap_ep: false,
+        expert_imbalance: 1.0,
     };
     Ok(c)
 }

@@ -132,6 +132,9 @@ pub struct Sweep<'a> {
     /// Passes hide the expert all-to-all behind their other ops
     /// ([`Scenario::overlap_ep`]); the evaluation then takes the plain path.
     pub overlap_ep: bool,
+    /// The busiest expert-parallel rank's routed rows over the mean's, at least
+    /// ([`Scenario::expert_imbalance`]; 1: uniform routing).
+    pub expert_imbalance: f64,
     /// Measured kernel tables read where they cover an op (`None`: the engines' fitted
     /// costs); the evaluation then takes the plain path, about as costly per
     /// configuration as one [`Predictor::summary`].
@@ -173,6 +176,8 @@ pub struct SweepLists<'t> {
     pub inter_node_bytes_per_s: f64,
     /// `--overlap-ep`.
     pub overlap_ep: bool,
+    /// `--expert-imbalance`.
+    pub expert_imbalance: f64,
 }
 
 impl Default for SweepLists<'_> {
@@ -195,6 +200,7 @@ impl Default for SweepLists<'_> {
             flash: true,
             inter_node_bytes_per_s: crate::hardware::DEFAULT_INTER_NODE_BYTES_PER_S,
             overlap_ep: false,
+            expert_imbalance: 1.0,
         }
     }
 }
@@ -412,6 +418,7 @@ impl<'a> Sweep<'a> {
             offload: false,
             inter_node_bytes_per_s: l.inter_node_bytes_per_s,
             overlap_ep: l.overlap_ep,
+            expert_imbalance: l.expert_imbalance,
             kernels: None,
         };
         sweep.validate()?;
@@ -436,6 +443,7 @@ impl<'a> Sweep<'a> {
             spec: None,
             inter_node_bytes_per_s: self.inter_node_bytes_per_s,
             overlap_ep: self.overlap_ep,
+            expert_imbalance: self.expert_imbalance,
         }
     }
 
@@ -497,6 +505,12 @@ impl<'a> Sweep<'a> {
         };
         check("gpus", &self.gpus, 1, MAX_GPUS)?;
         check("ep", &[self.ep], 1, MAX_GPUS)?;
+        Scenario {
+            ep: self.ep,
+            expert_imbalance: self.expert_imbalance,
+            ..Scenario::default()
+        }
+        .check_expert_imbalance()?;
         if let Some(spec) = self.spec {
             spec.validate()?;
         }

@@ -214,9 +214,17 @@ fn expert_parallel(p: &Prediction) -> Option<Finding> {
         link += o.link_bytes;
     }
     // the busiest rank, which every MoE layer waits for
+    let how = if c.expert_imbalance > 1.0 {
+        format!(
+            "tokens routed at random, or the stated imbalance of {}x the mean's rows where that is more",
+            c.expert_imbalance
+        )
+    } else {
+        "tokens routed at random".to_string()
+    };
     let busiest = match p.architecture.experts.and_then(|e| e.busiest_rank) {
         Some(l) => format!(
-            " Routing is uneven: the busiest group runs {:.1} routed rows and reads {:.1} experts per layer where the mean runs {:.1} and reads {:.1} (tokens routed at random), and every layer waits for it.",
+            " Routing is uneven: the busiest group runs {:.1} routed rows and reads {:.1} experts per layer where the mean runs {:.1} and reads {:.1} ({how}), and every layer waits for it.",
             l.rows, l.touched, l.mean_rows, l.mean_touched
         ),
         None => String::new(),

@@ -159,14 +159,26 @@ pub fn prediction(p: &Prediction) -> String {
 pub(crate) fn layout(p: &Prediction) -> String {
     let c = &p.config;
     let tp = p.hardware.count / c.ep.max(1);
+    // a stated imbalance is part of the layout's load
+    let skew = if c.expert_imbalance > 1.0 {
+        format!(
+            " (busiest at least {}x the mean's routed rows)",
+            c.expert_imbalance
+        )
+    } else {
+        String::new()
+    };
     match (p.hardware.count > 1, c.ep > 1) {
         (false, _) => String::new(),
         (true, false) => format!(", {}", c.parallel),
         (true, true) if tp == 1 => {
-            format!(", experts over {} devices, attention data-parallel", c.ep)
+            format!(
+                ", experts over {} devices{skew}, attention data-parallel",
+                c.ep
+            )
         }
         (true, true) => format!(
-            ", experts over {} groups of {tp} tensor-parallel devices",
+            ", experts over {} groups of {tp} tensor-parallel devices{skew}",
             c.ep
         ),
     }

@@ -89,7 +89,7 @@ impl Step {
 /// tensor-parallel over `tp` devices and data-parallel over the `ep` groups (each group
 /// serves `batch / ep` of the sequences), and each group holds `1/ep` of the routed
 /// experts, every expert split `tp` ways inside it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Shard {
     /// Tensor-parallel degree.
     pub tp: u64,
@@ -102,6 +102,9 @@ pub struct Shard {
     /// time is its time); false, the mean rank (a training step, whose imbalance
     /// `TrainConfig::expert_imbalance` states).
     pub busiest: bool,
+    /// On the busiest rank, its routed rows over the mean's at least this (1: the
+    /// uniform-routing expectation alone; `Scenario::expert_imbalance`).
+    pub imbalance: f64,
 }
 
 impl Shard {
@@ -112,6 +115,7 @@ impl Shard {
             ep: 1,
             layers,
             busiest: false,
+            imbalance: 1.0,
         }
     }
 }
@@ -430,6 +434,16 @@ impl ExpertLoad {
             self.rows / self.mean_rows
         } else {
             1.0
+        }
+    }
+
+    /// The load with the busiest rank's rows at least `imbalance` times the mean's (a
+    /// measured imbalance, `Scenario::expert_imbalance`), the experts it touches
+    /// unchanged: hot experts take more rows, not more weights.
+    pub fn with_imbalance(self, imbalance: f64) -> ExpertLoad {
+        ExpertLoad {
+            rows: self.rows.max(imbalance * self.mean_rows),
+            ..self
         }
     }
 }

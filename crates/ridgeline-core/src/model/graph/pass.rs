@@ -31,6 +31,8 @@ struct Pass<'c> {
     ep: u64,
     /// The device is the busiest expert-parallel rank ([`Shard::busiest`]).
     busiest: bool,
+    /// [`Shard::imbalance`].
+    imbalance: f64,
     /// Tokens processed in this pass on this device: batch x new tokens (the group's
     /// share of the batch under expert parallelism).
     tokens: u64,
@@ -356,7 +358,8 @@ impl Pass<'_> {
         let (e, k) = (cfg.experts, cfg.experts_per_token);
         let (share, touched, load) = match (moe, self.busiest && self.ep > 1) {
             (true, true) => {
-                let load = expert_load(e, k, self.all_tokens, self.ep);
+                let load =
+                    expert_load(e, k, self.all_tokens, self.ep).with_imbalance(self.imbalance);
                 let ratio = load.rows_ratio();
                 (ratio / self.ep as f64, load.touched, ratio)
             }
@@ -592,6 +595,7 @@ fn build(
         tp,
         ep,
         busiest: shard.busiest,
+        imbalance: shard.imbalance,
         tokens,
         all_tokens,
         act_bits,
