@@ -562,36 +562,6 @@ fn impossible_combinations_exit_2_naming_the_flag() {
             "--spec-k",
         ),
         (
-            &["--model", "llama-3-8b", "--expert-imbalance", "2"][..],
-            "--expert-imbalance",
-        ),
-        (
-            &[
-                "--model",
-                "deepseek-v3",
-                "--gpus",
-                "8",
-                "--ep",
-                "8",
-                "--expert-imbalance",
-                "9",
-            ][..],
-            "--expert-imbalance",
-        ),
-        (
-            &[
-                "--model",
-                "deepseek-v3",
-                "--gpus",
-                "8",
-                "--ep",
-                "8",
-                "--expert-imbalance",
-                "0.9",
-            ][..],
-            "--expert-imbalance",
-        ),
-        (
             &[
                 "--model",
                 "llama-3-8b",
@@ -680,6 +650,25 @@ fn a_stated_expert_imbalance_loads_the_busiest_rank() {
     assert_eq!(below.decode.time_per_step_s, uniform.decode.time_per_step_s);
     assert!(stated.decode.time_per_step_s > uniform.decode.time_per_step_s);
     assert_eq!(stated.config.expert_imbalance, 1.5);
+    // out of range, or without expert parallelism: exit 2 naming the flag, one line
+    for (extra, why) in [
+        ("--ep 8 --expert-imbalance 9", "more than ep 8"),
+        ("--ep 8 --expert-imbalance 0.9", "at least 1"),
+        ("--expert-imbalance 2", "needs ep above 1"),
+    ] {
+        let mut args: Vec<&str> = "predict --model deepseek-v3 --gpu h200 --gpus 8"
+            .split(' ')
+            .collect();
+        args.extend(extra.split(' '));
+        let (code, out, err) = cli(&args);
+        assert_eq!(code, Some(2), "{extra}: {err}");
+        assert!(out.is_empty(), "{extra}");
+        assert!(
+            err.contains("--expert-imbalance") && err.contains(why),
+            "{extra}: {err}"
+        );
+        assert_eq!(err.trim().lines().count(), 1, "{extra}: {err}");
+    }
 }
 
 #[test]
@@ -703,21 +692,10 @@ fn explain_names_the_busiest_expert_parallel_rank() {
         stated.contains("the busiest group runs 32.0 routed rows and reads 16.7 experts per layer where the mean runs 16.0 and reads 12.7 (tokens routed at random, or the stated imbalance of 2x the mean's rows where that is more)"),
         "{stated}"
     );
-    let (code, text, err) = cli(&[
-        "predict",
-        "--model",
-        "deepseek-v3",
-        "--gpu",
-        "h200",
-        "--gpus",
-        "8",
-        "--ep",
-        "8",
-        "--batch",
-        "16",
-        "--expert-imbalance",
-        "2",
-    ]);
+    let words = "predict --model deepseek-v3 --gpu h200 --gpus 8 --ep 8 --batch 16";
+    let mut args: Vec<&str> = words.split(' ').collect();
+    args.extend(["--expert-imbalance", "2"]);
+    let (code, text, err) = cli(&args);
     assert_eq!(code, Some(0), "{err}");
     assert!(
         text.contains("experts over 8 devices (busiest at least 2x the mean's routed rows)"),
