@@ -235,6 +235,7 @@ def simulate(
     spec_k: Optional[int] = None,
     inter_node_bw: Optional[float] = None,
     overlap_ep: Optional[bool] = None,
+    expert_imbalance: Optional[float] = None,
     spec_accept: Optional[float] = None,
     draft: Optional[str] = None,
     weights: Optional[str] = None,

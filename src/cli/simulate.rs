@@ -56,6 +56,16 @@ pub struct SimulateArgs {
     /// two-batch overlap); with --ep above 1.
     #[arg(long = "overlap-ep")]
     pub overlap_ep: bool,
+    /// Routed rows on the busiest expert-parallel group over the mean, as measured: its
+    /// routed rows and all-to-all bytes at least F times the mean's in every iteration
+    /// (as predict --expert-imbalance; 1 ..= --ep; with --ep above 1).
+    #[arg(
+        long = "expert-imbalance",
+        default_value_t = 1.0,
+        allow_negative_numbers = true,
+        conflicts_with = "disagg"
+    )]
+    pub expert_imbalance: f64,
     /// Formats, engine (its scheduler fields: max_num_seqs, max_batched_tokens,
     /// kv_block_tokens) and attention kernel.
     #[command(flatten)]
@@ -120,6 +130,7 @@ impl SimulateArgs {
             spec: self.spec.speculation(),
             inter_node_bytes_per_s: self.inter_node_bw,
             overlap_ep: self.overlap_ep,
+            expert_imbalance: self.expert_imbalance,
             flash: self.run.attention.fused(),
             ..Scenario::default()
         }

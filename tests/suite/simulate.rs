@@ -807,3 +807,47 @@ fn speculative_serving_matches_predict() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("draft"));
 }
+
+/// A stated expert imbalance slows every iteration of an expert-parallel simulation
+/// (its graphs are predict's, whose busiest rank `decoding.rs` checks by hand), and
+/// without `--ep` it is refused naming the flag.
+#[test]
+fn a_stated_expert_imbalance_slows_the_expert_parallel_iterations() {
+    let words = "simulate --model qwen3-30b-a3b --gpu h100 --gpus 4 --ep 4 --rate 40 \
+                 --requests 300 --json";
+    let tpot = |extra: &[&str]| {
+        let args: Vec<&str> = words
+            .split_whitespace()
+            .chain(extra.iter().copied())
+            .collect();
+        let out = cli(&args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["tpot_s"]["p50"].as_f64().unwrap()
+    };
+    let (uniform, stated) = (tpot(&[]), tpot(&["--expert-imbalance", "2"]));
+    assert!(stated > 1.02 * uniform, "{stated} vs {uniform}");
+    let out = cli(&[
+        "simulate",
+        "--model",
+        "qwen3-30b-a3b",
+        "--gpu",
+        "h100",
+        "--gpus",
+        "4",
+        "--rate",
+        "40",
+        "--expert-imbalance",
+        "2",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--expert-imbalance") && err.trim().lines().count() == 1,
+        "{err}"
+    );
+}
