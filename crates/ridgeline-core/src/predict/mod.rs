@@ -849,9 +849,31 @@ impl<'a> Predictor<'a> {
 
     /// The core numbers without per-op detail (no heap allocation).
     pub fn summary(&self, batch: u64, prompt: u64, gen_tokens: u64) -> Summary {
-        let (memory, offloaded) = self.memory(batch, prompt, gen_tokens);
+        self.summary_after(batch, prompt, gen_tokens, |offloaded| {
+            self.whole_prefill(batch, prompt, offloaded)
+        })
+    }
+
+    /// The prefill [`Predictor::summary`] reports: the engine's passes over the prompts
+    /// and, with a draft model, its passes.
+    pub(crate) fn whole_prefill(&self, batch: u64, prompt: u64, offloaded: f64) -> PassResult {
         let mut prefill = self.prefill_pass(batch, prompt, offloaded);
         prefill.add_scaled(&self.draft_prefill(batch, prompt), 1.0);
+        prefill
+    }
+
+    /// [`Predictor::summary`] with its prefill from `prefill` (given the bytes
+    /// offloaded per pass): [`Predictor::whole_prefill`], or one kept from an earlier
+    /// generation length ([`Evaluator`]).
+    pub(crate) fn summary_after(
+        &self,
+        batch: u64,
+        prompt: u64,
+        gen_tokens: u64,
+        prefill: impl FnOnce(f64) -> PassResult,
+    ) -> Summary {
+        let (memory, offloaded) = self.memory(batch, prompt, gen_tokens);
+        let prefill = prefill(offloaded);
         let mid = decode_context(prompt, gen_tokens);
         let (lo, hi) = decode_steps(prompt, gen_tokens);
         let (decode, decode_total_s, decode_total_roofline_s) =

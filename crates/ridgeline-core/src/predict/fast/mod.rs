@@ -79,7 +79,10 @@ pub struct Evaluator<'p, 'a> {
     prefill: Option<((u64, u64), Option<PassResult>)>,
     /// Prefill lines by prompt (`None`: not kept, see [`Evaluator::lean`]).
     prefill_lines: Option<Box<PrefillCache>>,
-    /// The whole prefill (all its passes) of the last (batch, prompt, offloaded bytes).
+    /// The whole prefill (all its passes) of the last (batch, prompt, offloaded bytes):
+    /// from the prefill lines, or on the plain path [`Predictor::whole_prefill`] (an
+    /// evaluator takes one path for every batch, or the lines' for some and the plain
+    /// path without this cache for the rest).
     prefill_done: Option<((u64, u64, u64), PassResult)>,
     /// Full passes of whole prompts (as many sequences as the engine's token budget
     /// holds: the same for every batch of a prompt), by a hash of the prompt:
@@ -118,11 +121,24 @@ impl<'p, 'a> Evaluator<'p, 'a> {
     }
 
     /// [`Predictor::summary`] with caching (speculative decoding, a predictor on
-    /// kernel tables and one that hides its all-to-all take the plain path).
+    /// kernel tables and one that hides its all-to-all take the plain path, their
+    /// prefill kept across generation lengths).
     pub fn summary(&mut self, batch: u64, prompt: u64, gen_tokens: u64) -> Summary {
         let p = self.predictor;
         if p.speculation().is_some() || p.kernels().is_some() || p.overlap_ep() {
-            return p.summary(batch, prompt, gen_tokens);
+            // a sweep's inner axis is gen: the prefill of (batch, prompt) repeats
+            let kept = &mut self.prefill_done;
+            return p.summary_after(batch, prompt, gen_tokens, |offloaded| {
+                let key = (batch, prompt, offloaded.to_bits());
+                match *kept {
+                    Some((k, r)) if k == key => r,
+                    _ => {
+                        let r = p.whole_prefill(batch, prompt, offloaded);
+                        *kept = Some((key, r));
+                        r
+                    }
+                }
+            });
         }
         if !matches!(self.lines, Some((b, _)) if b == batch) {
             self.lines = Some((batch, DecodeLines::new(p, batch)));
