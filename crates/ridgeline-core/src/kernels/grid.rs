@@ -12,13 +12,22 @@ pub struct Grid {
 }
 
 impl Grid {
-    /// A grid of `points`; `None` when two points share their coordinates (the first
-    /// duplicate's coordinates are returned as the error). Coordinates must be positive
-    /// and finite and every point must have as many as the first (the parser checks).
+    /// A grid of `points` in any order; `Err` with the coordinates two points share.
+    #[cfg(test)]
     pub(crate) fn new(mut points: Vec<(Vec<f64>, f64)>) -> Result<Grid, Vec<f64>> {
         points.sort_by(|a, b| cmp(&a.0, &b.0));
-        if let Some(w) = points.windows(2).find(|w| w[0].0 == w[1].0) {
-            return Err(w[0].0.clone());
+        Grid::sorted(points).map_err(|(_, coords)| coords)
+    }
+
+    /// A grid of `points` sorted by coordinates; `Err` with the index and coordinates of
+    /// the second of the first two points that share them (the table reader sorts the
+    /// rows of a point by line, so that index names the repeated row). Coordinates
+    /// must be positive and finite and every point must have as many as the first (the
+    /// reader checks).
+    pub(crate) fn sorted(points: Vec<(Vec<f64>, f64)>) -> Result<Grid, (usize, Vec<f64>)> {
+        debug_assert!(points.windows(2).all(|w| cmp(&w[0].0, &w[1].0).is_le()));
+        if let Some(i) = points.windows(2).position(|w| w[0].0 == w[1].0) {
+            return Err((i + 1, points[i].0.clone()));
         }
         Ok(Grid { points })
     }

@@ -187,19 +187,18 @@ pub(crate) fn table(text: &str, source: &str, device: &str, backend: &str) -> Re
     }
     let mut grids = BTreeMap::new();
     for (k, mut pts) in points {
-        // in coordinate order, rows of one point by line: a repeated point is named at
-        // its second row
+        // in coordinate order, the rows of one point by line: a repeated point is
+        // named at its second row
         pts.sort_by(|a, b| grid::cmp(&a.0, &b.0).then(a.2.cmp(&b.2)));
-        if let Some(w) = pts.windows(2).find(|w| w[0].0 == w[1].0) {
-            return Err(at(
+        let lines: Vec<usize> = pts.iter().map(|p| p.2).collect();
+        let g = Grid::sorted(pts.into_iter().map(|p| (p.0, p.1)).collect()).map_err(|(i, _)| {
+            at(
                 source,
-                w[1].2,
+                lines[i],
                 4,
                 format!("a second row for the same {} point", k.0.name()),
-            ));
-        }
-        let g = Grid::new(pts.into_iter().map(|p| (p.0, p.1)).collect())
-            .map_err(|_| at(source, 0, 4, "a repeated point"))?;
+            )
+        })?;
         grids.insert(k, g);
     }
     Ok(Table {
