@@ -173,10 +173,7 @@ impl Predictor<'_> {
             moe_layers,
             format: self.precision.experts,
             touched_per_decode_step: expected_experts(m.experts, m.experts_per_token, batch),
-            busiest_rank: (self.ep > 1).then(|| {
-                crate::model::graph::expert_load(m.experts, m.experts_per_token, batch, self.ep)
-                    .with_imbalance(self.expert_imbalance)
-            }),
+            busiest_rank: (self.ep > 1).then(|| self.busiest_load(batch)),
         });
         let act = self.precision.activations.bytes();
         let act_format = crate::model::graph::format_for(self.precision.activations);

@@ -38,7 +38,7 @@ use crate::hardware::{Hardware, HardwareDb};
 use crate::kernels::{KernelDb, OpClass, Shape, Source};
 use crate::memory::Parallel;
 use crate::model::ModelConfig;
-use crate::model::graph::{OpInstance, OpKind, Step, Unit, expert_load};
+use crate::model::graph::{OpInstance, OpKind, Step, Unit};
 use crate::roofline::{Efficiency, Placement, place, slowest};
 use serde::Serialize;
 
@@ -228,8 +228,7 @@ impl<'a> Predictor<'a> {
                 // (`Shard::busiest`): read the point whose even share gives a rank its
                 // rows, where a small block's measured time is mostly its latency
                 let tokens = if self.ep > 1 {
-                    let l = expert_load(m.experts, m.experts_per_token, tokens, self.ep)
-                        .with_imbalance(self.expert_imbalance);
+                    let l = self.busiest_load(tokens);
                     ((tokens as f64 * l.rows_ratio()).round() as u64).max(tokens)
                 } else {
                     tokens

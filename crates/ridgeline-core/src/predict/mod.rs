@@ -129,7 +129,7 @@ impl Scenario {
             spec.validate()?;
         }
         crate::hardware::check_inter_node(self.inter_node_bytes_per_s)?;
-        self.check_expert_imbalance()?;
+        check_expert_imbalance(self.expert_imbalance, self.ep)?;
         let tokens = self.batch as f64 * (self.prompt + self.gen_tokens) as f64;
         if tokens > MAX_TOKENS as f64 {
             return Err(Error::invalid(
@@ -141,38 +141,33 @@ impl Scenario {
         }
         Ok(())
     }
+}
 
-    /// Checks [`Scenario::expert_imbalance`]: at least 1, at most `ep`, and 1 without
-    /// expert parallelism (the error names `expert_imbalance`).
-    pub fn check_expert_imbalance(&self) -> Result<()> {
-        let f = self.expert_imbalance;
-        if !(f.is_finite() && f >= 1.0) {
-            return Err(Error::invalid(
-                "expert_imbalance",
-                format!(
-                    "{f}: the busiest rank's routed rows over the mean are at least 1 (balanced)"
-                ),
-            ));
-        }
-        if f != 1.0 && self.ep <= 1 {
-            return Err(Error::invalid(
-                "expert_imbalance",
-                format!(
-                    "{f} needs ep above 1: without expert parallelism no rank waits for another's experts"
-                ),
-            ));
-        }
-        if f > self.ep as f64 {
-            return Err(Error::invalid(
-                "expert_imbalance",
-                format!(
-                    "{f} is more than ep {} (every routed token on one rank)",
-                    self.ep
-                ),
-            ));
-        }
-        Ok(())
+/// Checks an expert imbalance ([`Scenario::expert_imbalance`]) for `ep` expert-parallel
+/// groups: at least 1, at most `ep`, and 1 without expert parallelism (the error names
+/// `expert_imbalance`).
+pub fn check_expert_imbalance(f: f64, ep: u64) -> Result<()> {
+    if !(f.is_finite() && f >= 1.0) {
+        return Err(Error::invalid(
+            "expert_imbalance",
+            format!("{f}: the busiest rank's routed rows over the mean are at least 1 (balanced)"),
+        ));
     }
+    if f != 1.0 && ep <= 1 {
+        return Err(Error::invalid(
+            "expert_imbalance",
+            format!(
+                "{f} needs ep above 1: without expert parallelism no rank waits for another's experts"
+            ),
+        ));
+    }
+    if f > ep as f64 {
+        return Err(Error::invalid(
+            "expert_imbalance",
+            format!("{f} is more than ep {ep} (every routed token on one rank)"),
+        ));
+    }
+    Ok(())
 }
 
 impl Default for Scenario {
@@ -475,7 +470,7 @@ impl<'a> Predictor<'a> {
         s: &Scenario,
     ) -> Result<Self> {
         check_layout(model, hardware, s.gpus, s.parallel, s.ep)?;
-        s.check_expert_imbalance()?;
+        check_expert_imbalance(s.expert_imbalance, s.ep)?;
         if s.overlap_ep && s.ep <= 1 {
             return Err(Error::conflict(
                 &["overlap_ep", "ep"],
@@ -663,6 +658,15 @@ impl<'a> Predictor<'a> {
     /// ([`Scenario::overlap_ep`], with expert parallelism).
     pub fn overlap_ep(&self) -> bool {
         self.overlap_ep
+    }
+
+    /// The busiest expert-parallel rank's load when a pass routes `tokens` tokens: the
+    /// uniform-routing expectation, raised to the stated imbalance
+    /// ([`Scenario::expert_imbalance`]).
+    pub(crate) fn busiest_load(&self, tokens: u64) -> crate::model::graph::ExpertLoad {
+        let m = self.model;
+        crate::model::graph::expert_load(m.experts, m.experts_per_token, tokens, self.ep)
+            .with_imbalance(self.expert_imbalance)
     }
 
     /// Devices of the layout.

@@ -505,12 +505,7 @@ impl<'a> Sweep<'a> {
         };
         check("gpus", &self.gpus, 1, MAX_GPUS)?;
         check("ep", &[self.ep], 1, MAX_GPUS)?;
-        Scenario {
-            ep: self.ep,
-            expert_imbalance: self.expert_imbalance,
-            ..Scenario::default()
-        }
-        .check_expert_imbalance()?;
+        crate::predict::check_expert_imbalance(self.expert_imbalance, self.ep)?;
         if let Some(spec) = self.spec {
             spec.validate()?;
         }
