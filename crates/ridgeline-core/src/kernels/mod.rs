@@ -324,6 +324,50 @@ pub struct Table {
     pub source: String,
     /// Grids by (op class, dtype, key).
     pub grids: BTreeMap<(OpClass, String, String), Grid>,
+    /// [`Table::shortest_kernel_s`], worked out on first use.
+    pub(crate) shortest: Kept,
+}
+
+/// A value worked out from a table on first use; two tables are equal whatever each
+/// has worked out.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Kept(OnceLock<Option<f64>>);
+
+impl PartialEq for Kept {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Table {
+    /// The shortest time of a measured 16-bit GEMM in the table on `hw` (the device it
+    /// was measured on, whose roof its efficiencies are fractions of), s: what the
+    /// smallest kernel of that device under that engine takes whatever its work, its
+    /// launch and the ramp of its waves (3.9 us for vLLM on H100 SXM at 1 x 1024 x
+    /// 1024, whose bytes alone would take 0.6 us). `None` where the table has no
+    /// 16-bit GEMM.
+    pub fn shortest_kernel_s(&self, hw: &Hardware) -> Option<f64> {
+        *self.shortest.0.get_or_init(|| {
+            let peak = hw.peak(crate::dtype::ComputeDtype::Bf16).0;
+            let bw = hw.memory.bandwidth_bytes_per_s;
+            let mut best = f64::INFINITY;
+            for ((op, dtype, _), grid) in &self.grids {
+                if *op != OpClass::Gemm || dtype != "bf16" {
+                    continue;
+                }
+                for (at, eff) in grid.points() {
+                    let (m, n, k) = (at[0], at[1], at[2]);
+                    let flops = 2.0 * m * n * k;
+                    let bytes = 2.0 * (m * k + k * n + m * n);
+                    let t = (flops / peak).max(bytes / bw) / eff;
+                    if eff > 0.0 && t.is_finite() {
+                        best = best.min(t);
+                    }
+                }
+            }
+            best.is_finite().then_some(best)
+        })
+    }
 }
 
 /// What one table covers, for `ridgeline kernels`.

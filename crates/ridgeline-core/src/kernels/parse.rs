@@ -207,5 +207,6 @@ pub(crate) fn table(text: &str, source: &str, device: &str, backend: &str) -> Re
         versions,
         source: source.to_string(),
         grids,
+        shortest: Default::default(),
     })
 }

@@ -686,3 +686,31 @@ fn every_embedded_table_parses() {
     // 9 devices under 3 engines (data/kernels/)
     assert_eq!(db.coverage().len(), 27);
 }
+
+#[test]
+fn the_shortest_kernel_is_the_fastest_measured_16_bit_gemm() {
+    let hw = crate::hardware::HardwareDb::builtin().unwrap();
+    let h100 = hw.get("h100-sxm").unwrap();
+    // TABLE's four GEMMs on H100 SXM (989.5e12 FLOP/s bf16, 3.35e12 B/s): each reads
+    // its bytes far longer than it computes; 1 x 1024 x 1024 at 0.2 moves
+    // 2 (1024 + 1024 * 1024 + 1024) = 2,101,248 B: 0.627238 us / 0.2 = 3.136 us; 16 x
+    // 1024 x 1024 at 0.4 moves 2 (16384 + 1048576 + 16384) = 2,162,688 B: 1.61394 us;
+    // 1 x 4096 x 1024 at 0.3 moves 2 (1024 + 4194304 + 4096) = 8,398,848 B: 8.357 us;
+    // 16 x 4096 x 1024 at 0.6 moves 2 (16384 + 4194304 + 65536) = 8,552,448 B: 4.255 us
+    let db = db();
+    let t = db.table("h100-sxm", "vllm").unwrap();
+    let got = t.shortest_kernel_s(h100).unwrap();
+    let want = 2_162_688.0 / 3.35e12 / 0.4;
+    assert!((got / want - 1.0).abs() < 1e-12, "{got} vs {want}");
+    // asked again, the same (kept)
+    assert_eq!(t.shortest_kernel_s(h100), Some(got));
+    // a table without a 16-bit GEMM has none
+    let mut other = KernelDb::default();
+    let attention_only = "op,version,dtype,key,x,y,z,efficiency\n\
+                          attention_decode,1.0,fp8,32/8/128,1,128,-,0.1\n";
+    other
+        .add_file("h100-sxm/vllm.csv", attention_only, "a.csv")
+        .unwrap();
+    let t = other.table("h100-sxm", "vllm").unwrap();
+    assert_eq!(t.shortest_kernel_s(h100), None);
+}

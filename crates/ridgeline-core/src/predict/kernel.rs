@@ -4,7 +4,11 @@
 //! under the predictor's engine costs what the table says: the roof the table was
 //! measured against (datasheet peak of the dtype, memory bandwidth, device link:
 //! `tools/import_kernels.py`) over the measured efficiency at the op's shape, with no
-//! per-op overhead (a measured time includes its launch). The covered ops:
+//! per-op overhead (a measured time includes its launch). Each kernel of the layers no
+//! table covers takes at least the table's shortest measured kernel
+//! ([`crate::kernels::Table::shortest_kernel_s`]), paid with the pass's overheads (the
+//! residual adds run inside the next norm's kernel: no launch of their own). The
+//! covered ops:
 //! - dense weight matmuls (`qkv_proj`, `o_proj`, a dense model's `gate_up_proj`,
 //!   `up_proj`, `down_proj`, `lm_head`) in bf16/fp16 or fp8, as a GEMM of `m` rows
 //!   ([`Predictor::matmul_rows`]) by the weight's `k` input and `n` output columns per
@@ -99,6 +103,9 @@ pub(crate) struct KernelUse<'a> {
     /// How the table's efficiencies carry to this device
     /// ([`crate::kernels::Transfer`]; none for the device's own table).
     transfer: crate::kernels::Transfer,
+    /// What a kernel no table covers takes at least, s: the table's shortest measured
+    /// kernel ([`crate::kernels::Table::shortest_kernel_s`]; 0 where it has none).
+    pub launch_s: f64,
 }
 
 /// Where an op's time comes from (`source` in the op table of `predict --json`).
@@ -121,10 +128,19 @@ impl<'a> Predictor<'a> {
     /// where neither has one (`Predictor::kernels` then says `None`).
     pub fn with_kernels(mut self, db: &'a KernelDb, hardware: &HardwareDb) -> Self {
         let to = self.hardware;
+        let engine = self.engine.id.as_str();
         self.kernels = db
-            .table_for(to, hardware, &self.engine.id)
+            .table_for(to, hardware, engine)
             .map(|(device, source)| KernelUse {
                 db,
+                launch_s: db
+                    .table(device, engine)
+                    .zip(match source {
+                        Source::Measured => Some(to),
+                        Source::Transferred(_) => hardware.get(device).ok(),
+                    })
+                    .and_then(|(t, hw)| t.shortest_kernel_s(hw))
+                    .unwrap_or(0.0),
                 transfer: match source {
                     Source::Transferred(_) => hardware
                         .get(device)

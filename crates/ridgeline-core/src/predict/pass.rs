@@ -2,8 +2,8 @@
 //! per-pass terms (step overhead, pipeline sends, host offload), and the closed-form
 //! sum of the decode steps of a generation.
 
-use super::Predictor;
 use super::affine::{self, sum_max_affine};
+use super::{CostSource, Predictor};
 use crate::memory::Parallel;
 use crate::model::graph::{Graph, OpInstance, Step};
 use crate::roofline::{Bound, Placement};
@@ -16,7 +16,7 @@ const EXACT_STEPS: u64 = 8;
 /// ([`Predictor::decode_step_memo`]).
 struct PartMemo {
     graph: Graph,
-    placed: Vec<Placement>,
+    placed: Vec<(Placement, Option<CostSource>)>,
 }
 
 /// A pass a decode step is made of.
@@ -52,6 +52,11 @@ pub struct PassResult {
     /// Of the time, the expert all-to-all's (dispatch and combine) not hidden behind
     /// the pass's other ops, s.
     pub ep_comm_s: f64,
+    /// Of the kernels the pass launches in its layers, those the per-layer overhead
+    /// is not paid for ([`Predictor::finish_pass`]): on the kernel tables, those whose
+    /// time a table gave (a measured time includes the kernel's launch) and the
+    /// residual adds (run inside the next norm's kernel).
+    pub measured_launches: f64,
 }
 
 impl PassResult {
@@ -96,6 +101,41 @@ pub(super) fn accumulate(r: &mut PassResult, op: &OpInstance, p: &Placement) {
     }
 }
 
+impl Predictor<'_> {
+    /// [`accumulate`] for an op placed by [`Predictor::place_op_in`], counting the
+    /// layers' kernel launches whose time the pass already holds
+    /// ([`PassResult::measured_launches`]): on the kernel tables, an op a table gave its
+    /// time ([`measured_launches`]), and the residual adds, which the engines that have
+    /// tables (TensorRT-LLM, vLLM, SGLang) run inside the next norm's kernel
+    /// (`fused_add_rms_norm`).
+    pub(super) fn accumulate_in(
+        &self,
+        r: &mut PassResult,
+        op: &OpInstance,
+        (p, source): &(Placement, Option<CostSource>),
+    ) {
+        accumulate(r, op, p);
+        if source.is_some() {
+            r.measured_launches += measured_launches(op);
+        } else if self.kernels.is_some() && op.kind.is_residual() {
+            r.measured_launches += op.count;
+        }
+    }
+}
+
+/// The kernel launches of the layers' kernel count ([`super::launch::layer_kernels`])
+/// that `op`'s executions stand for, when a kernel table gives its time: one per
+/// execution of a weight matmul, an attention or one of a routed-expert block's three
+/// kernels; none for the tensor-parallel all-reduces (they pay their own latency,
+/// not the per-layer overhead) and the language-model head (not a layer's).
+pub(super) fn measured_launches(op: &OpInstance) -> f64 {
+    use crate::model::graph::OpKind as K;
+    match op.kind {
+        K::AllreduceAttn | K::AllreduceMlp | K::LmHead => 0.0,
+        _ => op.count,
+    }
+}
+
 pub(super) fn bound_index(b: Bound) -> usize {
     match b {
         Bound::Compute => 0,
@@ -109,10 +149,14 @@ impl Predictor<'_> {
     /// Per-pass overhead: step, per layer (more where the pass runs more `tokens` than
     /// `sequences`, [`crate::engine::Overheads::prefill_layer_overhead_s`]) and per
     /// sequence (host work for each of the pass's `sequences`), plus pipeline sends
-    /// between stages of `tokens` activations.
-    pub(super) fn pass_overhead(&self, sequences: u64, tokens: u64) -> (f64, f64) {
+    /// between stages of `tokens` activations. `measured` of the layers' kernel
+    /// launches are paid for already ([`PassResult::measured_launches`]): the per-layer
+    /// overhead is paid for the others.
+    pub(super) fn pass_overhead(&self, sequences: u64, tokens: u64, measured: f64) -> (f64, f64) {
+        let launches =
+            (self.launch_layers - measured / super::launch::DENSE_LAYER_KERNELS as f64).max(0.0);
         let overhead = self.engine.overheads.step_overhead_s
-            + self.layers_overhead(sequences, tokens, self.launch_layers, self.layers)
+            + self.layers_overhead(sequences, tokens, launches, self.layers)
             + self.engine.overheads.sequence_overhead_s * sequences as f64
             + self.expert_loop_s(tokens);
         let mut comm = 0.0;
@@ -135,7 +179,10 @@ impl Predictor<'_> {
     /// [`crate::engine::Overheads::layer_overhead_s`] per dense layer's launches, plus
     /// [`crate::engine::Overheads::prefill_layer_overhead_s`] per layer for a prompt pass
     /// (more tokens than sequences; decode steps and verification passes are finished
-    /// with their sequences as their tokens).
+    /// with their sequences as their tokens). On the kernel tables each of the
+    /// `launches` kernels also takes the table's shortest measured kernel
+    /// ([`crate::kernels::Table::shortest_kernel_s`]): what a kernel costs whatever its
+    /// work, which its roofline time lacks.
     pub(super) fn layers_overhead(
         &self,
         sequences: u64,
@@ -149,7 +196,11 @@ impl Predictor<'_> {
         } else {
             0.0
         };
-        e.layer_overhead_s * launches + prompt
+        // on the kernel tables a kernel they do not cover takes at least the shortest
+        // measured one (its launch and ramp, which its roofline time lacks)
+        let floor =
+            self.kernels().map_or(0.0, |k| k.launch_s) * super::launch::DENSE_LAYER_KERNELS as f64;
+        (e.layer_overhead_s + floor) * launches + prompt
     }
 
     /// The engine's per-expert cost of a pass of `tokens` tokens
@@ -353,20 +404,20 @@ impl Predictor<'_> {
             Some(m) if m.graph.ops().len() == g.ops().len() => {
                 for ((op, was), placed) in g.ops().iter().zip(m.graph.ops()).zip(&m.placed) {
                     if op == was && !op.kind.is_attention_core() {
-                        accumulate(&mut ops, op, placed);
+                        self.accumulate_in(&mut ops, op, placed);
                     } else {
-                        accumulate(&mut ops, op, &self.place_op_in(op, part, step).0);
+                        self.accumulate_in(&mut ops, op, &self.place_op_in(op, part, step));
                     }
                 }
             }
             _ => {
-                let placed: Vec<Placement> = g
+                let placed: Vec<(Placement, Option<CostSource>)> = g
                     .ops()
                     .iter()
-                    .map(|op| self.place_op_in(op, part, step).0)
+                    .map(|op| self.place_op_in(op, part, step))
                     .collect();
                 for (op, pl) in g.ops().iter().zip(&placed) {
-                    accumulate(&mut ops, op, pl);
+                    self.accumulate_in(&mut ops, op, pl);
                 }
                 *kept = Some(PartMemo { graph: g, placed });
             }
@@ -384,7 +435,7 @@ impl Predictor<'_> {
         let g = self.part_graph(part, step);
         let mut r = PassResult::default();
         for op in g.ops() {
-            accumulate(&mut r, op, &self.place_op_in(op, part, step).0);
+            self.accumulate_in(&mut r, op, &self.place_op_in(op, part, step));
         }
         if g.ops().is_empty() { None } else { Some(r) }
     }
@@ -711,7 +762,7 @@ impl Predictor<'_> {
         offloaded: f64,
     ) -> PassResult {
         r = self.hide_expert_comm(r);
-        let (overhead, comm) = self.pass_overhead(sequences, tokens);
+        let (overhead, comm) = self.pass_overhead(sequences, tokens, r.measured_launches);
         let (off, off_ideal) = self.offload_time(offloaded, tokens);
         r.time_s += overhead + comm + off;
         r.by_bound[3] += overhead;
@@ -768,7 +819,7 @@ impl Predictor<'_> {
 
     /// The per-pass terms of `n` decode steps: (predicted, ideal) seconds.
     pub(super) fn decode_sum_tail(&self, batch: u64, n: f64, offloaded: f64) -> (f64, f64) {
-        let (overhead, comm) = self.pass_overhead(batch, batch);
+        let (overhead, comm) = self.pass_overhead(batch, batch, 0.0);
         let (off, off_ideal) = self.offload_time(offloaded, batch);
         (n * (overhead + comm + off), n * off_ideal)
     }

@@ -99,6 +99,7 @@ impl Predictor<'_> {
         let mut factors = factor_reports(self.engine, self.hardware);
         factors.extend(self.gemm_dtype_reports());
         factors.extend(self.all_reduce_latency_report());
+        factors.extend(self.shortest_kernel_report());
         Ok(Prediction {
             factors,
             model: ModelInfo {
@@ -959,6 +960,35 @@ impl Predictor<'_> {
             tag: Some(format!(
                 "measured on the kernel tables of {whose}: {}'s all-reduce of {} devices at 2-32 KiB",
                 self.engine.id, self.tp
+            )),
+            rows: None,
+            devices: None,
+            publications: None,
+            device: None,
+        })
+    }
+}
+
+impl Predictor<'_> {
+    /// On the kernel tables, what each kernel of the layers no table covers takes at
+    /// least ([`crate::kernels::Table::shortest_kernel_s`]).
+    fn shortest_kernel_report(&self) -> Option<FactorReport> {
+        let k = self.kernels()?;
+        if k.launch_s <= 0.0 {
+            return None;
+        }
+        let source = match k.source {
+            crate::kernels::Source::Measured => FactorSource::Measured,
+            crate::kernels::Source::Transferred(_) => FactorSource::Transferred,
+        };
+        Some(FactorReport {
+            name: "shortest_kernel_s".to_string(),
+            value: k.launch_s,
+            source,
+            tag: Some(format!(
+                "measured on the kernel tables of {}: the fastest 16-bit GEMM under {}, \
+                 what each kernel no table covers takes at least",
+                k.device, self.engine.id
             )),
             rows: None,
             devices: None,

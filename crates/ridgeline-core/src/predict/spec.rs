@@ -301,5 +301,6 @@ impl PassResult {
             *a += w * b;
         }
         self.ep_comm_s += w * other.ep_comm_s;
+        self.measured_launches += w * other.measured_launches;
     }
 }

@@ -286,12 +286,14 @@ pub(super) fn fit_engine(
         // the profile on tables is used only where a table covers the device
         // (`KernelDb::engine_for`): fitted on those rows alone
         rows.retain(|c| c.reads_tables());
-        // measured kernel times include their launches and the gaps between them:
-        // a per-layer term would count them twice, so only the per-pass overhead
-        // (scheduling, sampling, what no kernel covers) is fitted; the prompt pass's
-        // per-layer term (`prefill_layer_overhead_s`, not fitted) stays: without it
-        // the prompt rows held out by source come out 5 points worse
-        // (examples/kernel_refit; docs/calibration-log.md)
+        // measured kernel times include their launches and the gaps between them, and
+        // a kernel no table covers pays the table's shortest measured kernel
+        // ([`crate::kernels::Table::shortest_kernel_s`]): a per-layer term would count
+        // them twice, so only the per-pass overhead (scheduling, sampling, what no
+        // kernel covers) is fitted; the prompt pass's per-layer term
+        // (`prefill_layer_overhead_s`, not fitted) stays: without it the prompt rows
+        // held out by source come out 5 points worse (examples/kernel_refit;
+        // docs/calibration-log.md)
         o.overhead = super::OverheadKind::Step;
         base.overheads.layer_overhead_s = 0.0;
     }

@@ -143,6 +143,11 @@ impl OpKind {
         )
     }
 
+    /// A residual add (after the mixer or the MLP).
+    pub(crate) fn is_residual(self) -> bool {
+        matches!(self, OpKind::AttnResidual | OpKind::MlpResidual)
+    }
+
     /// Elementwise ops a compiler fuses into a neighbouring kernel (the residual add
     /// into the next norm, the gated activation into the up projection's epilogue,
     /// RoPE into attention): they move no bytes of their own.

@@ -228,6 +228,8 @@ impl DecodeLines {
             roofline_time_s: self.const_roofline_s,
             by_bound: self.const_by_bound,
             ep_comm_s: self.const_ep_comm_s,
+            // the decode lines are the engine's costs: no op reads a kernel table
+            measured_launches: 0.0,
         };
         for v in self.varying() {
             add_op_at(&mut r, &v.pred, &v.ideal, v.overhead_s, x);

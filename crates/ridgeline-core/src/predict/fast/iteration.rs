@@ -135,7 +135,7 @@ fn class_pass(p: &Predictor<'_>, step: &Step, want: Class) -> PassResult {
     let g = p.graph(step);
     let mut r = PassResult::default();
     for op in g.ops().iter().filter(|o| class(o.kind) == want) {
-        accumulate(&mut r, op, &p.place_op_in(op, Part::Plain, step).0);
+        p.accumulate_in(&mut r, op, &p.place_op_in(op, Part::Plain, step));
     }
     r
 }
@@ -873,6 +873,7 @@ fn add(a: PassResult, b: PassResult) -> PassResult {
         roofline_time_s: a.roofline_time_s + b.roofline_time_s,
         by_bound,
         ep_comm_s: a.ep_comm_s + b.ep_comm_s,
+        measured_launches: a.measured_launches + b.measured_launches,
     }
 }
 
