@@ -53,7 +53,7 @@ pub struct PassResult {
     /// the pass's other ops, s.
     pub ep_comm_s: f64,
     /// Of the kernels the pass launches in its layers, those the per-layer overhead
-    /// is not paid for ([`Predictor::finish_pass`]): on the kernel tables, those whose
+    /// is not paid for (when the pass is finished): on the kernel tables, those whose
     /// time a table gave (a measured time includes the kernel's launch) and the
     /// residual adds (run inside the next norm's kernel).
     pub measured_launches: f64,
