@@ -136,6 +136,7 @@ fn plan(c: &mut Criterion) {
         draft: None,
         inter_node_bytes_per_s: 50e9,
         overlap_ep: false,
+        expert_imbalance: 1.0,
     };
     let target = RateTarget {
         rate_per_s: 50.0,

@@ -596,3 +596,15 @@ def test_ctrl_c_raises_keyboard_interrupt_and_stops_the_work():
     finally:
         timer.cancel()
         signal.signal(signal.SIGINT, previous)
+
+
+def test_plan_takes_an_expert_imbalance(cli):
+    # Qwen3-30B-A3B on 1, 2 or 4 H100 with the busiest expert group at 3x the mean: the
+    # CLI's plan, and the two layouts of two expert groups cannot hold it (not searched)
+    kw = dict(gpu="h100", gpus=[1, 2, 4], weights="bf16", kv="bf16", max_tpot_ms=30)
+    words = ["--model", "qwen3-30b-a3b", "--gpu", "h100", "--gpus", "1,2,4", "--weights",
+             "bf16", "--kv", "bf16", "--max-tpot-ms", "30"]
+    doc = ridgeline.plan("qwen3-30b-a3b", expert_imbalance=3, **kw)
+    assert doc == cli.json("plan", *words, "--expert-imbalance", "3")
+    assert doc["expert_imbalance"] == 3.0 and doc["skipped_layouts"] == 2
+    assert ridgeline.plan("qwen3-30b-a3b", **kw)["skipped_layouts"] == 0

@@ -449,6 +449,7 @@ pub fn plan(
         draft: ctx.draft_model(a.spec.draft.as_deref())?,
         inter_node_bytes_per_s: a.inter_node_bw,
         overlap_ep: t.overlap_ep,
+        expert_imbalance: t.expert_imbalance,
     };
     let report = match a.rate.target() {
         Some(t) => crate::plan::plan_rate(&req, &t)?,

@@ -808,10 +808,11 @@ pub struct PlanTrainArgs {
     #[arg(long = "overlap-ep")]
     pub overlap_ep: bool,
     /// The busiest expert-parallel rank's routed tokens over the mean in the
-    /// expert-parallel configurations, as `train --expert-imbalance`.
+    /// expert-parallel configurations: serving layouts as `predict --expert-imbalance`
+    /// (layouts of fewer expert-parallel groups than this are not searched), training
+    /// ones as `train --expert-imbalance`.
     #[arg(
         long = "expert-imbalance",
-        requires = "train",
         default_value_t = 1.0,
         allow_negative_numbers = true
     )]

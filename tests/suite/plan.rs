@@ -456,6 +456,7 @@ fn library_plan_counts_and_layouts() {
         draft: None,
         inter_node_bytes_per_s: 50e9,
         overlap_ep: false,
+        expert_imbalance: 1.0,
     };
     let p = plan(&req).unwrap();
     // 1: tp; 3: tp (32 heads: skipped) and pp; 16: beyond a node of 8, pp only
@@ -538,4 +539,96 @@ fn a_moe_plan_also_tries_expert_parallelism() {
             || e["parallel"] == "tp" && [2, 4, 8, 16].contains(&e["ep"].as_u64().unwrap())),
         "{moe}"
     );
+}
+
+/// `--expert-imbalance F` in a serving plan: each expert-parallel layout is costed as
+/// `predict --ep N --expert-imbalance F` costs it, the others as before, and a layout
+/// of fewer groups than F (more than every routed row on one rank) is not searched.
+#[test]
+fn a_stated_expert_imbalance_costs_the_expert_parallel_layouts() {
+    let at = |f: &str| {
+        plan_json(&[
+            "--model",
+            "qwen3-30b-a3b",
+            "--gpu",
+            "h100",
+            "--gpus",
+            "1,2,4",
+            "--weights",
+            "bf16",
+            "--kv",
+            "bf16",
+            "--max-tpot-ms",
+            "30",
+            "--expert-imbalance",
+            f,
+        ])
+    };
+    let even = at("1");
+    assert!(even.get("expert_imbalance").is_none(), "{even}");
+    assert_eq!(even["skipped_layouts"], 0);
+    let two = at("2");
+    assert_eq!(two["expert_imbalance"], 2.0);
+    let e = entries(&two)
+        .into_iter()
+        .find(|e| e["ep"] == 4)
+        .expect("an expert-parallel entry");
+    let batch = e["batch"].as_u64().unwrap().to_string();
+    let tpot = |f: &str| {
+        let out = run(&[
+            "predict",
+            "--json",
+            "--model",
+            "qwen3-30b-a3b",
+            "--gpu",
+            "h100",
+            "--gpus",
+            "4",
+            "--ep",
+            "4",
+            "--weights",
+            "bf16",
+            "--kv",
+            "bf16",
+            "--batch",
+            &batch,
+            "--prompt",
+            "512",
+            "--gen",
+            "128",
+            "--expert-imbalance",
+            f,
+        ]);
+        assert!(out.status.success());
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["generation"]["tpot_s"].as_f64().unwrap()
+    };
+    let planned = e["tpot_s"].as_f64().unwrap();
+    assert!((planned / tpot("2") - 1.0).abs() < 1e-9, "{planned}");
+    assert!(planned > tpot("1") * 1.01, "{planned}");
+    // at 3 the two layouts of two groups (2 devices, ep 2; 4 devices, ep 2) cannot hold
+    // it: not built, counted with the impossible ones
+    let three = at("3");
+    assert_eq!(three["skipped_layouts"], 2);
+    let mut all = entries(&three);
+    all.extend(three["unpriced"].as_array().into_iter().flatten());
+    assert!(all.iter().all(|e| e["ep"] != 2), "{three}");
+    // a dense model has no experts to imbalance, and F is at least 1: exit 2 naming it
+    for (model, f) in [("llama-3-8b", "2"), ("qwen3-30b-a3b", "0.5")] {
+        let out = run(&[
+            "plan",
+            "--model",
+            model,
+            "--gpu",
+            "h100",
+            "--expert-imbalance",
+            f,
+        ]);
+        assert_eq!(out.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("--expert-imbalance") && err.lines().count() == 1,
+            "{err}"
+        );
+    }
 }

@@ -108,6 +108,11 @@ pub struct PlanRequest<'a> {
     /// The expert-parallel layouts hide their all-to-all behind computation
     /// ([`Scenario::overlap_ep`]); the others are unchanged.
     pub overlap_ep: bool,
+    /// The busiest expert-parallel rank's routed rows over the mean in the
+    /// expert-parallel layouts ([`Scenario::expert_imbalance`]; 1: uniform routing);
+    /// a layout of fewer groups than this cannot hold it and is not built (counted
+    /// with the impossible layouts), one without expert parallelism is unchanged.
+    pub expert_imbalance: f64,
 }
 
 crate::named_enum! {
@@ -399,6 +404,15 @@ pub struct Plan {
     /// (`--overlap-ep`; absent: off).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub overlap_ep: bool,
+    /// The busiest expert-parallel rank's routed rows over the mean in the
+    /// expert-parallel configurations (`--expert-imbalance`; absent: 1, uniform
+    /// routing).
+    #[serde(skip_serializing_if = "is_one")]
+    pub expert_imbalance: f64,
+}
+
+fn is_one(f: &f64) -> bool {
+    *f == 1.0
 }
 
 /// The speculative decoding a plan's configurations all run.
@@ -454,6 +468,17 @@ fn validate(req: &PlanRequest<'_>) -> Result<()> {
     }
     if let Some(spec) = req.spec {
         spec.validate()?;
+    }
+    // the check of one expert-parallel layout of every group count the imbalance allows
+    crate::predict::check_expert_imbalance(req.expert_imbalance, u64::MAX)?;
+    if req.expert_imbalance != 1.0 && req.model.experts <= 1 {
+        return Err(Error::invalid(
+            "expert_imbalance",
+            format!(
+                "{}: {} has no experts to spread over devices",
+                req.expert_imbalance, req.model.id
+            ),
+        ));
     }
     match (&req.draft, req.spec) {
         (Some(_), None) => {
@@ -522,6 +547,7 @@ pub(crate) fn check_choices(
 ///     draft: None,
 ///     inter_node_bytes_per_s: 50e9,
 ///     overlap_ep: false,
+///     expert_imbalance: 1.0,
 /// };
 /// let p = plan(&req)?;
 /// let best = p.best.expect("an 8B model meets 50 ms per token somewhere");
@@ -573,5 +599,6 @@ pub fn plan(req: &PlanRequest<'_>) -> Result<Plan> {
         ownership: req.ownership,
         speculative: PlanSpeculation::of(req),
         overlap_ep: req.overlap_ep,
+        expert_imbalance: req.expert_imbalance,
     })
 }

@@ -304,5 +304,6 @@ pub fn plan_rate(req: &PlanRequest<'_>, target: &RateTarget) -> Result<Plan> {
         ownership: req.ownership,
         speculative: super::PlanSpeculation::of(req),
         overlap_ep: req.overlap_ep,
+        expert_imbalance: req.expert_imbalance,
     })
 }

@@ -97,6 +97,11 @@ impl<'a> Layout<'a> {
             spec: req.spec,
             inter_node_bytes_per_s: req.inter_node_bytes_per_s,
             overlap_ep: req.overlap_ep && self.ep > 1,
+            expert_imbalance: if self.ep > 1 {
+                req.expert_imbalance
+            } else {
+                1.0
+            },
             ..Scenario::default()
         }
     }
@@ -240,7 +245,10 @@ pub(super) fn layouts<'a>(req: &PlanRequest<'a>) -> (Vec<Layout<'a>>, u64) {
                     vec![1]
                 };
                 for ep in eps {
-                    if check_layout(&req.model, hw, gpus, parallel, ep).is_err() {
+                    // a stated imbalance above the group count would put more than
+                    // every routed row on one rank
+                    let unbalanced = ep > 1 && req.expert_imbalance > ep as f64;
+                    if unbalanced || check_layout(&req.model, hw, gpus, parallel, ep).is_err() {
                         let n = weights.len() * kv_set.len() * req.engines.len();
                         impossible = impossible.saturating_add(n as u64);
                         continue;

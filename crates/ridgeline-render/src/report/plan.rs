@@ -107,9 +107,9 @@ fn usd_m(e: &Entry) -> String {
 }
 
 /// `plan --rate`: the cheapest fleet for the rate, then the Pareto front per replica.
-/// The lines saying that every configuration speculates, and who drafts, and that the
-/// expert-parallel ones overlap their all-to-all (empty when
-/// none does).
+/// The lines saying that every configuration speculates, and who drafts, that the
+/// expert-parallel ones overlap their all-to-all, and the imbalance of their routing
+/// (empty when none of these is asked for).
 fn speculation(p: &Plan) -> String {
     let mut s = match &p.speculative {
         Some(sp) => format!(
@@ -124,6 +124,12 @@ fn speculation(p: &Plan) -> String {
         s.push_str(
             "Expert-parallel configurations hide their all-to-all behind computation (--overlap-ep: two micro-batches)\n",
         );
+    }
+    if p.expert_imbalance != 1.0 {
+        s.push_str(&format!(
+            "Expert-parallel configurations: the busiest group at least {}x the mean's routed rows (--expert-imbalance; fewer groups than that are not searched)\n",
+            crate::units::sig3(p.expert_imbalance)
+        ));
     }
     s
 }
