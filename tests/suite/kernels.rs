@@ -715,3 +715,78 @@ fn predict_json(args: &str) -> serde_json::Value {
         .collect();
     json(&args)
 }
+
+/// On the tables every kernel of the layers no table times takes at least the table's
+/// shortest measured one: `predict --json` lists it in `factors[]` (measured on the
+/// device's own table, transferred from a sibling's) and `explain` says so.
+#[test]
+fn the_shortest_kernel_is_a_measured_factor_and_explain_names_it() {
+    let factor = |gpu: &str| {
+        let v = json(&[
+            "predict",
+            "--model",
+            "llama-3.1-8b",
+            "--gpu",
+            gpu,
+            "--engine",
+            "vllm",
+            "--kernels",
+            "bundled",
+            "--json",
+        ]);
+        v["factors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["name"] == "shortest_kernel_s")
+            .cloned()
+            .unwrap_or_else(|| panic!("{gpu}: {}", v["factors"]))
+    };
+    // data/kernels/h100-sxm/vllm.csv's fastest 16-bit GEMM, 2 x 1024 x 1024 at 0.161 of
+    // the roof: 2 (2 * 1024 + 1024 * 1024 + 2 * 1024) = 2,105,344 B at 3.35e12 B/s =
+    // 0.628461 us / 0.161 = 3.9035 us
+    let sxm = factor("h100-sxm");
+    let want = 2_105_344.0 / 3.35e12 / 0.161;
+    assert!(
+        (sxm["value"].as_f64().unwrap() / want - 1.0).abs() < 1e-9,
+        "{sxm}"
+    );
+    assert_eq!(sxm["source"], "measured");
+    // H100 PCIe has no table of its own: its sibling's, the same time
+    let pcie = factor("h100-pcie");
+    assert_eq!(pcie["source"], "transferred");
+    assert_eq!(pcie["value"], sxm["value"]);
+    // without the tables there is none
+    let v = json(&[
+        "predict",
+        "--model",
+        "llama-3.1-8b",
+        "--gpu",
+        "h100-sxm",
+        "--engine",
+        "vllm",
+        "--json",
+    ]);
+    assert!(
+        v["factors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|f| f["name"] != "shortest_kernel_s")
+    );
+    let text = ok(&[
+        "explain",
+        "--model",
+        "llama-3.1-8b",
+        "--gpu",
+        "h100-sxm",
+        "--engine",
+        "vllm",
+        "--kernels",
+        "bundled",
+    ]);
+    assert!(
+        text.contains("each kernel of the layers that no table times (norms, rotary embedding, activations, routing) takes at least the table's shortest, 3.90 µs"),
+        "{text}"
+    );
+}

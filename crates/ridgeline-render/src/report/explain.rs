@@ -97,6 +97,19 @@ fn kernels_finding(p: &Prediction) -> Option<Finding> {
     } else {
         format!("the other ops use {engine}'s own fitted factors")
     };
+    // each kernel of the layers no table times pays the table's shortest kernel
+    let floor = p
+        .factors
+        .iter()
+        .find(|f| f.name == "shortest_kernel_s")
+        .map(|f| {
+            format!(
+                "; each kernel of the layers that no table times (norms, rotary embedding, activations, routing) takes at least the table's shortest, {}",
+                fmt_seconds(f.value)
+            )
+        })
+        .unwrap_or_default();
+    let rest = format!("{rest}{floor}");
     Some(finding(
         "kernels",
         format!(
