@@ -721,7 +721,7 @@ fn predict_json(args: &str) -> serde_json::Value {
 /// device's own table, transferred from a sibling's) and `explain` says so.
 #[test]
 fn the_shortest_kernel_is_a_measured_factor_and_explain_names_it() {
-    let factor = |gpu: &str| {
+    let shortest = |gpu: &str, kernels: &str| {
         let v = json(&[
             "predict",
             "--model",
@@ -731,7 +731,7 @@ fn the_shortest_kernel_is_a_measured_factor_and_explain_names_it() {
             "--engine",
             "vllm",
             "--kernels",
-            "bundled",
+            kernels,
             "--json",
         ]);
         v["factors"]
@@ -740,12 +740,11 @@ fn the_shortest_kernel_is_a_measured_factor_and_explain_names_it() {
             .iter()
             .find(|f| f["name"] == "shortest_kernel_s")
             .cloned()
-            .unwrap_or_else(|| panic!("{gpu}: {}", v["factors"]))
     };
     // data/kernels/h100-sxm/vllm.csv's fastest 16-bit GEMM, 2 x 1024 x 1024 at 0.161 of
     // the roof: 2 (2 * 1024 + 1024 * 1024 + 2 * 1024) = 2,105,344 B at 3.35e12 B/s =
     // 0.628461 us / 0.161 = 3.9035 us
-    let sxm = factor("h100-sxm");
+    let sxm = shortest("h100-sxm", "bundled").unwrap();
     let want = 2_105_344.0 / 3.35e12 / 0.161;
     assert!(
         (sxm["value"].as_f64().unwrap() / want - 1.0).abs() < 1e-9,
@@ -753,27 +752,11 @@ fn the_shortest_kernel_is_a_measured_factor_and_explain_names_it() {
     );
     assert_eq!(sxm["source"], "measured");
     // H100 PCIe has no table of its own: its sibling's, the same time
-    let pcie = factor("h100-pcie");
+    let pcie = shortest("h100-pcie", "bundled").unwrap();
     assert_eq!(pcie["source"], "transferred");
     assert_eq!(pcie["value"], sxm["value"]);
     // without the tables there is none
-    let v = json(&[
-        "predict",
-        "--model",
-        "llama-3.1-8b",
-        "--gpu",
-        "h100-sxm",
-        "--engine",
-        "vllm",
-        "--json",
-    ]);
-    assert!(
-        v["factors"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|f| f["name"] != "shortest_kernel_s")
-    );
+    assert_eq!(shortest("h100-sxm", "none"), None);
     let text = ok(&[
         "explain",
         "--model",
