@@ -456,20 +456,20 @@ impl Predictor<'_> {
             return self.finish_pass(r, sequences, tokens, offloaded);
         }
         r = self.hide_expert_comm(r);
-        let overhead = self.draft_overhead(sequences, tokens);
+        let overhead = self.draft_overhead(sequences, tokens, r.measured_launches);
         r.time_s += overhead;
         r.by_bound[3] += overhead;
         r
     }
 
-    fn draft_overhead(&self, sequences: u64, tokens: u64) -> f64 {
+    /// A draft step's overhead, `measured` of its launches paid for already (as
+    /// [`Predictor::pass_overhead`]'s).
+    fn draft_overhead(&self, sequences: u64, tokens: u64, measured: f64) -> f64 {
+        let launches = (self.draft_launch_layers
+            - measured / super::launch::DENSE_LAYER_KERNELS as f64)
+            .max(0.0);
         self.engine.overheads.step_overhead_s
-            + self.layers_overhead(
-                sequences,
-                tokens,
-                self.draft_launch_layers,
-                self.draft_layers(),
-            )
+            + self.layers_overhead(sequences, tokens, launches, self.draft_layers())
     }
 
     /// One decode step at context `mid` and the sums of the (predicted, ideal) step
@@ -745,7 +745,7 @@ impl Predictor<'_> {
     /// step's: see [`Predictor::decode_sum_tail`]), (predicted, ideal).
     fn part_sum_tail(&self, part: Part, batch: u64, n: f64, offloaded: f64) -> (f64, f64) {
         if part == Part::Draft {
-            (n * self.draft_overhead(batch, batch), 0.0)
+            (n * self.draft_overhead(batch, batch, 0.0), 0.0)
         } else {
             self.decode_sum_tail(batch, n, offloaded)
         }
