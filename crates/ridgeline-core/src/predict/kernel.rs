@@ -642,8 +642,9 @@ mod tests {
         let e = &engine.overheads;
         let step = Step::decode(1, 576);
         let plain = p.part_ops(Part::Plain, &step).unwrap();
-        assert_eq!(plain.measured_launches, 224.0);
-        let (overhead, _) = p.pass_overhead(1, 1, plain.measured_launches);
+        assert_eq!(plain.measured_launches, 192.0);
+        assert_eq!(plain.measured_attention, 32.0);
+        let (overhead, _) = p.pass_overhead(1, 1, 224.0);
         let want = e.step_overhead_s
             + (e.layer_overhead_s + 11.0 * floor) * 128.0 / 11.0
             + e.sequence_overhead_s;
@@ -653,6 +654,7 @@ mod tests {
         );
         let drafted = p.part_ops(Part::Draft, &step).unwrap();
         assert_eq!(drafted.measured_launches, 32.0);
+        assert_eq!(drafted.measured_attention, 0.0);
         let done = p.finish_part(Part::Draft, drafted, 1, 1, 0.0);
         let want = e.step_overhead_s + (e.layer_overhead_s + 11.0 * floor) * 144.0 / 11.0;
         assert!(

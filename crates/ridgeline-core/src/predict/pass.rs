@@ -55,8 +55,13 @@ pub struct PassResult {
     /// Of the kernels the pass launches in its layers, those the per-layer overhead
     /// is not paid for (when the pass is finished): on the kernel tables, those whose
     /// time a table gave (a measured time includes the kernel's launch) and the
-    /// residual adds (run inside the next norm's kernel).
-    pub measured_launches: f64,
+    /// residual adds (run inside the next norm's kernel); attention apart.
+    pub(crate) measured_launches: f64,
+    /// The same of the attention kernels: a serving iteration places the attention of
+    /// its decoding sequences and of each group of prompt chunks apart, and its layers
+    /// count one attention launch each, so the iteration takes the largest of its
+    /// parts' (the plain passes have one).
+    pub(crate) measured_attention: f64,
 }
 
 impl PassResult {
@@ -115,7 +120,9 @@ impl Predictor<'_> {
         (p, source): &(Placement, Option<CostSource>),
     ) {
         accumulate(r, op, p);
-        if source.is_some() {
+        if source.is_some() && op.kind.is_attention_core() {
+            r.measured_attention += op.count;
+        } else if source.is_some() {
             r.measured_launches += measured_launches(op);
         } else if self.kernels.is_some() && op.kind.is_residual() {
             r.measured_launches += op.count;
@@ -456,7 +463,11 @@ impl Predictor<'_> {
             return self.finish_pass(r, sequences, tokens, offloaded);
         }
         r = self.hide_expert_comm(r);
-        let overhead = self.draft_overhead(sequences, tokens, r.measured_launches);
+        let overhead = self.draft_overhead(
+            sequences,
+            tokens,
+            r.measured_launches + r.measured_attention,
+        );
         r.time_s += overhead;
         r.by_bound[3] += overhead;
         r
@@ -762,7 +773,11 @@ impl Predictor<'_> {
         offloaded: f64,
     ) -> PassResult {
         r = self.hide_expert_comm(r);
-        let (overhead, comm) = self.pass_overhead(sequences, tokens, r.measured_launches);
+        let (overhead, comm) = self.pass_overhead(
+            sequences,
+            tokens,
+            r.measured_launches + r.measured_attention,
+        );
         let (off, off_ideal) = self.offload_time(offloaded, tokens);
         r.time_s += overhead + comm + off;
         r.by_bound[3] += overhead;

@@ -302,5 +302,6 @@ impl PassResult {
         }
         self.ep_comm_s += w * other.ep_comm_s;
         self.measured_launches += w * other.measured_launches;
+        self.measured_attention += w * other.measured_attention;
     }
 }

@@ -230,6 +230,7 @@ impl DecodeLines {
             ep_comm_s: self.const_ep_comm_s,
             // the decode lines are the engine's costs: no op reads a kernel table
             measured_launches: 0.0,
+            measured_attention: 0.0,
         };
         for v in self.varying() {
             add_op_at(&mut r, &v.pred, &v.ideal, v.overhead_s, x);

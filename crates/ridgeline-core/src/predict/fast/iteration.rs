@@ -874,6 +874,8 @@ fn add(a: PassResult, b: PassResult) -> PassResult {
         by_bound,
         ep_comm_s: a.ep_comm_s + b.ep_comm_s,
         measured_launches: a.measured_launches + b.measured_launches,
+        // one attention launch per layer in the count, however many parts place it
+        measured_attention: a.measured_attention.max(b.measured_attention),
     }
 }
 
