@@ -772,4 +772,33 @@ fn the_shortest_kernel_is_a_measured_factor_and_explain_names_it() {
         text.contains("each kernel of the layers that no table times (norms, rotary embedding, activations, routing) takes at least the table's shortest, 3.90 µs"),
         "{text}"
     );
+    // where fixed costs take most of a step (DeepSeek-R1 on 8 B200 at one sequence),
+    // the decode finding names the shortest kernel as the per-layer time on the tables
+    let r1 = |kernels: &str| {
+        ok(&[
+            "explain",
+            "--model",
+            "deepseek-r1",
+            "--gpu",
+            "b200",
+            "--gpus",
+            "8",
+            "--weights",
+            "fp8",
+            "--engine",
+            "sglang",
+            "--kernels",
+            kernels,
+        ])
+    };
+    let on = r1("bundled");
+    assert!(
+        on.contains("for each kernel no table times, and the collectives"),
+        "{on}"
+    );
+    let off = r1("none");
+    assert!(
+        off.contains("engine's time per step and per layer, for its 61 layers"),
+        "{off}"
+    );
 }

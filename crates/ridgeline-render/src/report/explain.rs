@@ -276,8 +276,17 @@ fn fixed_costs(p: &Prediction) -> Option<String> {
             a.layers, a.kernels_per_layer
         )
     };
+    // on the kernel tables the per-layer time is the tables' shortest kernel for each
+    // launch they do not time
+    let per_layer = match p.factors.iter().find(|f| f.name == "shortest_kernel_s") {
+        Some(f) => format!(
+            "time per step and, for {launches}, {} for each kernel no table times",
+            fmt_seconds(f.value)
+        ),
+        None => format!("time per step and per layer, for {launches}"),
+    };
     Some(format!(
-        "Fixed costs take {} of it ({:.0}%): the {} engine's time per step and per layer, for {launches}, and the collectives a fixed latency bounds.",
+        "Fixed costs take {} of it ({:.0}%): the {} engine's {per_layer}, and the collectives a fixed latency bounds.",
         fmt_seconds(d.overhead_per_step_s),
         100.0 * d.overhead_per_step_s / d.time_per_step_s,
         p.config.engine
