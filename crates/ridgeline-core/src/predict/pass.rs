@@ -143,6 +143,12 @@ pub(super) fn measured_launches(op: &OpInstance) -> f64 {
     }
 }
 
+/// Of `launches` (in dense layers' worth, [`super::launch::launch_layers`]), those
+/// left once `measured` kernel launches are paid for already.
+fn unpaid(launches: f64, measured: f64) -> f64 {
+    (launches - measured / super::launch::DENSE_LAYER_KERNELS as f64).max(0.0)
+}
+
 pub(super) fn bound_index(b: Bound) -> usize {
     match b {
         Bound::Compute => 0,
@@ -160,8 +166,7 @@ impl Predictor<'_> {
     /// launches are paid for already ([`PassResult::measured_launches`]): the per-layer
     /// overhead is paid for the others.
     pub(super) fn pass_overhead(&self, sequences: u64, tokens: u64, measured: f64) -> (f64, f64) {
-        let launches =
-            (self.launch_layers - measured / super::launch::DENSE_LAYER_KERNELS as f64).max(0.0);
+        let launches = unpaid(self.launch_layers, measured);
         let overhead = self.engine.overheads.step_overhead_s
             + self.layers_overhead(sequences, tokens, launches, self.layers)
             + self.engine.overheads.sequence_overhead_s * sequences as f64
@@ -476,9 +481,7 @@ impl Predictor<'_> {
     /// A draft step's overhead, `measured` of its launches paid for already (as
     /// [`Predictor::pass_overhead`]'s).
     fn draft_overhead(&self, sequences: u64, tokens: u64, measured: f64) -> f64 {
-        let launches = (self.draft_launch_layers
-            - measured / super::launch::DENSE_LAYER_KERNELS as f64)
-            .max(0.0);
+        let launches = unpaid(self.draft_launch_layers, measured);
         self.engine.overheads.step_overhead_s
             + self.layers_overhead(sequences, tokens, launches, self.draft_layers())
     }

@@ -247,7 +247,9 @@ pub(super) fn layouts<'a>(req: &PlanRequest<'a>) -> (Vec<Layout<'a>>, u64) {
                 for ep in eps {
                     // a stated imbalance above the group count would put more than
                     // every routed row on one rank
-                    let unbalanced = ep > 1 && req.expert_imbalance > ep as f64;
+                    let unbalanced = ep > 1
+                        && crate::predict::check_expert_imbalance(req.expert_imbalance, ep)
+                            .is_err();
                     if unbalanced || check_layout(&req.model, hw, gpus, parallel, ep).is_err() {
                         let n = weights.len() * kv_set.len() * req.engines.len();
                         impossible = impossible.saturating_add(n as u64);

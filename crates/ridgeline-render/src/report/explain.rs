@@ -98,10 +98,7 @@ fn kernels_finding(p: &Prediction) -> Option<Finding> {
         format!("the other ops use {engine}'s own fitted factors")
     };
     // each kernel of the layers no table times pays the table's shortest kernel
-    let floor = p
-        .factors
-        .iter()
-        .find(|f| f.name == "shortest_kernel_s")
+    let floor = shortest_kernel(p)
         .map(|f| {
             format!(
                 "; each kernel of the layers that no table times (norms, rotary embedding, activations, routing) takes at least the table's shortest, {}",
@@ -260,6 +257,11 @@ fn decode_findings(p: &Prediction) -> Vec<Finding> {
     vec![finding("decode", first), finding("decode", second)]
 }
 
+/// On the kernel tables, the factor of what each kernel no table times takes.
+fn shortest_kernel(p: &Prediction) -> Option<&crate::predict::FactorReport> {
+    p.factors.iter().find(|f| f.name == "shortest_kernel_s")
+}
+
 /// Where fixed costs take most of a decode step: how much, and that the engine's
 /// per-layer time is paid per kernel launched (`None` where they take less than half).
 fn fixed_costs(p: &Prediction) -> Option<String> {
@@ -278,7 +280,7 @@ fn fixed_costs(p: &Prediction) -> Option<String> {
     };
     // on the kernel tables the per-layer time is the tables' shortest kernel for each
     // launch they do not time
-    let per_layer = match p.factors.iter().find(|f| f.name == "shortest_kernel_s") {
+    let per_layer = match shortest_kernel(p) {
         Some(f) => format!(
             "time per step and, for {launches}, {} for each kernel no table times",
             fmt_seconds(f.value)
