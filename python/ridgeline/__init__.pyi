@@ -256,6 +256,7 @@ def simulate(
     disagg: Optional[str] = None,
     slo_ttft_ms: Optional[float] = None,
     slo_tpot_ms: Optional[float] = None,
+    request_overhead_ms: Optional[float] = None,
     kernels: Optional[Union[str, "os.PathLike[str]"]] = None,
     emit: Optional[str] = None,
     hardware_file: Optional[FilesArg] = None,

@@ -176,6 +176,21 @@ def test_simulate_equals_the_cli_json(cli):
     assert len(s["rows"]) == 2
 
 
+def test_simulate_takes_the_front_end_time(cli):
+    # request_overhead_ms replaces the fitted front end: the same run as the CLI's, and
+    # every TTFT and end-to-end latency moves by the difference, nothing else
+    kw = dict(model="llama-3-8b", gpu="h100", rate=2, requests=50)
+    fitted = ridgeline.simulate(**kw)
+    none = ridgeline.simulate(request_overhead_ms=0, **kw)
+    assert none == cli.json("simulate", "--model", "llama-3-8b", "--gpu", "h100", "--rate", "2",
+                            "--requests", "50", "--request-overhead-ms", "0")
+    front = fitted["config"]["request_overhead_s"]
+    assert front > 0 and none["config"]["request_overhead_s"] == 0
+    for key in ("ttft_s", "e2e_s"):
+        assert abs(fitted[key]["mean"] - none[key]["mean"] - front) < 1e-9
+    assert fitted["tpot_s"] == none["tpot_s"] and fitted["throughput"] == none["throughput"]
+
+
 def test_simulate_takes_a_draft_model(cli):
     # speculative decoding with a separate draft (Llama 3.2 1B for Llama 3.1 8B): the
     # same run as the CLI's, and its KV pool is smaller than with the model's own head

@@ -19,6 +19,7 @@ pub fn flag_of(field: &str) -> Option<String> {
         "max_usd_per_hour" => "--budget-usd-per-hour",
         "slo_ttft_s" => "--slo-ttft-ms",
         "slo_tpot_s" => "--slo-tpot-ms",
+        "request_overhead_s" => "--request-overhead-ms",
         "methods" => "--method",
         "model" | "gpu" | "gpus" | "batch" | "prompt" | "weights" | "kv" | "engine"
         | "parallel" | "tp" | "pp" | "zero" | "micro_batch" | "global_batch" | "seq"

@@ -21,6 +21,20 @@ fn fraction(s: &str) -> std::result::Result<f64, String> {
     }
 }
 
+/// A server's front-end time per request on the command line, ms: in [0, 60000].
+fn front_end_ms(s: &str) -> std::result::Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number"))?;
+    let max = crate::engine::front_end::MAX_REQUEST_OVERHEAD_S * 1e3;
+    if v.is_finite() && (0.0..=max).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("must be a time in [0, {max}] ms, got {s}"))
+    }
+}
+
 /// Options of `ridgeline simulate`.
 #[derive(Args, Clone)]
 #[command(group(clap::ArgGroup::new("arrivals").required(true).args(["rate", "concurrency", "trace"])))]
@@ -108,6 +122,12 @@ pub struct SimulateArgs {
     /// Time-to-first-token SLO for goodput, ms.
     #[arg(long = "slo-ttft-ms", value_parser = positive, allow_negative_numbers = true)]
     pub slo_ttft_ms: Option<f64>,
+    /// The server's host time per request besides the engine's iterations (HTTP,
+    /// parsing, tokenization, the first token's trip back), ms: part of every time to
+    /// first token and end-to-end latency [default: the fit on the published serving
+    /// benchmarks, data/front-end.toml; 0 under --engine ideal].
+    #[arg(long = "request-overhead-ms", value_parser = front_end_ms, allow_negative_numbers = true)]
+    pub request_overhead_ms: Option<f64>,
     /// Time-per-output-token SLO for goodput, ms.
     #[arg(long = "slo-tpot-ms", value_parser = positive, allow_negative_numbers = true)]
     pub slo_tpot_ms: Option<f64>,
@@ -150,6 +170,7 @@ impl SimulateArgs {
             },
             draft: None,
             kernels: None,
+            request_overhead_s: self.request_overhead_ms.map(|x| x / 1e3),
         })
     }
 

@@ -3,6 +3,7 @@
 //! overheads), loaded from `data/engines.toml` or a user's `--engine-file`.
 
 pub mod file;
+pub mod front_end;
 pub mod select;
 
 use crate::error::{Error, Result};
@@ -419,7 +420,7 @@ impl Engine {
 
     /// Whether this profile predicts as the pure roofline does ([`Engine::ideal`]'s
     /// factors, whatever its name).
-    pub(crate) fn is_physics(&self) -> bool {
+    pub fn is_physics(&self) -> bool {
         static IDEAL: OnceLock<Engine> = OnceLock::new();
         self.same_factors(IDEAL.get_or_init(Engine::ideal))
     }

@@ -189,6 +189,17 @@ pub fn simulate_row(row: &ServingRow, root: &Path) -> Result<Run> {
 /// [`simulate_row`] with the iterations costed on the bundled databases' `kernels`
 /// where they cover an op (`None`: the engines' fitted costs alone).
 pub fn simulate_row_on(row: &ServingRow, root: &Path, kernels: Option<&KernelDb>) -> Result<Run> {
+    simulate_row_with(row, root, kernels, None)
+}
+
+/// [`simulate_row_on`] with the server's front end taking `front` seconds per request
+/// (`None`: the bundled fit, [`crate::engine::front_end::FrontEnd`]).
+pub fn simulate_row_with(
+    row: &ServingRow,
+    root: &Path,
+    kernels: Option<&KernelDb>,
+    front: Option<f64>,
+) -> Result<Run> {
     let model = ModelDb::builtin()?.resolve(&row.model)?;
     let hardware = HardwareDb::builtin()?;
     let hw = hardware.get(&row.gpu)?;
@@ -241,6 +252,7 @@ pub fn simulate_row_on(row: &ServingRow, root: &Path, kernels: Option<&KernelDb>
             hardware,
             engines,
         }),
+        request_overhead_s: front,
         ..Serving::default()
     };
     simulate(&model, hw, engine, &s, &serving, &w)
@@ -257,16 +269,180 @@ pub fn validate_on(
     root: &Path,
     kernels: Option<&KernelDb>,
 ) -> Result<Vec<(ServingRow, f64)>> {
+    validate_with(rows, root, kernels, None)
+}
+
+/// [`validate_on`] with the front end taking `front` seconds per request
+/// ([`simulate_row_with`]).
+pub fn validate_with(
+    rows: &[ServingRow],
+    root: &Path,
+    kernels: Option<&KernelDb>,
+    front: Option<f64>,
+) -> Result<Vec<(ServingRow, f64)>> {
     let mut runs: BTreeMap<String, Run> = BTreeMap::new();
     let mut out = Vec::with_capacity(rows.len());
     for r in rows {
         let key = r.key();
         if !runs.contains_key(&key) {
-            runs.insert(key.clone(), simulate_row_on(r, root, kernels)?);
+            runs.insert(key.clone(), simulate_row_with(r, root, kernels, front)?);
         }
         out.push((r.clone(), r.of(&runs[&key])?));
     }
     Ok(out)
+}
+
+/// The server's front-end time per request fitted on the published times to first
+/// token ([`fit_front_end`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FrontEndFit {
+    /// The fitted time, s.
+    pub request_overhead_s: f64,
+    /// The rows it was fitted on (every `ttft_s_*` row).
+    pub fitted_on: Vec<String>,
+    /// Devices among those rows.
+    pub devices: usize,
+    /// Publications among those rows ([`crate::calibrate::source_key`]).
+    pub publications: usize,
+}
+
+/// The largest front-end time the fit considers, s.
+pub const FRONT_END_MAX_S: f64 = 0.5;
+
+/// The fit's step, s.
+pub const FRONT_END_STEP_S: f64 = 1e-4;
+
+/// The front-end time, a multiple of [`FRONT_END_STEP_S`] in [0, [`FRONT_END_MAX_S`]],
+/// that minimises the mean |ln(simulated / published)| of the times to first token
+/// `ttft`, each given as (published, simulated with no front end); the smallest such
+/// time where several tie. A request's time to first token holds the front end once;
+/// where requests queue for seconds the term is small against the queueing, so such
+/// rows barely pull.
+pub fn front_end_minimising(ttft: &[(f64, f64)]) -> f64 {
+    let loss = |d: f64| -> f64 {
+        ttft.iter()
+            .map(|&(published, simulated)| ((simulated + d) / published).ln().abs())
+            .sum()
+    };
+    let steps = (FRONT_END_MAX_S / FRONT_END_STEP_S).round() as u64;
+    let mut best = (f64::INFINITY, 0.0);
+    for i in 0..=steps {
+        let d = i as f64 * FRONT_END_STEP_S;
+        let l = loss(d);
+        if l < best.0 - 1e-12 {
+            best = (l, d);
+        }
+    }
+    best.1
+}
+
+/// The `ttft_s_*` rows of `rows` simulated with no front end (iterations on `kernels`
+/// where given): (publication, published, simulated) each.
+fn bare_ttft(
+    rows: &[ServingRow],
+    root: &Path,
+    kernels: Option<&KernelDb>,
+) -> Result<Vec<(String, f64, f64)>> {
+    let ttft: Vec<ServingRow> = rows
+        .iter()
+        .filter(|r| r.metric.starts_with("ttft_s"))
+        .cloned()
+        .collect();
+    if ttft.is_empty() {
+        return Err(Error::invalid(
+            "metric",
+            "no ttft_s_* row to fit the front end on",
+        ));
+    }
+    Ok(validate_with(&ttft, root, kernels, Some(0.0))?
+        .into_iter()
+        .map(|(r, simulated)| (crate::calibrate::source_key(&r.source), r.value, simulated))
+        .collect())
+}
+
+/// [`front_end_minimising`] over the rows of `bare` not of publication `held`.
+fn front_end_without(bare: &[(String, f64, f64)], held: Option<&str>) -> f64 {
+    let pairs: Vec<(f64, f64)> = bare
+        .iter()
+        .filter(|x| Some(x.0.as_str()) != held)
+        .map(|x| (x.1, x.2))
+        .collect();
+    front_end_minimising(&pairs)
+}
+
+/// Fits the server's front-end time per request on the `ttft_s_*` rows of `rows`:
+/// [`front_end_minimising`] of their simulations without a front end (iterations on
+/// `kernels` where given).
+pub fn fit_front_end(
+    rows: &[ServingRow],
+    root: &Path,
+    kernels: Option<&KernelDb>,
+) -> Result<FrontEndFit> {
+    let bare = bare_ttft(rows, root, kernels)?;
+    let ttft = rows.iter().filter(|r| r.metric.starts_with("ttft_s"));
+    let devices: std::collections::BTreeSet<&str> = ttft.clone().map(|r| r.gpu.as_str()).collect();
+    let publications: std::collections::BTreeSet<&str> =
+        bare.iter().map(|x| x.0.as_str()).collect();
+    Ok(FrontEndFit {
+        request_overhead_s: front_end_without(&bare, None),
+        fitted_on: ttft.map(|r| r.id.clone()).collect(),
+        devices: devices.len(),
+        publications: publications.len(),
+    })
+}
+
+/// Every row of `rows` simulated with the front-end time fitted ([`fit_front_end`]) on
+/// the other publications' rows: the serving validation held out by publication.
+pub fn front_end_held_out(
+    rows: &[ServingRow],
+    root: &Path,
+    kernels: Option<&KernelDb>,
+) -> Result<Vec<(ServingRow, f64)>> {
+    use crate::calibrate::source_key;
+    let bare = bare_ttft(rows, root, kernels)?;
+    let publications: std::collections::BTreeSet<String> =
+        rows.iter().map(|r| source_key(&r.source)).collect();
+    let mut by_row: BTreeMap<String, f64> = BTreeMap::new();
+    for p in &publications {
+        let mine: Vec<ServingRow> = rows
+            .iter()
+            .filter(|r| &source_key(&r.source) == p)
+            .cloned()
+            .collect();
+        let d = front_end_without(&bare, Some(p));
+        for (r, v) in validate_with(&mine, root, kernels, Some(d))? {
+            by_row.insert(r.id.clone(), v);
+        }
+    }
+    Ok(rows.iter().map(|r| (r.clone(), by_row[&r.id])).collect())
+}
+
+/// `data/front-end.toml` as [`fit_front_end`] on the bundled serving rows writes it.
+pub fn front_end_toml(fit: &FrontEndFit) -> String {
+    let ids = fit
+        .fitted_on
+        .iter()
+        .map(|id| format!("\"{id}\""))
+        .collect::<Vec<_>>()
+        .join(", ");
+    format!(
+        "## The serving front end's time per request: the host work a server does for each request\n\
+         ## besides the engine's iterations (HTTP, parsing, tokenization, the first token's trip\n\
+         ## back), part of every time to first token and end-to-end latency that a client measures.\n\
+         ## Fitted on the published times to first token of data/measurements/serving.csv (the\n\
+         ## ttft_s_* rows, simulated with the engines as fitted): the time that minimises their mean\n\
+         ## |ln(simulated / published)|. Written by\n\
+         ## `cargo run --release -q --example serving_fit -- --save` (tests/suite/serving.rs checks\n\
+         ## it is current); read by simulate, plan --rate and sweep --rate (`--request-overhead-ms`\n\
+         ## replaces it; 0 under --engine ideal).\n\
+         request_overhead_s = {:.4}\n\
+         fitted_on = [{ids}]\n\
+         factor = \"fitted on {} rows from {} devices in {} publications\"\n",
+        fit.request_overhead_s,
+        fit.fitted_on.len(),
+        fit.devices,
+        fit.publications
+    )
 }
 
 /// The bundled serving rows whose engine and device the bundled kernel tables cover (the

@@ -28,8 +28,16 @@ fn deployment(r: &Run) -> String {
         Some(d) if *d == c.gpu => "; iterations costed on its measured kernel tables".into(),
         Some(d) => format!("; iterations costed on {d}'s measured kernel tables (a sibling's)"),
     };
+    let front = if c.request_overhead_s > 0.0 {
+        format!(
+            "; each TTFT and end-to-end latency holds {} of the server's front end",
+            fmt_seconds(c.request_overhead_s)
+        )
+    } else {
+        String::new()
+    };
     format!(
-        "Serving {} on {pools}, engine {} (max_num_seqs {}, max_batched_tokens {}, KV blocks of {} tokens, KV cache {} per device{}){tables}",
+        "Serving {} on {pools}, engine {} (max_num_seqs {}, max_batched_tokens {}, KV blocks of {} tokens, KV cache {} per device{}){tables}{front}",
         c.model,
         c.engine,
         limit(c.max_num_seqs),

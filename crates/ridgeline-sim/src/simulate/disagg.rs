@@ -74,12 +74,14 @@ pub(super) fn run(
         latency_s: engine.overheads.collective_latency_s,
         free_at: 0.0,
     };
-    let mut run = event_loop(&mut pre, &mut dec, &mut link, workload, serving)?;
+    let front = serving.request_overhead(engine)?;
+    let mut run = event_loop(&mut pre, &mut dec, &mut link, workload, serving, front)?;
     run.config = RunConfig {
         gpus: d.prefill_gpus + d.decode_gpus,
         kv_cache_bytes: dec.kv.pool_bytes,
         // both pools read the same device's tables (one device, one engine)
         kernel_table: pd.kernel_table().map(str::to_string),
+        request_overhead_s: front,
         ..super::config(model, hardware, engine, serving, workload)
     };
     run.preemptions = pre.preemptions + dec.preemptions;
@@ -103,9 +105,11 @@ fn event_loop<'p, 'a>(
     link: &mut Link,
     w: &Workload,
     serving: &Serving,
+    front: f64,
 ) -> Result<Run> {
     let mut feed = Feed::new(w);
     let mut col = Collector::default();
+    col.front = front;
     col.pools = 2;
     col.expected = w.requests;
     let mut on_link: VecDeque<(f64, Req)> = VecDeque::new();

@@ -144,9 +144,24 @@ pub struct Serving<'d> {
     /// profile refitted on the tables serves ([`Kernels::engine`]), with this
     /// configuration's overrides applied over it.
     pub kernels: Option<Kernels<'d>>,
+    /// The server's host time per request besides the engine's iterations (HTTP,
+    /// parsing, tokenization, the first token's trip back), s: part of every request's
+    /// time to first token and end-to-end latency, not of its queueing or of the
+    /// iterations (`None`: the bundled fit,
+    /// [`ridgeline_core::engine::front_end::FrontEnd`]; 0 under the `ideal` engine).
+    pub request_overhead_s: Option<f64>,
 }
 
 impl Serving<'_> {
+    /// The front end's time per request under `engine`, s ([`Serving::request_overhead_s`]).
+    pub fn request_overhead(&self, engine: &Engine) -> Result<f64> {
+        match self.request_overhead_s {
+            Some(s) => Ok(s),
+            None if engine.is_physics() => Ok(0.0),
+            None => Ok(ridgeline_core::engine::front_end::FrontEnd::builtin()?.request_overhead_s),
+        }
+    }
+
     /// Checks ranges; errors name the field.
     pub fn validate(&self) -> Result<()> {
         if !(self.prefix_hit.is_finite() && (0.0..1.0).contains(&self.prefix_hit)) {
@@ -168,6 +183,9 @@ impl Serving<'_> {
                     ),
                 ));
             }
+        }
+        if let Some(s) = self.request_overhead_s {
+            ridgeline_core::engine::front_end::check_request_overhead(s)?;
         }
         for (f, v) in [
             ("slo_ttft_s", self.slo.ttft_s),
@@ -295,6 +313,8 @@ pub struct RunConfig {
     /// they cover an op: this one, or its sibling (null: none, the engine's fitted
     /// costs; [`Serving::kernels`]).
     pub kernel_table: Option<String>,
+    /// The front end's time per request, s ([`Serving::request_overhead_s`]).
+    pub request_overhead_s: f64,
 }
 
 /// One simulation (the `simulate --json` document for one rate).
@@ -423,11 +443,13 @@ pub fn simulate(
     }
     let p = predictor(model, hardware, &engine, scenario, serving)?;
     let mut inst = Instance::new(&p, lim, serving.prefix_hit)?;
-    let mut run = run::unified(&mut inst, workload, serving)?;
+    let front = serving.request_overhead(&engine)?;
+    let mut run = run::unified(&mut inst, workload, serving, front)?;
     run.config = RunConfig {
         gpus: scenario.gpus,
         kv_cache_bytes: inst.kv.pool_bytes,
         kernel_table: p.kernel_table().map(str::to_string),
+        request_overhead_s: front,
         ..config(model, hardware, &engine, serving, workload)
     };
     Ok(run)
@@ -471,6 +493,7 @@ fn config(
         disagg: serving.disagg,
         seed: workload.seed,
         kernel_table: None,
+        request_overhead_s: 0.0,
     }
 }
 

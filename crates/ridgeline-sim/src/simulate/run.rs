@@ -112,6 +112,10 @@ pub(super) struct Collector {
     pub(super) timeline: Timeline,
     /// Pools whose iterations are recorded (busy time is shared out among them).
     pub(super) pools: u64,
+    /// The server's front-end time per request ([`Serving::request_overhead_s`]), s:
+    /// part of every time to first token and end-to-end latency, not of the engine's
+    /// queue or iterations.
+    pub(super) front: f64,
 }
 
 impl Collector {
@@ -156,8 +160,8 @@ impl Collector {
         if self.window_start.is_some() && !arrivals_done {
             self.window_completions += 1;
         }
-        let ttft = r.first_token_s - r.arrival_s;
-        let e2e = t - r.arrival_s;
+        let ttft = r.first_token_s - r.arrival_s + self.front;
+        let e2e = t - r.arrival_s + self.front;
         self.ttft.add(ttft);
         self.e2e.add(e2e);
         self.queue.add(r.first_scheduled_s - r.arrival_s);
@@ -397,10 +401,16 @@ impl Ticker {
 }
 
 /// Runs a workload on one instance.
-pub(super) fn unified(inst: &mut Instance<'_, '_>, w: &Workload, serving: &Serving) -> Result<Run> {
+pub(super) fn unified(
+    inst: &mut Instance<'_, '_>,
+    w: &Workload,
+    serving: &Serving,
+    front: f64,
+) -> Result<Run> {
     let mut feed = Feed::new(w);
     let mut col = Collector {
         expected: w.requests,
+        front,
         ..Collector::default()
     };
     let mut done = Vec::new();
