@@ -725,7 +725,7 @@ impl<'a> Predictor<'a> {
             | crate::model::graph::OpKind::AllreduceMlp => self.all_reduce_eff,
             _ => self.comm_eff,
         };
-        if matches!(op.unit, Unit::Dequant(_)) {
+        if matches!(op.unit, Unit::Dequant(_)) && !self.dequantizes_in_tile(op) {
             e.compute *= self.engine.speed.dequant_efficiency;
         }
         if let Unit::Matrix(d @ (ComputeDtype::Fp8 | ComputeDtype::Fp4)) = op.unit {
@@ -758,6 +758,24 @@ impl<'a> Predictor<'a> {
         }
         e.overhead_s *= op.count;
         e
+    }
+
+    /// Whether a weight-only quantized matmul runs at the 16-bit rate, its
+    /// [`crate::engine::Speed::dequant_efficiency`] not paid: on an Apple GPU, a matmul
+    /// of more than [`crate::engine::GEMV_MAX_TOKENS`] rows (a prompt's). The Metal
+    /// matrix-matrix kernel is one kernel for 16-bit and quantized weights alike: each
+    /// threadgroup widens its tile of weights into threadgroup memory once and
+    /// multiplies it with simdgroup matrices against 32 tokens (llama.cpp's
+    /// `kernel_mul_mm`, `dequantize_func` into `sa`: ggml/src/ggml-metal/ggml-metal.metal
+    /// at ggml-org/llama.cpp@000a1174aa8f42a18ed08ec8e833f9c415397423), so the widening
+    /// is a small share of the tile's work. On CUDA a quantized prompt matmul runs other
+    /// kernels than a 16-bit one (llama.cpp's MMQ: int8 dot products; Marlin, AWQ), whose
+    /// rate the fitted factor holds.
+    fn dequantizes_in_tile(&self, op: &OpInstance) -> bool {
+        self.hardware.class == crate::hardware::DeviceClass::Apple
+            && self
+                .matmul_rows(op)
+                .is_some_and(|m| m > crate::engine::GEMV_MAX_TOKENS as f64)
     }
 
     /// The rows (tokens) of a weight matmul, `None` for any other op: its FLOPs over
