@@ -144,6 +144,7 @@ fn plan(c: &mut Criterion) {
         p99_tpot_s: Some(0.05),
         requests: 300,
         seed: 0,
+        request_overhead_s: None,
     };
     let mut g = c.benchmark_group("plan_rate");
     g.sample_size(10);

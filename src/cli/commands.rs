@@ -617,6 +617,7 @@ fn rate_sweep(
     let opts = RateOptions {
         requests: a.requests.unwrap_or(d.requests),
         seed: a.seed.unwrap_or(d.seed),
+        request_overhead_s: a.request_overhead_ms.map(|x| x / 1e3),
     };
     let rows = sweep.rate_rows(&rates, opts)?;
     let text = if json {

@@ -580,6 +580,12 @@ pub struct SweepArgs {
     /// With --rate: seed of the arrivals (the same seed gives the same rows).
     #[arg(long, requires = "rate", allow_negative_numbers = true)]
     pub seed: Option<u64>,
+    /// With --rate: the server's host time per request besides the engine's iterations,
+    /// ms, in every simulated time to first token and end-to-end latency (as simulate
+    /// --request-overhead-ms) [default: the fit in data/front-end.toml; 0 under
+    /// --engine ideal].
+    #[arg(long = "request-overhead-ms", requires = "rate", value_parser = simulate::front_end_ms, allow_negative_numbers = true)]
+    pub request_overhead_ms: Option<f64>,
     /// Measured kernel tables for the ops they cover, as for `predict --kernels`:
     /// `none`, `bundled` or a directory. On tables each configuration is evaluated
     /// the plain way (a few to tens of microseconds each, not a fraction of one); with

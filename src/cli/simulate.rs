@@ -22,7 +22,7 @@ fn fraction(s: &str) -> std::result::Result<f64, String> {
 }
 
 /// A server's front-end time per request on the command line, ms: in [0, 60000].
-fn front_end_ms(s: &str) -> std::result::Result<f64, String> {
+pub(super) fn front_end_ms(s: &str) -> std::result::Result<f64, String> {
     let v: f64 = s
         .trim()
         .parse()
@@ -230,6 +230,11 @@ pub struct PlanRateArgs {
         allow_negative_numbers = true
     )]
     pub seed: u64,
+    /// With --rate: the server's host time per request besides the engine's iterations,
+    /// ms, in every simulated time to first token (as simulate --request-overhead-ms)
+    /// [default: the fit in data/front-end.toml; 0 under --engine ideal].
+    #[arg(long = "request-overhead-ms", requires = "rate", value_parser = front_end_ms, allow_negative_numbers = true)]
+    pub request_overhead_ms: Option<f64>,
 }
 
 impl PlanRateArgs {
@@ -241,6 +246,7 @@ impl PlanRateArgs {
             p99_tpot_s: self.p99_tpot_ms.map(|x| x / 1e3),
             requests: self.requests,
             seed: self.seed,
+            request_overhead_s: self.request_overhead_ms.map(|x| x / 1e3),
         })
     }
 }

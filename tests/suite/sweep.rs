@@ -601,6 +601,7 @@ fn rate_sweep_rows_are_the_simulations_of_their_deployments() {
     let opts = RateOptions {
         requests: 100,
         seed: 7,
+        ..RateOptions::default()
     };
     let rows = sweep.rate_rows(&[4.0, 30.0], opts).unwrap();
     // 2 devices x 2 counts x 2 rates, the rate varying fastest
@@ -652,6 +653,28 @@ fn rate_sweep_rows_are_the_simulations_of_their_deployments() {
             r.gpu,
             r.gpus,
             r.rate_per_s
+        );
+    }
+    // the front end given (0 ms here): each row is its simulation with that front
+    // end, every TTFT the fitted one's less it, nothing else moved
+    let bare = sweep
+        .rate_rows(
+            &[4.0, 30.0],
+            RateOptions {
+                request_overhead_s: Some(0.0),
+                ..opts
+            },
+        )
+        .unwrap();
+    for (a, b) in rows.iter().zip(&bare) {
+        let (a, b) = (a.run.as_ref().unwrap(), b.run.as_ref().unwrap());
+        let front = a.config.request_overhead_s;
+        assert!(front > 0.0 && b.config.request_overhead_s == 0.0);
+        assert!((a.ttft_s.mean - b.ttft_s.mean - front).abs() < 1e-12);
+        assert!((a.e2e_s.mean - b.e2e_s.mean - front).abs() < 1e-9);
+        assert_eq!(
+            (a.tpot_s, a.throughput.output_tokens_per_s),
+            (b.tpot_s, b.throughput.output_tokens_per_s)
         );
     }
     // with a draft model the rows are the simulations of the deployment drafting

@@ -104,14 +104,18 @@ pub struct RateOptions {
     pub requests: u64,
     /// Seed of the arrivals (the same seed gives the same rows).
     pub seed: u64,
+    /// The server's front-end time per request, s, in every simulated TTFT and
+    /// end-to-end latency ([`Serving::request_overhead_s`]; `None`: the bundled fit).
+    pub request_overhead_s: Option<f64>,
 }
 
 impl Default for RateOptions {
-    /// 300 requests per rate (as `plan --rate` bisects), seed 0.
+    /// 300 requests per rate (as `plan --rate` bisects), seed 0, the bundled front end.
     fn default() -> Self {
         RateOptions {
             requests: 300,
             seed: 0,
+            request_overhead_s: None,
         }
     }
 }
@@ -207,6 +211,7 @@ impl Sweep<'_> {
         let serving = Serving {
             draft: self.draft.as_ref(),
             kernels: self.kernels,
+            request_overhead_s: opts.request_overhead_s,
             ..Serving::default()
         };
         RateRow {
