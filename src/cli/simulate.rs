@@ -122,15 +122,15 @@ pub struct SimulateArgs {
     /// Time-to-first-token SLO for goodput, ms.
     #[arg(long = "slo-ttft-ms", value_parser = positive, allow_negative_numbers = true)]
     pub slo_ttft_ms: Option<f64>,
+    /// Time-per-output-token SLO for goodput, ms.
+    #[arg(long = "slo-tpot-ms", value_parser = positive, allow_negative_numbers = true)]
+    pub slo_tpot_ms: Option<f64>,
     /// The server's host time per request besides the engine's iterations (HTTP,
     /// parsing, tokenization, the first token's trip back), ms: part of every time to
     /// first token and end-to-end latency [default: the fit on the published serving
     /// benchmarks, data/front-end.toml; 0 under --engine ideal].
     #[arg(long = "request-overhead-ms", value_parser = front_end_ms, allow_negative_numbers = true)]
     pub request_overhead_ms: Option<f64>,
-    /// Time-per-output-token SLO for goodput, ms.
-    #[arg(long = "slo-tpot-ms", value_parser = positive, allow_negative_numbers = true)]
-    pub slo_tpot_ms: Option<f64>,
     /// Measured kernel tables each iteration's ops are costed on where they cover them,
     /// as for `predict --kernels`: `none`, `bundled` or a directory. Where a table
     /// covers the device, the engine's profile refitted on the tables serves.
