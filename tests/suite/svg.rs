@@ -856,6 +856,14 @@ fn serving_chart_marks_the_knee_and_keeps_text_apart() {
                 assert!(t.contains(&title), "{title} not in {t:?}");
             }
         }
+        // the footnote names the server's front end the TTFTs hold (a wrapped line
+        // each, joined here)
+        let front = ridgeline::units::fmt_seconds(sweep.rows[0].config.request_overhead_s);
+        assert!(
+            t.join(" ")
+                .contains(&format!("{front} of the server's front end")),
+            "{t:?}"
+        );
     }
     sweep.rows.truncate(1);
     sweep.knee = None;

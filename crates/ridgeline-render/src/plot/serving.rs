@@ -354,12 +354,21 @@ fn draw_legend(root: &Root, s: &RateSweep, (w, h, panel_w): (f64, f64, f64)) -> 
         );
         p.row(&[], 30.0, &note, TINY_PX, GREY)?;
     }
-    let note = if s.rows.len() > 1 {
-        FOOTNOTE
+    let front = s.rows.first().map_or(0.0, |r| r.config.request_overhead_s);
+    let note = if s.rows.len() > 1 && front > 0.0 {
+        FOOTNOTE.replace(
+            "TTFT: arrival to first token.",
+            &format!(
+                "TTFT: arrival to first token, with {} of the server's front end.",
+                crate::units::fmt_seconds(front)
+            ),
+        )
+    } else if s.rows.len() > 1 {
+        FOOTNOTE.to_string()
     } else {
-        FOOTNOTE_ONE
+        FOOTNOTE_ONE.to_string()
     };
-    p.footnote(&Footnote::new(note, p.inner, h), p.y + LINE_H + 4.0)
+    p.footnote(&Footnote::new(&note, p.inner, h), p.y + LINE_H + 4.0)
 }
 
 /// Renders the chart of a rate sweep (with one row: its timeline only).
