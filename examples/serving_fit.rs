@@ -15,8 +15,8 @@
 //! `-- --save` writes data/front-end.toml (tests/suite/serving.rs checks it is current).
 
 use ridgeline::simulate::validation::{
-    BUILTIN_SERVING_CSV, error_table, fit_front_end, front_end_held_out, front_end_minimising,
-    front_end_toml, parse_serving, validate_with,
+    BUILTIN_SERVING_CSV, error_table, fit_front_end, front_end_held_out, front_end_toml,
+    parse_serving,
 };
 use std::path::Path;
 
@@ -40,26 +40,13 @@ fn main() -> ridgeline::Result<()> {
     println!(
         "Held out by publication (each publication's rows simulated with the time fitted on the others'):\n"
     );
-    println!("{}", error_table(&front_end_held_out(&rows, root, None)?));
-    // the time each fold fits: every publication's times to first token left out in turn
-    let ttft: Vec<_> = rows
-        .iter()
-        .filter(|r| r.metric.starts_with("ttft_s"))
-        .cloned()
-        .collect();
-    let bare = validate_with(&ttft, root, None, Some(0.0))?;
-    let key = |r: &ridgeline::simulate::validation::ServingRow| {
-        ridgeline::calibrate::source_key(&r.source)
-    };
-    let publications: std::collections::BTreeSet<String> = bare.iter().map(|x| key(&x.0)).collect();
+    println!(
+        "{}",
+        error_table(&front_end_held_out(&rows, root, None, &fit)?)
+    );
     println!("The time fitted without each publication's rows:\n");
-    for p in &publications {
-        let pairs: Vec<(f64, f64)> = bare
-            .iter()
-            .filter(|x| &key(&x.0) != p)
-            .map(|x| (x.0.value, x.1))
-            .collect();
-        println!("- without {p}: {:.4} s", front_end_minimising(&pairs));
+    for (p, d) in &fit.folds {
+        println!("- without {p}: {d:.4} s");
     }
     Ok(())
 }

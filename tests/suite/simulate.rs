@@ -894,10 +894,5 @@ fn a_stated_expert_imbalance_slows_the_expert_parallel_iterations() {
         "--expert-imbalance",
         "2",
     ]);
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("--expert-imbalance") && err.trim().lines().count() == 1,
-        "{err}"
-    );
+    crate::support::cli::one_line_error(&out, &["--expert-imbalance"]);
 }

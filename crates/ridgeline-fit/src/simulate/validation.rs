@@ -304,6 +304,10 @@ pub struct FrontEndFit {
     pub devices: usize,
     /// Publications among those rows ([`crate::calibrate::source_key`]).
     pub publications: usize,
+    /// Each publication of the fitted rows ([`crate::calibrate::source_key`]) with the
+    /// time fitted without its rows, s: what [`front_end_held_out`] simulates its rows
+    /// with.
+    pub folds: Vec<(String, f64)>,
 }
 
 /// The largest front-end time the fit considers, s.
@@ -372,7 +376,7 @@ fn front_end_without(bare: &[(String, f64, f64)], held: Option<&str>) -> f64 {
 
 /// Fits the server's front-end time per request on the `ttft_s_*` rows of `rows`:
 /// [`front_end_minimising`] of their simulations without a front end (iterations on
-/// `kernels` where given).
+/// `kernels` where given), and the same without each publication's rows in turn.
 pub fn fit_front_end(
     rows: &[ServingRow],
     root: &Path,
@@ -388,18 +392,23 @@ pub fn fit_front_end(
         fitted_on: ttft.map(|r| r.id.clone()).collect(),
         devices: devices.len(),
         publications: publications.len(),
+        folds: publications
+            .iter()
+            .map(|p| (p.to_string(), front_end_without(&bare, Some(p))))
+            .collect(),
     })
 }
 
-/// Every row of `rows` simulated with the front-end time fitted ([`fit_front_end`]) on
-/// the other publications' rows: the serving validation held out by publication.
+/// Every row of `rows` simulated with the front-end time that `fit` ([`fit_front_end`]
+/// on the same rows) found without its publication's rows: the serving validation held
+/// out by publication. A publication with no fitted row takes the full fit's time.
 pub fn front_end_held_out(
     rows: &[ServingRow],
     root: &Path,
     kernels: Option<&KernelDb>,
+    fit: &FrontEndFit,
 ) -> Result<Vec<(ServingRow, f64)>> {
     use crate::calibrate::source_key;
-    let bare = bare_ttft(rows, root, kernels)?;
     let publications: std::collections::BTreeSet<String> =
         rows.iter().map(|r| source_key(&r.source)).collect();
     let mut by_row: BTreeMap<String, f64> = BTreeMap::new();
@@ -409,7 +418,11 @@ pub fn front_end_held_out(
             .filter(|r| &source_key(&r.source) == p)
             .cloned()
             .collect();
-        let d = front_end_without(&bare, Some(p));
+        let d = fit
+            .folds
+            .iter()
+            .find(|f| &f.0 == p)
+            .map_or(fit.request_overhead_s, |f| f.1);
         for (r, v) in validate_with(&mine, root, kernels, Some(d))? {
             by_row.insert(r.id.clone(), v);
         }
