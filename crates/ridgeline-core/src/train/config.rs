@@ -208,7 +208,8 @@ pub struct Layout {
     pub micro_batches: u64,
     /// Layers on the most loaded stage.
     pub layers_per_stage: u64,
-    /// Devices per node.
+    /// Devices that share the scale-up link: the link's domain where it states one (72
+    /// in an NVL72 rack), else the node (`devices_per_node`, default 8).
     pub devices_per_node: u64,
 }
 
@@ -555,8 +556,8 @@ pub(super) fn layout(
         } else {
             model.layers
         },
-        devices_per_node: hardware
-            .devices_per_node
-            .map_or(DEFAULT_DEVICES_PER_NODE, |d| (d as u64).max(1)),
+        // the devices that share the scale-up link: its domain where the link states one
+        // (72 in a GB200 NVL72 rack), else the node
+        devices_per_node: hardware.domain_devices(),
     })
 }

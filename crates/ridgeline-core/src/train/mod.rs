@@ -145,6 +145,9 @@ impl<'a> Trainer<'a> {
         if let (Method::Full, Some(rank)) = (cfg.method, cfg.lora_rank) {
             notes.push(TrainNote::LoraRankUnused { rank });
         }
+        if layout.ep > 1 {
+            notes.push(TrainNote::ExpertParallelOptimistic);
+        }
         if cfg.seq > model.max_context {
             notes.push(TrainNote::SeqBeyondContext {
                 seq: cfg.seq,

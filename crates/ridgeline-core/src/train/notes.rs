@@ -47,6 +47,9 @@ impl fmt::Display for TrainNote {
                 f,
                 "no --global-batch: {micro_batches} micro-batches per step (4 x pp) assumed"
             ),
+            TrainNote::ExpertParallelOptimistic => f.write_str(
+                "expert-parallel MoE training: the published expert-parallel runs ridgeline is checked against mostly ran slower than predicted (the token dispatch's own kernels and each local expert's launches are not counted; `ridgeline calibrate --train` lists them), so read this step time as optimistic",
+            ),
         }
     }
 }

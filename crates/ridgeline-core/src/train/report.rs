@@ -98,6 +98,10 @@ pub enum TrainNote {
         /// Micro-batches per step.
         micro_batches: u64,
     },
+    /// A MoE model trained with expert parallelism: the published expert-parallel runs
+    /// the project checks against (`calibrate --train`) mostly ran slower than predicted,
+    /// as the step holds costs the op counts do not.
+    ExpertParallelOptimistic,
 }
 
 /// The `train --json` document.

@@ -75,6 +75,12 @@ pub fn calibration(fit: &TrainFit) -> String {
     ));
     s.push_str(&fit_rows(&fit.rows));
     s.push_str(&format!(
+        "\nExpert-parallel MoE rows (kind D, not fitted: predicted with the factors above): median |error| {} over {} rows\n",
+        pct(fit.expert_median_abs_error),
+        fit.expert_rows.len()
+    ));
+    s.push_str(&fit_rows(&fit.expert_rows));
+    s.push_str(&format!(
         "\nMemory rows (kind E, not fitted): median |error| {} over {} rows\n",
         pct(fit.memory_median_abs_error),
         fit.memory_rows.len()

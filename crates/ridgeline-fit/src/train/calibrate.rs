@@ -192,6 +192,12 @@ pub struct TrainFit {
     pub leave_one_source_out_median_abs_error: f64,
     /// Publications the throughput rows come from.
     pub sources: usize,
+    /// The expert-parallel MoE throughput rows, not fitted: each predicted with the
+    /// factors fitted for its architecture and stack on the other rows
+    /// ([`PublishedRuns::expert_parallel`]).
+    pub expert_rows: Vec<RowFit>,
+    /// Median `|error|` over them.
+    pub expert_median_abs_error: f64,
     /// The memory rows (kind E), which the factors do not change.
     pub memory_rows: Vec<RowFit>,
     /// Median `|error|` over them.
@@ -474,6 +480,18 @@ pub fn fit(published: &PublishedRuns) -> Result<TrainFit> {
         r.held_out_error = held.get(&r.id).copied();
     }
     let held_errors: Vec<f64> = held.values().copied().collect();
+    let mut expert_rows = published
+        .expert_parallel()
+        .map(|r| {
+            let key = table_key(
+                &r.hardware.architecture.trim().to_ascii_lowercase(),
+                r.config.stack,
+            );
+            let fitted = architectures.iter().find(|a| a.architecture == key);
+            row_fit(r, fitted.map(|a| &a.efficiency))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    expert_rows.sort_by(|a, b| a.id.cmp(&b.id));
     let memory_rows = published
         .memory()
         .map(|r| row_fit(r, None))
@@ -483,6 +501,8 @@ pub fn fit(published: &PublishedRuns) -> Result<TrainFit> {
         leave_one_source_out_median_abs_error: score(&held_errors).0,
         sources: publications(&by_arch).len(),
         memory_median_abs_error: median_error(&memory_rows),
+        expert_median_abs_error: median_error(&expert_rows),
+        expert_rows,
         architectures,
         overlap_dp: OVERLAP_DP_PRIOR,
         overlap_tp: OVERLAP_TP_PRIOR,

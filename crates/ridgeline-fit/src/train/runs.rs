@@ -102,6 +102,12 @@ pub(crate) struct RunSetup {
     pub tp: Option<u64>,
     /// Pipeline-parallel degree.
     pub pp: Option<u64>,
+    /// Expert-parallel degree (MoE models; divides the data-parallel degree).
+    pub ep: Option<u64>,
+    /// The expert all-to-all hidden behind an adjacent micro-batch's computation.
+    pub overlap_ep: Option<bool>,
+    /// Multi-token-prediction modules trained beside the model.
+    pub mtp: Option<u64>,
     /// Interleaved pipeline chunks.
     pub virtual_stages: Option<u64>,
     /// ZeRO stage.
@@ -335,6 +341,11 @@ impl PublishedRun {
         })
     }
 
+    /// Whether the run trains a MoE model with expert parallelism (`ep` above 1).
+    pub fn is_expert_parallel(&self) -> bool {
+        self.config.ep > 1
+    }
+
     /// `predicted / measured - 1`.
     pub fn error(&self, efficiency: Option<&TrainEfficiency>) -> Result<f64> {
         Ok(self.predict(efficiency)? / self.measured - 1.0)
@@ -351,9 +362,23 @@ pub struct PublishedRuns {
 }
 
 impl PublishedRuns {
-    /// The throughput rows (kind D).
+    /// The throughput rows (kind D) the factors are fitted on: all but the
+    /// expert-parallel ones ([`PublishedRuns::expert_parallel`]).
     pub fn throughput(&self) -> impl Iterator<Item = &PublishedRun> {
-        self.runs.iter().filter(|r| r.kind == Kind::D)
+        self.runs
+            .iter()
+            .filter(|r| r.kind == Kind::D && !r.is_expert_parallel())
+    }
+
+    /// The throughput rows of MoE models trained with expert parallelism (`ep` above
+    /// 1). Their steps hold costs the op counts do not (the token dispatch's own
+    /// kernels, each local expert's matmuls launched apart), which the dense factors
+    /// would absorb; they are predicted with the factors fitted on the other rows, so
+    /// their errors are held out by construction.
+    pub fn expert_parallel(&self) -> impl Iterator<Item = &PublishedRun> {
+        self.runs
+            .iter()
+            .filter(|r| r.kind == Kind::D && r.is_expert_parallel())
     }
 
     /// The memory rows (kind E).
@@ -416,6 +441,9 @@ fn config_of(row: &Measurement, s: &RunSetup) -> std::result::Result<TrainConfig
         gpus: row.num_gpus,
         tp: s.tp.unwrap_or(d.tp),
         pp: s.pp.unwrap_or(d.pp),
+        ep: s.ep.unwrap_or(d.ep),
+        overlap_ep: s.overlap_ep.unwrap_or(d.overlap_ep),
+        mtp: s.mtp.or(d.mtp),
         virtual_stages: s.virtual_stages.unwrap_or(d.virtual_stages),
         zero: s.zero.unwrap_or(d.zero),
         micro_batch,
