@@ -136,6 +136,7 @@ def train(
     gpus: Optional[int] = None,
     tp: Optional[int] = None,
     pp: Optional[int] = None,
+    cp: Optional[int] = None,
     ep: Optional[int] = None,
     zero: Optional[int] = None,
     micro_batch: Optional[int] = None,

@@ -148,6 +148,17 @@ def test_train_equals_the_cli_json(cli):
     assert meg["step"]["tokens_per_s"] > 1.4 * gen["step"]["tokens_per_s"]
 
 
+def test_context_parallel_train_equals_the_cli_json(cli):
+    # cp=4: each 32k-token sequence over four ranks, the layout's dp the rest
+    t = ridgeline.train(model="llama-3-8b", gpu="h100", gpus=8, cp=4, seq=32768, zero=1)
+    assert t == cli.json("train", "--model", "llama-3-8b", "--gpu", "h100", "--gpus", "8",
+                         "--cp", "4", "--seq", "32768", "--zero", "1")
+    assert (t["layout"]["cp"], t["layout"]["dp"]) == (4, 2)
+    assert t["step"]["cp_comm_time_s"] > 0
+    with pytest.raises(ridgeline.RidgelineError, match="--cp"):
+        ridgeline.train(model="llama-3-8b", gpu="h100", gpus=8, cp=3, seq=32768)
+
+
 def test_plan_equals_the_cli_json(cli):
     p = ridgeline.plan(model="llama-3-8b", gpu=["h100", "l4", "a100"], gpus=[1, 2],
                        prompt=512, gen=128, max_tpot_ms=50)

@@ -398,6 +398,11 @@ pub struct TrainArgs {
     /// Pipeline-parallel degree.
     #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..))]
     pub pp: u64,
+    /// Context-parallel degree: each sequence split over this many ranks, keys and
+    /// values passed around them in a ring (Megatron-Core's context parallelism; gpus =
+    /// tp x cp x pp x dp; needs flash attention and a seq that 2 x cp divides).
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..))]
+    pub cp: u64,
     /// Expert-parallel degree: routed experts split over this many data-parallel ranks
     /// (MoE models; divides dp and the experts).
     #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..))]
@@ -496,6 +501,7 @@ impl TrainArgs {
             gpus: self.gpus,
             tp: self.tp,
             pp: self.pp,
+            cp: self.cp,
             ep: self.ep,
             zero: self.zero,
             micro_batch: self.micro_batch,

@@ -22,7 +22,7 @@ pub fn flag_of(field: &str) -> Option<String> {
         "request_overhead_s" => "--request-overhead-ms",
         "methods" => "--method",
         "model" | "gpu" | "gpus" | "batch" | "prompt" | "weights" | "kv" | "engine"
-        | "parallel" | "tp" | "pp" | "zero" | "micro_batch" | "global_batch" | "seq"
+        | "parallel" | "tp" | "pp" | "cp" | "zero" | "micro_batch" | "global_batch" | "seq"
         | "lora_rank" | "virtual_stages" | "offload" | "method" | "recompute" | "precision"
         | "optimizer" | "measurements" | "ep" | "spec_k" | "spec_accept" | "draft" | "tokens"
         | "max_hours" | "budget_usd" | "instance" | "rate" | "concurrency" | "trace"

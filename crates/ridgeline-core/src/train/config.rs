@@ -43,6 +43,14 @@ pub struct TrainConfig {
     pub tp: u64,
     /// Pipeline-parallel degree.
     pub pp: u64,
+    /// Context-parallel degree (1: none): each sequence is split over `cp` ranks, which
+    /// hold the same weights (Megatron-Core's `context_parallel_size`, load-balanced in
+    /// `2 · cp` chunks so every rank holds an equal share of the causal work); each
+    /// attention layer passes every rank's keys and values around the `cp` ranks (ring
+    /// attention), overlapped with the attention of the chunk at hand. Gradients are
+    /// reduced and ZeRO shards over the `dp · cp` ranks. Needs fused attention and a
+    /// `seq` that `2 · cp` divides.
+    pub cp: u64,
     /// Expert-parallel degree (1: none): each MoE layer's routed experts are split over
     /// `ep` of the data-parallel ranks (Megatron-Core's `expert_model_parallel_size`),
     /// tokens reach them by an all-to-all; `ep` divides `dp` and the routed experts.
@@ -136,6 +144,7 @@ impl Default for TrainConfig {
             gpus: 1,
             tp: 1,
             pp: 1,
+            cp: 1,
             ep: 1,
             zero: 0,
             micro_batch: 1,
@@ -196,7 +205,9 @@ pub struct Layout {
     pub tp: u64,
     /// Pipeline-parallel degree.
     pub pp: u64,
-    /// Data-parallel degree `gpus / (tp · pp)`.
+    /// Context-parallel degree (1: none).
+    pub cp: u64,
+    /// Data-parallel degree `gpus / (tp · cp · pp)`: ranks that take their own sequences.
     pub dp: u64,
     /// Expert-parallel degree (a divisor of `dp`; 1: none).
     pub ep: u64,
@@ -277,6 +288,7 @@ fn check_values(cfg: &TrainConfig) -> Result<()> {
     positive_u64("gpus", cfg.gpus)?;
     positive_u64("tp", cfg.tp)?;
     positive_u64("pp", cfg.pp)?;
+    positive_u64("cp", cfg.cp)?;
     positive_u64("ep", cfg.ep)?;
     positive_u64("micro_batch", cfg.micro_batch)?;
     positive_u64("seq", cfg.seq)?;
@@ -312,16 +324,31 @@ fn check_values(cfg: &TrainConfig) -> Result<()> {
 /// (Megatron-LM wants `layers` divisible by `pp · v`; Llama 3 405B ran 126 layers in
 /// uneven stages) and costed by the largest.
 fn check_degrees(model: &ModelConfig, cfg: &TrainConfig) -> Result<()> {
-    let (gpus, tp, pp) = (cfg.gpus, cfg.tp, cfg.pp);
-    let tp_pp = tp.saturating_mul(pp);
+    let (gpus, tp, pp, cp) = (cfg.gpus, cfg.tp, cfg.pp, cfg.cp);
+    let tp_pp = tp.saturating_mul(pp).saturating_mul(cp);
     if !gpus.is_multiple_of(tp_pp) {
+        let (fields, what): (&[&str], String) = if cp > 1 {
+            (
+                &["tp", "cp", "pp", "gpus"],
+                format!("tp {tp} x cp {cp} x pp {pp} = {tp_pp}"),
+            )
+        } else {
+            (
+                &["tp", "pp", "gpus"],
+                format!("tp {tp} x pp {pp} = {tp_pp}"),
+            )
+        };
+        let product = if cp > 1 {
+            "tp x cp x pp x dp"
+        } else {
+            "tp x pp x dp"
+        };
         return Err(Error::conflict(
-            &["tp", "pp", "gpus"],
-            format!(
-                "tp {tp} x pp {pp} = {tp_pp} does not divide gpus {gpus}: tp x pp x dp must equal the number of GPUs"
-            ),
+            fields,
+            format!("{what} does not divide gpus {gpus}: {product} must equal the number of GPUs"),
         ));
     }
+    check_context_parallel(cfg)?;
     if !model.heads.is_multiple_of(tp) {
         return Err(Error::conflict(
             &["tp"],
@@ -365,8 +392,13 @@ fn check_degrees(model: &ModelConfig, cfg: &TrainConfig) -> Result<()> {
             return Err(Error::conflict(
                 &["ep", "gpus"],
                 format!(
-                    "ep {} does not divide the data-parallel degree {dp} (gpus {gpus} / (tp {tp} x pp {pp})): expert-parallel ranks are data-parallel ranks",
-                    cfg.ep
+                    "ep {} does not divide the data-parallel degree {dp} (gpus {gpus} / (tp {tp} x pp {pp}{})): expert-parallel ranks are data-parallel ranks",
+                    cfg.ep,
+                    if cp > 1 {
+                        format!(" x cp {cp}")
+                    } else {
+                        String::new()
+                    }
                 ),
             ));
         }
@@ -377,7 +409,7 @@ fn check_degrees(model: &ModelConfig, cfg: &TrainConfig) -> Result<()> {
             format!("pp {pp} exceeds {}'s {} layers", model.id, model.layers),
         ));
     }
-    if cfg.sequence_parallel && tp > 1 && !cfg.seq.is_multiple_of(tp) {
+    if cfg.sequence_parallel && tp > 1 && cp == 1 && !cfg.seq.is_multiple_of(tp) {
         return Err(Error::conflict(
             &["seq", "tp"],
             format!(
@@ -403,6 +435,45 @@ fn check_degrees(model: &ModelConfig, cfg: &TrainConfig) -> Result<()> {
                 model.id,
                 model.layers
             ),
+        ));
+    }
+    Ok(())
+}
+
+/// Context parallelism: `seq` in `2 · cp` whole-token chunks (Megatron-Core's
+/// load-balanced split), each rank's `seq / cp` tokens in whole tokens per tensor-parallel
+/// rank under sequence parallelism, and fused attention (the ring passes keys and
+/// values between the blocks of a fused kernel; no framework runs it over materialized
+/// scores).
+fn check_context_parallel(cfg: &TrainConfig) -> Result<()> {
+    let (cp, tp) = (cfg.cp, cfg.tp);
+    if cp == 1 {
+        return Ok(());
+    }
+    if !cfg.seq.is_multiple_of(2 * cp) {
+        return Err(Error::conflict(
+            &["seq", "cp"],
+            format!(
+                "context parallelism splits each sequence into 2 x cp = {} load-balanced chunks of whole tokens: seq {} is not a multiple of {}",
+                2 * cp,
+                cfg.seq,
+                2 * cp
+            ),
+        ));
+    }
+    let local = cfg.seq / cp;
+    if cfg.sequence_parallel && tp > 1 && !local.is_multiple_of(tp) {
+        return Err(Error::conflict(
+            &["seq", "cp", "tp"],
+            format!(
+                "sequence parallelism splits each rank's seq / cp = {local} tokens over the tp ranks in whole tokens: {local} is not a multiple of tp {tp}"
+            ),
+        ));
+    }
+    if !cfg.flash {
+        return Err(Error::conflict(
+            &["cp", "flash"],
+            "context parallelism passes keys and values between the blocks of a fused attention kernel: it needs flash attention",
         ));
     }
     Ok(())
@@ -534,7 +605,7 @@ pub(super) fn layout(
 ) -> Result<Layout> {
     check_values(cfg)?;
     check_degrees(model, cfg)?;
-    let dp = cfg.gpus / (cfg.tp * cfg.pp);
+    let dp = cfg.gpus / (cfg.tp * cfg.pp * cfg.cp);
     let global = global_batch(cfg, dp)?;
     check_lora_rank(model, cfg)?;
     check_device(hardware, cfg)?;
@@ -543,6 +614,7 @@ pub(super) fn layout(
         gpus: cfg.gpus,
         tp: cfg.tp,
         pp: cfg.pp,
+        cp: cfg.cp,
         dp,
         ep: cfg.ep,
         micro_batch: cfg.micro_batch,

@@ -652,7 +652,9 @@ impl Trainer<'_> {
 
     fn model_states(&self, sp: &StageParams, range: std::ops::Range<usize>) -> ModelStates {
         let layers = self.layout.layers_per_stage;
-        let dp = self.layout.dp as f64;
+        // ZeRO shards over every rank that holds the same weights: the data-parallel
+        // ranks and, within each, the context-parallel ones
+        let dp = (self.layout.dp * self.layout.cp) as f64;
         let ep = self.layout.ep as f64;
         let trainable = self.trainable(sp, range.clone());
         let routed = self.trainable_routed(sp, range);
@@ -743,7 +745,8 @@ impl Trainer<'_> {
             _ => {}
         }
         let e = self.precision.activations.bytes();
-        let tokens = self.cfg.seq as f64 * micro_batch as f64;
+        // each context-parallel rank holds its `seq / cp` tokens' logits
+        let tokens = (self.cfg.seq / l.cp.max(1)) as f64 * micro_batch as f64;
         // the last stage's multi-token-prediction modules: a layer's activations each and
         // logits of their own predictions
         let mtp = if last {
@@ -773,7 +776,7 @@ impl Trainer<'_> {
     /// ZeRO-3 buffers: the unsharded weights of two layers.
     fn gather_buffers(&self, sp: &StageParams) -> f64 {
         let l = &self.layout;
-        if self.cfg.zero < 3 || l.dp <= 1 || l.layers_per_stage == 0 {
+        if self.cfg.zero < 3 || l.dp * l.cp <= 1 || l.layers_per_stage == 0 {
             return 0.0;
         }
         let bytes = match self.cfg.method {

@@ -183,7 +183,9 @@ impl<'a> Trainer<'a> {
     /// The activation formula's shape at `micro_batch` with `recompute`.
     fn act_shape(&self, micro_batch: u64, recompute: Recompute) -> ActivationShape {
         ActivationShape {
-            seq: self.cfg.seq,
+            // a context-parallel rank holds the activations of its `seq / cp` tokens
+            // (fused attention: none grows with the keys it sees)
+            seq: self.cfg.seq / self.layout.cp.max(1),
             micro_batch,
             tp: self.layout.tp,
             sequence_parallel: self.cfg.sequence_parallel,

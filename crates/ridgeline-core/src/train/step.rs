@@ -123,6 +123,9 @@ pub struct StepReport {
     pub optimizer_time_s: f64,
     /// Gradient / weight traffic over the host link with offload, s.
     pub offload_time_s: f64,
+    /// Context-parallel ring passes (keys and values, their gradients) per step before
+    /// overlap with the attention they feed, s.
+    pub cp_comm_time_s: f64,
     /// Bubble fraction `(p-1)·c/n / (m + (p-1)·c/n)`.
     pub bubble_fraction: f64,
 }
@@ -136,6 +139,9 @@ enum KernelClass {
     Collective,
     /// The all-to-all of expert parallelism (dispatch and combine).
     ExpertAllToAll,
+    /// The ring of context parallelism: every rank's keys and values passed around the
+    /// `cp` ranks of an attention layer (and their gradients back in backward).
+    ContextRing,
     /// Everything else (projections, norms, elementwise).
     Other,
 }
@@ -161,6 +167,10 @@ struct MicroBatch {
     tp_s: f64,
     /// Expert-parallel all-to-alls (dispatch and combine) before overlap, s.
     ep_s: f64,
+    /// Context-parallel ring passes before overlap, s.
+    cp_s: f64,
+    /// Attention cores (forward, backward, recomputed), s: what the ring overlaps.
+    attention_s: f64,
     /// Executed FLOPs.
     flops: f64,
     /// Of those, recomputation.
@@ -311,6 +321,17 @@ impl Trainer<'_> {
         if self.cfg.sequence_parallel && op.kind.is_norm_or_residual() {
             fwd = fwd.times(1.0 / l.tp as f64);
         }
+        if l.cp > 1 {
+            // a context-parallel rank runs `seq / cp` of each sequence's tokens (and, the
+            // split load-balanced, `1 / cp` of its causal attention pairs) on all of the
+            // weights
+            let weights = (fwd.read.weights, fwd.written.weights);
+            fwd = fwd.times(1.0 / l.cp as f64);
+            (fwd.read.weights, fwd.written.weights) = weights;
+            if class == KernelClass::Attention {
+                self.context_ring(op, out);
+            }
+        }
         if op.routed && l.ep > 1 && self.cfg.expert_imbalance != 1.0 {
             // the busiest rank: its routed tokens' work and traffic, the same weights
             let weights = (fwd.read.weights, fwd.written.weights);
@@ -360,6 +381,43 @@ impl Trainer<'_> {
         };
         if again > 0.0 {
             out.push(kernel(fwd.times(again), true));
+        }
+    }
+
+    /// The ring of context parallelism for an attention op over `count` layers: each of
+    /// the `cp` ranks passes its keys and values on `cp - 1` times, so every rank sends
+    /// and receives the other ranks' `(cp - 1) / cp · seq` tokens' keys and values per
+    /// sequence in forward, and in backward those again and their gradients: three
+    /// times the forward bytes. Per token and layer the keys and values are `2 · kv
+    /// heads · head_dim` wide (latent attention's up-projected `heads · (qk_head_dim +
+    /// v_head_dim)`, as Megatron-Core's ring runs it), of the rank's share of the heads.
+    /// Recurrences (linear attention, state-space scans) pass no keys.
+    fn context_ring(&self, op: &OpInstance, out: &mut Vec<Kernel>) {
+        let l = &self.layout;
+        let m = self.model;
+        let width = match op.kind {
+            OpKind::Attention | OpKind::WindowAttention => {
+                2.0 * (m.head_dim * (m.kv_heads / l.tp).max(1)) as f64
+            }
+            OpKind::MlaAttention => match m.mla {
+                Some(a) => ((m.heads / l.tp).max(1) * (a.qk_head_dim() + a.v_head_dim)) as f64,
+                None => 0.0,
+            },
+            _ => 0.0,
+        };
+        let cp = l.cp as f64;
+        let tokens = l.micro_batch as f64 * self.cfg.seq as f64 * (cp - 1.0) / cp;
+        let bytes = 3.0 * op.count * tokens * width * self.precision.activations.bytes();
+        if bytes > 0.0 {
+            out.push(Kernel {
+                cost: Cost {
+                    link_bytes: bytes,
+                    ..Cost::default()
+                },
+                unit: Unit::Vector,
+                class: KernelClass::ContextRing,
+                recompute: false,
+            });
         }
     }
 
@@ -520,10 +578,20 @@ impl Trainer<'_> {
             )),
             ..vector
         };
+        // the ring runs between the `cp` ranks of one tensor-parallel rank, `tp` apart
+        let ring = Ceilings {
+            link_bytes_per_s: Some(self.group_bandwidth(
+                self.layout.cp,
+                self.layout.tp,
+                Pattern::Ring,
+            )),
+            ..vector
+        };
         let mut mb = MicroBatch::default();
         for k in self.micro_batch_kernels() {
             let (ceil, eff) = match k.unit {
                 _ if k.class == KernelClass::ExpertAllToAll => (a2a, base_eff),
+                _ if k.class == KernelClass::ContextRing => (ring, base_eff),
                 Unit::Matrix(d) | Unit::Dequant(d) => (
                     Ceilings {
                         peak_flops_per_s: hw.sustained_peak(d).0,
@@ -546,8 +614,13 @@ impl Trainer<'_> {
                 mb.recomputed_flops += k.cost.flops;
             }
             let p = place(&k.cost, &ceil, &eff);
+            if k.class == KernelClass::Attention {
+                mb.attention_s += p.time_s;
+            }
             if k.class == KernelClass::ExpertAllToAll {
                 mb.ep_s += p.time_s;
+            } else if k.class == KernelClass::ContextRing {
+                mb.cp_s += p.time_s;
             } else if k.class == KernelClass::Collective {
                 mb.tp_s += p.time_s;
             } else if p.bound == Bound::Compute {
@@ -568,7 +641,7 @@ impl Trainer<'_> {
         // pipeline sends: activations (and their gradients) of one micro-batch cross each
         // stage boundary; the slowest stage sends one way and receives the other.
         let e = self.precision.activations.bytes();
-        let pp_bw = self.group_bandwidth(l.pp, l.tp * l.dp, Pattern::Ring);
+        let pp_bw = self.group_bandwidth(l.pp, l.tp * l.cp * l.dp, Pattern::Ring);
         let pp_bytes = if l.pp > 1 {
             2.0 * l.micro_batch as f64 * self.cfg.seq as f64 * self.model.hidden as f64 * e
                 / l.tp as f64
@@ -596,6 +669,9 @@ impl Trainer<'_> {
             _ => 0.0,
         };
         let ep = l.ep.max(1);
+        // gradients are reduced over every rank holding the same weights: the
+        // data-parallel ranks and the context-parallel ranks within each
+        let replicas = l.dp * l.cp;
         let sync_time = |trainable: f64, frozen: f64, ranks: u64, stride: u64| {
             let n = ranks as f64;
             let ring = if ranks > 1 { (n - 1.0) / n } else { 0.0 };
@@ -616,15 +692,19 @@ impl Trainer<'_> {
         };
         let overlappable = if self.cfg.zero >= 3 { m * op_s } else { op_s };
         let dp_s = if ep > 1 {
-            sync_time(trainable - routed, frozen_bytes - frozen_routed, l.dp, l.tp)
-                + sync_time(routed, frozen_routed, l.dp / ep, l.tp * ep)
+            sync_time(
+                trainable - routed,
+                frozen_bytes - frozen_routed,
+                replicas,
+                l.tp,
+            ) + sync_time(routed, frozen_routed, replicas / ep, l.tp * ep)
         } else {
-            sync_time(trainable, frozen_bytes, l.dp, l.tp)
+            sync_time(trainable, frozen_bytes, replicas, l.tp)
         };
         let dp_exposed_s = dp_s - (self.eff.overlap_dp * dp_s).min(overlappable);
 
         // optimizer update (sharded by ZeRO >= 1)
-        let n = l.dp as f64;
+        let n = replicas as f64;
         let shard = if self.cfg.zero >= 1 { n } else { 1.0 };
         let shard_e = if self.cfg.zero >= 1 {
             (n / ep as f64).max(1.0)
@@ -762,7 +842,9 @@ impl Trainer<'_> {
         } else {
             0.0
         };
-        let comm_s = mb.tp_s + mb.ep_s - hidden_ep;
+        // the ring passes the next chunk's keys while the attention of this one runs
+        let cp_exposed = (mb.cp_s - mb.attention_s).max(0.0);
+        let comm_s = mb.tp_s + mb.ep_s - hidden_ep + cp_exposed;
         let tp_exposed = comm_s - (self.eff.overlap_tp * comm_s).min(op_s - hidden_ep);
         let t_micro = op_s + tp_exposed;
         let m = l.micro_batches as f64;
@@ -808,7 +890,7 @@ impl Trainer<'_> {
             hardware_flops,
             hfu: util(hardware_flops),
             // the slowest stage's per-micro-batch FLOPs stand for every stage
-            executed_flops: mb.flops * m * (l.tp * l.dp * l.pp) as f64,
+            executed_flops: mb.flops * m * (l.tp * l.cp * l.dp * l.pp) as f64,
             model_flops_per_s_per_gpu: time_at(model_flops, time * gpus),
             peak_flops_per_s: peak,
             tokens,
@@ -817,6 +899,7 @@ impl Trainer<'_> {
             memory_time_s: scale_mb * mb.memory_s + tr.optimizer_s,
             tp_comm_time_s: m * mb.tp_s,
             ep_comm_time_s: m * mb.ep_s,
+            cp_comm_time_s: m * mb.cp_s,
             dp_comm_time_s: tr.dp_s,
             pp_comm_time_s: tr.pp_s,
             exposed_comm_time_s: comm_exposed,

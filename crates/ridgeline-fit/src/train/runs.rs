@@ -102,6 +102,8 @@ pub(crate) struct RunSetup {
     pub tp: Option<u64>,
     /// Pipeline-parallel degree.
     pub pp: Option<u64>,
+    /// Context-parallel degree.
+    pub cp: Option<u64>,
     /// Expert-parallel degree (MoE models; divides the data-parallel degree).
     pub ep: Option<u64>,
     /// The expert all-to-all hidden behind an adjacent micro-batch's computation.
@@ -441,6 +443,7 @@ fn config_of(row: &Measurement, s: &RunSetup) -> std::result::Result<TrainConfig
         gpus: row.num_gpus,
         tp: s.tp.unwrap_or(d.tp),
         pp: s.pp.unwrap_or(d.pp),
+        cp: s.cp.unwrap_or(d.cp),
         ep: s.ep.unwrap_or(d.ep),
         overlap_ep: s.overlap_ep.unwrap_or(d.overlap_ep),
         mtp: s.mtp.or(d.mtp),
@@ -483,7 +486,7 @@ fn config_of(row: &Measurement, s: &RunSetup) -> std::result::Result<TrainConfig
 /// the largest divisor of `global / dp` at or below it whose memory fits (1 when none
 /// does).
 fn fit_micro_batch(model: &ModelConfig, hw: &Hardware, cfg: &TrainConfig) -> Result<u64> {
-    let dp = (cfg.gpus / (cfg.tp * cfg.pp).max(1)).max(1);
+    let dp = (cfg.gpus / (cfg.tp * cfg.pp * cfg.cp).max(1)).max(1);
     let per_rank = cfg.global_batch.unwrap_or(cfg.micro_batch * dp) / dp;
     for mb in (1..=cfg.micro_batch).rev() {
         if !per_rank.is_multiple_of(mb) {

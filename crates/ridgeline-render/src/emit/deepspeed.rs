@@ -68,6 +68,14 @@ pub(crate) fn emit(t: &Training) -> Result<Vec<EmittedFile>> {
             o.name()
         )),
     }
+    if t.cp > 1 {
+        comments.push(format!(
+            "cp {}: DeepSpeed has no ring context parallelism (its Ulysses sequence parallelism \
+             splits heads, not the keys and values ring); train.py must build the context-parallel \
+             groups itself",
+            t.cp
+        ));
+    }
     if t.tp > 1 || t.pp > 1 {
         comments.push(format!(
             "tp {} pp {}: DeepSpeed ZeRO does not split layers; train.py builds the \

@@ -55,10 +55,14 @@ pub(crate) fn emit(t: &Training) -> Result<Vec<EmittedFile>> {
             t.recompute.name()
         ));
     }
-    if t.tp > 1 || t.pp > 1 || t.ep > 1 {
+    if t.tp > 1 || t.pp > 1 || t.ep > 1 || t.cp > 1 {
         comments.push(format!(
-            "tp {} pp {} ep {}: not expressed by this config; FSDP shards over all {} ranks as data parallel",
-            t.tp, t.pp, t.ep, t.gpus
+            "tp {} pp {} ep {}{}: not expressed by this config; FSDP shards over all {} ranks as data parallel",
+            t.tp,
+            t.pp,
+            t.ep,
+            if t.cp > 1 { format!(" cp {}", t.cp) } else { String::new() },
+            t.gpus
         ));
     }
     if let Some(n) = lora_note(t) {

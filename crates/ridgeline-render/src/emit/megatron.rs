@@ -26,6 +26,9 @@ pub(crate) fn emit(t: &Training) -> Result<Vec<EmittedFile>> {
     cmd.switch("pretrain_gpt.py");
     cmd.flag("--tensor-model-parallel-size", t.tp);
     cmd.flag("--pipeline-model-parallel-size", t.pp);
+    if t.cp > 1 {
+        cmd.flag("--context-parallel-size", t.cp);
+    }
     if t.virtual_stages > 1 {
         cmd.flag(
             "--num-layers-per-virtual-pipeline-stage",

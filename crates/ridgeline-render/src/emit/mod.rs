@@ -451,6 +451,8 @@ pub struct Training {
     pub pp: u64,
     /// Data-parallel degree.
     pub dp: u64,
+    /// Context-parallel degree (1: none).
+    pub cp: u64,
     /// Expert-parallel degree (a divisor of `dp`).
     pub ep: u64,
     /// ZeRO stage 0-3.
@@ -514,6 +516,7 @@ impl Training {
             (l.tp, l.pp, l.dp, l.ep),
             (l.micro_batch, l.global_batch, l.micro_batches),
         )
+        .with_cp(l.cp)
     }
 
     /// An entry of a training plan on top of the plan's base configuration.
@@ -533,6 +536,16 @@ impl Training {
             (e.tp, e.pp, e.dp, e.ep),
             (e.micro_batch, e.global_batch, accumulation),
         )
+    }
+
+    /// The same run with each sequence split over `cp` context-parallel ranks (`cp · tp ·
+    /// pp · dp` devices).
+    fn with_cp(self, cp: u64) -> Training {
+        Training {
+            gpus: self.gpus * cp,
+            cp,
+            ..self
+        }
     }
 
     fn new(
@@ -555,6 +568,7 @@ impl Training {
             tp,
             pp,
             dp,
+            cp: 1,
             ep,
             zero: c.zero,
             micro_batch,
@@ -753,12 +767,17 @@ pub(crate) fn draft_path(d: &ModelConfig) -> String {
 /// The training configuration in words, for the header.
 pub(crate) fn training_summary(t: &Training) -> String {
     format!(
-        "{} {} on {} x {}, tp {} pp {} dp {} ep {}, ZeRO-{}, micro-batch {} x {} accumulation = {} sequences of {} tokens, {}, recompute {}",
+        "{} {} on {} x {}, tp {}{} pp {} dp {} ep {}, ZeRO-{}, micro-batch {} x {} accumulation = {} sequences of {} tokens, {}, recompute {}",
         t.method.name(),
         t.model.id,
         t.gpus,
         t.gpu,
         t.tp,
+        if t.cp > 1 {
+            format!(" cp {}", t.cp)
+        } else {
+            String::new()
+        },
         t.pp,
         t.dp,
         t.ep,

@@ -156,11 +156,19 @@ pub(crate) fn emit(t: &Training) -> Result<Vec<EmittedFile>> {
     } else if t.offload == Offload::Cpu {
         comments.push("offload cpu: the single-device recipe has no optimizer offload".into());
     }
-    if t.pp > 1 || t.ep > 1 || (t.tp > 1 && t.method != Method::Full) {
+    if t.pp > 1 || t.ep > 1 || t.cp > 1 || (t.tp > 1 && t.method != Method::Full) {
         comments.push(format!(
-            "tp {} pp {} ep {}: torchtune's recipes do not express this layout; it runs the \
+            "tp {} pp {} ep {}{}: torchtune's recipes do not express this layout; it runs the \
              {} devices as data parallel",
-            t.tp, t.pp, t.ep, t.gpus
+            t.tp,
+            t.pp,
+            t.ep,
+            if t.cp > 1 {
+                format!(" cp {}", t.cp)
+            } else {
+                String::new()
+            },
+            t.gpus
         ));
     }
     comments.extend(super::moe_training_notes(t, "torchtune"));

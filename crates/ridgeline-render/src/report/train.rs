@@ -40,11 +40,12 @@ fn header(r: &TrainReport) -> String {
         m => format!("{} rank {}", m.name(), c.effective_lora_rank()),
     };
     format!(
-        "{} on {}x {}: tp {} x pp {} x dp {}, ZeRO-{}, {}, {} {}, recompute {}{}\nseq {}, micro-batch {}, global batch {} ({} micro-batch{} per step{})\n\n",
+        "{} on {}x {}: tp {}{} x pp {} x dp {}, ZeRO-{}, {}, {} {}, recompute {}{}\nseq {}, micro-batch {}, global batch {} ({} micro-batch{} per step{})\n\n",
         r.model.name,
         r.hardware.count,
         r.hardware.name,
         l.tp,
+        when(l.cp > 1, || format!(" x cp {}", l.cp)),
         l.pp,
         l.dp,
         c.zero,
@@ -140,8 +141,12 @@ fn step(r: &TrainReport) -> String {
             fmt_seconds(st.memory_time_s)
         ),
         format!(
-            "  communication: tensor-parallel {}{}, data-parallel {}, pipeline {}; exposed {}",
+            "  communication: tensor-parallel {}{}{}, data-parallel {}, pipeline {}; exposed {}",
             fmt_seconds(st.tp_comm_time_s),
+            when(r.layout.cp > 1, || format!(
+                ", context-parallel ring {}",
+                fmt_seconds(st.cp_comm_time_s)
+            )),
             when(r.layout.ep > 1, || format!(
                 ", expert all-to-all {}",
                 fmt_seconds(st.ep_comm_time_s)
