@@ -208,6 +208,7 @@ def plan(
     train: Optional[bool] = None,
     tokens: Optional[Union[str, int, float]] = None,
     seq: Optional[int] = None,
+    cp: Optional[ListArg] = None,
     method: Optional[ListArg] = None,
     stack: Optional[str] = None,
     global_batch: Optional[int] = None,

@@ -175,6 +175,11 @@ def test_training_plan_and_its_chart_equal_the_cli(cli, tmp_path):
     out = tmp_path / "cost.svg"
     assert cli.run("plan", "--train", *words, "--svg", out).returncode == 0
     assert ridgeline.cost_time_svg(**kwargs) == out.read_text()
+    # cp takes a list, as --cp does
+    long = dict(model="llama-3.2-1b", tokens="1B", gpu="h100", gpus=8, seq=65536, cp=[1, 2, 4])
+    lwords = ["--model", "llama-3.2-1b", "--tokens", "1B", "--gpu", "h100", "--gpus", "8",
+              "--seq", "65536", "--cp", "1,2,4"]
+    assert ridgeline.plan(train=True, **long) == cli.json("plan", "--train", *lwords)
 
 
 def test_simulate_equals_the_cli_json(cli):

@@ -381,5 +381,9 @@ pub(super) fn train_plan(
         req.gpu_counts =
             crate::list::parse_u64_list_in("gpus", g, 1, crate::plan::train::MAX_TRAIN_PLAN_GPUS)?;
     }
+    if let Some(c) = t.cp.as_deref() {
+        req.cp_degrees =
+            crate::list::parse_u64_list_in("cp", c, 1, crate::plan::train::MAX_TRAIN_PLAN_GPUS)?;
+    }
     plan_training(&req)
 }

@@ -811,6 +811,11 @@ pub struct PlanTrainArgs {
     /// Rent cloud instance shapes (see `ridgeline instances`) instead of loose devices.
     #[arg(long, requires = "train")]
     pub instances: bool,
+    /// Context-parallel degrees to search, as `train --cp` (a LIST: `1,2,4,8`); each
+    /// layout takes those that divide its data-parallel ranks and the sequence
+    /// [default: 1].
+    #[arg(long, requires = "train")]
+    pub cp: Option<String>,
     /// Multi-token-prediction modules the full-training configurations train beside
     /// the model, as `train --mtp` [default: none].
     #[arg(long, requires = "train", allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(0..=crate::train::MAX_MTP_MODULES))]

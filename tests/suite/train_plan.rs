@@ -199,6 +199,7 @@ fn train_args(e: &Value, model: &str) -> Vec<String> {
         ("--gpus", "gpus"),
         ("--tp", "tp"),
         ("--pp", "pp"),
+        ("--cp", "cp"),
         ("--zero", "zero"),
         ("--micro-batch", "micro_batch"),
         ("--global-batch", "global_batch"),
@@ -248,6 +249,75 @@ fn the_cli_entries_reproduce_the_train_command() {
             assert_eq!(t["memory"]["capacity_bytes"], e["capacity_bytes"]);
         }
     }
+}
+
+#[test]
+fn context_parallel_degrees_are_searched_when_asked() {
+    // Llama 3.1 8B on 128k-token sequences over 8 or 16 H100s, Megatron stack: without
+    // context parallelism no full fine-tune fits (the best is LoRA); with --cp 1,2,4,8 the
+    // best is a full fine-tune whose sequence is split, and every offered entry is what
+    // `train` predicts with its flags
+    let base = [
+        "plan",
+        "--train",
+        "--json",
+        "--model",
+        "llama-3.1-8b",
+        "--gpu",
+        "h100",
+        "--gpus",
+        "8,16",
+        "--seq",
+        "131072",
+        "--tokens",
+        "1e9",
+        "--global-batch",
+        "16",
+        "--stack",
+        "megatron",
+    ];
+    let plain = json(&base);
+    assert_eq!(plain["best"]["cp"], 1);
+    assert_eq!(plain["best"]["method"], "lora");
+    let mut args = base.to_vec();
+    args.extend(["--cp", "1,2,4,8"]);
+    let p = json(&args);
+    let best = &p["best"];
+    assert!(best["cp"].as_u64().unwrap() > 1, "{best}");
+    assert_eq!(best["method"], "full");
+    // gpus = tp x cp x pp x dp
+    let n = |k: &str| best[k].as_u64().unwrap();
+    assert_eq!(n("gpus"), n("tp") * n("cp") * n("pp") * n("dp"));
+    assert!(p["evaluated"].as_u64() > plain["evaluated"].as_u64());
+    let mut entries: Vec<&Value> = p["pareto"].as_array().unwrap().iter().collect();
+    entries.extend([&p["best"], &p["fastest"]]);
+    for e in entries {
+        let args = train_args(e, "llama-3.1-8b");
+        let mut args: Vec<&str> = args.iter().map(String::as_str).collect();
+        args.extend(["--seq", "131072", "--stack", "megatron"]);
+        let t = json(&args);
+        assert_eq!(t["step"]["tokens_per_s"], e["tokens_per_s"], "{args:?}");
+        assert_eq!(t["layout"]["cp"], e["cp"]);
+    }
+    // a degree the sequence does not split is counted, not planned
+    let out = run(&[
+        "plan",
+        "--train",
+        "--model",
+        "llama-3.1-8b",
+        "--gpu",
+        "h100",
+        "--gpus",
+        "8",
+        "--seq",
+        "4098",
+        "--tokens",
+        "1e9",
+        "--cp",
+        "0",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--cp"));
 }
 
 #[test]

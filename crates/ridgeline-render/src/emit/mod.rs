@@ -536,6 +536,7 @@ impl Training {
             (e.tp, e.pp, e.dp, e.ep),
             (e.micro_batch, e.global_batch, accumulation),
         )
+        .with_cp(e.cp)
     }
 
     /// The same run with each sequence split over `cp` context-parallel ranks (`cp · tp ·

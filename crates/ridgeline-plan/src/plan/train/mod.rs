@@ -151,6 +151,9 @@ pub struct TrainPlanRequest {
     pub methods: Vec<Method>,
     /// Device counts to consider.
     pub gpu_counts: Vec<u64>,
+    /// Context-parallel degrees to consider (default 1 alone): each layout takes those
+    /// that divide its data-parallel ranks and the sequence.
+    pub cp_degrees: Vec<u64>,
     /// Deadline and budget.
     pub targets: TrainTargets,
     /// What every entry shares (`seq`, precision, optimizer, LoRA rank and targets,
@@ -171,6 +174,7 @@ impl TrainPlanRequest {
             global_batch: DEFAULT_GLOBAL_BATCH,
             methods: Method::ALL.to_vec(),
             gpu_counts: (1..=DEFAULT_MAX_GPUS).collect(),
+            cp_degrees: vec![1],
             targets: TrainTargets::default(),
             base: TrainConfig::default(),
         }
@@ -237,6 +241,8 @@ pub struct TrainEntry {
     pub tp: u64,
     /// Pipeline-parallel degree.
     pub pp: u64,
+    /// Context-parallel degree (1: none).
+    pub cp: u64,
     /// Expert-parallel degree (1: none), a divisor of `dp`.
     pub ep: u64,
     /// Data-parallel degree.
@@ -287,6 +293,7 @@ impl TrainEntry {
             gpus: self.gpus,
             tp: self.tp,
             pp: self.pp,
+            cp: self.cp,
             ep: self.ep,
             opt: search::Opt {
                 method: self.method,

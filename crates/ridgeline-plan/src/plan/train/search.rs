@@ -16,6 +16,8 @@ pub(super) struct Layout {
     pub gpus: u64,
     pub tp: u64,
     pub pp: u64,
+    /// Context-parallel degree (1: none).
+    pub cp: u64,
     /// Expert-parallel degree (1: none; MoE models only).
     pub ep: u64,
 }
@@ -23,7 +25,7 @@ pub(super) struct Layout {
 impl Layout {
     /// Data-parallel degree.
     pub(crate) fn dp(&self) -> u64 {
-        self.gpus / (self.tp * self.pp)
+        self.gpus / (self.tp * self.pp * self.cp)
     }
 }
 
@@ -43,6 +45,7 @@ pub(super) struct Setting {
     pub gpus: u64,
     pub tp: u64,
     pub pp: u64,
+    pub cp: u64,
     pub ep: u64,
     pub opt: Opt,
     pub micro_batch: u64,
@@ -57,6 +60,7 @@ impl Setting {
             gpus: self.gpus,
             tp: self.tp,
             pp: self.pp,
+            cp: self.cp,
             ep: self.ep,
             zero: self.opt.zero,
             micro_batch: self.micro_batch,
@@ -144,6 +148,7 @@ impl Cand {
             gpus: self.layout.gpus,
             tp: self.layout.tp,
             pp: self.layout.pp,
+            cp: self.layout.cp,
             ep: self.layout.ep,
             opt: self.opt,
             micro_batch: self.micro_batch,
@@ -166,6 +171,7 @@ impl Cand {
             gpus: l.gpus,
             tp: l.tp,
             pp: l.pp,
+            cp: l.cp,
             ep: l.ep,
             dp: l.dp(),
             zero: self.opt.zero,
@@ -243,10 +249,30 @@ pub(super) fn layouts(req: &TrainPlanRequest) -> Result<(Vec<Layout>, u64)> {
                         && (m.kv_heads.is_multiple_of(tp) || tp.is_multiple_of(m.kv_heads))
                         && pp <= m.layers
                         && (!req.base.sequence_parallel || seq.is_multiple_of(tp));
-                    if possible {
+                    if !possible {
+                        impossible += 1;
+                        continue;
+                    }
+                    // the context-parallel degrees asked that divide the rest and the
+                    // sequence (in 2 cp chunks, each rank's share in whole tokens per
+                    // tensor-parallel rank under sequence parallelism), with fused
+                    // attention; the others are counted
+                    for &cp in &req.cp_degrees {
+                        let rest = gpus / (tp * pp);
+                        let usable = cp == 1
+                            || (rest.is_multiple_of(cp)
+                                && req.base.flash
+                                && seq.is_multiple_of(2 * cp)
+                                && (!req.base.sequence_parallel || (seq / cp).is_multiple_of(tp)));
+                        if !usable {
+                            if rest.is_multiple_of(cp) {
+                                impossible += 1;
+                            }
+                            continue;
+                        }
                         // expert parallelism for MoE models: powers of two dividing
                         // the data-parallel degree and the routed experts
-                        let dp = gpus / (tp * pp);
+                        let dp = rest / cp;
                         let eps = std::iter::successors(Some(1u64), |e| e.checked_mul(2))
                             .take_while(|&e| e <= dp)
                             .filter(|&e| {
@@ -261,11 +287,10 @@ pub(super) fn layouts(req: &TrainPlanRequest) -> Result<(Vec<Layout>, u64)> {
                                 gpus,
                                 tp,
                                 pp,
+                                cp,
                                 ep,
                             });
                         }
-                    } else {
-                        impossible += 1;
                     }
                 }
             }
@@ -275,10 +300,11 @@ pub(super) fn layouts(req: &TrainPlanRequest) -> Result<(Vec<Layout>, u64)> {
 }
 
 /// The options searched on a layout (see the [module docs](super)): ZeRO 0 with one
-/// data-parallel rank, else 2 and 3; no and full recomputation (and selective without
+/// data- and context-parallel rank, else 2 and 3; no and full recomputation (and selective without
 /// fused attention); CPU offload with full training on a device with a host link.
 fn options(req: &TrainPlanRequest, pool: &Pool, l: &Layout) -> Vec<Opt> {
-    let zeros: &[u64] = if l.dp() == 1 { &[0] } else { &[2, 3] };
+    // ZeRO shards over the ranks that hold the same weights: data- and context-parallel
+    let zeros: &[u64] = if l.dp() * l.cp == 1 { &[0] } else { &[2, 3] };
     let recomputes: &[Recompute] = if req.base.flash {
         &[Recompute::None, Recompute::Full]
     } else {
@@ -354,6 +380,7 @@ fn evaluate_option(req: &TrainPlanRequest, pool: &Pool, l: &Layout, o: Opt) -> O
         gpus: l.gpus,
         tp: l.tp,
         pp: l.pp,
+        cp: l.cp,
         ep: l.ep,
         opt: o,
         micro_batch: mb,
@@ -407,7 +434,7 @@ fn evaluate_option(req: &TrainPlanRequest, pool: &Pool, l: &Layout, o: Opt) -> O
 /// How close to the best objective another candidate counts as a near-tie: within 2%.
 pub const NEAR_TIE: f64 = 0.02;
 
-/// Devices, then the parallel dimensions and offloads in use (tp, pp, ep > 1, CPU
+/// Devices, then the parallel dimensions and offloads in use (tp, pp, cp, ep > 1, CPU
 /// offload): what a near-tie prefers fewer of.
 fn complexity(c: &Cand) -> (u64, u32) {
     let l = &c.layout;
@@ -415,6 +442,7 @@ fn complexity(c: &Cand) -> (u64, u32) {
         l.gpus,
         u32::from(l.tp > 1)
             + u32::from(l.pp > 1)
+            + u32::from(l.cp > 1)
             + u32::from(l.ep > 1)
             + u32::from(c.opt.offload != Offload::None),
     )
@@ -428,8 +456,13 @@ fn shape(c: &Cand) -> String {
     } else {
         String::new()
     };
+    let cp = if l.cp > 1 {
+        format!(" cp {}", l.cp)
+    } else {
+        String::new()
+    };
     format!(
-        "{} devices (tp {} pp {} dp {}{ep})",
+        "{} devices (tp {}{cp} pp {} dp {}{ep})",
         l.gpus,
         l.tp,
         l.pp,

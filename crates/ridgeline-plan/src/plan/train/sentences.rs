@@ -69,7 +69,12 @@ pub fn devices(e: &TrainEntry) -> String {
 
 /// The layout and options of an entry in a few words.
 pub fn layout(e: &TrainEntry) -> String {
-    let mut parts = vec![format!("tp {} pp {} dp {}", e.tp, e.pp, e.dp)];
+    let cp = if e.cp > 1 {
+        format!(" cp {}", e.cp)
+    } else {
+        String::new()
+    };
+    let mut parts = vec![format!("tp {}{cp} pp {} dp {}", e.tp, e.pp, e.dp)];
     if e.ep > 1 {
         parts.push(format!("ep {}", e.ep));
     }
