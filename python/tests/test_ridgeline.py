@@ -145,7 +145,10 @@ def test_train_equals_the_cli_json(cli):
     gen = ridgeline.train(model="llama-3-8b", gpu="h100", gpus=8, zero=3)
     assert (meg["config"]["stack"], gen["config"]["stack"]) == ("megatron", "generic")
     assert meg["efficiency"]["label"] == "hopper+megatron"
-    assert meg["step"]["tokens_per_s"] > 1.4 * gen["step"]["tokens_per_s"]
+    # bounded by the ratio of the two matmul fractions (the step mostly compute-bound)
+    ratio = meg["efficiency"]["compute"] / gen["efficiency"]["compute"]
+    speedup = meg["step"]["tokens_per_s"] / gen["step"]["tokens_per_s"]
+    assert 0.85 * ratio < speedup <= ratio + 1e-9 and speedup > 1
 
 
 def test_context_parallel_train_equals_the_cli_json(cli):

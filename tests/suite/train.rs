@@ -178,7 +178,7 @@ fn published_training_throughput() {
         );
         // tolerance per row: ±30 % (the spread of achieved efficiency within one
         // software stack on one GPU generation; data/training.toml fits the generic and
-        // the Megatron stacks apart: on Hopper NeMo/Megatron-Core reaches 0.70 of the
+        // the Megatron stacks apart: on Hopper NeMo/Megatron-Core reaches 0.58 of the
         // bf16 peak, torchtitan, FSDP and MaxText 0.40), but for the misses the model
         // cannot yet express, reported and not asserted: Meta's own 4D-parallel stack
         // for Llama 3.1 405B on 16,384 H100s (m093), costed as a generic stack but
@@ -254,7 +254,7 @@ fn published_training_memory() {
 /// of data/training.toml (within one grid step) and the residuals written there, with
 /// the median errors measured when the file was written: 7.0 % over all 88 throughput
 /// rows; per entry 4.8 % over the 16 generic A100 rows, 6.4 % over the 2 Megatron A100
-/// rows, 8.8 % over the 25 generic Hopper rows, 6.1 % over the 36 Megatron Hopper rows,
+/// rows, 8.8 % over the 25 generic Hopper rows, 6.9 % over the 36 Megatron Hopper rows,
 /// 3.3 % over the 4 Megatron Blackwell rows.
 #[test]
 fn calibration_reproduces_data_training_toml() {
@@ -267,7 +267,7 @@ fn calibration_reproduces_data_training_toml() {
         ("ampere", 16, 0.049),
         ("ampere+megatron", 2, 0.065),
         ("hopper", 25, 0.089),
-        ("hopper+megatron", 36, 0.062),
+        ("hopper+megatron", 36, 0.070),
         ("blackwell+megatron", 4, 0.034),
     ];
     for (arch, rows, bound) in entries {
@@ -301,7 +301,7 @@ fn calibration_reproduces_data_training_toml() {
     // the same chips reach more under Megatron-Core than under the generic stacks on
     // Hopper (fused kernels, cuDNN attention, overlapped collectives)
     let compute = |k: &str| fit.architecture(k).unwrap().efficiency.compute;
-    assert!(compute("hopper+megatron") > 1.5 * compute("hopper"));
+    assert!(compute("hopper+megatron") > 1.3 * compute("hopper"));
     // the overlap scan covers 0..1 and the prior is among the best
     assert_eq!(fit.overlap_profile.len(), 11);
     // what --save writes reads back as the same factors (keys with a stack quoted),
@@ -400,9 +400,15 @@ fn efficiency_by_architecture() {
         },
     )
     .unwrap();
-    // 0.70 / 0.40 of the matmul rate: the step is compute-bound, so it is 1.4-1.75x
+    // the ratio of the two matmul fractions bounds the speedup (the step is mostly
+    // compute-bound, the memory-bound ops run alike): within 15% of it, never above
+    let ratio = fitted("hopper+megatron").compute / fitted("hopper").compute;
     let speedup = rep.step.tokens_per_s / generic.step.tokens_per_s;
-    assert!((1.4..1.75).contains(&speedup), "{speedup}");
+    assert!(speedup > 1.0, "{speedup}");
+    assert!(
+        speedup <= ratio + 1e-9 && speedup > 0.85 * ratio,
+        "{speedup} against {ratio}"
+    );
     let mut unknown = gpu("h100-sxm");
     unknown.architecture = String::new();
     assert_eq!(eff_of(&unknown).label, "uncalibrated");

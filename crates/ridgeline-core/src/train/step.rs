@@ -639,12 +639,13 @@ impl Trainer<'_> {
         let m = l.micro_batches as f64;
         let v = self.cfg.virtual_stages as f64;
         // pipeline sends: activations (and their gradients) of one micro-batch cross each
-        // stage boundary; the slowest stage sends one way and receives the other.
+        // stage boundary; the slowest stage sends one way and receives the other. A
+        // context-parallel rank sends its `seq / cp` tokens.
         let e = self.precision.activations.bytes();
         let pp_bw = self.group_bandwidth(l.pp, l.tp * l.cp * l.dp, Pattern::Ring);
         let pp_bytes = if l.pp > 1 {
             2.0 * l.micro_batch as f64 * self.cfg.seq as f64 * self.model.hidden as f64 * e
-                / l.tp as f64
+                / (l.tp * l.cp) as f64
                 * v
         } else {
             0.0

@@ -225,6 +225,9 @@ pub(super) fn layouts(req: &TrainPlanRequest) -> Result<(Vec<Layout>, u64)> {
     let mut counts = req.gpu_counts.clone();
     counts.sort_unstable();
     counts.dedup();
+    let mut cps = req.cp_degrees.clone();
+    cps.sort_unstable();
+    cps.dedup();
     let mut out = Vec::new();
     let mut impossible = 0u64;
     for (i, pool) in req.pools.iter().enumerate() {
@@ -257,7 +260,7 @@ pub(super) fn layouts(req: &TrainPlanRequest) -> Result<(Vec<Layout>, u64)> {
                     // sequence (in 2 cp chunks, each rank's share in whole tokens per
                     // tensor-parallel rank under sequence parallelism), with fused
                     // attention; the others are counted
-                    for &cp in &req.cp_degrees {
+                    for &cp in &cps {
                         let rest = gpus / (tp * pp);
                         let usable = cp == 1
                             || (rest.is_multiple_of(cp)
