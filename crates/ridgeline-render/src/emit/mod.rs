@@ -539,6 +539,15 @@ impl Training {
         .with_cp(e.cp)
     }
 
+    /// ` cp N` with context parallelism, else nothing: the layouts' words.
+    pub(crate) fn cp_words(&self) -> String {
+        if self.cp > 1 {
+            format!(" cp {}", self.cp)
+        } else {
+            String::new()
+        }
+    }
+
     /// The same run with each sequence split over `cp` context-parallel ranks (`cp · tp ·
     /// pp · dp` devices).
     fn with_cp(self, cp: u64) -> Training {
@@ -774,11 +783,7 @@ pub(crate) fn training_summary(t: &Training) -> String {
         t.gpus,
         t.gpu,
         t.tp,
-        if t.cp > 1 {
-            format!(" cp {}", t.cp)
-        } else {
-            String::new()
-        },
+        t.cp_words(),
         t.pp,
         t.dp,
         t.ep,

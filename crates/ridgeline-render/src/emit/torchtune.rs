@@ -163,11 +163,7 @@ pub(crate) fn emit(t: &Training) -> Result<Vec<EmittedFile>> {
             t.tp,
             t.pp,
             t.ep,
-            if t.cp > 1 {
-                format!(" cp {}", t.cp)
-            } else {
-                String::new()
-            },
+            t.cp_words(),
             t.gpus
         ));
     }
