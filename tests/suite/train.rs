@@ -1157,6 +1157,30 @@ fn context_parallel_layouts_that_cannot_run_are_conflicts() {
 }
 
 #[test]
+fn without_expert_parallel_rows_the_fit_reports_none() {
+    // the bundled CSV without the ten expert-parallel MoE rows: no median of nothing, in
+    // the fit or its text
+    use ridgeline::train::calibrate::fit_rows;
+    let moe = [
+        "m316", "m317", "m318", "m319", "m321", "m322", "m323", "m324", "m327", "m328",
+    ];
+    let rows: Vec<_> = measurements()
+        .into_iter()
+        .filter(|r| !moe.contains(&r.id.as_str()))
+        .collect();
+    let fit = fit_rows(&rows).unwrap();
+    assert!(fit.expert_rows.is_empty());
+    assert_eq!(fit.expert_median_abs_error, None);
+    let text = ridgeline::report::train::calibration(&fit);
+    assert!(!text.contains("Expert-parallel"), "{text}");
+    assert!(!text.contains("NaN"), "{text}");
+    // with them, the block lists each
+    let all = fit_rows(&measurements()).unwrap();
+    assert_eq!(all.expert_rows.len(), moe.len());
+    assert!(all.expert_median_abs_error.is_some());
+}
+
+#[test]
 fn an_nvl72_rack_is_one_scale_up_domain() {
     // ZeRO-1 data parallel at 8 and 16 GPUs: on B200 (HGX boards of 8) the 16-GPU
     // gradient all-reduce crosses the network, 8 NICs x 50e9 = 400e9 B/s against

@@ -74,12 +74,14 @@ pub fn calibration(fit: &TrainFit) -> String {
         fit.sources
     ));
     s.push_str(&fit_rows(&fit.rows));
-    s.push_str(&format!(
-        "\nExpert-parallel MoE rows (kind D, not fitted: predicted with the factors above): median |error| {} over {} rows\n",
-        pct(fit.expert_median_abs_error),
-        fit.expert_rows.len()
-    ));
-    s.push_str(&fit_rows(&fit.expert_rows));
+    if let Some(median) = fit.expert_median_abs_error {
+        s.push_str(&format!(
+            "\nExpert-parallel MoE rows (kind D, not fitted: predicted with the factors above): median |error| {} over {} rows\n",
+            pct(median),
+            fit.expert_rows.len()
+        ));
+        s.push_str(&fit_rows(&fit.expert_rows));
+    }
     s.push_str(&format!(
         "\nMemory rows (kind E, not fitted): median |error| {} over {} rows\n",
         pct(fit.memory_median_abs_error),

@@ -196,8 +196,8 @@ pub struct TrainFit {
     /// factors fitted for its architecture and stack on the other rows
     /// ([`PublishedRuns::expert_parallel`]).
     pub expert_rows: Vec<RowFit>,
-    /// Median `|error|` over them.
-    pub expert_median_abs_error: f64,
+    /// Median `|error|` over them (`None` without any).
+    pub expert_median_abs_error: Option<f64>,
     /// The memory rows (kind E), which the factors do not change.
     pub memory_rows: Vec<RowFit>,
     /// Median `|error|` over them.
@@ -501,7 +501,7 @@ pub fn fit(published: &PublishedRuns) -> Result<TrainFit> {
         leave_one_source_out_median_abs_error: score(&held_errors).0,
         sources: publications(&by_arch).len(),
         memory_median_abs_error: median_error(&memory_rows),
-        expert_median_abs_error: median_error(&expert_rows),
+        expert_median_abs_error: (!expert_rows.is_empty()).then(|| median_error(&expert_rows)),
         expert_rows,
         architectures,
         overlap_dp: OVERLAP_DP_PRIOR,
