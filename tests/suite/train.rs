@@ -146,7 +146,16 @@ fn every_training_row_is_configured_or_skipped_with_a_reason() {
             "m316", "m317", "m318", "m319", "m321", "m322", "m323", "m324", "m327", "m328"
         ]
     );
-    assert!(p.throughput().all(|r| r.config.ep == 1));
+    assert!(p.throughput().all(|r| r.config.ep == 1 && r.config.cp == 1));
+    // so are the context-parallel ones
+    let context: Vec<&str> = p.context_parallel().map(|r| r.id.as_str()).collect();
+    assert_eq!(
+        context,
+        [
+            "m291", "m292", "m303", "m304", "m311", "m312", "m313", "m326", "m353", "m354", "m583",
+            "m584", "m585", "m586", "m587", "m588"
+        ]
+    );
 }
 
 #[test]
@@ -185,24 +194,17 @@ fn published_training_throughput() {
         // tuned like Megatron's; torchao's float8 runs on 8 H100s (m570, m571), whose
         // measured gain over bf16 (+25% tensorwise, +10% rowwise) is far below the fp8
         // fraction the generic Hopper fit takes from torchtitan's fp8 runs (m113, m289).
-        // and long contexts (32k to 1M tokens, with and without context parallelism: m291,
-        // m292 on torchtitan, m311-m313 on NeMo) and NeMo's 8B rows at 8k over two
-        // context-parallel ranks (m303, m353), all predicted fast: one attention fraction
-        // per architecture and stack, tied to the matmuls' where the rows do not identify
-        // it, stands for attention kernels (and their ring) that run slower
-        let known = [
-            "m093", "m570", "m571", "m291", "m292", "m303", "m311", "m312", "m313", "m353",
-        ];
+        let known = ["m093", "m570", "m571"];
         if !known.contains(&r.id.as_str()) {
             assert!(err.abs() < 0.30, "{}: {:+.1}% off", r.id, 100.0 * err);
         }
         errs.push(err.abs());
     }
-    assert_eq!(errs.len(), 88);
+    assert_eq!(errs.len(), 72);
     let med = median(errs);
     println!("median |error| over kind D: {:.1}%", 100.0 * med);
-    // measured 7.0 % over the 88 rows (issue 13's target for training: 12 %)
-    assert!(med < 0.075, "median error {med}");
+    // measured 6.1 % over the 72 rows (issue 13's target for training: 12 %)
+    assert!(med < 0.066, "median error {med}");
 }
 
 #[test]
@@ -252,22 +254,22 @@ fn published_training_memory() {
 
 /// The fit `ridgeline calibrate --train` runs, on the bundled CSV, gives back the factors
 /// of data/training.toml (within one grid step) and the residuals written there, with
-/// the median errors measured when the file was written: 7.0 % over all 88 throughput
+/// the median errors measured when the file was written: 6.1 % over all 72 throughput
 /// rows; per entry 4.8 % over the 16 generic A100 rows, 6.4 % over the 2 Megatron A100
-/// rows, 8.8 % over the 25 generic Hopper rows, 6.9 % over the 36 Megatron Hopper rows,
+/// rows, 8.2 % over the 23 generic Hopper rows, 3.0 % over the 22 Megatron Hopper rows,
 /// 3.3 % over the 4 Megatron Blackwell rows.
 #[test]
 fn calibration_reproduces_data_training_toml() {
     use ridgeline::train::calibrate::{COMPUTE_STEP, fit_rows, matches_table, training_toml};
     let fit = fit_rows(&measurements()).unwrap();
     let table = EfficiencyTable::builtin().unwrap();
-    assert_eq!(fit.rows.len(), 88);
+    assert_eq!(fit.rows.len(), 72);
     assert_eq!(COMPUTE_STEP, 0.02);
     let entries = [
         ("ampere", 16, 0.049),
         ("ampere+megatron", 2, 0.065),
-        ("hopper", 25, 0.089),
-        ("hopper+megatron", 36, 0.070),
+        ("hopper", 23, 0.083),
+        ("hopper+megatron", 22, 0.031),
         ("blackwell+megatron", 4, 0.034),
     ];
     for (arch, rows, bound) in entries {
@@ -297,11 +299,11 @@ fn calibration_reproduces_data_training_toml() {
     assert!(fit.architecture("hopper").unwrap().fp8_fitted);
     assert!(fit.architecture("hopper+megatron").unwrap().fp8_fitted);
     println!("median |error| over all rows: {:.4}", fit.median_abs_error);
-    assert!(fit.median_abs_error < 0.075, "{}", fit.median_abs_error);
+    assert!(fit.median_abs_error < 0.066, "{}", fit.median_abs_error);
     // the same chips reach more under Megatron-Core than under the generic stacks on
     // Hopper (fused kernels, cuDNN attention, overlapped collectives)
     let compute = |k: &str| fit.architecture(k).unwrap().efficiency.compute;
-    assert!(compute("hopper+megatron") > 1.3 * compute("hopper"));
+    assert!(compute("hopper+megatron") > 1.5 * compute("hopper"));
     // the overlap scan covers 0..1 and the prior is among the best
     assert_eq!(fit.overlap_profile.len(), 11);
     // what --save writes reads back as the same factors (keys with a stack quoted),
@@ -1086,6 +1088,9 @@ fn context_parallelism_splits_each_sequence_by_hand() {
     let link = two.efficiency.link;
     assert!(rel(two.step.cp_comm_time_s, bytes / (450e9 * link)) < 1e-12);
     assert_eq!(one.step.cp_comm_time_s, 0.0);
+    // and the step carries its caveat
+    assert!(two.notes.contains(&TrainNote::ContextParallelOptimistic));
+    assert!(!one.notes.contains(&TrainNote::ContextParallelOptimistic));
     // hidden behind the attention it feeds: what is exposed is the gradient
     // synchronisation's share alone
     assert!(two.step.exposed_comm_time_s <= two.step.dp_comm_time_s);
@@ -1174,10 +1179,18 @@ fn without_expert_parallel_rows_the_fit_reports_none() {
     let text = ridgeline::report::train::calibration(&fit);
     assert!(!text.contains("Expert-parallel"), "{text}");
     assert!(!text.contains("NaN"), "{text}");
-    // with them, the block lists each
+    // with them, the block lists each; the context-parallel rows have their own
     let all = fit_rows(&measurements()).unwrap();
     assert_eq!(all.expert_rows.len(), moe.len());
     assert!(all.expert_median_abs_error.is_some());
+    assert_eq!(all.context_rows.len(), 16);
+    let text = ridgeline::report::train::calibration(&all);
+    assert!(text.contains("Context-parallel rows"), "{text}");
+    assert!(
+        fit.context_rows
+            .iter()
+            .all(|r| r.held_out_error.is_none() && r.id != "m290")
+    );
 }
 
 #[test]
@@ -1634,7 +1647,7 @@ fn cli_calibrate_train_fits_and_saves() {
         arch("hopper+megatron")["efficiency"]["compute_fp8"],
         fitted("hopper+megatron").compute_fp8
     );
-    assert_eq!(v["rows"].as_array().unwrap().len(), 88);
+    assert_eq!(v["rows"].as_array().unwrap().len(), 72);
     assert!(v["rows"][0]["error"].is_number());
     let saved_table =
         EfficiencyTable::from_toml(&std::fs::read_to_string(&saved).unwrap(), "saved").unwrap();
@@ -1653,7 +1666,7 @@ fn cli_calibrate_train_fits_and_saves() {
     assert!(text.contains(&ampere), "{text}");
     let pct = |key: &str| format!("{:.1} %", 100.0 * v[key].as_f64().unwrap());
     let median = format!(
-        "median |error| over all 88 rows: {} in sample, {} leave one source out",
+        "median |error| over all 72 rows: {} in sample, {} leave one source out",
         pct("median_abs_error"),
         pct("leave_one_source_out_median_abs_error")
     );
@@ -2356,11 +2369,11 @@ fn fp8_lora_on_16_bit_weights_runs_its_matmuls_at_the_fp8_rate_and_qlora_does_no
 
 #[test]
 fn training_leave_one_source_out_holds_each_publication_out() {
-    // measured (bundled CSV, 88 throughput rows from 17 publications): in sample 7.0%,
-    // leave one source out 13.4% (issue 13's target: 12%). Over the 72 rows before the
-    // context-parallel and long-context ones were configured: 6.1% and 11.1% (11.9%
-    // before MaxText's JAX runs were read as compiled); those 16 rows are predicted fast
-    // (published_training_throughput). Limit: measured + ~0.5 point. Before the stacks were fitted apart it was 17.0% over 42 rows (24.8% over
+    // measured (bundled CSV, 72 throughput rows from 17 publications): in sample 6.1%,
+    // leave one source out 11.1% (issue 13's target: 12%; 11.9% before MaxText's JAX
+    // runs were read as compiled). Limit: measured + ~0.5 point. Fitted with the 16
+    // context-parallel rows it was 13.4% over all 88 and 13.0% over these 72: they are
+    // listed apart (context_rows), not fitted on. Before the stacks were fitted apart it was 17.0% over 42 rows (24.8% over
     // these 72): torchtitan's, FSDP's and MaxText's Hopper runs reach 0.55-0.6 of the
     // rate NeMo/Megatron-Core's reach on the same H100s, and holding either out left the
     // other to fit hopper.
@@ -2374,7 +2387,7 @@ fn training_leave_one_source_out_holds_each_publication_out() {
         100.0 * fit.median_abs_error,
         100.0 * fit.leave_one_source_out_median_abs_error
     );
-    assert!(fit.leave_one_source_out_median_abs_error < 0.139);
+    assert!(fit.leave_one_source_out_median_abs_error < 0.116);
     assert!(fit.median_abs_error <= fit.leave_one_source_out_median_abs_error);
     // Blackwell's four rows all come from Megatron-Bridge's repository: held out, they
     // are predicted by the fallback's architecture for their stack (hopper+megatron)

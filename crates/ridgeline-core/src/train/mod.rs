@@ -148,6 +148,9 @@ impl<'a> Trainer<'a> {
         if layout.ep > 1 {
             notes.push(TrainNote::ExpertParallelOptimistic);
         }
+        if layout.cp > 1 {
+            notes.push(TrainNote::ContextParallelOptimistic);
+        }
         if cfg.seq > model.max_context {
             notes.push(TrainNote::SeqBeyondContext {
                 seq: cfg.seq,

@@ -47,6 +47,9 @@ impl fmt::Display for TrainNote {
                 f,
                 "no --global-batch: {micro_batches} micro-batches per step (4 x pp) assumed"
             ),
+            TrainNote::ContextParallelOptimistic => f.write_str(
+                "context-parallel training: the published context-parallel runs ridgeline is checked against ran slower than predicted, all but one (the ring's attention runs as chunk kernels, costed here as one kernel of the same work; `ridgeline calibrate --train` lists them), so read this step time as optimistic",
+            ),
             TrainNote::ExpertParallelOptimistic => f.write_str(
                 "expert-parallel MoE training: the published expert-parallel runs ridgeline is checked against mostly ran slower than predicted (the token dispatch's own kernels and each local expert's launches are not counted; `ridgeline calibrate --train` lists them), so read this step time as optimistic",
             ),

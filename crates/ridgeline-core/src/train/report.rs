@@ -102,6 +102,9 @@ pub enum TrainNote {
     /// the project checks against (`calibrate --train`) mostly ran slower than predicted,
     /// as the step holds costs the op counts do not.
     ExpertParallelOptimistic,
+    /// Context parallelism: the published context-parallel runs the project checks
+    /// against (`calibrate --train`) ran slower than predicted, all but one.
+    ContextParallelOptimistic,
 }
 
 /// The `train --json` document.

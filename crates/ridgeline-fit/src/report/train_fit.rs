@@ -82,6 +82,14 @@ pub fn calibration(fit: &TrainFit) -> String {
         ));
         s.push_str(&fit_rows(&fit.expert_rows));
     }
+    if let Some(median) = fit.context_median_abs_error {
+        s.push_str(&format!(
+            "\nContext-parallel rows (kind D, not fitted: predicted with the factors above): median |error| {} over {} rows\n",
+            pct(median),
+            fit.context_rows.len()
+        ));
+        s.push_str(&fit_rows(&fit.context_rows));
+    }
     s.push_str(&format!(
         "\nMemory rows (kind E, not fitted): median |error| {} over {} rows\n",
         pct(fit.memory_median_abs_error),

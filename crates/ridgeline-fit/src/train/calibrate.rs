@@ -198,6 +198,12 @@ pub struct TrainFit {
     pub expert_rows: Vec<RowFit>,
     /// Median `|error|` over them (`None` without any).
     pub expert_median_abs_error: Option<f64>,
+    /// The context-parallel throughput rows, not fitted: each predicted with the
+    /// factors fitted for its architecture and stack on the other rows
+    /// ([`PublishedRuns::context_parallel`]).
+    pub context_rows: Vec<RowFit>,
+    /// Median `|error|` over them (`None` without any).
+    pub context_median_abs_error: Option<f64>,
     /// The memory rows (kind E), which the factors do not change.
     pub memory_rows: Vec<RowFit>,
     /// Median `|error|` over them.
@@ -480,18 +486,8 @@ pub fn fit(published: &PublishedRuns) -> Result<TrainFit> {
         r.held_out_error = held.get(&r.id).copied();
     }
     let held_errors: Vec<f64> = held.values().copied().collect();
-    let mut expert_rows = published
-        .expert_parallel()
-        .map(|r| {
-            let key = table_key(
-                &r.hardware.architecture.trim().to_ascii_lowercase(),
-                r.config.stack,
-            );
-            let fitted = architectures.iter().find(|a| a.architecture == key);
-            row_fit(r, fitted.map(|a| &a.efficiency))
-        })
-        .collect::<Result<Vec<_>>>()?;
-    expert_rows.sort_by(|a, b| a.id.cmp(&b.id));
+    let (expert_rows, expert_median) = apart(published.expert_parallel(), &architectures)?;
+    let (context_rows, context_median) = apart(published.context_parallel(), &architectures)?;
     let memory_rows = published
         .memory()
         .map(|r| row_fit(r, None))
@@ -501,8 +497,10 @@ pub fn fit(published: &PublishedRuns) -> Result<TrainFit> {
         leave_one_source_out_median_abs_error: score(&held_errors).0,
         sources: publications(&by_arch).len(),
         memory_median_abs_error: median_error(&memory_rows),
-        expert_median_abs_error: (!expert_rows.is_empty()).then(|| median_error(&expert_rows)),
+        expert_median_abs_error: expert_median,
         expert_rows,
+        context_median_abs_error: context_median,
+        context_rows,
         architectures,
         overlap_dp: OVERLAP_DP_PRIOR,
         overlap_tp: OVERLAP_TP_PRIOR,
@@ -513,6 +511,28 @@ pub fn fit(published: &PublishedRuns) -> Result<TrainFit> {
         compute_step: COMPUTE_STEP,
         overlap_step: OVERLAP_STEP,
     })
+}
+
+/// Rows kept out of the fit, each predicted with the factors fitted for its
+/// architecture and stack (the bundled table's where none was fitted), by id, and their
+/// median `|error|` (`None` without any).
+fn apart<'a>(
+    runs: impl Iterator<Item = &'a PublishedRun>,
+    architectures: &[ArchitectureFit],
+) -> Result<(Vec<RowFit>, Option<f64>)> {
+    let mut rows = runs
+        .map(|r| {
+            let key = table_key(
+                &r.hardware.architecture.trim().to_ascii_lowercase(),
+                r.config.stack,
+            );
+            let fitted = architectures.iter().find(|a| a.architecture == key);
+            row_fit(r, fitted.map(|a| &a.efficiency))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    rows.sort_by(|a, b| a.id.cmp(&b.id));
+    let median = (!rows.is_empty()).then(|| median_error(&rows));
+    Ok((rows, median))
 }
 
 /// Reads the training rows of `rows` with the bundled setups and fits them.

@@ -348,6 +348,12 @@ impl PublishedRun {
         self.config.ep > 1
     }
 
+    /// Whether the run splits its sequences with context parallelism (`cp` above 1)
+    /// and no expert parallelism (those count as expert-parallel).
+    pub fn is_context_parallel(&self) -> bool {
+        self.config.cp > 1 && !self.is_expert_parallel()
+    }
+
     /// `predicted / measured - 1`.
     pub fn error(&self, efficiency: Option<&TrainEfficiency>) -> Result<f64> {
         Ok(self.predict(efficiency)? / self.measured - 1.0)
@@ -365,11 +371,23 @@ pub struct PublishedRuns {
 
 impl PublishedRuns {
     /// The throughput rows (kind D) the factors are fitted on: all but the
-    /// expert-parallel ones ([`PublishedRuns::expert_parallel`]).
+    /// expert-parallel ([`PublishedRuns::expert_parallel`]) and context-parallel
+    /// ([`PublishedRuns::context_parallel`]) ones.
     pub fn throughput(&self) -> impl Iterator<Item = &PublishedRun> {
         self.runs
             .iter()
-            .filter(|r| r.kind == Kind::D && !r.is_expert_parallel())
+            .filter(|r| r.kind == Kind::D && !r.is_expert_parallel() && !r.is_context_parallel())
+    }
+
+    /// The throughput rows of dense runs with context parallelism (`cp` above 1).
+    /// Their attention runs as a ring of chunk kernels, costed as one kernel of the
+    /// same work: at the factors fitted on the other rows every one of them but one
+    /// ran slower than predicted, so they are predicted with those factors, not fitted
+    /// on, and their errors are held out by construction.
+    pub fn context_parallel(&self) -> impl Iterator<Item = &PublishedRun> {
+        self.runs
+            .iter()
+            .filter(|r| r.kind == Kind::D && r.is_context_parallel())
     }
 
     /// The throughput rows of MoE models trained with expert parallelism (`ep` above
