@@ -74,21 +74,26 @@ pub fn calibration(fit: &TrainFit) -> String {
         fit.sources
     ));
     s.push_str(&fit_rows(&fit.rows));
-    if let Some(median) = fit.expert_median_abs_error {
-        s.push_str(&format!(
-            "\nExpert-parallel MoE rows (kind D, not fitted: predicted with the factors above): median |error| {} over {} rows\n",
-            pct(median),
-            fit.expert_rows.len()
-        ));
-        s.push_str(&fit_rows(&fit.expert_rows));
-    }
-    if let Some(median) = fit.context_median_abs_error {
-        s.push_str(&format!(
-            "\nContext-parallel rows (kind D, not fitted: predicted with the factors above): median |error| {} over {} rows\n",
-            pct(median),
-            fit.context_rows.len()
-        ));
-        s.push_str(&fit_rows(&fit.context_rows));
+    for (what, median, rows) in [
+        (
+            "Expert-parallel MoE rows",
+            fit.expert_median_abs_error,
+            &fit.expert_rows,
+        ),
+        (
+            "Context-parallel rows",
+            fit.context_median_abs_error,
+            &fit.context_rows,
+        ),
+    ] {
+        if let Some(median) = median {
+            s.push_str(&format!(
+                "\n{what} (kind D, not fitted: predicted with the factors above): median |error| {} over {} rows\n",
+                pct(median),
+                rows.len()
+            ));
+            s.push_str(&fit_rows(rows));
+        }
     }
     s.push_str(&format!(
         "\nMemory rows (kind E, not fitted): median |error| {} over {} rows\n",
