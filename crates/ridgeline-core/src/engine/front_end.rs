@@ -41,17 +41,14 @@ impl FrontEnd {
     /// The embedded `data/front-end.toml`, parsed once.
     pub fn builtin() -> Result<&'static FrontEnd> {
         static DB: OnceLock<Result<FrontEnd>> = OnceLock::new();
-        DB.get_or_init(|| FrontEnd::from_toml(BUILTIN_FRONT_END_TOML, "data/front-end.toml"))
-            .as_ref()
-            .map_err(Clone::clone)
+        crate::train::parsed_once(&DB, || {
+            FrontEnd::from_toml(BUILTIN_FRONT_END_TOML, "data/front-end.toml")
+        })
     }
 
     /// Parses a front-end file (`source_name` names it in errors).
     pub fn from_toml(text: &str, source_name: &str) -> Result<FrontEnd> {
-        let f: FrontEnd = toml::from_str(text).map_err(|e| Error::Parse {
-            source_name: source_name.to_string(),
-            message: e.to_string().trim().replace('\n', " "),
-        })?;
+        let f: FrontEnd = crate::train::parse_toml(text, source_name)?;
         check_request_overhead(f.request_overhead_s)?;
         Ok(f)
     }
