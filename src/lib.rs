@@ -99,7 +99,7 @@ pub use ridgeline_plan::{instances, plan, series, sweep};
 pub use ridgeline_render::{emit, plot};
 
 #[cfg(feature = "fit")]
-pub use ridgeline_fit::{calibrate, kernel_transfer, reference};
+pub use ridgeline_fit::{calibrate, kernel_transfer, reference, static_sweep};
 
 #[cfg(feature = "cli")]
 pub mod cli;

@@ -39,6 +39,7 @@ mod reference;
 mod reliability;
 mod serving;
 mod simulate;
+mod static_sweep;
 mod svg;
 mod sweep;
 mod train;

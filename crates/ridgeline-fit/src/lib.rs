@@ -16,6 +16,7 @@ pub mod kernel_transfer;
 pub mod reference;
 pub mod report;
 pub mod simulate;
+pub mod static_sweep;
 pub mod train;
 
 use ridgeline_core::{
