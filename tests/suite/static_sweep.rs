@@ -30,13 +30,15 @@ fn compared() -> Comparison {
 }
 
 #[test]
-fn the_file_is_the_publications_vllm_rows_on_a100_and_h100() {
+fn the_file_is_the_publications_vllm_rows_on_a100_h100_and_mi300x() {
     let rows = rows();
-    // All_results.csv at 4211f5d holds 235 vLLM rows on "Nvidia A100 GPU" and 369 on
-    // "Nvidia H100 GPU"
+    // All_results.csv at 4211f5d holds 235 vLLM rows on "Nvidia A100 GPU", 369 on
+    // "Nvidia H100 GPU" and 719 on "AMD MI300X GPU"
     let on = |h: &str| rows.iter().filter(|r| r.hardware == h).count();
     assert_eq!(on("Nvidia A100 GPU"), 235);
     assert_eq!(on("Nvidia H100 GPU"), 369);
+    assert_eq!(on("AMD MI300X GPU"), 719);
+    assert_eq!(rows.len(), 235 + 369 + 719);
     assert!(BUILTIN_STATIC_SWEEP_CSV.contains("4211f5d4e9bc0145ed541b6d372d5d8223b44235"));
     assert!(BUILTIN_STATIC_SWEEP_CSV.contains("BSD 3-Clause License"));
 }
@@ -65,7 +67,7 @@ fn every_row_is_predicted_or_skipped_and_the_table_is_current() {
     let c = compared();
     assert_eq!(c.predicted.len() + c.skipped.len(), rows().len());
     // a row is skipped only for a model that is not bundled or a batch that does not fit
-    assert!(c.predicted.len() >= 400, "{}", c.predicted.len());
+    assert!(c.predicted.len() >= 1000, "{}", c.predicted.len());
     let table = markdown(&c);
     assert!(
         CALIBRATION_MD.contains(&table),
@@ -74,14 +76,15 @@ fn every_row_is_predicted_or_skipped_and_the_table_is_current() {
 }
 
 #[test]
-fn single_stream_rows_stay_within_the_decode_target() {
+fn single_streams_on_nvidia_stay_within_the_decode_target() {
     // batch 1 is a single stream: issue 33's decode target held out is 8% (today's
-    // figure on these rows, which no fit saw: docs/calibration.md)
+    // figure on these rows, which no fit saw: docs/calibration.md; the MI300X build's
+    // are far off, a limit the README names)
     let c = compared();
     let ratios: Vec<f64> = c
         .predicted
         .iter()
-        .filter(|p| p.row.batch == 1)
+        .filter(|p| p.row.batch == 1 && p.row.hardware.starts_with("Nvidia"))
         .map(|p| p.fitted / p.row.output_tokens_per_s())
         .collect();
     let (_, err) = summarize(&ratios);

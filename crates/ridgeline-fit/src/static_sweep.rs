@@ -1,5 +1,5 @@
 //! A publication no fit has seen: Argonne's LLM-Inference-Bench, static batches under
-//! vLLM on A100 and H100 (`data/reference/llm-inference-bench-vllm.csv`, the rows of its
+//! vLLM on A100, H100 and MI300X (`data/reference/llm-inference-bench-vllm.csv`, the rows of its
 //! `Plots/All_results.csv` unchanged, with their source and licence in the file's
 //! comment lines). Each row is one batch of `Batch Size` sequences of `Input Output
 //! Length` prompt tokens generating as many, in float16, over `Num of Hardware`
@@ -8,9 +8,10 @@
 //! ([`StaticRow::output_tokens_per_s`]), which is what `predict`'s
 //! `generation.output_tokens_per_s` is for a static batch.
 //!
-//! [`compare`] predicts every row with the `vllm` profile as fitted (and on the measured
-//! kernel tables where one covers the device: `--kernels bundled`); [`markdown`] reports
-//! the median error per batch size (docs/calibration.md, section "An unseen
+//! [`compare`] predicts every row with the device's vLLM profile as fitted (`vllm`, and
+//! `vllm-rocm` on the MI300X), and on the measured kernel tables where one covers the
+//! device (`--kernels bundled`); [`markdown`] reports the median error per device and
+//! batch size (docs/calibration.md, section "An unseen
 //! publication"; `tests/suite/static_sweep.rs` checks it is current). Nothing here
 //! changes a prediction or a fit: the rows stay out of every fit, so their error is the
 //! error to expect on a benchmark ridgeline has not seen.
@@ -42,12 +43,14 @@ pub const COLUMNS: [&str; 8] = [
     "Throughput",
 ];
 
-/// The publication's device names and the bundled devices they are read as (the A100
-/// runs are jobs on ALCF's Polaris, whose nodes carry the 40 GB SXM part; the H100
-/// variant is not stated, SXM assumed: the file's comment lines).
-pub const DEVICES: [(&str, &str); 2] = [
-    ("Nvidia A100 GPU", "a100-40gb-sxm"),
-    ("Nvidia H100 GPU", "h100-sxm"),
+/// The publication's device names, the bundled devices they are read as and the
+/// engine profile of vLLM there (the A100 runs are jobs on ALCF's Polaris, whose nodes
+/// carry the 40 GB SXM part; the H100 variant is not stated, SXM assumed: the file's
+/// comment lines).
+pub const DEVICES: [(&str, &str, &str); 3] = [
+    ("Nvidia A100 GPU", "a100-40gb-sxm", "vllm"),
+    ("Nvidia H100 GPU", "h100-sxm", "vllm"),
+    ("AMD MI300X GPU", "mi300x", "vllm-rocm"),
 ];
 
 /// The publication's model names (Hugging Face repositories) and the bundled models
@@ -88,11 +91,12 @@ impl StaticRow {
         (self.batch * self.length) as f64 / self.latency_s
     }
 
-    /// The bundled model and device the row names, if both are bundled.
-    pub fn ids(&self) -> Option<(&'static str, &'static str)> {
+    /// The bundled model, device and engine the row names, if the model and the
+    /// device are bundled.
+    pub fn ids(&self) -> Option<(&'static str, &'static str, &'static str)> {
         let model = MODELS.iter().find(|(m, _)| *m == self.model)?.1;
-        let device = DEVICES.iter().find(|(d, _)| *d == self.hardware)?.1;
-        Some((model, device))
+        let &(_, device, engine) = DEVICES.iter().find(|(d, ..)| *d == self.hardware)?;
+        Some((model, device, engine))
     }
 
     /// The configuration in ridgeline's words: float16 weights and cache, the batch,
@@ -191,8 +195,8 @@ pub enum Skipped {
     DoesNotFit,
 }
 
-/// One row and ridgeline's output tokens/s for it: the `vllm` profile as fitted, and on
-/// the measured kernel tables (`None` where no table covers the device).
+/// One row and ridgeline's output tokens/s for it: the device's vLLM profile as fitted,
+/// and on the measured kernel tables (`None` where no table covers the device).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Predicted {
     /// The published row.
@@ -212,8 +216,8 @@ pub struct Comparison {
     pub skipped: Vec<(StaticRow, Skipped)>,
 }
 
-/// Predicts every row of a bundled model under the bundled `vllm` profile, and again on
-/// `kernels` where a table covers the device. A row of a model that is not bundled, or
+/// Predicts every row of a bundled model under the device's bundled vLLM profile
+/// ([`DEVICES`]), and again on `kernels` where a table covers the device. A row of a model that is not bundled, or
 /// whose batch does not fit, is listed in [`Comparison::skipped`], never dropped
 /// silently; a device the file names that is not in [`DEVICES`] is an error.
 pub fn compare(
@@ -223,7 +227,6 @@ pub fn compare(
     engines: &EngineDb,
     kernels: &KernelDb,
 ) -> Result<Comparison> {
-    let engine = engines.get("vllm")?;
     let mut out = Comparison::default();
     for row in rows {
         let named = |e: Error| {
@@ -235,19 +238,20 @@ pub fn compare(
                 ),
             )
         };
-        if !DEVICES.iter().any(|(d, _)| *d == row.hardware) {
+        if !DEVICES.iter().any(|(d, ..)| *d == row.hardware) {
             return Err(Error::unknown(
                 "Hardware",
                 &row.hardware,
-                DEVICES.iter().map(|(d, _)| *d),
+                DEVICES.iter().map(|(d, ..)| *d),
             ));
         }
-        let Some((model_id, device_id)) = row.ids() else {
+        let Some((model_id, device_id, engine_id)) = row.ids() else {
             out.skipped.push((row.clone(), Skipped::ModelNotBundled));
             continue;
         };
         let model = models.resolve(model_id).map_err(named)?;
         let hw = hardware.get(device_id).map_err(named)?;
+        let engine = engines.get(engine_id).map_err(named)?;
         let s = row.scenario();
         let p = Predictor::new(&model, hw, engine, &s).map_err(named)?;
         if !p.memory(row.batch, row.length, row.length).0.fits {
@@ -262,7 +266,7 @@ pub fn compare(
             )
             .output_tokens_per_s
         };
-        let tables = match kernels.table_for(hw, hardware, "vllm") {
+        let tables = match kernels.table_for(hw, hardware, engine_id) {
             Some(_) => {
                 let e = kernels.engine_for(engine, engines, hw, hardware);
                 let t = Predictor::new(&model, hw, e, &s)
@@ -288,17 +292,20 @@ pub fn summarize(ratios: &[f64]) -> (f64, f64) {
     (median_abs(v()), 100.0 * median_abs(v().map(|r| r - 1.0)))
 }
 
-/// The table of docs/calibration.md: per batch size and in all, the rows and the
-/// median ratio of predicted to measured output tokens/s with its median |error|, the
-/// `vllm` profile as fitted and on the kernel tables; then the rows skipped.
+/// The table of docs/calibration.md: per device and batch size, and in all, the rows
+/// and the median ratio of predicted to measured output tokens/s with its median
+/// |error|, the vLLM profile as fitted and on the kernel tables; then the rows skipped.
 pub fn markdown(c: &Comparison) -> String {
     let mut s = String::from(
-        "| batch | rows | as fitted: predicted / measured | median \\|error\\| | rows on the tables | on the tables: predicted / measured | median \\|error\\| |\n|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| device | batch | rows | as fitted: predicted / measured | median \\|error\\| | rows on the tables | on the tables: predicted / measured | median \\|error\\| |\n|---|---:|---:|---:|---:|---:|---:|---:|\n",
     );
-    let mut groups: BTreeMap<Option<u64>, (Vec<f64>, Vec<f64>)> = BTreeMap::new();
+    // per (device, batch), `None` for all rows: the ratios as fitted and on the tables
+    type Ratios = (Vec<f64>, Vec<f64>);
+    let mut groups: BTreeMap<Option<(&str, u64)>, Ratios> = BTreeMap::new();
     for p in &c.predicted {
         let measured = p.row.output_tokens_per_s();
-        for key in [Some(p.row.batch), None] {
+        let device = p.row.ids().map_or("", |(_, d, _)| d);
+        for key in [Some((device, p.row.batch)), None] {
             let g = groups.entry(key).or_default();
             g.0.push(p.fitted / measured);
             if let Some(t) = p.tables {
@@ -306,12 +313,13 @@ pub fn markdown(c: &Comparison) -> String {
             }
         }
     }
-    // the batches in order, then all rows
-    let mut keys: Vec<Option<u64>> = groups.keys().copied().filter(Option::is_some).collect();
+    // the devices and batches in order, then all rows
+    let mut keys: Vec<Option<(&str, u64)>> =
+        groups.keys().copied().filter(Option::is_some).collect();
     keys.push(None);
     for key in keys {
         let (fitted, tables) = &groups[&key];
-        let name = key.map_or("all".to_string(), |b| b.to_string());
+        let name = key.map_or("all | all".to_string(), |(d, b)| format!("{d} | {b}"));
         let (rf, ef) = summarize(fitted);
         let on_tables = match tables.is_empty() {
             true => "- | -".to_string(),
@@ -352,7 +360,7 @@ mod tests {
         // counts 32 x (256 + 256) tokens)
         assert_eq!(r.output_tokens_per_s(), 2048.0);
         assert_eq!(r.output_tokens_per_s() * 2.0, r.throughput);
-        assert_eq!(r.ids(), Some(("llama-3-8b", "h100-sxm")));
+        assert_eq!(r.ids(), Some(("llama-3-8b", "h100-sxm", "vllm")));
         let s = r.scenario();
         assert_eq!((s.gpus, s.batch, s.prompt, s.gen_tokens), (2, 32, 256, 256));
     }
