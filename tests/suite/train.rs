@@ -254,10 +254,11 @@ fn published_training_memory() {
 
 /// The fit `ridgeline calibrate --train` runs, on the bundled CSV, gives back the factors
 /// of data/training.toml (within one grid step) and the residuals written there, with
-/// the median errors measured when the file was written: 6.1 % over all 72 throughput
+/// the median errors measured when the file was written: 6.0 % over all 72 throughput
 /// rows; per entry 4.8 % over the 16 generic A100 rows, 6.4 % over the 2 Megatron A100
-/// rows, 8.2 % over the 23 generic Hopper rows, 3.0 % over the 22 Megatron Hopper rows,
-/// 3.3 % over the 4 Megatron Blackwell rows.
+/// rows, 7.7 % over the 23 generic Hopper rows, 4.6 % over the 22 Megatron Hopper rows
+/// (both with their attention at the measured kernels, not fitted), 3.3 % over the 4
+/// Megatron Blackwell rows.
 #[test]
 fn calibration_reproduces_data_training_toml() {
     use ridgeline::train::calibrate::{COMPUTE_STEP, fit_rows, matches_table, training_toml};
@@ -268,8 +269,8 @@ fn calibration_reproduces_data_training_toml() {
     let entries = [
         ("ampere", 16, 0.049),
         ("ampere+megatron", 2, 0.065),
-        ("hopper", 23, 0.083),
-        ("hopper+megatron", 22, 0.031),
+        ("hopper", 23, 0.078),
+        ("hopper+megatron", 22, 0.047),
         ("blackwell+megatron", 4, 0.034),
     ];
     for (arch, rows, bound) in entries {
@@ -294,6 +295,29 @@ fn calibration_reproduces_data_training_toml() {
                 r.error
             );
         }
+    }
+    // Hopper's attention is the measured kernels' (data/kernels/training-attention.toml),
+    // the other entries' fitted
+    for (arch, kernels) in [
+        ("hopper", Some("flash-attention-2-hopper")),
+        ("hopper+megatron", Some("cudnn-9-hopper")),
+        ("ampere", None),
+    ] {
+        let a = fit.architecture(arch).unwrap();
+        assert_eq!(
+            a.efficiency.attention_measured.as_deref(),
+            kernels,
+            "{arch}"
+        );
+        assert_eq!(
+            table
+                .get(arch)
+                .unwrap()
+                .efficiency
+                .attention_measured
+                .as_deref(),
+            kernels
+        );
     }
     assert!(!fit.architecture("ampere").unwrap().fp8_fitted);
     assert!(fit.architecture("hopper").unwrap().fp8_fitted);
@@ -2073,6 +2097,7 @@ mod utilization_properties {
                 link: e.4,
                 overlap_dp: e.5,
                 overlap_tp: e.6,
+                attention_measured: None,
             }),
             ..TrainConfig::default()
         };
@@ -2400,4 +2425,77 @@ fn training_leave_one_source_out_holds_each_publication_out() {
     assert_eq!(blackwell.len(), 4);
     assert!(blackwell.iter().all(|r| r.source == blackwell[0].source));
     assert!(blackwell.iter().all(|r| r.held_out_error.is_some()));
+}
+
+/// A Hopper step's attention core runs at the measured kernels' fraction for its query
+/// length (data/kernels/training-attention.toml): the bundled entry gives the step that
+/// the same factors with a fixed attention of that fraction give. Llama-3.1-8B on 8 H100
+/// under the generic stack (FlashAttention-2): at 8,192 tokens 3.5 / (1 / 325.137 +
+/// 2.5 / 277.443) = 289.58 TFLOP/s of 989.5, 0.29265; over two context-parallel ranks a
+/// query of 4,096 tokens, 3.5 / (1 / 314.060 + 2.5 / 248.764) = 264.47, 0.26728.
+#[test]
+fn measured_attention_runs_at_the_kernels_fraction_for_the_query_length() {
+    let (m, hw) = (model("llama-3.1-8b"), gpu("h100"));
+    let entry = fitted("hopper");
+    assert_eq!(
+        entry.attention_measured.as_deref(),
+        Some("flash-attention-2-hopper")
+    );
+    for (cp, fraction) in [(1, 289.5800342 / 989.5), (2, 264.4746093 / 989.5)] {
+        let cfg = |eff: TrainEfficiency| TrainConfig {
+            gpus: 8,
+            seq: 8192,
+            cp,
+            efficiency: Some(eff),
+            ..TrainConfig::default()
+        };
+        let measured = train(&m, &hw, &cfg(entry.clone())).unwrap().step;
+        let fixed = TrainEfficiency {
+            attention: fraction,
+            attention_measured: None,
+            ..entry.clone()
+        };
+        let by_hand = train(&m, &hw, &cfg(fixed)).unwrap().step;
+        let rel = measured.time_s / by_hand.time_s - 1.0;
+        assert!(rel.abs() < 1e-6, "cp {cp}: {rel}");
+        // and the attention is not at the entry's scalar (the kernels' largest fraction)
+        let scalar = TrainEfficiency {
+            attention_measured: None,
+            ..entry.clone()
+        };
+        let at_scalar = train(&m, &hw, &cfg(scalar)).unwrap().step;
+        assert!(at_scalar.time_s < measured.time_s * 0.99, "cp {cp}");
+    }
+}
+
+/// An entry naming measured kernels must name bundled ones and hold their largest
+/// fraction; bad values name the field.
+#[test]
+fn measured_attention_entries_are_checked() {
+    let text = |kernels: &str, attention: f64| {
+        format!(
+            "[architecture.hopper]\ncompute = 0.4\ncompute_fp8 = 0.4\nattention = {attention}\nmemory = 0.8\nlink = 0.8\noverlap_dp = 0.8\noverlap_tp = 0.0\nattention_measured = \"{kernels}\"\n[fallback]\nuses = \"hopper\"\n"
+        )
+    };
+    // FlashAttention-2's largest, at 65,536 tokens: 328.503 / 989.5 = 0.332
+    let ok = EfficiencyTable::from_toml(&text("flash-attention-2-hopper", 0.332), "t").unwrap();
+    assert_eq!(
+        ok.get("hopper")
+            .unwrap()
+            .efficiency
+            .attention_measured
+            .as_deref(),
+        Some("flash-attention-2-hopper")
+    );
+    let e = EfficiencyTable::from_toml(&text("flash-attention-3", 0.332), "t")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("attention_measured") && e.contains("flash-attention-2-hopper"),
+        "{e}"
+    );
+    let e = EfficiencyTable::from_toml(&text("flash-attention-2-hopper", 0.5), "t")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("efficiency.attention"), "{e}");
 }

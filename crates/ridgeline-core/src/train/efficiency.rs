@@ -39,6 +39,12 @@ pub struct TrainEfficiency {
     pub overlap_dp: f64,
     /// Fraction of tensor-parallel communication hidden behind compute.
     pub overlap_tp: f64,
+    /// The measured attention kernels the attention core runs at
+    /// (`data/kernels/training-attention.toml`, [`super::attention`]), by id: where set,
+    /// a step's attention takes their fraction at its query length, and `attention`
+    /// holds their largest.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attention_measured: Option<String>,
 }
 
 impl TrainEfficiency {
@@ -84,8 +90,10 @@ impl TrainEfficiency {
     }
 
     /// Checks every fraction: the ceilings' in (0, 1], the overlaps in [0, 1], and
-    /// `attention <= compute` (which bounds HFU by `compute`, see [`super::step`]);
-    /// errors name the field as `efficiency.<factor>`.
+    /// `attention <= compute` (which bounds HFU by `compute`, see [`super::step`])
+    /// unless the attention is measured (`attention_measured`, whose kernels must exist
+    /// and whose largest fraction `attention` must be); errors name the field as
+    /// `efficiency.<factor>`.
     pub(crate) fn validate(&self) -> Result<()> {
         let factors = self.factors();
         let (ceilings, overlaps) = factors.split_at(5);
@@ -105,7 +113,28 @@ impl TrainEfficiency {
                 ));
             }
         }
-        if self.attention > self.compute {
+        if let Some(id) = &self.attention_measured {
+            let Some(k) = super::attention::kernels()?.get(id) else {
+                return Err(Error::unknown(
+                    "efficiency.attention_measured",
+                    id,
+                    super::attention::kernels()?.keys().map(String::as_str),
+                ));
+            };
+            if (self.attention - k.max_fraction()).abs() > 5e-4 {
+                return Err(Error::invalid(
+                    "efficiency.attention",
+                    format!(
+                        "{} is not the largest fraction of the measured kernels '{id}', {:.3}",
+                        self.attention,
+                        k.max_fraction()
+                    ),
+                ));
+            }
+        }
+        // measured attention kernels may run closer to the peak than the matmuls'
+        // fitted fraction, which holds a whole step's losses
+        if self.attention_measured.is_none() && self.attention > self.compute {
             return Err(Error::invalid(
                 "efficiency.attention",
                 format!(
@@ -157,6 +186,7 @@ struct EntryFile {
     link: Option<f64>,
     overlap_dp: Option<f64>,
     overlap_tp: Option<f64>,
+    attention_measured: Option<String>,
     #[serde(default)]
     fitted_on: Vec<String>,
     #[serde(default)]
@@ -185,6 +215,7 @@ impl EntryFile {
             link: self.link?,
             overlap_dp: self.overlap_dp?,
             overlap_tp: self.overlap_tp?,
+            attention_measured: self.attention_measured.clone(),
         })
     }
 
@@ -200,6 +231,7 @@ impl EntryFile {
         ]
         .iter()
         .any(Option::is_some)
+            || self.attention_measured.is_some()
     }
 
     /// The entry named `key`, with `uses` resolved against the entries with factors.

@@ -6,6 +6,7 @@
 //! |---|---|
 //! | [`config`] | [`TrainConfig`], its named kinds ([`Method`], [`Recompute`], [`TrainPrecision`], [`Optimizer`], [`Offload`], [`LoraTargets`]) and its validation into a [`Layout`] |
 //! | [`efficiency`] | [`TrainEfficiency`] per chip architecture from `data/training.toml` ([`EfficiencyTable`]) |
+//! | [`attention`] | measured attention kernels of training, forward and backward ([`attention::MeasuredAttention`], `data/kernels/training-attention.toml`) |
 //! | [`memory`] | memory per device: model states, activations ([`activation_bytes_per_layer`]), overhead ([`FrameworkOverhead`]) |
 //! | [`step`] | step time, tokens/s, MFU and HFU ([`StepReport`], `backward_cost`) |
 //! | [`report`] | the `train --json` document ([`TrainReport`]) and its caveats ([`TrainNote`], as sentences in [`notes`]) |
@@ -21,10 +22,11 @@
 //! state-space blocks, dense MLPs and mixtures of experts (with shared experts), each
 //! stage's layers counted by their kinds; routed experts split over `ep` ranks.
 //!
-//! Not modelled: context parallelism, the extra activations an interleaved
+//! Not modelled: the extra activations an interleaved
 //! schedule keeps in flight, the CPU's own optimizer-update time under offload, power
 //! capping, and framework-specific recomputation policies other than Korthikanti's.
 
+pub mod attention;
 pub mod config;
 pub mod efficiency;
 mod kinds;

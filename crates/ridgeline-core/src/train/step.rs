@@ -36,7 +36,9 @@
 //! published in it. HFU is MFU scaled by the ratio of executed kernel FLOPs with and
 //! without recomputation.
 //!
-//! `0 < MFU ≤ HFU ≤ the compute efficiency ≤ 1` holds by construction:
+//! `0 < MFU ≤ HFU ≤ the compute efficiency ≤ 1` holds by construction (with measured
+//! attention kernels, `super::attention`, whose fraction may exceed `compute`, HFU is
+//! bounded by the larger of the two instead):
 //! - model FLOPs never exceed the FLOPs the kernels execute without recomputation: every
 //!   matmul executes `6·` (LoRA's frozen ones `4·`) its parameters per token (forward,
 //!   input and weight gradients), fused attention the causal pairs plus the same again
@@ -49,8 +51,9 @@
 //! - every kernel is placed at no more than its efficiency times its unit's peak
 //!   ([`place`]), and the step time is at least the sum of the kernel times: matmuls at
 //!   `super::TrainEfficiency::compute_for` their dtype, the attention core at
-//!   `attention ≤ compute` of the 16-bit peak (validation enforces the order: a fused
-//!   attention kernel does not run closer to peak than the dense matmuls), vector ops at
+//!   `attention ≤ compute` of the 16-bit peak (validation enforces the order where
+//!   both are fitted: a fitted attention does not run closer to peak than the dense
+//!   matmuls; a measured one runs at its kernels' fraction), vector ops at
 //!   `compute` of the (lower) fp32 peak. With 16-bit matmuls HFU ≤ `compute`; with fp8
 //!   matmuls, against the fp8 peak, HFU ≤ max(`compute_fp8`, `compute` × 16-bit peak /
 //!   fp8 peak), the 16-bit attention core being the faster of the two when fp8 matmuls
@@ -587,6 +590,16 @@ impl Trainer<'_> {
             )),
             ..vector
         };
+        // the attention core at the measured kernels' fraction for its query length
+        // where the entry names them (train::attention), else the entry's own
+        let attention = self
+            .eff
+            .attention_measured
+            .as_deref()
+            .and_then(|id| super::attention::kernels().ok()?.get(id))
+            .map_or(self.eff.attention, |k| {
+                k.fraction_at(self.cfg.seq / self.layout.cp.max(1))
+            });
         let mut mb = MicroBatch::default();
         for k in self.micro_batch_kernels() {
             let (ceil, eff) = match k.unit {
@@ -600,7 +613,7 @@ impl Trainer<'_> {
                     },
                     Efficiency {
                         compute: if k.class == KernelClass::Attention {
-                            self.eff.attention
+                            attention
                         } else {
                             self.eff.compute_for(d)
                         },

@@ -13,6 +13,11 @@
 //!    [`TrainEfficiency::validate`]), kept only when it lowers the median error by at
 //!    least [`ATTENTION_MIN_GAIN`].
 //!
+//! An entry whose attention kernels are measured (`data/kernels/training-attention.toml`,
+//! [`attention`]) keeps them: its steps run their attention at the measured fraction
+//! for their query length, step 1 fits `compute` (which may then be below the kernels'
+//! fraction: it holds a whole step's losses) and step 2 is skipped.
+//!
 //! Not fitted, because the runs do not identify them: `memory` and `link`
 //! ([`MEMORY_PRIOR`], [`LINK_PRIOR`]; no published run is bound by memory or links
 //! alone), `overlap_tp` ([`OVERLAP_TP_PRIOR`]: none of the runs is described as
@@ -25,6 +30,7 @@
 //! so the data cannot pick one.
 //! Kind E (memory) rows do not depend on the factors; their errors are reported alongside.
 
+use super::attention;
 use super::config::TrainPrecision;
 use super::efficiency::{EfficiencyTable, TrainEfficiency, lookup_keys, split_key, table_key};
 use super::runs::{Metric, PublishedRun, PublishedRuns, RunSetups, Skipped, published_runs};
@@ -244,7 +250,16 @@ fn efficiency(label: &str, f: Fractions, overlap: (f64, f64)) -> TrainEfficiency
         link: LINK_PRIOR,
         overlap_dp: overlap.0,
         overlap_tp: overlap.1,
+        attention_measured: measured(label).map(|(id, _)| id.to_string()),
     }
+}
+
+/// The measured attention kernels of table entry `key`, with their `attention` (their
+/// largest fraction to three decimals), where `data/kernels/training-attention.toml`
+/// has them: the fit leaves that entry's attention to them.
+fn measured(key: &str) -> Option<(&'static str, f64)> {
+    let (id, k) = attention::for_entry(key).ok()??;
+    Some((id, (k.max_fraction() * 1000.0).round() / 1000.0))
 }
 
 /// Whether a run's matmuls run in fp8 (fp8 recipe on a device with fp8 units).
@@ -255,6 +270,7 @@ fn uses_fp8(r: &PublishedRun) -> bool {
 /// Steps 1 and 2 for one architecture at the given overlaps.
 fn fit_fractions(arch: &str, runs: &[&PublishedRun], overlap: (f64, f64)) -> Result<Fractions> {
     let with_fp8 = runs.iter().any(|r| uses_fp8(r));
+    let fixed = measured(arch).map(|(_, a)| a);
     let pairs: Vec<(f64, f64)> = compute_grid()
         .into_iter()
         .flat_map(|c| {
@@ -266,15 +282,18 @@ fn fit_fractions(arch: &str, runs: &[&PublishedRun], overlap: (f64, f64)) -> Res
         let fr = Fractions {
             compute: c,
             fp8: f,
-            attention: c,
+            attention: fixed.unwrap_or(c),
         };
         errors(runs, &efficiency(arch, fr, overlap))
     })?;
     let tied_fr = Fractions {
         compute,
         fp8,
-        attention: compute,
+        attention: fixed.unwrap_or(compute),
     };
+    if fixed.is_some() {
+        return Ok(tied_fr);
+    }
     let attention_grid: Vec<f64> = compute_grid()
         .into_iter()
         .filter(|a| *a <= compute)
@@ -568,7 +587,10 @@ const HEADER: &str = "\
 # search minimising the median |predicted / measured - 1| over the kind-D rows of the
 # CSV, configured as data/measurements/training_runs.toml describes (see
 # src/train/calibrate.rs). compute, compute_fp8 and attention are fitted per
-# architecture; memory, link, overlap_dp and overlap_tp are priors the runs cannot
+# architecture, except attention where an entry names measured attention kernels
+# (`attention_measured`, data/kernels/training-attention.toml): its steps run their
+# attention at the kernels' fraction for their query length, and `attention` holds the
+# largest; memory, link, overlap_dp and overlap_tp are priors the runs cannot
 # identify (calibrate --train prints the median error at every overlap_dp). residuals
 # are predicted / measured - 1 per row.
 #
@@ -600,6 +622,9 @@ fn factor_lines(out: &mut String, e: &TrainEfficiency) {
     for (k, v) in e.factors() {
         let _ = writeln!(out, "{k} = {v:?}");
     }
+    if let Some(id) = &e.attention_measured {
+        let _ = writeln!(out, "attention_measured = {id:?}");
+    }
 }
 
 fn quoted(items: &[String]) -> String {
@@ -616,6 +641,12 @@ fn fitted_entry(out: &mut String, a: &ArchitectureFit, rows: &[RowFit], source: 
     );
     if !a.fp8_fitted {
         let _ = writeln!(out, "# No fp8 rows: compute_fp8 = compute (unused).");
+    }
+    if let Some(id) = &a.efficiency.attention_measured {
+        let _ = writeln!(
+            out,
+            "# attention not fitted: measured kernels {id} (data/kernels/training-attention.toml),\n# at the step's query length; attention holds their largest fraction."
+        );
     }
     let _ = writeln!(out, "[architecture.{}]", toml_key(&a.architecture));
     factor_lines(out, &a.efficiency);
