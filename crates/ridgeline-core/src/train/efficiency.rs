@@ -65,6 +65,17 @@ impl TrainEfficiency {
         Ok(EfficiencyTable::builtin()?.for_hardware(hw))
     }
 
+    /// The attention core's fraction of the 16-bit peak for a query of `query_tokens`
+    /// tokens (a step's `seq / cp`): the measured kernels' at that length where the
+    /// entry names them ([`super::attention::MeasuredAttention::fraction_at`]), else
+    /// `attention`.
+    pub fn attention_at(&self, query_tokens: u64) -> f64 {
+        self.attention_measured
+            .as_deref()
+            .and_then(|id| super::attention::kernels().ok()?.get(id))
+            .map_or(self.attention, |k| k.fraction_at(query_tokens))
+    }
+
     /// Compute fraction for matmuls in `dtype`.
     pub(crate) fn compute_for(&self, dtype: ComputeDtype) -> f64 {
         match dtype {

@@ -592,14 +592,7 @@ impl Trainer<'_> {
         };
         // the attention core at the measured kernels' fraction for its query length
         // where the entry names them (train::attention), else the entry's own
-        let attention = self
-            .eff
-            .attention_measured
-            .as_deref()
-            .and_then(|id| super::attention::kernels().ok()?.get(id))
-            .map_or(self.eff.attention, |k| {
-                k.fraction_at(self.cfg.seq / self.layout.cp.max(1))
-            });
+        let attention = self.eff.attention_at(self.cfg.seq / self.layout.cp.max(1));
         let mut mb = MicroBatch::default();
         for k in self.micro_batch_kernels() {
             let (ceil, eff) = match k.unit {

@@ -173,9 +173,17 @@ fn step(r: &TrainReport) -> String {
         lines.push(line);
     }
     let e = &r.efficiency;
+    let query = r.config.seq / r.layout.cp.max(1);
+    let attention = match &e.attention_measured {
+        Some(id) => format!(
+            "attention {:.2} (measured kernels {id} at {query} tokens)",
+            e.attention_at(query)
+        ),
+        None => format!("attention {:.2}", e.attention),
+    };
     lines.push(format!(
-        "  efficiency ({}): matmuls {:.2} of peak (fp8 {:.2}), attention {:.2}, memory {:.2}, links {:.2}; overlap DP {:.2}, TP {:.2}",
-        e.label, e.compute, e.compute_fp8, e.attention, e.memory, e.link, e.overlap_dp, e.overlap_tp
+        "  efficiency ({}): matmuls {:.2} of peak (fp8 {:.2}), {attention}, memory {:.2}, links {:.2}; overlap DP {:.2}, TP {:.2}",
+        e.label, e.compute, e.compute_fp8, e.memory, e.link, e.overlap_dp, e.overlap_tp
     ));
     lines.into_iter().map(|l| l + "\n").collect()
 }
