@@ -256,9 +256,9 @@ fn published_training_memory() {
 /// of data/training.toml (within one grid step) and the residuals written there, with
 /// the median errors measured when the file was written: 6.0 % over all 72 throughput
 /// rows; per entry 4.8 % over the 16 generic A100 rows, 6.4 % over the 2 Megatron A100
-/// rows, 7.7 % over the 23 generic Hopper rows, 4.6 % over the 22 Megatron Hopper rows
-/// (both with their attention at the measured kernels, not fitted), 3.3 % over the 4
-/// Megatron Blackwell rows.
+/// rows, 7.7 % over the 23 generic Hopper rows, 4.6 % over the 22 Megatron Hopper rows,
+/// 3.3 % over the 4 Megatron Blackwell rows (the last three with their attention at the
+/// measured kernels, not fitted).
 #[test]
 fn calibration_reproduces_data_training_toml() {
     use ridgeline::train::calibrate::{COMPUTE_STEP, fit_rows, matches_table, training_toml};
@@ -296,11 +296,12 @@ fn calibration_reproduces_data_training_toml() {
             );
         }
     }
-    // Hopper's attention is the measured kernels' (data/kernels/training-attention.toml),
-    // the other entries' fitted
+    // Hopper's and Blackwell's attention is the measured kernels'
+    // (data/kernels/training-attention.toml), the other entries' fitted
     for (arch, kernels) in [
         ("hopper", Some("flash-attention-2-hopper")),
         ("hopper+megatron", Some("cudnn-9-hopper")),
+        ("blackwell+megatron", Some("cudnn-9-blackwell")),
         ("ampere", None),
     ] {
         let a = fit.architecture(arch).unwrap();

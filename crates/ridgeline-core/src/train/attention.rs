@@ -156,7 +156,11 @@ mod tests {
     #[test]
     fn the_bundled_kernels_parse_and_name_their_entries() {
         let k = kernels().unwrap();
-        assert_eq!(k.len(), 2);
+        assert_eq!(k.len(), 3);
+        assert_eq!(
+            for_entry("blackwell+megatron").unwrap().unwrap().0,
+            "cudnn-9-blackwell"
+        );
         assert_eq!(
             for_entry("hopper+megatron").unwrap().unwrap().0,
             "cudnn-9-hopper"
