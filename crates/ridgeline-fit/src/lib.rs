@@ -12,6 +12,7 @@
 #![deny(missing_docs)]
 
 pub mod calibrate;
+mod csv_rows;
 pub mod kernel_transfer;
 pub mod reference;
 pub mod report;

@@ -116,60 +116,17 @@ impl ReferenceRow {
 /// names it in errors, which give the line and the column.
 pub fn parse_reference(text: &str, src: &str) -> Result<Vec<ReferenceRow>> {
     let mut rows = Vec::new();
-    let mut header_seen = false;
-    for (i, line) in text.lines().enumerate() {
-        let line_no = i + 1;
-        let bad = |field: &str, msg: String| Error::Parse {
-            source_name: src.to_string(),
-            message: format!("line {line_no}, column {field}: {msg}"),
-        };
-        if line.starts_with('#') || line.trim().is_empty() {
-            continue;
-        }
-        let cells: Vec<&str> = line.split(',').map(str::trim).collect();
-        if !header_seen {
-            if cells != COLUMNS {
-                return Err(bad(
-                    "header",
-                    format!("expected {}, found {line}", COLUMNS.join(",")),
-                ));
-            }
-            header_seen = true;
-            continue;
-        }
-        if cells.len() != COLUMNS.len() {
-            return Err(bad(
-                "row",
-                format!("{} cells, expected {}", cells.len(), COLUMNS.len()),
-            ));
-        }
-        let count = |j: usize| -> Result<u64> {
-            match cells[j].parse::<u64>() {
-                Ok(v) if v > 0 => Ok(v),
-                _ => Err(bad(
-                    COLUMNS[j],
-                    format!("'{}' is not a positive integer", cells[j]),
-                )),
-            }
-        };
-        let value = |j: usize| -> Result<f64> {
-            match cells[j].parse::<f64>() {
-                Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
-                _ => Err(bad(
-                    COLUMNS[j],
-                    format!("'{}' is not a positive number", cells[j]),
-                )),
-            }
-        };
+    for row in crate::csv_rows::rows(text, src, &COLUMNS)? {
+        let cells = &row.cells;
         if !FORMATS.contains(&cells[4]) {
-            return Err(bad(
+            return Err(row.bad(
                 "formats",
                 format!("'{}' is not one of {}", cells[4], FORMATS.join(", ")),
             ));
         }
-        let osl = count(8)?;
+        let osl = row.count(8)?;
         if osl < 2 {
-            return Err(bad("osl", "at least 2 tokens (one decode step)".into()));
+            return Err(row.bad("osl", "at least 2 tokens (one decode step)".into()));
         }
         rows.push(ReferenceRow {
             model: cells[0].to_string(),
@@ -177,19 +134,13 @@ pub fn parse_reference(text: &str, src: &str) -> Result<Vec<ReferenceRow>> {
             engine: cells[2].to_string(),
             backend_version: cells[3].to_string(),
             formats: cells[4].to_string(),
-            tp: count(5)?,
-            batch: count(6)?,
-            isl: count(7)?,
+            tp: row.count(5)?,
+            batch: row.count(6)?,
+            isl: row.count(7)?,
             osl,
-            ttft_s: value(9)? * 1e-3,
-            tpot_s: value(10)? * 1e-3,
-            tokens_s_gpu: value(11)?,
-        });
-    }
-    if !header_seen {
-        return Err(Error::Parse {
-            source_name: src.to_string(),
-            message: format!("no header line ({})", COLUMNS.join(",")),
+            ttft_s: row.value(9)? * 1e-3,
+            tpot_s: row.value(10)? * 1e-3,
+            tokens_s_gpu: row.value(11)?,
         });
     }
     Ok(rows)

@@ -118,68 +118,19 @@ impl StaticRow {
 /// errors, which give the line and the column. Only `vLLM` rows are expected.
 pub fn parse(text: &str, src: &str) -> Result<Vec<StaticRow>> {
     let mut rows = Vec::new();
-    let mut header_seen = false;
-    for (i, line) in text.lines().enumerate() {
-        let line_no = i + 1;
-        let bad = |field: &str, msg: String| Error::Parse {
-            source_name: src.to_string(),
-            message: format!("line {line_no}, column {field}: {msg}"),
-        };
-        if line.starts_with('#') || line.trim().is_empty() {
-            continue;
-        }
-        let cells: Vec<&str> = line.split(',').map(str::trim).collect();
-        if !header_seen {
-            if cells != COLUMNS {
-                return Err(bad(
-                    "header",
-                    format!("expected {}, found {line}", COLUMNS.join(",")),
-                ));
-            }
-            header_seen = true;
-            continue;
-        }
-        if cells.len() != COLUMNS.len() {
-            return Err(bad(
-                "row",
-                format!("{} cells, expected {}", cells.len(), COLUMNS.len()),
-            ));
-        }
+    for row in crate::csv_rows::rows(text, src, &COLUMNS)? {
+        let cells = &row.cells;
         if cells[2] != "vLLM" {
-            return Err(bad(COLUMNS[2], format!("'{}' is not vLLM", cells[2])));
+            return Err(row.bad(COLUMNS[2], format!("'{}' is not vLLM", cells[2])));
         }
-        let count = |j: usize| -> Result<u64> {
-            match cells[j].parse::<u64>() {
-                Ok(v) if v > 0 => Ok(v),
-                _ => Err(bad(
-                    COLUMNS[j],
-                    format!("'{}' is not a positive integer", cells[j]),
-                )),
-            }
-        };
-        let value = |j: usize| -> Result<f64> {
-            match cells[j].parse::<f64>() {
-                Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
-                _ => Err(bad(
-                    COLUMNS[j],
-                    format!("'{}' is not a positive number", cells[j]),
-                )),
-            }
-        };
         rows.push(StaticRow {
             hardware: cells[0].to_string(),
-            tp: count(1)?,
+            tp: row.count(1)?,
             model: cells[3].to_string(),
-            length: count(4)?,
-            batch: count(5)?,
-            latency_s: value(6)?,
-            throughput: value(7)?,
-        });
-    }
-    if !header_seen {
-        return Err(Error::Parse {
-            source_name: src.to_string(),
-            message: format!("no header line ({})", COLUMNS.join(",")),
+            length: row.count(4)?,
+            batch: row.count(5)?,
+            latency_s: row.value(6)?,
+            throughput: row.value(7)?,
         });
     }
     Ok(rows)
