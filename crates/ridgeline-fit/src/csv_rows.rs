@@ -11,12 +11,12 @@ pub(crate) struct Row<'a> {
     src: &'a str,
     columns: &'a [&'a str],
     /// The trimmed cells, one per column.
-    pub cells: Vec<&'a str>,
+    pub(crate) cells: Vec<&'a str>,
 }
 
 impl Row<'_> {
     /// An error about `field` of this row.
-    pub fn bad(&self, field: &str, msg: String) -> Error {
+    pub(crate) fn bad(&self, field: &str, msg: String) -> Error {
         Error::Parse {
             source_name: self.src.to_string(),
             message: format!("line {}, column {field}: {msg}", self.line_no),
@@ -24,7 +24,7 @@ impl Row<'_> {
     }
 
     /// Cell `j` as a positive integer.
-    pub fn count(&self, j: usize) -> Result<u64> {
+    pub(crate) fn count(&self, j: usize) -> Result<u64> {
         match self.cells[j].parse::<u64>() {
             Ok(v) if v > 0 => Ok(v),
             _ => Err(self.bad(
@@ -35,7 +35,7 @@ impl Row<'_> {
     }
 
     /// Cell `j` as a positive finite number.
-    pub fn value(&self, j: usize) -> Result<f64> {
+    pub(crate) fn value(&self, j: usize) -> Result<f64> {
         match self.cells[j].parse::<f64>() {
             Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
             _ => Err(self.bad(
