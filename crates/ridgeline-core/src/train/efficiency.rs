@@ -54,10 +54,13 @@ impl TrainEfficiency {
     ///
     /// ```
     /// use ridgeline_core::hardware::HardwareDb;
-    /// use ridgeline_core::train::TrainEfficiency;
+    /// use ridgeline_core::train::{EfficiencyTable, TrainEfficiency};
     /// let db = HardwareDb::builtin()?;
     /// assert_eq!(TrainEfficiency::for_hardware(db.get("a100")?)?.label, "ampere");
-    /// assert_eq!(TrainEfficiency::for_hardware(db.get("h100")?)?.compute, 0.40);
+    /// // the H100 takes the generic Hopper entry, its attention at measured kernels
+    /// let hopper = &EfficiencyTable::builtin()?.get("hopper").unwrap().efficiency;
+    /// assert_eq!(&TrainEfficiency::for_hardware(db.get("h100")?)?, hopper);
+    /// assert_eq!(hopper.attention_measured.as_deref(), Some("flash-attention-2-hopper"));
     /// assert_eq!(TrainEfficiency::for_hardware(db.get("v100")?)?.label, "uncalibrated");
     /// # Ok::<(), ridgeline_core::Error>(())
     /// ```
