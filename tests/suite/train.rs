@@ -187,8 +187,9 @@ fn published_training_throughput() {
         );
         // tolerance per row: ±30 % (the spread of achieved efficiency within one
         // software stack on one GPU generation; data/training.toml fits the generic and
-        // the Megatron stacks apart: on Hopper NeMo/Megatron-Core reaches 0.58 of the
-        // bf16 peak, torchtitan, FSDP and MaxText 0.40), but for the misses the model
+        // the Megatron stacks apart, NeMo/Megatron-Core reaching a much larger fraction
+        // of the bf16 peak on Hopper than torchtitan, FSDP and MaxText), but for the
+        // misses the model
         // cannot yet express, reported and not asserted: Meta's own 4D-parallel stack
         // for Llama 3.1 405B on 16,384 H100s (m093), costed as a generic stack but
         // tuned like Megatron's; torchao's float8 runs on 8 H100s (m570, m571), whose
