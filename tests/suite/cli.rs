@@ -580,10 +580,13 @@ fn a10g_runs_tensor_parallel_over_pcie() {
 #[test]
 fn quiet_silences_the_progress_line_on_a_terminal() {
     // `script` gives the sweep a terminal for stderr, where the progress line is drawn
-    // every 200 ms; --quiet draws none, and the rows are the same
+    // every 200 ms; --quiet draws none, and the rows are the same. The grid must outlast
+    // 200 ms: 200,000 configurations do in a debug build, a release build needs ten
+    // times as many (it evaluates several million a second)
     let bin = env!("CARGO_BIN_EXE_ridgeline");
+    let prompts = if cfg!(debug_assertions) { 100 } else { 1000 };
     let sweep = format!(
-        "{bin} sweep --model llama-3-8b --gpu h100 --batch 1..2000 --prompt 1..100 > /dev/null"
+        "{bin} sweep --model llama-3-8b --gpu h100 --batch 1..2000 --prompt 1..{prompts} > /dev/null"
     );
     use crate::support::net::on_tty;
     assert!(on_tty(&sweep).contains("sweep: "), "no progress line drawn");
