@@ -41,13 +41,11 @@ pub struct MeasuredAttention {
 }
 
 impl MeasuredAttention {
-    /// The fraction of the peak at each measured length, forward and backward
-    /// together: `3.5 / (1 / fwd + 2.5 / bwd)` over the peak.
-    fn fractions(&self) -> impl Iterator<Item = f64> + '_ {
-        self.fwd_flops_per_s
-            .iter()
-            .zip(&self.bwd_flops_per_s)
-            .map(|(f, b)| 3.5 / (1.0 / f + 2.5 / b) / self.peak_flops_per_s)
+    /// The fraction of the peak at measured length `i`, forward and backward together:
+    /// `3.5 / (1 / fwd + 2.5 / bwd)` over the peak.
+    fn fraction(&self, i: usize) -> f64 {
+        3.5 / (1.0 / self.fwd_flops_per_s[i] + 2.5 / self.bwd_flops_per_s[i])
+            / self.peak_flops_per_s
     }
 
     /// The fraction of the peak reached at a query length of `seq` tokens: interpolated
@@ -64,10 +62,7 @@ impl MeasuredAttention {
     /// # Ok::<(), ridgeline_core::Error>(())
     /// ```
     pub fn fraction_at(&self, seq: u64) -> f64 {
-        let at = |i: usize| {
-            3.5 / (1.0 / self.fwd_flops_per_s[i] + 2.5 / self.bwd_flops_per_s[i])
-                / self.peak_flops_per_s
-        };
+        let at = |i: usize| self.fraction(i);
         let x = (seq.max(1) as f64).log2();
         let xs = |i: usize| (self.seq[i] as f64).log2();
         let last = self.seq.len() - 1;
@@ -85,7 +80,9 @@ impl MeasuredAttention {
 
     /// The largest fraction measured (what `attention` in the entry holds).
     pub fn max_fraction(&self) -> f64 {
-        self.fractions().fold(0.0, f64::max)
+        (0..self.seq.len())
+            .map(|i| self.fraction(i))
+            .fold(0.0, f64::max)
     }
 
     fn validate(&self, id: &str) -> std::result::Result<(), String> {

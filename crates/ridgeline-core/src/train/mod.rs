@@ -130,14 +130,18 @@ impl<'a> Trainer<'a> {
     /// is not a multiple of `micro_batch · dp`, a LoRA rank of 0 or above the smallest
     /// adapted dimension ([`max_lora_rank`]), a network slower than
     /// [`MIN_INTER_NODE_BYTES_PER_S`] (or not finite), offload without a host link,
-    /// efficiency factors outside their ranges (or `attention > compute`).
+    /// efficiency factors outside their ranges (or `attention > compute` where attention
+    /// is not measured, or measured kernels that are not bundled).
     pub fn new(model: &'a ModelConfig, hardware: &'a Hardware, cfg: &TrainConfig) -> Result<Self> {
         let layout = config::layout(model, hardware, cfg)?;
+        // a caller's factors are checked here; the bundled table's were when it was parsed
         let eff = match &cfg.efficiency {
-            Some(e) => e.clone(),
+            Some(e) => {
+                e.validate()?;
+                e.clone()
+            }
             None => EfficiencyTable::builtin()?.for_stack(hardware, cfg.stack),
         };
-        eff.validate()?;
         let overhead = cfg.overhead.unwrap_or(DEFAULT_OVERHEAD);
         require_non_negative("overhead.context_bytes", overhead.context_bytes)?;
         require_non_negative("overhead.fragmentation", overhead.fragmentation)?;
