@@ -6,14 +6,15 @@
 //!
 //! Run: `cargo run --release -q --example static_sweep` prints the table of
 //! docs/calibration.md; `-- --rows` adds one line per row (`-- --by tp|length|model|device`
-//! the median per value of one column, as fitted). Nothing here changes a prediction.
+//! the median per value of one column, as fitted); `-- --intervals` prints instead how
+//! often the 80% intervals hold the measured rows. Nothing here changes a prediction.
 
 use ridgeline::engine::EngineDb;
 use ridgeline::hardware::HardwareDb;
 use ridgeline::kernels::KernelDb;
 use ridgeline::model::ModelDb;
 use ridgeline::static_sweep::{
-    BUILTIN_STATIC_SWEEP_CSV, Predicted, compare, markdown, parse, summarize,
+    BUILTIN_STATIC_SWEEP_CSV, Predicted, compare, coverage_markdown, markdown, parse, summarize,
 };
 use std::collections::BTreeMap;
 
@@ -38,6 +39,10 @@ fn main() -> ridgeline::Result<()> {
         EngineDb::builtin()?,
         KernelDb::builtin()?,
     )?;
+    if args.iter().any(|a| a == "--intervals") {
+        print!("{}", coverage_markdown(&c));
+        return Ok(());
+    }
     print!("{}", markdown(&c));
     if let Some(by) = args
         .iter()

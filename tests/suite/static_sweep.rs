@@ -9,7 +9,8 @@ use ridgeline::hardware::HardwareDb;
 use ridgeline::kernels::KernelDb;
 use ridgeline::model::ModelDb;
 use ridgeline::static_sweep::{
-    BUILTIN_STATIC_SWEEP_CSV, Comparison, StaticRow, compare, markdown, parse, summarize,
+    BUILTIN_STATIC_SWEEP_CSV, Comparison, StaticRow, compare, coverage_markdown, markdown, parse,
+    summarize,
 };
 
 const CALIBRATION_MD: &str = include_str!("../../docs/calibration.md");
@@ -89,4 +90,26 @@ fn single_streams_on_nvidia_stay_within_the_decode_target() {
         .collect();
     let (_, err) = summarize(&ratios);
     assert!(err <= 8.0, "median |error| at batch 1: {err:.1}%");
+}
+
+#[test]
+fn the_interval_coverage_is_current_and_each_row_is_placed_against_its_interval() {
+    let c = compared();
+    for p in &c.predicted {
+        // every vLLM profile has the pooled bands: each row's interval brackets its
+        // prediction, whose ratio to the measurement decides the side
+        let [low, high] = p.interval.expect("pooled bands cover every engine");
+        assert!(low <= p.fitted && p.fitted <= high, "{:?}", p.row);
+        let m = p.row.output_tokens_per_s();
+        let side = p.against_interval().unwrap();
+        assert_eq!(side == std::cmp::Ordering::Equal, low <= m && m <= high);
+    }
+    let table = coverage_markdown(&c);
+    // the last line counts every predicted row
+    let n = c.predicted.len();
+    assert!(table.contains(&format!("| all | all | {n} |")), "{table}");
+    assert!(
+        CALIBRATION_MD.contains(&table),
+        "docs/calibration.md's interval coverage of the unseen publication is not current; it should be:\n{table}"
+    );
 }

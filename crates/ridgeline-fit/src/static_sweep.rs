@@ -11,7 +11,8 @@
 //! [`compare`] predicts every row with the device's vLLM profile as fitted (`vllm`, and
 //! `vllm-rocm` on the MI300X), and on the measured kernel tables where one covers the
 //! device (`--kernels bundled`); [`markdown`] reports the median error per device and
-//! batch size (docs/calibration.md, section "An unseen
+//! batch size, [`coverage_markdown`] how often the 80% intervals hold the rows
+//! (docs/calibration.md, section "An unseen
 //! publication"; `tests/suite/static_sweep.rs` checks it is current). Nothing here
 //! changes a prediction or a fit: the rows stay out of every fit, so their error is the
 //! error to expect on a benchmark ridgeline has not seen.
@@ -156,6 +157,24 @@ pub struct Predicted {
     pub fitted: f64,
     /// Output tokens/s on the kernel tables, with the profile refitted on them.
     pub tables: Option<f64>,
+    /// The 80% interval `predict` gives the output tokens/s as fitted
+    /// (`intervals["generation.output_tokens_per_s"]`: kind A's band at one sequence,
+    /// B's at more), `None` where the engine has none.
+    pub interval: Option<[f64; 2]>,
+}
+
+impl Predicted {
+    /// Where the measured output tokens/s lies against [`Predicted::interval`]: below
+    /// it, inside (ends included) or above it; `None` without an interval.
+    pub fn against_interval(&self) -> Option<std::cmp::Ordering> {
+        let [low, high] = self.interval?;
+        let measured = self.row.output_tokens_per_s();
+        Some(match measured {
+            m if m < low => std::cmp::Ordering::Less,
+            m if m > high => std::cmp::Ordering::Greater,
+            _ => std::cmp::Ordering::Equal,
+        })
+    }
 }
 
 /// What [`compare`] gives: the rows predicted, and those skipped with the reason.
@@ -209,6 +228,12 @@ pub fn compare(
             out.skipped.push((row.clone(), Skipped::DoesNotFit));
             continue;
         }
+        let interval = p
+            .predict(row.batch, row.length, row.length)
+            .map_err(named)?
+            .intervals
+            .get("generation.output_tokens_per_s")
+            .copied();
         let speed = |p: &Predictor| {
             GenerationReport::from_summary(
                 &p.summary(row.batch, row.length, row.length),
@@ -231,6 +256,7 @@ pub fn compare(
             row: row.clone(),
             fitted: speed(&p),
             tables,
+            interval,
         });
     }
     Ok(out)
@@ -293,6 +319,51 @@ pub fn markdown(c: &Comparison) -> String {
         count(Skipped::ModelNotBundled),
         count(Skipped::DoesNotFit)
     );
+    s
+}
+
+/// How often the 80% intervals of the predictions as fitted hold the measured output
+/// tokens/s (the band `predict` prints: kind A at one sequence, kind B at more), per
+/// device and kind and in all, with the rows measured below and above the interval:
+/// the coverage to expect on a publication no fit has seen (docs/calibration.md).
+pub fn coverage_markdown(c: &Comparison) -> String {
+    use std::cmp::Ordering;
+    let mut s = String::from(
+        "| device | band | rows | inside the 80% interval | measured below it | measured above it |\n|---|---|---:|---:|---:|---:|\n",
+    );
+    // per (device, kind), `None` for all rows: rows below, inside and above
+    let mut groups: BTreeMap<Option<(&str, char)>, [usize; 3]> = BTreeMap::new();
+    for p in &c.predicted {
+        let Some(at) = p.against_interval() else {
+            continue;
+        };
+        let device = p.row.ids().map_or("", |(_, d, _)| d);
+        let kind = if p.row.batch <= 1 { 'A' } else { 'B' };
+        let i = match at {
+            Ordering::Less => 0,
+            Ordering::Equal => 1,
+            Ordering::Greater => 2,
+        };
+        for key in [Some((device, kind)), None] {
+            groups.entry(key).or_default()[i] += 1;
+        }
+    }
+    let mut keys: Vec<Option<(&str, char)>> =
+        groups.keys().copied().filter(Option::is_some).collect();
+    keys.push(None);
+    for key in keys {
+        let [below, inside, above] = groups[&key];
+        let n = below + inside + above;
+        let pct = |k: usize| 100.0 * k as f64 / n as f64;
+        let name = key.map_or("all | all".to_string(), |(d, k)| format!("{d} | {k}"));
+        let _ = writeln!(
+            s,
+            "| {name} | {n} | {inside} ({:.0}%) | {below} ({:.0}%) | {above} ({:.0}%) |",
+            pct(inside),
+            pct(below),
+            pct(above)
+        );
+    }
     s
 }
 
