@@ -2,7 +2,8 @@
 //! static batches under vLLM on A100 and H100
 //! (`data/reference/llm-inference-bench-vllm.csv`, `ridgeline::static_sweep`): every row
 //! of a bundled model predicted with the `vllm` profile as fitted and on the measured
-//! kernel tables, and the median error per batch size.
+//! kernel tables, and (A100 and H100) with the profile of their vLLM version
+//! (examples/data/vllm-0.5.toml), and the median error per batch size.
 //!
 //! Run: `cargo run --release -q --example static_sweep` prints the table of
 //! docs/calibration.md; `-- --rows` adds one line per row (`-- --by tp|length|model|device`
@@ -15,6 +16,7 @@ use ridgeline::kernels::KernelDb;
 use ridgeline::model::ModelDb;
 use ridgeline::static_sweep::{
     BUILTIN_STATIC_SWEEP_CSV, Predicted, compare, coverage_markdown, markdown, parse, summarize,
+    with_version_engine,
 };
 use std::collections::BTreeMap;
 
@@ -36,7 +38,7 @@ fn main() -> ridgeline::Result<()> {
         &rows,
         ModelDb::builtin()?,
         HardwareDb::builtin()?,
-        EngineDb::builtin()?,
+        &with_version_engine(EngineDb::builtin()?)?,
         KernelDb::builtin()?,
     )?;
     if args.iter().any(|a| a == "--intervals") {
@@ -67,17 +69,18 @@ fn main() -> ridgeline::Result<()> {
         for p in &c.predicted {
             let r = &p.row;
             let measured = r.output_tokens_per_s();
-            let tables = p
-                .tables
-                .map_or("-".to_string(), |t| format!("{:.2}", t / measured));
+            let ratio =
+                |v: Option<f64>| v.map_or("-".to_string(), |t| format!("{:.2}", t / measured));
             println!(
-                "{} x{} {} L{} b{}: measured {measured:.1} tok/s, as fitted {:.2}, on the tables {tables}",
+                "{} x{} {} L{} b{}: measured {measured:.1} tok/s, as fitted {:.2}, on the tables {}, with vllm-0.5 {}",
                 r.hardware,
                 r.tp,
                 r.model,
                 r.length,
                 r.batch,
-                p.fitted / measured
+                p.fitted / measured,
+                ratio(p.tables),
+                ratio(p.version)
             );
         }
     }

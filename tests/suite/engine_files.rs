@@ -128,10 +128,23 @@ fn a_base_gives_every_field_the_table_leaves_out() {
     );
     assert!(
         same.provenance.fitted_on.is_empty(),
-        "provenance is not inherited"
+        "the rows a profile was fitted on are not inherited"
     );
+    // the tags of the factors a table leaves out are its base's, and a derived profile
+    // reads its base's measured all-reduce latency
+    assert_eq!(same.provenance.factors, vllm.provenance.factors);
+    assert_eq!((same.kernel_id(), vllm.kernel_id()), ("vllm", "vllm"));
     let mine = db.get("my-vllm").unwrap();
     assert_eq!(mine.provenance.base.as_deref(), Some("vllm"));
+    assert_eq!(mine.kernel_id(), "vllm");
+    let tags = &mine.provenance.factors;
+    assert!(vllm.provenance.factors.contains_key("compute_efficiency"));
+    assert!(!tags.contains_key("compute_efficiency"), "given: no tag");
+    assert!(!tags.contains_key("memory_efficiency.hbm"), "given: no tag");
+    assert_eq!(
+        tags.get("layer_overhead_s"),
+        vllm.provenance.factors.get("layer_overhead_s")
+    );
     assert_eq!(mine.speed.compute_efficiency, 0.55);
     assert_eq!(mine.overheads, vllm.overheads);
     assert_eq!(mine.scheduler, vllm.scheduler);
@@ -179,6 +192,11 @@ fn a_base_within_the_file_resolves_in_any_order() {
                 [c]\nbase = \"b\"\ncompute_efficiency = 0.3\n";
     let db = EngineDb::from_toml(text, "t").unwrap();
     let c = db.get("c").unwrap();
+    // through the chain c -> b -> a, the measured kernels are a's
+    assert_eq!(
+        (c.kernel_id(), db.get("a").unwrap().kernel_id()),
+        ("a", "a")
+    );
     assert_eq!(c.speed.compute_efficiency, 0.3);
     assert_eq!(c.overheads.layer_overhead_s, 0.0002);
     assert_eq!(c.speed.memory_efficiency["default"], 0.5);

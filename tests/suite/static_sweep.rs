@@ -9,8 +9,8 @@ use ridgeline::hardware::HardwareDb;
 use ridgeline::kernels::KernelDb;
 use ridgeline::model::ModelDb;
 use ridgeline::static_sweep::{
-    BUILTIN_STATIC_SWEEP_CSV, Comparison, StaticRow, compare, coverage_markdown, markdown, parse,
-    summarize,
+    BUILTIN_STATIC_SWEEP_CSV, Comparison, StaticRow, VERSION_ENGINE, compare, coverage_markdown,
+    markdown, parse, summarize, with_version_engine,
 };
 
 const CALIBRATION_MD: &str = include_str!("../../docs/calibration.md");
@@ -24,7 +24,7 @@ fn compared() -> Comparison {
         &rows(),
         ModelDb::builtin().unwrap(),
         HardwareDb::builtin().unwrap(),
-        EngineDb::builtin().unwrap(),
+        &with_version_engine(EngineDb::builtin().unwrap()).unwrap(),
         KernelDb::builtin().unwrap(),
     )
     .unwrap()
@@ -111,5 +111,63 @@ fn the_interval_coverage_is_current_and_each_row_is_placed_against_its_interval(
     assert!(
         CALIBRATION_MD.contains(&table),
         "docs/calibration.md's interval coverage of the unseen publication is not current; it should be:\n{table}"
+    );
+}
+
+#[test]
+fn the_vllm_0_5_host_time_reproduces_the_row_it_comes_from() {
+    use ridgeline::predict::{GenerationReport, Predictor, Scenario};
+    // m371 (vLLM PR #7117, ~v0.5.4): Llama-3-8B on one H100 SXM in bf16, 256 sequences of
+    // 256 + 256 tokens, 24.52 requests/s x 256 = 6277.12 generated tokens/s
+    let engines = with_version_engine(EngineDb::builtin().unwrap()).unwrap();
+    let model = ModelDb::builtin().unwrap().resolve("llama-3-8b").unwrap();
+    let hw = HardwareDb::builtin().unwrap().get("h100-sxm").unwrap();
+    let speed = |id: &str| {
+        let s = Scenario {
+            batch: 256,
+            prompt: 256,
+            gen_tokens: 256,
+            ..Scenario::default()
+        };
+        let p = Predictor::new(&model, hw, engines.get(id).unwrap(), &s).unwrap();
+        GenerationReport::from_summary(&p.summary(256, 256, 256), 256, 256).output_tokens_per_s
+    };
+    let (with, without) = (speed(VERSION_ENGINE.0), speed("vllm"));
+    assert!((with / 6277.12 - 1.0).abs() < 0.03, "{with}");
+    // the per-sequence time is the whole difference: vllm alone is far faster
+    assert!(without > 1.5 * with, "{without} against {with}");
+    let e = engines.get(VERSION_ENGINE.0).unwrap();
+    assert!(e.overheads.sequence_overhead_s > 0.0);
+    assert_eq!(e.kernel_id(), "vllm");
+}
+
+#[test]
+fn the_version_profile_brings_the_unseen_batches_within_the_batched_target() {
+    // the A100 and H100 rows at 32 and 64 sequences, which no fit saw, as fitted
+    // against with the host time of vLLM 0.5 (taken from m371 alone): the batched
+    // target held out is 15% (issue 33)
+    let c = compared();
+    let big: Vec<_> = c
+        .predicted
+        .iter()
+        .filter(|p| p.row.batch >= 32 && p.version.is_some())
+        .collect();
+    assert!(big.len() >= 150, "{}", big.len());
+    let ratios = |f: &dyn Fn(&ridgeline::static_sweep::Predicted) -> f64| -> Vec<f64> {
+        big.iter()
+            .map(|p| f(p) / p.row.output_tokens_per_s())
+            .collect()
+    };
+    let (_, fitted) = summarize(&ratios(&|p| p.fitted));
+    let (_, version) = summarize(&ratios(&|p| p.version.unwrap()));
+    assert!(
+        version <= 15.0 && version < fitted,
+        "{version:.1}% against {fitted:.1}%"
+    );
+    // the MI300X rows ran vLLM 0.6.1: no version profile there
+    assert!(
+        c.predicted
+            .iter()
+            .all(|p| p.version.is_some() == p.row.hardware.starts_with("Nvidia"))
     );
 }

@@ -54,6 +54,15 @@ pub const DEVICES: [(&str, &str, &str); 3] = [
     ("AMD MI300X GPU", "mi300x", "vllm-rocm"),
 ];
 
+/// The engine file of the vLLM version the A100 and H100 rows ran (mid-2024: 0.4-0.5),
+/// `examples/data/vllm-0.5.toml`: the `vllm` profile plus the host time per sequence
+/// of vLLM before 0.6, taken from one bundled row (m371), not from these.
+pub const VERSION_ENGINE_TOML: &str = include_str!("../../../examples/data/vllm-0.5.toml");
+
+/// The engine id [`VERSION_ENGINE_TOML`] defines, and the devices whose rows ran that
+/// version (the MI300X rows ran vLLM 0.6.1).
+pub const VERSION_ENGINE: (&str, [&str; 2]) = ("vllm-0.5", ["a100-40gb-sxm", "h100-sxm"]);
+
 /// The publication's model names (Hugging Face repositories) and the bundled models
 /// they are. Rows of other models (Qwen2, DeciLM, ...) are counted as not bundled.
 pub const MODELS: [(&str, &str); 7] = [
@@ -137,6 +146,15 @@ pub fn parse(text: &str, src: &str) -> Result<Vec<StaticRow>> {
     Ok(rows)
 }
 
+/// `engines` (the bundled database) with the profile of the A100 and H100 rows' vLLM
+/// version ([`VERSION_ENGINE_TOML`]) added: what [`compare`] predicts those rows with
+/// a third time.
+pub fn with_version_engine(engines: &EngineDb) -> Result<EngineDb> {
+    let mut db = engines.clone();
+    db.load_toml(VERSION_ENGINE_TOML, "examples/data/vllm-0.5.toml")?;
+    Ok(db)
+}
+
 /// Why a row has no prediction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Skipped {
@@ -157,6 +175,9 @@ pub struct Predicted {
     pub fitted: f64,
     /// Output tokens/s on the kernel tables, with the profile refitted on them.
     pub tables: Option<f64>,
+    /// Output tokens/s with the profile of the row's vLLM version ([`VERSION_ENGINE`]),
+    /// where `engines` holds it and the row ran it.
+    pub version: Option<f64>,
     /// The 80% interval `predict` gives the output tokens/s as fitted
     /// (`intervals["generation.output_tokens_per_s"]`: kind A's band at one sequence,
     /// B's at more), `None` where the engine has none.
@@ -252,10 +273,18 @@ pub fn compare(
             }
             None => None,
         };
+        let (version_id, version_devices) = VERSION_ENGINE;
+        let version = match engines.get(version_id) {
+            Ok(e) if version_devices.contains(&device_id) => {
+                Some(speed(&Predictor::new(&model, hw, e, &s).map_err(named)?))
+            }
+            _ => None,
+        };
         out.predicted.push(Predicted {
             row: row.clone(),
             fitted: speed(&p),
             tables,
+            version,
             interval,
         });
     }
@@ -271,22 +300,24 @@ pub fn summarize(ratios: &[f64]) -> (f64, f64) {
 
 /// The table of docs/calibration.md: per device and batch size, and in all, the rows
 /// and the median ratio of predicted to measured output tokens/s with its median
-/// |error|, the vLLM profile as fitted and on the kernel tables; then the rows skipped.
+/// |error|, the vLLM profile as fitted, on the kernel tables, and with the profile of
+/// the rows' vLLM version ([`VERSION_ENGINE`], where `compare` was given it); then the
+/// rows skipped.
 pub fn markdown(c: &Comparison) -> String {
     let mut s = String::from(
-        "| device | batch | rows | as fitted: predicted / measured | median \\|error\\| | rows on the tables | on the tables: predicted / measured | median \\|error\\| |\n|---|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| device | batch | rows | as fitted: predicted / measured | median \\|error\\| | rows on the tables | on the tables: predicted / measured | median \\|error\\| | rows with `vllm-0.5` | with `vllm-0.5`: predicted / measured | median \\|error\\| |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
-    // per (device, batch), `None` for all rows: the ratios as fitted and on the tables
-    type Ratios = (Vec<f64>, Vec<f64>);
-    let mut groups: BTreeMap<Option<(&str, u64)>, Ratios> = BTreeMap::new();
+    // per (device, batch), `None` for all rows: the ratios as fitted, on the tables and
+    // with the version's profile
+    let mut groups: BTreeMap<Option<(&str, u64)>, [Vec<f64>; 3]> = BTreeMap::new();
     for p in &c.predicted {
         let measured = p.row.output_tokens_per_s();
         let device = p.row.ids().map_or("", |(_, d, _)| d);
         for key in [Some((device, p.row.batch)), None] {
             let g = groups.entry(key).or_default();
-            g.0.push(p.fitted / measured);
-            if let Some(t) = p.tables {
-                g.1.push(t / measured);
+            g[0].push(p.fitted / measured);
+            for (v, other) in g[1..].iter_mut().zip([p.tables, p.version]) {
+                v.extend(other.map(|t| t / measured));
             }
         }
     }
@@ -295,21 +326,22 @@ pub fn markdown(c: &Comparison) -> String {
         groups.keys().copied().filter(Option::is_some).collect();
     keys.push(None);
     for key in keys {
-        let (fitted, tables) = &groups[&key];
+        let [fitted, tables, version] = &groups[&key];
         let name = key.map_or("all | all".to_string(), |(d, b)| format!("{d} | {b}"));
         let (rf, ef) = summarize(fitted);
-        let on_tables = match tables.is_empty() {
-            true => "- | -".to_string(),
+        let other = |v: &Vec<f64>| match v.is_empty() {
+            true => "0 | - | -".to_string(),
             false => {
-                let (rt, et) = summarize(tables);
-                format!("{rt:.2}x | {et:.1}%")
+                let (r, e) = summarize(v);
+                format!("{} | {r:.2}x | {e:.1}%", v.len())
             }
         };
         let _ = writeln!(
             s,
-            "| {name} | {} | {rf:.2}x | {ef:.1}% | {} | {on_tables} |",
+            "| {name} | {} | {rf:.2}x | {ef:.1}% | {} | {} |",
             fitted.len(),
-            tables.len()
+            other(tables),
+            other(version)
         );
     }
     let count = |k: Skipped| c.skipped.iter().filter(|(_, why)| *why == k).count();

@@ -289,6 +289,18 @@ impl EngineFile {
     /// provenance and `override` are not inherited.
     fn inherit(mut self, base: &Engine) -> EngineFile {
         let b = EngineFile::of(base, false);
+        // the base's tags of the factors this table leaves out (a device-keyed one only
+        // where the table has no device entries of its own)
+        let given = self.given_keys();
+        let own_devices = !self.device.is_empty();
+        let mut tags = self.factors.take().unwrap_or_default();
+        for (k, t) in b.factors.clone().unwrap_or_default() {
+            let keyed = k.contains('(') || k.starts_with("apple_") || k.starts_with("rdna_");
+            if !(given.contains(&k) || keyed && own_devices) {
+                tags.entry(k).or_insert(t);
+            }
+        }
+        self.factors = (!tags.is_empty()).then_some(tags);
         macro_rules! take {
             ($($f:ident),*) => { $( if self.$f.is_none() { self.$f = b.$f; } )* };
         }
@@ -332,6 +344,33 @@ impl EngineFile {
                 .map(DeviceFile::of),
         );
         self
+    }
+
+    /// The factor names (as the `factors` table keys them) whose values this table
+    /// gives itself.
+    fn given_keys(&self) -> Vec<String> {
+        let mut keys: Vec<String> = (self.memory_efficiency.iter().flatten())
+            .map(|(g, _)| format!("memory_efficiency.{g}"))
+            .collect();
+        for (key, given) in [
+            ("compute_efficiency", self.compute_efficiency.is_some()),
+            ("dequant_efficiency", self.dequant_efficiency.is_some()),
+            ("fp4_efficiency", self.fp4_efficiency.is_some()),
+            ("attention_efficiency", self.attention_efficiency.is_some()),
+            ("step_overhead_s", self.step_overhead_s.is_some()),
+            ("sequence_overhead_s", self.sequence_overhead_s.is_some()),
+            ("layer_overhead_s", self.layer_overhead_s.is_some()),
+            (
+                "prefill_layer_overhead_s",
+                self.prefill_layer_overhead_s.is_some(),
+            ),
+            ("expert_overhead_s", self.expert_overhead_s.is_some()),
+        ] {
+            if given {
+                keys.push(key.to_string());
+            }
+        }
+        keys
     }
 
     /// The engine this table describes; `None` fields take the schema's defaults, and
@@ -402,6 +441,7 @@ impl EngineFile {
                 base: self.base,
                 on_tables: false,
                 factors,
+                kernels_of: None,
             },
             override_builtin: self.override_builtin.unwrap_or(false),
         })
@@ -494,6 +534,10 @@ fn resolve(
             }
         };
         table = table.inherit(&parent);
+        let mut engine = table.into_engine(id, src)?;
+        engine.provenance.kernels_of = Some(parent.kernel_id().to_string());
+        done.insert(id.to_string(), engine.clone());
+        return Ok(engine);
     }
     let engine = table.into_engine(id, src)?;
     done.insert(id.to_string(), engine.clone());

@@ -188,9 +188,14 @@ pub struct Provenance {
     /// Where each fitted or derived factor came from, by the fit's name of it
     /// (`compute_efficiency`, `memory_efficiency.hbm`, `apple_compute_efficiency`, ...;
     /// the `factors` table of an engine file). A factor without a tag was not fitted:
-    /// its value is the one given (by hand, or the prior the fit started from). Not
-    /// inherited through `base`.
+    /// its value is the one given (by hand, or the prior the fit started from). Through
+    /// `base`, a factor the table leaves out keeps its base's tag.
     pub factors: BTreeMap<String, FactorTag>,
+    /// The engine whose measured all-reduce latency
+    /// ([`crate::kernels::AllReduceLatency`]) this one reads: for a profile with a
+    /// `base`, its base's (through a chain of bases), as it inherits the base's
+    /// factors; `None` for its own id ([`Engine::kernel_id`]). Not written in files.
+    pub kernels_of: Option<String>,
 }
 
 /// Where one factor of a profile came from ([`Provenance::factors`]), written in engine
@@ -373,6 +378,12 @@ pub fn is_rdna(hw: &Hardware) -> bool {
 }
 
 impl Engine {
+    /// The engine id the measured all-reduce latency is looked up under: the base's
+    /// for a profile derived with `base` ([`Provenance::kernels_of`]), else its own.
+    pub fn kernel_id(&self) -> &str {
+        self.provenance.kernels_of.as_deref().unwrap_or(&self.id)
+    }
+
     /// The pure roofline: every efficiency 1, no overheads.
     pub fn ideal() -> Engine {
         Engine {
@@ -725,10 +736,16 @@ impl EngineDb {
     /// kernel tables ([`EngineDb::on_tables`]).
     pub fn load_file(&mut self, path: &std::path::Path) -> Result<Vec<String>> {
         let text = crate::files::read_document(path)?;
-        let src = path.display().to_string();
+        self.load_toml(&text, &path.display().to_string())
+    }
+
+    /// Adds engines from an engines TOML document, as [`EngineDb::load_file`] does
+    /// from a file (`src` names it in errors); returns the ids of engines it replaced.
+    pub fn load_toml(&mut self, text: &str, src: &str) -> Result<Vec<String>> {
+        let src = src.to_string();
         // a base may also be an engine loaded before (a built-in one)
         let other = EngineDb {
-            engines: file::parse(&text, &src, &self.engines)?,
+            engines: file::parse(text, &src, &self.engines)?,
             on_tables: Vec::new(),
         };
         let mut replaced = Vec::new();

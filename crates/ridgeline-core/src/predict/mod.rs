@@ -560,7 +560,7 @@ impl<'a> Predictor<'a> {
             && hardware.scaleup_link.is_some()
             && tp <= hardware.domain_devices()
         {
-            crate::kernels::AllReduceLatency::builtin()?.get(&hardware.id, &engine.id, tp)
+            crate::kernels::AllReduceLatency::builtin()?.get(&hardware.id, engine.kernel_id(), tp)
         } else {
             None
         };

@@ -854,7 +854,7 @@ pub(crate) fn factor_reports(engine: &Engine, hw: &Hardware) -> Vec<FactorReport
             |o| DeviceFactor::ComputeEfficiency.name_under(&o.select),
         );
     let (sp, oh) = (&engine.speed, &engine.overheads);
-    let named = [
+    let mut named = vec![
         (compute_name, engine.compute_efficiency_on(hw)),
         (memory_name, engine.memory_efficiency(hw)),
         ("attention_efficiency".to_string(), sp.attention_efficiency),
@@ -865,6 +865,10 @@ pub(crate) fn factor_reports(engine: &Engine, hw: &Hardware) -> Vec<FactorReport
             oh.prefill_layer_overhead_s,
         ),
     ];
+    // the host time per sequence, where a profile has one (0 in every bundled engine)
+    if oh.sequence_overhead_s > 0.0 {
+        named.push(("sequence_overhead_s".to_string(), oh.sequence_overhead_s));
+    }
     named
         .into_iter()
         .map(|(name, value)| {
@@ -959,7 +963,8 @@ impl Predictor<'_> {
             source,
             tag: Some(format!(
                 "measured on the kernel tables of {whose}: {}'s all-reduce of {} devices at 2-32 KiB",
-                self.engine.id, self.tp
+                self.engine.kernel_id(),
+                self.tp
             )),
             rows: None,
             devices: None,
