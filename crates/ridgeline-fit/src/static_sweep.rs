@@ -304,8 +304,9 @@ pub fn summarize(ratios: &[f64]) -> (f64, f64) {
 /// the rows' vLLM version ([`VERSION_ENGINE`], where `compare` was given it); then the
 /// rows skipped.
 pub fn markdown(c: &Comparison) -> String {
-    let mut s = String::from(
-        "| device | batch | rows | as fitted: predicted / measured | median \\|error\\| | rows on the tables | on the tables: predicted / measured | median \\|error\\| | rows with `vllm-0.5` | with `vllm-0.5`: predicted / measured | median \\|error\\| |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+    let v = VERSION_ENGINE.0;
+    let mut s = format!(
+        "| device | batch | rows | as fitted: predicted / measured | median \\|error\\| | rows on the tables | on the tables: predicted / measured | median \\|error\\| | rows with `{v}` | with `{v}`: predicted / measured | median \\|error\\| |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     // per (device, batch), `None` for all rows: the ratios as fitted, on the tables and
     // with the version's profile
