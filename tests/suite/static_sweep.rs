@@ -139,6 +139,11 @@ fn the_vllm_0_5_host_time_reproduces_the_row_it_comes_from() {
     let e = engines.get(VERSION_ENGINE.0).unwrap();
     assert!(e.overheads.sequence_overhead_s > 0.0);
     assert_eq!(e.kernel_id(), "vllm");
+    // tagged as what it is: one row of one device in one publication
+    assert_eq!(
+        e.provenance.factors["sequence_overhead_s"].to_string(),
+        "fitted on 1 row from 1 device (h100-sxm) in 1 publication"
+    );
 }
 
 #[test]
