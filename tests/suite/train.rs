@@ -256,10 +256,10 @@ fn published_training_memory() {
 /// The fit `ridgeline calibrate --train` runs, on the bundled CSV, gives back the factors
 /// of data/training.toml (within one grid step) and the residuals written there, with
 /// the median errors measured when the file was written: 6.0 % over all 72 throughput
-/// rows; per entry 4.8 % over the 16 generic A100 rows, 6.4 % over the 2 Megatron A100
+/// rows; per entry 5.4 % over the 16 generic A100 rows, 6.4 % over the 2 Megatron A100
 /// rows, 7.7 % over the 23 generic Hopper rows, 4.6 % over the 22 Megatron Hopper rows,
-/// 3.3 % over the 4 Megatron Blackwell rows (the last three with their attention at the
-/// measured kernels, not fitted).
+/// 3.3 % over the 4 Megatron Blackwell rows (all but the Megatron A100 entry with their
+/// attention at the measured kernels, not fitted).
 #[test]
 fn calibration_reproduces_data_training_toml() {
     use ridgeline::train::calibrate::{COMPUTE_STEP, fit_rows, matches_table, training_toml};
@@ -268,7 +268,7 @@ fn calibration_reproduces_data_training_toml() {
     assert_eq!(fit.rows.len(), 72);
     assert_eq!(COMPUTE_STEP, 0.02);
     let entries = [
-        ("ampere", 16, 0.049),
+        ("ampere", 16, 0.055),
         ("ampere+megatron", 2, 0.065),
         ("hopper", 23, 0.078),
         ("hopper+megatron", 22, 0.047),
@@ -297,13 +297,14 @@ fn calibration_reproduces_data_training_toml() {
             );
         }
     }
-    // Hopper's and Blackwell's attention is the measured kernels'
-    // (data/kernels/training-attention.toml), the other entries' fitted
+    // the attention of Hopper, Blackwell and the generic A100 stacks is the measured
+    // kernels' (data/kernels/training-attention.toml), the other entries' fitted
     for (arch, kernels) in [
         ("hopper", Some("flash-attention-2-hopper")),
         ("hopper+megatron", Some("cudnn-9-hopper")),
         ("blackwell+megatron", Some("cudnn-9-blackwell")),
-        ("ampere", None),
+        ("ampere", Some("flash-attention-2-ampere")),
+        ("ampere+megatron", None),
     ] {
         let a = fit.architecture(arch).unwrap();
         assert_eq!(

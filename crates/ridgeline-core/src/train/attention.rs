@@ -34,18 +34,30 @@ pub struct MeasuredAttention {
     pub peak_flops_per_s: f64,
     /// Sequence lengths measured, ascending.
     pub seq: Vec<u64>,
-    /// Forward FLOP/s at each length.
+    /// Forward FLOP/s at each length (empty where the source publishes forward and
+    /// backward together only: [`MeasuredAttention::fwd_bwd_flops_per_s`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fwd_flops_per_s: Vec<f64>,
     /// Backward FLOP/s at each length (the backward does 2.5 times the forward's FLOPs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub bwd_flops_per_s: Vec<f64>,
+    /// Forward and backward together, FLOP/s at each length, where the source publishes
+    /// that figure instead of the two: 3.5 times the forward's FLOPs over the two passes'
+    /// time (FlashAttention's benchmark's "fwd + bwd"), which is what
+    /// `3.5 / (1 / fwd + 2.5 / bwd)` gives from the two.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fwd_bwd_flops_per_s: Vec<f64>,
 }
 
 impl MeasuredAttention {
     /// The fraction of the peak at measured length `i`, forward and backward together:
     /// `3.5 / (1 / fwd + 2.5 / bwd)` over the peak.
     fn fraction(&self, i: usize) -> f64 {
-        3.5 / (1.0 / self.fwd_flops_per_s[i] + 2.5 / self.bwd_flops_per_s[i])
-            / self.peak_flops_per_s
+        let together = match self.fwd_bwd_flops_per_s.get(i) {
+            Some(&f) => f,
+            None => 3.5 / (1.0 / self.fwd_flops_per_s[i] + 2.5 / self.bwd_flops_per_s[i]),
+        };
+        together / self.peak_flops_per_s
     }
 
     /// The fraction of the peak reached at a query length of `seq` tokens: interpolated
@@ -87,9 +99,16 @@ impl MeasuredAttention {
 
     fn validate(&self, id: &str) -> std::result::Result<(), String> {
         let n = self.seq.len();
-        if n < 2 || self.fwd_flops_per_s.len() != n || self.bwd_flops_per_s.len() != n {
+        let (f, b, fb) = (
+            self.fwd_flops_per_s.len(),
+            self.bwd_flops_per_s.len(),
+            self.fwd_bwd_flops_per_s.len(),
+        );
+        let two = f == n && b == n && fb == 0;
+        let together = f == 0 && b == 0 && fb == n;
+        if n < 2 || !(two || together) {
             return Err(format!(
-                "{id}: needs seq, fwd_flops_per_s and bwd_flops_per_s of the same length, at least 2 points"
+                "{id}: needs seq and either fwd_flops_per_s and bwd_flops_per_s or fwd_bwd_flops_per_s, of the same length, at least 2 points"
             ));
         }
         if self.seq.windows(2).any(|w| w[0] >= w[1]) || self.seq[0] == 0 {
@@ -98,7 +117,9 @@ impl MeasuredAttention {
         if !(self.peak_flops_per_s.is_finite() && self.peak_flops_per_s > 0.0) {
             return Err(format!("{id}: peak_flops_per_s must be positive"));
         }
-        let rates = self.fwd_flops_per_s.iter().chain(&self.bwd_flops_per_s);
+        let rates = (self.fwd_flops_per_s.iter())
+            .chain(&self.bwd_flops_per_s)
+            .chain(&self.fwd_bwd_flops_per_s);
         if rates
             .map(|f| f / self.peak_flops_per_s)
             .any(|f| !(f.is_finite() && f > 0.0 && f <= 1.0))
@@ -153,7 +174,7 @@ mod tests {
     #[test]
     fn the_bundled_kernels_parse_and_name_their_entries() {
         let k = kernels().unwrap();
-        assert_eq!(k.len(), 3);
+        assert_eq!(k.len(), 4);
         assert_eq!(
             for_entry("blackwell+megatron").unwrap().unwrap().0,
             "cudnn-9-blackwell"
@@ -166,7 +187,11 @@ mod tests {
             for_entry("hopper").unwrap().unwrap().0,
             "flash-attention-2-hopper"
         );
-        assert!(for_entry("ampere").unwrap().is_none());
+        assert_eq!(
+            for_entry("ampere").unwrap().unwrap().0,
+            "flash-attention-2-ampere"
+        );
+        assert!(for_entry("ada").unwrap().is_none());
     }
 
     #[test]
@@ -185,13 +210,41 @@ mod tests {
     }
 
     #[test]
+    fn a_published_forward_and_backward_figure_is_the_fraction_itself() {
+        let k = &kernels().unwrap()["flash-attention-2-ampere"];
+        // the FlashAttention-2 paper's A100 bars: 155 TFLOP/s at 2k, 173 at 4k, of 312
+        assert!((k.fraction_at(2048) - 155.0 / 312.0).abs() < 1e-12);
+        assert!((k.fraction_at(4096) - 173.0 / 312.0).abs() < 1e-12);
+        // half way in log2 (2^11.5 = 2,896 tokens): (155 + 173) / 2 = 164
+        assert!((k.fraction_at(2896) * 312.0 - 164.0).abs() < 0.01);
+        // held at the ends: 99 at 512 and below, 189 at 16k and beyond
+        assert!((k.fraction_at(256) * 312.0 - 99.0).abs() < 1e-9);
+        assert!((k.fraction_at(1 << 17) * 312.0 - 189.0).abs() < 1e-9);
+        assert!((k.max_fraction() * 312.0 - 189.0).abs() < 1e-9);
+    }
+
+    #[test]
     fn bad_files_name_the_kernel() {
         let one = "[kernels.x]\nentry = \"e\"\nlibrary = \"l\"\npeak_flops_per_s = 100.0\nseq = [1, 2]\nfwd_flops_per_s = [10.0, 20.0]\nbwd_flops_per_s = [10.0, 20.0]\n";
         assert!(from_toml(one, "t").is_ok());
+        let together = one.replace(
+            "fwd_flops_per_s = [10.0, 20.0]\nbwd_flops_per_s",
+            "fwd_bwd_flops_per_s",
+        );
+        assert!(from_toml(&together, "t").is_ok());
         for (bad, msg) in [
             (one.replace("[1, 2]", "[2, 1]"), "ascending"),
             (one.replacen("[10.0, 20.0]", "[10.0]", 1), "same length"),
             (one.replacen("20.0]", "200.0]", 1), "at most peak"),
+            // one figure or the two, not both, and not one of the two alone
+            (
+                format!("{one}fwd_bwd_flops_per_s = [10.0, 20.0]\n"),
+                "either",
+            ),
+            (
+                one.replace("bwd_flops_per_s = [10.0, 20.0]\n", ""),
+                "either",
+            ),
         ] {
             let e = from_toml(&bad, "t").unwrap_err().to_string();
             assert!(e.contains("x:") && e.contains(msg), "{e}");
