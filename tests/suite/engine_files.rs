@@ -131,12 +131,14 @@ fn a_base_gives_every_field_the_table_leaves_out() {
         "the rows a profile was fitted on are not inherited"
     );
     // the tags of the factors a table leaves out are its base's, and a derived profile
-    // reads its base's measured all-reduce latency
+    // reads its base's measured all-reduce latency where none is measured under its id
     assert_eq!(same.provenance.factors, vllm.provenance.factors);
-    assert_eq!((same.kernel_id(), vllm.kernel_id()), ("vllm", "vllm"));
+    let ids = |e: &Engine| e.kernel_ids().map(String::from).collect::<Vec<_>>();
+    assert_eq!(ids(same), ["same", "vllm"]);
+    assert_eq!(ids(&vllm), ["vllm"]);
     let mine = db.get("my-vllm").unwrap();
     assert_eq!(mine.provenance.base.as_deref(), Some("vllm"));
-    assert_eq!(mine.kernel_id(), "vllm");
+    assert_eq!(ids(mine), ["my-vllm", "vllm"]);
     let tags = &mine.provenance.factors;
     assert!(vllm.provenance.factors.contains_key("compute_efficiency"));
     assert!(!tags.contains_key("compute_efficiency"), "given: no tag");
@@ -192,11 +194,9 @@ fn a_base_within_the_file_resolves_in_any_order() {
                 [c]\nbase = \"b\"\ncompute_efficiency = 0.3\n";
     let db = EngineDb::from_toml(text, "t").unwrap();
     let c = db.get("c").unwrap();
-    // through the chain c -> b -> a, the measured kernels are a's
-    assert_eq!(
-        (c.kernel_id(), db.get("a").unwrap().kernel_id()),
-        ("a", "a")
-    );
+    // through the chain c -> b -> a, the measured kernels are c's own, else a's
+    assert_eq!(c.kernel_ids().collect::<Vec<_>>(), ["c", "a"]);
+    assert_eq!(db.get("a").unwrap().kernel_ids().collect::<Vec<_>>(), ["a"]);
     assert_eq!(c.speed.compute_efficiency, 0.3);
     assert_eq!(c.overheads.layer_overhead_s, 0.0002);
     assert_eq!(c.speed.memory_efficiency["default"], 0.5);
@@ -572,4 +572,45 @@ fn taking_a_device_factor_clears_it_and_drops_emptied_entries() {
         e.take_device_factor(DeviceFactor::ComputeEfficiency)
             .is_empty()
     );
+}
+
+#[test]
+fn a_derived_profile_reads_its_own_measured_all_reduce_else_its_bases() {
+    // four H100s all-reduce within their NVLink domain: the latency measured under the
+    // engine's id (data/kernels/all-reduce-latency.toml) where there is one, else under
+    // the root of its bases; a profile whose bases measured none pays its
+    // collective_latency_s
+    let text = "[my-vllm]\nbase = \"vllm\"\n\
+                [trt-llm]\nbase = \"typical\"\noverride = true\n\
+                [plain]\nbase = \"typical\"\n";
+    let p = scratch("all-reduce", text);
+    let factor = |engine: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_ridgeline"))
+            .args(["--engine-file", p.to_str().unwrap(), "predict", "--model"])
+            .args(["llama-3-8b", "--gpu", "h100-sxm", "--gpus", "4", "--json"])
+            .args(["--engine", engine])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{engine}");
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let f = v["factors"].as_array().unwrap().iter();
+        f.filter(|f| f["name"] == "all_reduce_latency_s")
+            .map(|f| {
+                (
+                    f["value"].as_f64().unwrap(),
+                    f["tag"].as_str().unwrap().to_string(),
+                )
+            })
+            .next()
+    };
+    let (vllm, tag) = factor("vllm").expect("vllm's all-reduce is measured on the H100");
+    assert!(tag.contains("vllm's all-reduce of 4 devices"), "{tag}");
+    let (mine, tag) = factor("my-vllm").expect("a derived profile reads its base's");
+    assert!(tag.contains("vllm's all-reduce of 4 devices"), "{tag}");
+    assert_eq!(mine, vllm);
+    // trt-llm replaced with typical's factors is still trt-llm: its own measurement
+    let (_, tag) = factor("trt-llm").expect("measured under its own id");
+    assert!(tag.contains("trt-llm's all-reduce"), "{tag}");
+    assert!(factor("plain").is_none(), "typical measured none");
+    std::fs::remove_dir_all(p.parent().unwrap()).unwrap();
 }

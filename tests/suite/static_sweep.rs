@@ -138,7 +138,7 @@ fn the_vllm_0_5_host_time_reproduces_the_row_it_comes_from() {
     assert!(without > 1.5 * with, "{without} against {with}");
     let e = engines.get(VERSION_ENGINE.0).unwrap();
     assert!(e.overheads.sequence_overhead_s > 0.0);
-    assert_eq!(e.kernel_id(), "vllm");
+    assert_eq!(e.kernel_ids().collect::<Vec<_>>(), ["vllm-0.5", "vllm"]);
     // tagged as what it is: one row of one device in one publication
     assert_eq!(
         e.provenance.factors["sequence_overhead_s"].to_string(),

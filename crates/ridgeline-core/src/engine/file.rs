@@ -285,8 +285,9 @@ impl EngineFile {
     }
 
     /// `self` with every field it leaves out taken from `base` (the memory efficiencies
-    /// merged key by key, the base's device overrides after its own); description,
-    /// provenance and `override` are not inherited.
+    /// merged key by key, the base's device overrides after its own) and the base's tag
+    /// of each factor it leaves out; description, `fitted_on` and `override` are not
+    /// inherited.
     fn inherit(mut self, base: &Engine) -> EngineFile {
         let b = EngineFile::of(base, false);
         // the base's tags of the factors this table leaves out (a device-keyed one only
@@ -535,7 +536,12 @@ fn resolve(
         };
         table = table.inherit(&parent);
         let mut engine = table.into_engine(id, src)?;
-        engine.provenance.kernels_of = Some(parent.kernel_id().to_string());
+        let root = parent
+            .provenance
+            .kernels_of
+            .as_deref()
+            .unwrap_or(&parent.id);
+        engine.provenance.kernels_of = Some(root.to_string());
         done.insert(id.to_string(), engine.clone());
         return Ok(engine);
     }

@@ -191,10 +191,10 @@ pub struct Provenance {
     /// its value is the one given (by hand, or the prior the fit started from). Through
     /// `base`, a factor the table leaves out keeps its base's tag.
     pub factors: BTreeMap<String, FactorTag>,
-    /// The engine whose measured all-reduce latency
-    /// ([`crate::kernels::AllReduceLatency`]) this one reads: for a profile with a
-    /// `base`, its base's (through a chain of bases), as it inherits the base's
-    /// factors; `None` for its own id ([`Engine::kernel_id`]). Not written in files.
+    /// For a profile with a `base`, the engine at the root of its chain of bases, whose
+    /// measured all-reduce latency ([`crate::kernels::AllReduceLatency`]) it reads where
+    /// none is measured under its own id ([`Engine::kernel_ids`]); `None` without a
+    /// base. Not written in files.
     pub kernels_of: Option<String>,
 }
 
@@ -378,10 +378,11 @@ pub fn is_rdna(hw: &Hardware) -> bool {
 }
 
 impl Engine {
-    /// The engine id the measured all-reduce latency is looked up under: the base's
-    /// for a profile derived with `base` ([`Provenance::kernels_of`]), else its own.
-    pub fn kernel_id(&self) -> &str {
-        self.provenance.kernels_of.as_deref().unwrap_or(&self.id)
+    /// The engine ids the measured all-reduce latency is looked up under, in order: its
+    /// own, then, for a profile derived with `base`, the root of its chain of bases
+    /// ([`Provenance::kernels_of`]).
+    pub fn kernel_ids(&self) -> impl Iterator<Item = &str> {
+        std::iter::once(self.id.as_str()).chain(self.provenance.kernels_of.as_deref())
     }
 
     /// The pure roofline: every efficiency 1, no overheads.

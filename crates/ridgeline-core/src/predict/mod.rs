@@ -311,10 +311,11 @@ pub struct Predictor<'a> {
     /// [`Predictor::comm_eff`] for the tensor-parallel all-reduces: the measured
     /// latency where [`Predictor::all_reduce_latency`] holds one.
     all_reduce_eff: Efficiency,
-    /// The tensor-parallel all-reduce's measured latency, s, and the sibling whose tables
-    /// measured it (`None`: the device's own), where measured for the engine
+    /// The tensor-parallel all-reduce's measured latency, s, the sibling whose tables
+    /// measured it (`None`: the device's own) and the engine it was measured under (the
+    /// engine's own id, else its base's: [`Engine::kernel_ids`]), where measured
     /// ([`crate::kernels::AllReduceLatency`]).
-    all_reduce_latency: Option<(f64, Option<&'static str>)>,
+    all_reduce_latency: Option<(f64, Option<&'static str>, &'a str)>,
     memory: MemoryModel,
     /// Routed-expert bytes of the most loaded device: what offload moves first.
     routed_expert_bytes: f64,
@@ -560,7 +561,9 @@ impl<'a> Predictor<'a> {
             && hardware.scaleup_link.is_some()
             && tp <= hardware.domain_devices()
         {
-            crate::kernels::AllReduceLatency::builtin()?.get(&hardware.id, engine.kernel_id(), tp)
+            let db = crate::kernels::AllReduceLatency::builtin()?;
+            (engine.kernel_ids())
+                .find_map(|id| db.get(&hardware.id, id, tp).map(|(s, from)| (s, from, id)))
         } else {
             None
         };

@@ -952,7 +952,7 @@ impl Predictor<'_> {
     /// ([`crate::kernels::AllReduceLatency`]), where its group all-reduces within a
     /// scale-up domain on a device (or sibling) measured under the engine.
     fn all_reduce_latency_report(&self) -> Option<FactorReport> {
-        let (value, from) = self.all_reduce_latency?;
+        let (value, from, engine) = self.all_reduce_latency?;
         let (source, whose) = match from {
             Some(f) => (FactorSource::Transferred, f),
             None => (FactorSource::Measured, self.hardware.id.as_str()),
@@ -963,8 +963,7 @@ impl Predictor<'_> {
             source,
             tag: Some(format!(
                 "measured on the kernel tables of {whose}: {}'s all-reduce of {} devices at 2-32 KiB",
-                self.engine.kernel_id(),
-                self.tp
+                engine, self.tp
             )),
             rows: None,
             devices: None,
