@@ -9,11 +9,24 @@ use ridgeline::hardware::HardwareDb;
 use ridgeline::kernels::KernelDb;
 use ridgeline::model::ModelDb;
 use ridgeline::static_sweep::{
-    BUILTIN_STATIC_SWEEP_CSV, Comparison, StaticRow, VERSION_ENGINE, compare, coverage_markdown,
-    markdown, parse, summarize, with_version_engine,
+    BUILTIN_STATIC_SWEEP_CSV, Comparison, Predicted, StaticRow, VERSION_ENGINE, compare,
+    coverage_markdown, markdown, parse, summarize, with_version_engine,
 };
 
 const CALIBRATION_MD: &str = include_str!("../../docs/calibration.md");
+
+/// Over the predicted rows `keep` selects: how many, and the median |error| (percent)
+/// of the output tokens/s `speed` gives against the measured.
+fn median_error(
+    c: &Comparison,
+    keep: impl Fn(&Predicted) -> bool,
+    speed: impl Fn(&Predicted) -> Option<f64>,
+) -> (usize, f64) {
+    let ratios: Vec<f64> = (c.predicted.iter().filter(|p| keep(p)))
+        .map(|p| speed(p).expect("a prediction for each kept row") / p.row.output_tokens_per_s())
+        .collect();
+    (ratios.len(), summarize(&ratios).1)
+}
 
 fn rows() -> Vec<StaticRow> {
     parse(BUILTIN_STATIC_SWEEP_CSV, "llm-inference-bench-vllm.csv").unwrap()
@@ -82,13 +95,8 @@ fn single_streams_on_nvidia_stay_within_the_decode_target() {
     // figure on these rows, which no fit saw: docs/calibration.md; the MI300X build's
     // are far off, a limit the README names)
     let c = compared();
-    let ratios: Vec<f64> = c
-        .predicted
-        .iter()
-        .filter(|p| p.row.batch == 1 && p.row.hardware.starts_with("Nvidia"))
-        .map(|p| p.fitted / p.row.output_tokens_per_s())
-        .collect();
-    let (_, err) = summarize(&ratios);
+    let single = |p: &Predicted| p.row.batch == 1 && p.row.hardware.starts_with("Nvidia");
+    let (_, err) = median_error(&c, single, |p| Some(p.fitted));
     assert!(err <= 8.0, "median |error| at batch 1: {err:.1}%");
 }
 
@@ -152,19 +160,10 @@ fn the_version_profile_brings_the_unseen_batches_within_the_batched_target() {
     // against with the host time of vLLM 0.5 (taken from m371 alone): the batched
     // target held out is 15% (issue 33)
     let c = compared();
-    let big: Vec<_> = c
-        .predicted
-        .iter()
-        .filter(|p| p.row.batch >= 32 && p.version.is_some())
-        .collect();
-    assert!(big.len() >= 150, "{}", big.len());
-    let ratios = |f: &dyn Fn(&ridgeline::static_sweep::Predicted) -> f64| -> Vec<f64> {
-        big.iter()
-            .map(|p| f(p) / p.row.output_tokens_per_s())
-            .collect()
-    };
-    let (_, fitted) = summarize(&ratios(&|p| p.fitted));
-    let (_, version) = summarize(&ratios(&|p| p.version.unwrap()));
+    let big = |p: &Predicted| p.row.batch >= 32 && p.version.is_some();
+    let (rows, fitted) = median_error(&c, big, |p| Some(p.fitted));
+    assert!(rows >= 150, "{rows}");
+    let (_, version) = median_error(&c, big, |p| p.version);
     assert!(
         version <= 15.0 && version < fitted,
         "{version:.1}% against {fitted:.1}%"

@@ -175,22 +175,14 @@ mod tests {
     fn the_bundled_kernels_parse_and_name_their_entries() {
         let k = kernels().unwrap();
         assert_eq!(k.len(), 4);
-        assert_eq!(
-            for_entry("blackwell+megatron").unwrap().unwrap().0,
-            "cudnn-9-blackwell"
-        );
-        assert_eq!(
-            for_entry("hopper+megatron").unwrap().unwrap().0,
-            "cudnn-9-hopper"
-        );
-        assert_eq!(
-            for_entry("hopper").unwrap().unwrap().0,
-            "flash-attention-2-hopper"
-        );
-        assert_eq!(
-            for_entry("ampere").unwrap().unwrap().0,
-            "flash-attention-2-ampere"
-        );
+        for (entry, id) in [
+            ("blackwell+megatron", "cudnn-9-blackwell"),
+            ("hopper+megatron", "cudnn-9-hopper"),
+            ("hopper", "flash-attention-2-hopper"),
+            ("ampere", "flash-attention-2-ampere"),
+        ] {
+            assert_eq!(for_entry(entry).unwrap().unwrap().0, id, "{entry}");
+        }
         assert!(for_entry("ada").unwrap().is_none());
     }
 
