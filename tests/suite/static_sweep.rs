@@ -90,14 +90,38 @@ fn every_row_is_predicted_or_skipped_and_the_table_is_current() {
 }
 
 #[test]
-fn single_streams_on_nvidia_stay_within_the_decode_target() {
-    // batch 1 is a single stream: issue 33's decode target held out is 8% (today's
-    // figure on these rows, which no fit saw: docs/calibration.md; the MI300X build's
-    // are far off, a limit the README names)
+fn single_streams_on_one_nvidia_device_stay_within_the_decode_target() {
+    // batch 1 on one device is a single stream with no collective: issue 33's decode
+    // target held out is 8% (today's figure on these rows, which no fit saw:
+    // docs/calibration.md; the MI300X build's are far off, a limit the README names)
     let c = compared();
-    let single = |p: &Predicted| p.row.batch == 1 && p.row.hardware.starts_with("Nvidia");
-    let (_, err) = median_error(&c, single, |p| Some(p.fitted));
-    assert!(err <= 8.0, "median |error| at batch 1: {err:.1}%");
+    let single =
+        |p: &Predicted| p.row.batch == 1 && p.row.tp == 1 && p.row.hardware.starts_with("Nvidia");
+    let (n, err) = median_error(&c, single, |p| Some(p.fitted));
+    assert_eq!(n, 30, "15 A100 and 15 H100 rows");
+    assert!(
+        err <= 8.0,
+        "median |error| at batch 1 on one device: {err:.1}%"
+    );
+}
+
+#[test]
+fn tensor_parallel_single_streams_of_mid_2024_vllm_run_slower_than_todays_collectives() {
+    // over 2 and 4 devices each decode step all-reduces twice per layer at the measured
+    // latency of today's vLLM custom all-reduce in a CUDA graph (4-5 us on the H100,
+    // data/kernels/all-reduce-latency.toml); the mid-2024 vLLM these rows ran is slower
+    // per step over several devices, and more so over four than over two
+    // (docs/calibration.md): predicted / measured above 1 and growing with the devices
+    let c = compared();
+    let ratio = |tp: u64| {
+        let r: Vec<f64> = (c.predicted.iter())
+            .filter(|p| p.row.batch == 1 && p.row.tp == tp && p.row.hardware.starts_with("Nvidia"))
+            .map(|p| p.fitted / p.row.output_tokens_per_s())
+            .collect();
+        summarize(&r).0
+    };
+    let (one, two, four) = (ratio(1), ratio(2), ratio(4));
+    assert!(one < 1.0 && 1.0 < two && two < four, "{one} {two} {four}");
 }
 
 #[test]
