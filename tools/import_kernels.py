@@ -37,7 +37,8 @@ ridgeline's op catalog counts them (crates/ridgeline-core/src/ops/):
 - attention (`ops::attention_fused`, no window, bf16 activations): FLOPs
   4*batch*heads*head_dim*pairs with causal pairs seq*(seq+1)/2 (prefill) or kv_len
   (decode); bytes Q and O at 2 bytes, K and V 2*batch*kv_len*kv_heads*head_dim at the
-  cache width; peak bf16. Decode rows: aiconfigurator's `step` is the past tokens, so
+  cache width; peak bf16; a point measured under several kernels (SGLang on Blackwell:
+  trtllm_mha and flashinfer) takes the fastest. Decode rows: aiconfigurator's `step` is the past tokens, so
   kv_len = isl (1) + step;
 - all_reduce (`ops::collective`, ring): link bytes 2*(n-1)/n * size, memory bytes 2 *
   size (read and written once); under vLLM and SGLang the rows measured inside a CUDA
@@ -203,7 +204,10 @@ def attention_rows(df, hw, version, op):
             ]
             if d.empty:
                 continue
-            d = d.groupby(["batch_size", "y"], as_index=False).latency.median()
+            # a point measured under several kernels (SGLang on Blackwell: trtllm_mha and
+            # flashinfer) takes the fastest, the engine picking its kernel
+            d = d.groupby(["batch_size", "y", "kernel_source"]).latency.median()
+            d = d.groupby(["batch_size", "y"]).min().reset_index()
             for r in d.itertuples():
                 b, y = r.batch_size, r.y
                 if op == "attention_decode":
