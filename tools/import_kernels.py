@@ -38,12 +38,12 @@ ridgeline's op catalog counts them (crates/ridgeline-core/src/ops/):
   4*batch*heads*head_dim*pairs with causal pairs seq*(seq+1)/2 (prefill) or kv_len
   (decode); bytes Q and O at 2 bytes, K and V 2*batch*kv_len*kv_heads*head_dim at the
   cache width; peak bf16; a point measured under several kernels (SGLang on Blackwell:
-  trtllm_mha and flashinfer) takes the fastest. Decode rows: aiconfigurator's `step` is the past tokens, so
-  kv_len = isl (1) + step;
+  trtllm_mha and flashinfer) takes the fastest. Decode rows: aiconfigurator's `step` is
+  the past tokens, so kv_len = isl (1) + step;
 - all_reduce (`ops::collective`, ring): link bytes 2*(n-1)/n * size, memory bytes 2 *
   size (read and written once); under vLLM and SGLang the rows measured inside a CUDA
-  graph (`*_graph`), not the eager ones. `message_size` counts elements (bf16): at 512 Mi
-  elements on 8 H100s it runs at 445 GB/s of ring bus bandwidth against NVLink's 450.
+  graph (`*_graph`), not the eager ones. `message_size` counts elements (bf16): at 512
+  Mi elements on 8 H100s it runs at 445 GB/s of ring bus bandwidth against NVLink's 450.
 - moe (a routed-expert block as `model::graph` counts it: gate_up_proj, the gated
   activation and down_proj of the experts, no router, no dispatch): `tokens` is the
   pass's tokens over the whole expert-parallel group (aiconfigurator runs the experts of
