@@ -219,6 +219,9 @@ pub fn compare(
     kernels: &KernelDb,
 ) -> Result<Comparison> {
     let mut out = Comparison::default();
+    // the version's profile, looked up once (absent unless the caller added it)
+    let (version_id, version_devices) = VERSION_ENGINE;
+    let version_engine = engines.get(version_id).ok();
     for row in rows {
         let named = |e: Error| {
             Error::invalid(
@@ -274,9 +277,8 @@ pub fn compare(
             }
             None => None,
         };
-        let (version_id, version_devices) = VERSION_ENGINE;
-        let version = match engines.get(version_id) {
-            Ok(e) if version_devices.contains(&device_id) => {
+        let version = match version_engine {
+            Some(e) if version_devices.contains(&device_id) => {
                 Some(speed(&Predictor::new(&model, hw, e, &s).map_err(named)?))
             }
             _ => None,
