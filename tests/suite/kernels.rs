@@ -139,6 +139,19 @@ fn predict_reads_the_kernel_tables_it_is_given_and_says_so_per_op() {
             .all(|o| o["source"] == "fitted")
     );
     assert_eq!(plain, with("none"));
+    // the contract's key beside `source`, in its words: `ideal` for the pure roofline
+    assert_eq!(o["efficiency_source"], "measured");
+    assert_eq!(
+        op(&mine, "decode", "attention")["efficiency_source"],
+        "fitted"
+    );
+    let mut ideal = base.to_vec();
+    ideal[6] = "ideal";
+    for (v, want) in [(&plain, "fitted"), (&json(&ideal), "ideal")] {
+        let ops = v["ops"].as_array().unwrap();
+        assert!(!ops.is_empty());
+        assert!(ops.iter().all(|o| o["efficiency_source"] == want), "{want}");
+    }
     // a directory that is not there: exit 2, one line naming the option
     let nope = dir.join("nope");
     let gone = [

@@ -122,6 +122,32 @@ pub enum CostSource {
     Physics,
 }
 
+/// [`CostSource`] in the interface contract's words (`efficiency_source` in the op
+/// table of `predict --json`): the `ideal` engine's pure roofline is `ideal`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EfficiencySource {
+    /// The device's own measured kernel table.
+    Measured,
+    /// A sibling device's measured kernel table.
+    Transferred,
+    /// The engine profile's efficiencies, fitted on published measurements.
+    Fitted,
+    /// The pure roofline of the `ideal` engine.
+    Ideal,
+}
+
+impl From<CostSource> for EfficiencySource {
+    fn from(s: CostSource) -> Self {
+        match s {
+            CostSource::Measured => Self::Measured,
+            CostSource::Transferred => Self::Transferred,
+            CostSource::Fitted => Self::Fitted,
+            CostSource::Physics => Self::Ideal,
+        }
+    }
+}
+
 impl<'a> Predictor<'a> {
     /// The predictor reading the kernel tables of `db` ([`KernelDb::table_for`]): the
     /// device's own under the engine, else its sibling's among `hardware`; unchanged

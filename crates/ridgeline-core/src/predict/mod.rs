@@ -32,7 +32,7 @@ pub use crate::model::graph::{activation_dtype, resolve_formats};
 pub use arch::{Architecture, ExpertFacts, WindowLayers};
 pub use fast::{Evaluator, IterationCost};
 pub(crate) use kernel::KernelUse;
-pub use kernel::{CostSource, Kernels};
+pub use kernel::{CostSource, EfficiencySource, Kernels};
 pub use pass::PassResult;
 pub use report::{
     ConfigInfo, DecodeReport, FactorReport, FactorSource, GenerationReport, HardwareInfo, Limits,

@@ -252,6 +252,7 @@ impl Predictor<'_> {
             bound: Bound::Communication,
             unit: Unit::Vector,
             source,
+            efficiency_source: source.into(),
         })
     }
 
@@ -265,6 +266,7 @@ impl Predictor<'_> {
         fallback: super::CostSource,
     ) -> OpReport {
         let (p, source) = self.place_op_in(op, part, step);
+        let source = source.unwrap_or(fallback);
         OpReport {
             kind: op.kind,
             phase,
@@ -278,7 +280,8 @@ impl Predictor<'_> {
             roofline_time_s: p.roofline_time_s,
             bound: p.bound,
             unit: op.unit,
-            source: source.unwrap_or(fallback),
+            source,
+            efficiency_source: source.into(),
         }
     }
 
@@ -554,6 +557,9 @@ pub struct OpReport {
     /// device or of its sibling, [`Predictor::with_kernels`]), `fitted` (the engine's
     /// efficiencies), `physics` (the `ideal` engine).
     pub source: super::CostSource,
+    /// The same, in the interface contract's words (`efficiency_source`): `measured`,
+    /// `transferred`, `fitted` or `ideal` (the `ideal` engine's pure roofline).
+    pub efficiency_source: super::EfficiencySource,
 }
 
 impl OpReport {
