@@ -55,8 +55,12 @@ ridgeline's op catalog counts them (crates/ridgeline-core/src/ops/):
   8 + 32/128^2, nvfp4 4.5, mxfp4 4.25; peak fp8 for fp8 formats, fp4 for nvfp4, bf16 for
   bf16 and for mxfp4, whose kernels here take 16-bit activations) over the measured
   time, the fastest of the kernel sources measured at a point (the engine picks its
-  kernel). Experts whole on each device only (`moe_tp_size` 1); under SGLang and vLLM,
-  single-device points only (`moe_ep_size` 1: see moe_rows). A point measured faster
+  kernel). An expert split `moe_tp_size` = t ways (tensor parallel) is the block of a
+  model whose experts are `inter / t` wide, which is what each device runs: its key
+  carries `inter / t` (and the tensor-parallel all-reduce after it is not part of the
+  point); t among 1, 2, 4, 8 where t divides `inter`, and t * ep at most 8 (one node)
+  for t above 1. Under SGLang and vLLM,
+  points without expert parallelism only (`moe_ep_size` 1: see moe_rows). A point measured faster
   than its roof (under 1% of them, most with all 256 of DeepSeek-V3's experts on one
   device) is a run the count does not describe and is left out.
 Latencies are milliseconds (aiconfigurator_core/sdk/performance_result.py).
@@ -122,6 +126,9 @@ MOE_DTYPES = {
 # expert shapes (hidden, expert inter, topk, experts) of the bundled MoE models
 # (data/models/): DeepSeek-V3/R1, Kimi K2, Qwen3-30B-A3B, Qwen3-235B-A22B,
 # Qwen3-Next-80B-A3B, gpt-oss-120b and -20b, Mixtral 8x7B, Llama 4 Scout and Maverick
+# tensor-parallel splits of the experts read (`moe_tp_size`): ridgeline's layouts run at
+# most 8 devices per expert group
+MOE_TP = [1, 2, 4, 8]
 MOE_KEYS = [
     (7168, 2048, 8, 256),
     (7168, 2048, 8, 384),
@@ -249,7 +256,7 @@ def expected_experts(e, k, tokens):
 def moe_rows(df, hw, version, backend):
     out = []
     peaks, bw = hw["peak_flops_per_s"], hw["memory"]["bandwidth_bytes_per_s"]
-    df = df[(df.distribution == "balanced") & (df.moe_tp_size == 1) & df.num_tokens.isin(GRID["tokens"])]
+    df = df[(df.distribution == "balanced") & df.moe_tp_size.isin(MOE_TP) & df.num_tokens.isin(GRID["tokens"])]
     df = df[~df.kernel_source.str.contains("min_latency")]
     if backend != "trtllm":
         # SGLang's and vLLM's collectors build an expert-parallel rank's workload their
@@ -261,21 +268,25 @@ def moe_rows(df, hw, version, backend):
         if peak_key not in peaks:
             continue
         peak = peaks[peak_key]
-        for h, inter, k, e in MOE_KEYS:
+        for h, full_inter, k, e in MOE_KEYS:
             d = df[
                 (df.moe_dtype == raw)
                 & (df.hidden_size == h)
-                & (df.inter_size == inter)
+                & (df.inter_size == full_inter)
                 & (df.topk == k)
                 & (df.num_experts == e)
             ]
             # the fastest kernel source per point, then the median of repeats
-            d = d.groupby(["moe_ep_size", "num_tokens", "kernel_source"], as_index=False).latency.median()
-            d = d.groupby(["moe_ep_size", "num_tokens"], as_index=False).latency.min()
+            point = ["moe_tp_size", "moe_ep_size", "num_tokens"]
+            d = d.groupby(point + ["kernel_source"], as_index=False).latency.median()
+            d = d.groupby(point, as_index=False).latency.min()
             for r in d.itertuples():
-                ep, t = r.moe_ep_size, r.num_tokens
-                if e % ep:
+                ep, t, split = r.moe_ep_size, r.num_tokens, r.moe_tp_size
+                if e % ep or full_inter % split or (split > 1 and split * ep > 8):
+                    # a split expert only within one eight-device node
                     continue
+                # each device runs every expert it holds `split` ways narrower
+                inter = full_inter // split
                 rows = t * k / ep
                 touched = expected_experts(e, k, t) / ep
                 up_f, down_f = 2.0 * rows * h * 2 * inter, 2.0 * rows * inter * h

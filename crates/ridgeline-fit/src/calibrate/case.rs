@@ -181,7 +181,18 @@ pub(super) fn case(r: &Measurement, names: &mut Names) -> std::result::Result<Ca
         )
     })?;
     c.engine = on_vendor(engine, &c.hardware.vendor).to_string();
-    c.model = Some(names.model(&r.model)?);
+    let model = names.model(&r.model)?;
+    // a checkpoint that ships block-scaled fp8 (DeepSeek-V3 and its kin) runs as it
+    // ships: its engine's kernels are the block-scaled ones
+    let weights = match weights {
+        Some(Format::Fp8) if model.native_format == Format::Fp8Block => {
+            c.assumptions
+                .push("fp8 read as the checkpoint's block-scaled fp8 (fp8-block)".into());
+            Some(Format::Fp8Block)
+        }
+        w => w,
+    };
+    c.model = Some(model);
     c.batch = batch_spec(r, &mut c.assumptions)?;
     let (prompt, gen_tokens) = lengths(r, &mut c.assumptions)?;
     let parallel = layout(r, &c.engine, &mut c.assumptions);
