@@ -254,7 +254,7 @@ impl<'a> Predictor<'a> {
                 // a routed-expert block, gated, 16-bit activations; each expert split
                 // `tp` ways is the block of experts `1/tp` as wide, which is what a
                 // device runs (the importer keys such points so)
-                if m.expert_intermediate % self.tp.max(1) != 0
+                if !m.expert_intermediate.is_multiple_of(self.tp.max(1))
                     || !m.gated_mlp
                     || !matches!(
                         self.precision.activations,
