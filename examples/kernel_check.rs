@@ -97,7 +97,8 @@ fn times(
             derate_matmul(&mut eff, e, dtypes, d, m as f64);
             (cost, hw.ceilings(d), hw.peak(d).0)
         }
-        (OpClass::AttentionPrefill | OpClass::AttentionDecode, Shape::Attention { .. }) => {
+        (OpClass::AttentionPrefill | OpClass::AttentionDecode, Shape::Attention { .. })
+        | (OpClass::MlaDecode, Shape::Mla { .. }) => {
             let s = shape.attention(op, dtype)?;
             eff.compute *= e.speed.attention_efficiency;
             eff.memory *= e.speed.attention_efficiency;
@@ -280,6 +281,10 @@ fn main() -> ridgeline::Result<()> {
                     OpClass::Moe if at[0] <= 16.0 => format!("{dtype} tokens<=16"),
                     OpClass::Moe if at[0] < 1024.0 => format!("{dtype} 64<=tokens<=256"),
                     OpClass::Moe => format!("{dtype} tokens>=1024"),
+                    OpClass::MlaDecode if at[1] >= 2048.0 => {
+                        format!("kv {dtype}, kv_len>=2048")
+                    }
+                    OpClass::MlaDecode => format!("kv {dtype}, kv_len<=512"),
                 };
                 let group = if by_device {
                     format!("{} {}", op.name(), c.device)

@@ -40,6 +40,13 @@ ridgeline's op catalog counts them (crates/ridgeline-core/src/ops/):
   cache width; peak bf16; a point measured under several kernels (SGLang on Blackwell:
   trtllm_mha and flashinfer) takes the fastest. Decode rows: aiconfigurator's `step` is
   the past tokens, so kv_len = isl (1) + step;
+- mla_decode (`ops::attention_fused` of the absorbed latent attention a decode step
+  runs, `model::graph`): one query token per sequence, `heads` one device's, attending
+  over kv_len cached latents of kv_lora + rope = 512 + 64 elements (one shared key; the
+  value the 512-wide latent): FLOPs 2*batch*heads*(576 + 512)*kv_len; bytes Q (576 per
+  head) and O (512 per head) at 2 bytes, the latents at the cache width; peak bf16;
+  key heads/kv_lora/rope (heads 8 to 128, kv_len 128 to 32768 by fours); the fastest
+  kernel (and tensor-parallel size) measured at a point; kv_len = isl (1) + step;
 - all_reduce (`ops::collective`, ring): link bytes 2*(n-1)/n * size, memory bytes 2 *
   size (read and written once); under vLLM and SGLang the rows measured inside a CUDA
   graph (`*_graph`), not the eager ones. `message_size` counts elements (bf16): at 512
@@ -103,6 +110,13 @@ BACKENDS = {"trtllm": "trt-llm", "vllm": "vllm", "sglang": "sglang"}
 # gemm dtype -> (ridgeline name, weight bits, peak key)
 GEMM_DTYPES = {"bfloat16": ("bf16", 16.0, "bf16"), "fp8": ("fp8", 8.0, "fp8"), "nvfp4": ("nvfp4", 4.5, "fp4")}
 KV_DTYPES = {"bfloat16": ("bf16", 16.0), "fp8": ("fp8", 8.0)}
+# the latent attention aiconfigurator measures: DeepSeek-V3's latent (kv_lora_rank) and
+# shared rotary key (qk_rope_head_dim) widths
+MLA_DIMS = (512, 64)
+# its heads on one device (DeepSeek-V3's 128 and Kimi K2's 64 over 1 to 8 devices) and
+# cached lengths kept
+MLA_HEADS = [8, 16, 32, 64, 128]
+MLA_KV_LEN = [128, 512, 2048, 8192, 32768]
 # attention variants kept: (heads, kv_heads, head_dim) of common models after tensor
 # parallelism (Llama 3 8B at tp 1 and 2, 70B at tp 8 and 1, MHA, gpt-oss's 64-wide heads)
 ATTN_KEYS = [(32, 8, 128), (16, 4, 128), (8, 1, 128), (64, 8, 128), (32, 32, 128), (64, 8, 64)]
@@ -228,6 +242,33 @@ def attention_rows(df, hw, version, op):
     return out
 
 
+def mla_decode_rows(df, hw, version):
+    """The absorbed latent attention of a decode step (`mla/generation_mla_perf.parquet`):
+    one query token per sequence over the cached latents of DeepSeek-V3's shape."""
+    out = []
+    peak, bw = hw["peak_flops_per_s"]["bf16"], hw["memory"]["bandwidth_bytes_per_s"]
+    df = df[df.mla_dtype == "bfloat16"].copy()
+    df["y"] = df.isl + df.step
+    df = df[df.batch_size.isin(GRID["batch"]) & df.y.isin(MLA_KV_LEN) & df.num_heads.isin(MLA_HEADS)]
+    lora, rope = MLA_DIMS
+    width = lora + rope
+    for raw, (name, kvbits) in KV_DTYPES.items():
+        d = df[df.kv_cache_dtype == raw]
+        if d.empty:
+            continue
+        # `num_heads` is one device's; a point measured at several tensor-parallel
+        # sizes or kernels takes the fastest
+        d = d.groupby(["num_heads", "batch_size", "y", "tp_size", "kernel_source"]).latency.median()
+        d = d.groupby(["num_heads", "batch_size", "y"]).min().reset_index()
+        for r in d.itertuples():
+            h, b, y = r.num_heads, r.batch_size, r.y
+            flops = 2.0 * b * h * (width + lora) * y
+            bytes_ = b * h * width * 2 + b * h * lora * 2 + b * y * width * kvbits / 8
+            roof = max(flops / peak, bytes_ / bw)
+            out.append(("mla_decode", version, name, f"{h}/{lora}/{rope}", b, y, "-", roof / (r.latency * 1e-3)))
+    return out
+
+
 def all_reduce_rows(df, hw, version):
     out = []
     bw = hw["memory"]["bandwidth_bytes_per_s"]
@@ -317,7 +358,8 @@ def header(system, backend, device, engine, hw, version, files):
         f"written by: /tmp/kvenv/bin/python tools/import_kernels.py (see its docstring; {PACKAGE}=={PACKAGE_VERSION})",
         "columns: gemm x,y,z = m,n,k; attention_prefill x,y = batch,seq; attention_decode x,y = batch,kv_len;",
         "  all_reduce x = bytes, key = gpus; attention key = heads/kv_heads/head_dim;",
-        "  moe x = tokens, key = hidden/inter/topk/experts/ep; docs/kernels.md",
+        "  moe x = tokens, key = hidden/inter/topk/experts/ep;",
+        "  mla_decode x,y = batch,kv_len, key = heads/kv_lora/rope; docs/kernels.md",
     ]
     return "".join(f"# {line}\n" for line in lines)
 
@@ -350,6 +392,9 @@ def build(package, hardware, out_dir):
                 a = read("attention", name)
                 if a is not None:
                     rows += attention_rows(a, hw, version, op)
+            la = read("mla", "generation_mla_perf.parquet")
+            if la is not None:
+                rows += mla_decode_rows(la, hw, version)
             m = read("moe", "moe_perf.parquet")
             if m is not None:
                 rows += moe_rows(m, hw, version, backend)

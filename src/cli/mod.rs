@@ -303,7 +303,8 @@ pub struct PredictArgs {
     #[command(flatten)]
     pub decoding: DecodingArgs,
     /// Measured kernel tables for the ops they cover (dense matmuls, softmax attention,
-    /// tensor-parallel all-reduces; `source` in the op table, docs/kernels.md): `none`
+    /// routed-expert blocks, a decode step's latent attention, tensor-parallel
+    /// all-reduces; `source` in the op table, docs/kernels.md): `none`
     /// (the engine's fitted costs), `bundled` (data/kernels), or a directory in the
     /// importer's schema, whose tables add to or replace the bundled ones.
     #[arg(long = "kernels", default_value = "none", value_name = "none|bundled|DIR", value_parser = KernelsArg::parse)]

@@ -21,7 +21,8 @@ fn kernels_lists_every_bundled_table() {
             "attention_prefill",
             "attention_decode",
             "all_reduce",
-            "moe"
+            "moe",
+            "mla_decode"
         ])
     );
     // Hopper has no fp4 tensor cores: its GEMMs are bf16 and fp8, its MoE blocks add
@@ -469,7 +470,7 @@ fn each_op_class_carries_to_a_held_out_device_within_ten_percent_as_the_readme_s
         ridgeline::hardware::HardwareDb::builtin().unwrap(),
     );
     let classes = check.by_op_class();
-    assert_eq!(classes.len(), 5, "{classes:?}");
+    assert_eq!(classes.len(), 6, "{classes:?}");
     for (op, n, _, error) in &classes {
         assert!(*n >= 400, "{op:?}: {n} points");
         assert!(*error <= 0.10, "{op:?}: median |error| {error}");

@@ -52,6 +52,11 @@ crate::named_enum! {
         /// `hidden/inter/topk/experts/ep`; dtype the experts' format (`bf16`, `fp8`,
         /// `fp8-block`, `nvfp4`, `mxfp4`).
         Moe = "moe",
+        /// One decode step's absorbed latent attention (DeepSeek-V3's MLA: one query
+        /// token per sequence over the cached latents): axes `batch`, `kv_len`; key
+        /// `heads/kv_lora/rope` (one device's heads, the latent and shared rotary key
+        /// widths); dtype the KV cache's.
+        MlaDecode = "mla_decode",
     }
 }
 
@@ -64,6 +69,7 @@ impl OpClass {
             OpClass::AttentionDecode => &["batch", "kv_len"],
             OpClass::AllReduce => &["bytes"],
             OpClass::Moe => &["tokens"],
+            OpClass::MlaDecode => &["batch", "kv_len"],
         }
     }
 }
@@ -99,6 +105,19 @@ pub enum Shape {
         gpus: u64,
         /// Message bytes.
         bytes: f64,
+    },
+    /// One decode step's absorbed latent attention ([`OpClass::MlaDecode`]).
+    Mla {
+        /// Sequences.
+        batch: u64,
+        /// Cached tokens including the new one.
+        len: u64,
+        /// Query heads on the device.
+        heads: u64,
+        /// The latent's width (`kv_lora_rank`), also the value's.
+        kv_lora: u64,
+        /// The shared rotary key's width (`qk_rope_head_dim`).
+        rope: u64,
     },
     /// A routed-expert block on one device of an expert-parallel group
     /// ([`OpClass::Moe`]): it runs `tokens · topk / ep` rows through the experts it
@@ -136,6 +155,27 @@ impl Shape {
     /// for a shape or class that is not attention. The importer's roof is this call's
     /// [`crate::ops::attention_fused`] cost.
     pub fn attention(&self, op: OpClass, dtype: &str) -> Option<crate::ops::AttentionShape> {
+        let kv_bits = if dtype == "fp8" { 8.0 } else { 16.0 };
+        if let (
+            Shape::Mla {
+                batch,
+                len,
+                heads,
+                kv_lora,
+                rope,
+            },
+            OpClass::MlaDecode,
+        ) = (*self, op)
+        {
+            // as `model::graph` runs it: one shared key of the latent and the rotary
+            // part, the latent as the value, read once for all heads
+            let width = kv_lora + rope;
+            return Some(crate::ops::AttentionShape {
+                v_dim: kv_lora,
+                kv_elems_per_token: width as f64,
+                ..crate::ops::AttentionShape::gqa(batch, 1, len, heads, 1, width, 16.0, kv_bits)
+            });
+        }
         let Shape::Attention {
             batch,
             len,
@@ -151,7 +191,6 @@ impl Shape {
             OpClass::AttentionDecode => 1,
             _ => return None,
         };
-        let kv_bits = if dtype == "fp8" { 8.0 } else { 16.0 };
         Some(crate::ops::AttentionShape::gqa(
             batch, q, len, heads, kv_heads, head_dim, 16.0, kv_bits,
         ))
@@ -248,6 +287,20 @@ impl Shape {
                 at[0] = tokens as f64;
                 1
             }
+            (
+                Shape::Mla {
+                    batch,
+                    len,
+                    heads,
+                    kv_lora,
+                    rope,
+                },
+                OpClass::MlaDecode,
+            ) => {
+                let _ = write!(key, "{heads}/{kv_lora}/{rope}");
+                (at[0], at[1]) = (batch as f64, len as f64);
+                2
+            }
             _ => return None,
         };
         Some(n)
@@ -289,6 +342,16 @@ impl Shape {
                     topk,
                     experts,
                     ep,
+                }
+            }
+            OpClass::MlaDecode => {
+                let [heads, kv_lora, rope] = ints::<3>(key)?;
+                Shape::Mla {
+                    batch: n(0)?,
+                    len: n(1)?,
+                    heads,
+                    kv_lora,
+                    rope,
                 }
             }
         })
@@ -849,7 +912,7 @@ impl Transfer {
     /// of the device's own roof, never past the roof (1) where it did not pass it.
     pub(crate) fn carry(&self, op: OpClass, e: f64, dtype: &str, shape: &Shape) -> f64 {
         let carried = match (op, &self.prompt, shape.attention(op, dtype)) {
-            (OpClass::AttentionDecode, _, _) => e * self.decode_scale,
+            (OpClass::AttentionDecode | OpClass::MlaDecode, _, _) => e * self.decode_scale,
             (OpClass::AttentionPrefill, Some(p), Some(s)) if e > 0.0 => {
                 let cost = crate::ops::attention_fused(&s);
                 let exps = s.batch as f64 * s.heads as f64 * s.pairs();

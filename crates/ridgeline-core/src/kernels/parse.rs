@@ -29,7 +29,8 @@ fn number(cell: &str) -> Option<f64> {
 
 /// Checks an op's key: `-` for gemm, `heads/kv_heads/head_dim` (kv_heads dividing
 /// heads) for attention, the device count (at least 2) for all-reduce,
-/// `hidden/inter/topk/experts/ep` (topk at most experts, ep dividing experts) for moe.
+/// `hidden/inter/topk/experts/ep` (topk at most experts, ep dividing experts) for moe,
+/// `heads/kv_lora/rope` for mla_decode.
 fn check_key(op: OpClass, key: &str) -> std::result::Result<(), String> {
     let int = |s: &str| s.parse::<u64>().ok().filter(|v| *v > 0);
     match op {
@@ -50,6 +51,12 @@ fn check_key(op: OpClass, key: &str) -> std::result::Result<(), String> {
         OpClass::AllReduce => match int(key) {
             Some(n) if n >= 2 => Ok(()),
             _ => Err(format!("'{key}' is not a device count of at least 2")),
+        },
+        OpClass::MlaDecode => match key.split('/').map(int).collect::<Vec<_>>()[..] {
+            [Some(_), Some(_), Some(_)] => Ok(()),
+            _ => Err(format!(
+                "'{key}' is not heads/kv_lora/rope (positive integers)"
+            )),
         },
         OpClass::Moe => {
             let parts: Vec<Option<u64>> = key.split('/').map(int).collect();
