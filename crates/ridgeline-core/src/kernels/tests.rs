@@ -714,3 +714,36 @@ fn the_shortest_kernel_is_the_fastest_measured_16_bit_gemm() {
     let t = other.table("h100-sxm", "vllm").unwrap();
     assert_eq!(t.shortest_kernel_s(h100), None);
 }
+
+#[test]
+fn a_latent_attention_point_counts_as_the_graph_does() {
+    // DeepSeek-V3 over 8 devices: 16 heads, one sequence at 2,048 cached tokens
+    let s = Shape::Mla {
+        batch: 1,
+        len: 2048,
+        heads: 16,
+        kv_lora: 512,
+        rope: 64,
+    };
+    let a = s.attention(OpClass::MlaDecode, "bf16").unwrap();
+    let c = crate::ops::attention_fused(&a);
+    // 2 x 16 heads x (576 + 512) x 2,048 pairs
+    assert_eq!(c.flops, 71_303_168.0);
+    // latents 2,048 x 576 x 2 + query 16 x 576 x 2 + output 16 x 512 x 2
+    assert_eq!(c.bytes(), 2_359_296.0 + 18_432.0 + 16_384.0);
+    // an fp8 cache halves the latents alone
+    let f = crate::ops::attention_fused(&s.attention(OpClass::MlaDecode, "fp8").unwrap());
+    assert_eq!(f.bytes(), 1_179_648.0 + 18_432.0 + 16_384.0);
+    // not the shape of another class
+    assert_eq!(s.attention(OpClass::AttentionDecode, "bf16"), None);
+    // the key round-trips; a bad key is refused with what it should be
+    let (key, at) = s.key(OpClass::MlaDecode).unwrap();
+    assert_eq!((key.as_str(), at.as_slice()), ("16/512/64", &[1.0, 2048.0][..]));
+    assert_eq!(Shape::at(OpClass::MlaDecode, &key, &at), Some(s));
+    let table = format!("{}\nmla_decode,1.0,bf16,16/512,1,2048,-,0.5\n", parse::HEADER);
+    let err = KernelDb::default()
+        .add_file("h100-sxm/sglang.csv", &table, "t.csv")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("is not heads/kv_lora/rope"), "{err}");
+}
