@@ -660,7 +660,11 @@ impl KernelDb {
         // attention at a head count the table lacks: the measured key of the same head
         // dimension and group size (query heads per KV head) with the nearest KV-head
         // count, its batch scaled to keep batch x KV heads (the kernel's parallel work
-        // and its bytes) where a batch remains
+        // and its bytes). Where that leaves less than one sequence of a decode step, the
+        // point is one sequence whose cache is as much shorter (the same bytes and
+        // pairs, so the same roof, and the kernel's fixed time, which a decode kernel
+        // that small is mostly: the fraction of a sequence would take that fraction of
+        // its time)
         let Shape::Attention {
             batch,
             len,
@@ -688,10 +692,14 @@ impl KernelDb {
                 let d = |kv: u64| (kv as f64 / kv_heads as f64).ln().abs();
                 d(*a).total_cmp(&d(*b)).then(a.cmp(b))
             })?;
+        let rows = batch as f64 * kv_heads as f64 / near as f64;
+        let (batch, len) = if rows < 1.0 && op == OpClass::AttentionDecode {
+            (1, ((len as f64 * rows).round() as u64).max(1))
+        } else {
+            (rows.round().max(1.0) as u64, len)
+        };
         let scaled = Shape::Attention {
-            batch: (batch as f64 * kv_heads as f64 / near as f64)
-                .round()
-                .max(1.0) as u64,
+            batch,
             len,
             heads: heads * near / kv_heads,
             kv_heads: near,

@@ -354,6 +354,26 @@ fn attention_at_a_missing_head_count_reads_the_nearest_group_of_the_same_size() 
     };
     assert!(at(2, 16, 4).is_some());
     assert_eq!(at(4, 8, 2), at(2, 16, 4));
+    // one sequence of 4,096 tokens at 8 / 2 is half a sequence at 16 / 4: read as one
+    // sequence of 2,048 tokens there (the same bytes and pairs, and the kernel's fixed
+    // time), not as a whole sequence of 4,096 at half its efficiency
+    let one_at = |len| {
+        db.efficiency(
+            "h100-sxm",
+            "vllm",
+            OpClass::AttentionDecode,
+            "bf16",
+            &Shape::Attention {
+                batch: 1,
+                len,
+                heads: 16,
+                kv_heads: 4,
+                head_dim: 128,
+            },
+        )
+    };
+    assert_eq!(at(1, 8, 2), one_at(2048));
+    assert!(one_at(2048) < one_at(4096));
     // no key of group 3 at head dim 128
     assert_eq!(at(4, 6, 2), None);
 }
@@ -738,9 +758,15 @@ fn a_latent_attention_point_counts_as_the_graph_does() {
     assert_eq!(s.attention(OpClass::AttentionDecode, "bf16"), None);
     // the key round-trips; a bad key is refused with what it should be
     let (key, at) = s.key(OpClass::MlaDecode).unwrap();
-    assert_eq!((key.as_str(), at.as_slice()), ("16/512/64", &[1.0, 2048.0][..]));
+    assert_eq!(
+        (key.as_str(), at.as_slice()),
+        ("16/512/64", &[1.0, 2048.0][..])
+    );
     assert_eq!(Shape::at(OpClass::MlaDecode, &key, &at), Some(s));
-    let table = format!("{}\nmla_decode,1.0,bf16,16/512,1,2048,-,0.5\n", parse::HEADER);
+    let table = format!(
+        "{}\nmla_decode,1.0,bf16,16/512,1,2048,-,0.5\n",
+        parse::HEADER
+    );
     let err = KernelDb::default()
         .add_file("h100-sxm/sglang.csv", &table, "t.csv")
         .unwrap_err()
