@@ -337,7 +337,7 @@ fn a_grid_point_reads_back_as_the_shape_it_was_keyed_by() {
 #[test]
 fn attention_at_a_missing_head_count_reads_the_nearest_group_of_the_same_size() {
     let db = KernelDb::builtin().unwrap();
-    let at = |batch, heads, kv_heads| {
+    let at_len = |batch, len, heads, kv_heads| {
         db.efficiency(
             "h100-sxm",
             "vllm",
@@ -345,35 +345,21 @@ fn attention_at_a_missing_head_count_reads_the_nearest_group_of_the_same_size() 
             "bf16",
             &Shape::Attention {
                 batch,
-                len: 4096,
+                len,
                 heads,
                 kv_heads,
                 head_dim: 128,
             },
         )
     };
+    let at = |batch, heads, kv_heads| at_len(batch, 4096, heads, kv_heads);
     assert!(at(2, 16, 4).is_some());
     assert_eq!(at(4, 8, 2), at(2, 16, 4));
     // one sequence of 4,096 tokens at 8 / 2 is half a sequence at 16 / 4: read as one
     // sequence of 2,048 tokens there (the same bytes and pairs, and the kernel's fixed
     // time), not as a whole sequence of 4,096 at half its efficiency
-    let one_at = |len| {
-        db.efficiency(
-            "h100-sxm",
-            "vllm",
-            OpClass::AttentionDecode,
-            "bf16",
-            &Shape::Attention {
-                batch: 1,
-                len,
-                heads: 16,
-                kv_heads: 4,
-                head_dim: 128,
-            },
-        )
-    };
-    assert_eq!(at(1, 8, 2), one_at(2048));
-    assert!(one_at(2048) < one_at(4096));
+    assert_eq!(at(1, 8, 2), at_len(1, 2048, 16, 4));
+    assert!(at_len(1, 2048, 16, 4) < at(1, 16, 4));
     // no key of group 3 at head dim 128
     assert_eq!(at(4, 6, 2), None);
 }

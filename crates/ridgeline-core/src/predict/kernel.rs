@@ -237,6 +237,23 @@ impl<'a> Predictor<'a> {
         (self.place_op(op), None)
     }
 
+    /// The attention tables' dtype for this predictor's KV cache (`bf16` for a 16-bit
+    /// cache, `fp8`), where its activations are 16-bit as the measured kernels' are;
+    /// `None` otherwise.
+    fn attention_kv_dtype(&self) -> Option<&'static str> {
+        if !matches!(
+            self.precision.activations,
+            ComputeDtype::Bf16 | ComputeDtype::Fp16
+        ) {
+            return None;
+        }
+        match self.precision.kv {
+            Format::Bf16 | Format::Fp16 => Some("bf16"),
+            Format::Fp8 => Some("fp8"),
+            _ => None,
+        }
+    }
+
     /// The table class, dtype, datasheet peak of the table's roof and shape of `op` in
     /// a pass over `step`, where a table may cover it.
     fn kernel_shape(
@@ -287,17 +304,7 @@ impl<'a> Predictor<'a> {
                 return Some((OpClass::Moe, dtype, peak(d), shape));
             }
             K::Attention => {
-                let kv = match self.precision.kv {
-                    Format::Bf16 | Format::Fp16 => "bf16",
-                    Format::Fp8 => "fp8",
-                    _ => return None,
-                };
-                if !matches!(
-                    self.precision.activations,
-                    ComputeDtype::Bf16 | ComputeDtype::Fp16
-                ) {
-                    return None;
-                }
+                let kv = self.attention_kv_dtype()?;
                 let (class, len) = if step.decode && step.new_tokens == 1 {
                     (OpClass::AttentionDecode, step.context)
                 } else if !step.decode && step.context == step.new_tokens {
@@ -319,17 +326,7 @@ impl<'a> Predictor<'a> {
                 let (Some(a), true) = (m.mla, step.decode && step.new_tokens == 1) else {
                     return None;
                 };
-                let kv = match self.precision.kv {
-                    Format::Bf16 | Format::Fp16 => "bf16",
-                    Format::Fp8 => "fp8",
-                    _ => return None,
-                };
-                if !matches!(
-                    self.precision.activations,
-                    ComputeDtype::Bf16 | ComputeDtype::Fp16
-                ) {
-                    return None;
-                }
+                let kv = self.attention_kv_dtype()?;
                 let shape = Shape::Mla {
                     batch: step.batch.div_ceil(self.ep.max(1)),
                     len: step.context,
