@@ -65,7 +65,7 @@ ridgeline's op catalog counts them (crates/ridgeline-core/src/ops/):
   kernel). An expert split `moe_tp_size` = t ways (tensor parallel) is the block of a
   model whose experts are `inter / t` wide, which is what each device runs: its key
   carries `inter / t` (and the tensor-parallel all-reduce after it is not part of the
-  point); t among 1, 2, 4, 8 where t divides `inter`, and t * ep at most 8 (one node)
+  point); t among 1, 2, 4, 8 where t divides `inter`, without expert parallelism (ep 1)
   for t above 1. Under SGLang and vLLM,
   points without expert parallelism only (`moe_ep_size` 1: see moe_rows). A point measured faster
   than its roof (under 1% of them, most with all 256 of DeepSeek-V3's experts on one
@@ -323,8 +323,9 @@ def moe_rows(df, hw, version, backend):
             d = d.groupby(point, as_index=False).latency.min()
             for r in d.itertuples():
                 ep, t, split = r.moe_ep_size, r.num_tokens, r.moe_tp_size
-                if e % ep or full_inter % split or (split > 1 and split * ep > 8):
-                    # a split expert only within one eight-device node
+                if e % ep or full_inter % split or (split > 1 and ep > 1):
+                    # a split expert without expert parallelism only (the tensor-parallel
+                    # layouts of one node)
                     continue
                 # each device runs every expert it holds `split` ways narrower
                 inter = full_inter // split
