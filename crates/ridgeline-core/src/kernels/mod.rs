@@ -664,7 +664,7 @@ impl KernelDb {
         // point is one sequence whose cache is as much shorter (the same bytes and
         // pairs, so the same roof, and the kernel's fixed time, which a decode kernel
         // that small is mostly: the fraction of a sequence would take that fraction of
-        // its time)
+        // its time), and a cache shorter than any measured the shortest one's time
         let Shape::Attention {
             batch,
             len,
@@ -693,7 +693,8 @@ impl KernelDb {
                 d(*a).total_cmp(&d(*b)).then(a.cmp(b))
             })?;
         let rows = batch as f64 * kv_heads as f64 / near as f64;
-        let (batch, len) = if rows < 1.0 && op == OpClass::AttentionDecode {
+        let shorter = rows < 1.0 && op == OpClass::AttentionDecode;
+        let (batch, len) = if shorter {
             (1, ((len as f64 * rows).round() as u64).max(1))
         } else {
             (rows.round().max(1.0) as u64, len)
@@ -706,7 +707,19 @@ impl KernelDb {
             head_dim,
         };
         let (g, at, n) = find(t, op, dtype, &scaled)?;
-        g?.at(&at[..n])
+        let g = g?;
+        // a cache shorter than any measured at one sequence takes the time of the
+        // shortest measured (its fixed time): that point's efficiency over the ratio
+        let shortest = g
+            .points()
+            .find(|(c, _)| c.first() == Some(&1.0))
+            .and_then(|(c, _)| c.get(1).copied());
+        match shortest {
+            Some(min) if shorter && (len as f64) < min => {
+                Some(g.at(&[1.0, min])? * len as f64 / min)
+            }
+            _ => g.at(&at[..n]),
+        }
     }
 
     /// The device whose table under `backend` stands in for `hw`'s where `hw` has none

@@ -360,6 +360,13 @@ fn attention_at_a_missing_head_count_reads_the_nearest_group_of_the_same_size() 
     // time), not as a whole sequence of 4,096 at half its efficiency
     assert_eq!(at(1, 8, 2), at_len(1, 2048, 16, 4));
     assert!(at_len(1, 2048, 16, 4) < at(1, 16, 4));
+    // 128 tokens there would be 64, under the shortest cache measured (128): the time of
+    // that point, so half its efficiency
+    let half = at_len(1, 128, 8, 2).unwrap();
+    assert!(
+        (half - at_len(1, 128, 16, 4).unwrap() / 2.0).abs() < 1e-12,
+        "{half}"
+    );
     // no key of group 3 at head dim 128
     assert_eq!(at(4, 6, 2), None);
 }
