@@ -156,44 +156,48 @@ impl Shape {
     /// [`crate::ops::attention_fused`] cost.
     pub fn attention(&self, op: OpClass, dtype: &str) -> Option<crate::ops::AttentionShape> {
         let kv_bits = if dtype == "fp8" { 8.0 } else { 16.0 };
-        if let (
-            Shape::Mla {
-                batch,
-                len,
-                heads,
-                kv_lora,
-                rope,
+        let (batch, len, [heads, b, c]) = self.attention_parts(op)?;
+        let gqa = crate::ops::AttentionShape::gqa;
+        Some(match op {
+            OpClass::AttentionPrefill => gqa(batch, len, len, heads, b, c, 16.0, kv_bits),
+            OpClass::AttentionDecode => gqa(batch, 1, len, heads, b, c, 16.0, kv_bits),
+            // as `model::graph` runs the latent form: one shared key of the latent (`b`)
+            // and the rotary part (`c`), the latent as the value, read once for all heads
+            _ => crate::ops::AttentionShape {
+                v_dim: b,
+                kv_elems_per_token: (b + c) as f64,
+                ..gqa(batch, 1, len, heads, 1, b + c, 16.0, kv_bits)
             },
-            OpClass::MlaDecode,
-        ) = (*self, op)
-        {
-            // as `model::graph` runs it: one shared key of the latent and the rotary
-            // part, the latent as the value, read once for all heads
-            let width = kv_lora + rope;
-            return Some(crate::ops::AttentionShape {
-                v_dim: kv_lora,
-                kv_elems_per_token: width as f64,
-                ..crate::ops::AttentionShape::gqa(batch, 1, len, heads, 1, width, 16.0, kv_bits)
-            });
+        })
+    }
+
+    /// The sequences, length and three key integers of an attention shape under `op`
+    /// (softmax: heads, KV heads, head dim; latent: heads, latent and rotary widths);
+    /// `None` for a shape that is not of that class.
+    fn attention_parts(&self, op: OpClass) -> Option<(u64, u64, [u64; 3])> {
+        match (*self, op) {
+            (
+                Shape::Attention {
+                    batch,
+                    len,
+                    heads,
+                    kv_heads,
+                    head_dim,
+                },
+                OpClass::AttentionPrefill | OpClass::AttentionDecode,
+            ) => Some((batch, len, [heads, kv_heads, head_dim])),
+            (
+                Shape::Mla {
+                    batch,
+                    len,
+                    heads,
+                    kv_lora,
+                    rope,
+                },
+                OpClass::MlaDecode,
+            ) => Some((batch, len, [heads, kv_lora, rope])),
+            _ => None,
         }
-        let Shape::Attention {
-            batch,
-            len,
-            heads,
-            kv_heads,
-            head_dim,
-        } = *self
-        else {
-            return None;
-        };
-        let q = match op {
-            OpClass::AttentionPrefill => len,
-            OpClass::AttentionDecode => 1,
-            _ => return None,
-        };
-        Some(crate::ops::AttentionShape::gqa(
-            batch, q, len, heads, kv_heads, head_dim, 16.0, kv_bits,
-        ))
     }
 
     /// A routed-expert block's three ops on one device (gate/up matmul, gated
@@ -253,17 +257,10 @@ impl Shape {
                 *at = [m as f64, n as f64, k as f64];
                 3
             }
-            (
-                Shape::Attention {
-                    batch,
-                    len,
-                    heads,
-                    kv_heads,
-                    head_dim,
-                },
-                OpClass::AttentionPrefill | OpClass::AttentionDecode,
-            ) => {
-                let _ = write!(key, "{heads}/{kv_heads}/{head_dim}");
+            (Shape::Attention { .. }, OpClass::AttentionPrefill | OpClass::AttentionDecode)
+            | (Shape::Mla { .. }, OpClass::MlaDecode) => {
+                let (batch, len, [a, b, c]) = self.attention_parts(op)?;
+                let _ = write!(key, "{a}/{b}/{c}");
                 (at[0], at[1]) = (batch as f64, len as f64);
                 2
             }
@@ -287,20 +284,6 @@ impl Shape {
                 at[0] = tokens as f64;
                 1
             }
-            (
-                Shape::Mla {
-                    batch,
-                    len,
-                    heads,
-                    kv_lora,
-                    rope,
-                },
-                OpClass::MlaDecode,
-            ) => {
-                let _ = write!(key, "{heads}/{kv_lora}/{rope}");
-                (at[0], at[1]) = (batch as f64, len as f64);
-                2
-            }
             _ => return None,
         };
         Some(n)
@@ -319,14 +302,24 @@ impl Shape {
                 n: n(1)?,
                 k: n(2)?,
             },
-            OpClass::AttentionPrefill | OpClass::AttentionDecode => {
-                let [heads, kv_heads, head_dim] = ints::<3>(key)?;
-                Shape::Attention {
-                    batch: n(0)?,
-                    len: n(1)?,
-                    heads,
-                    kv_heads,
-                    head_dim,
+            OpClass::AttentionPrefill | OpClass::AttentionDecode | OpClass::MlaDecode => {
+                let ([heads, b, c], batch, len) = (ints::<3>(key)?, n(0)?, n(1)?);
+                if op == OpClass::MlaDecode {
+                    Shape::Mla {
+                        batch,
+                        len,
+                        heads,
+                        kv_lora: b,
+                        rope: c,
+                    }
+                } else {
+                    Shape::Attention {
+                        batch,
+                        len,
+                        heads,
+                        kv_heads: b,
+                        head_dim: c,
+                    }
                 }
             }
             OpClass::AllReduce => Shape::AllReduce {
@@ -342,16 +335,6 @@ impl Shape {
                     topk,
                     experts,
                     ep,
-                }
-            }
-            OpClass::MlaDecode => {
-                let [heads, kv_lora, rope] = ints::<3>(key)?;
-                Shape::Mla {
-                    batch: n(0)?,
-                    len: n(1)?,
-                    heads,
-                    kv_lora,
-                    rope,
                 }
             }
         })
@@ -710,14 +693,13 @@ impl KernelDb {
         let g = g?;
         // a cache shorter than any measured at one sequence takes the time of the
         // shortest measured (its fixed time): that point's efficiency over the ratio
-        let shortest = g
-            .points()
-            .find(|(c, _)| c.first() == Some(&1.0))
-            .and_then(|(c, _)| c.get(1).copied());
-        match shortest {
-            Some(min) if shorter && (len as f64) < min => {
-                Some(g.at(&[1.0, min])? * len as f64 / min)
-            }
+        let shortest = || {
+            g.points()
+                .find(|(c, _)| c.first() == Some(&1.0))
+                .and_then(|(c, _)| c.get(1).copied())
+        };
+        match shorter.then(shortest).flatten() {
+            Some(min) if (len as f64) < min => Some(g.at(&[1.0, min])? * len as f64 / min),
             _ => g.at(&at[..n]),
         }
     }
