@@ -14,6 +14,12 @@ pub struct RunArgs {
     /// native dtype).
     #[arg(long, value_parser = Format::parse)]
     pub weights: Option<Format>,
+    /// Format of a mixture-of-experts model's routed experts, where it differs from the
+    /// rest's (same names as --weights; default: --weights where given, else the
+    /// checkpoint's expert format): `--weights q8_0 --expert-weights mxfp4` is
+    /// llama.cpp's gpt-oss GGUF.
+    #[arg(long, value_parser = Format::parse)]
+    pub expert_weights: Option<Format>,
     /// KV-cache format (default: the activation dtype).
     #[arg(long, value_parser = Format::parse)]
     pub kv: Option<Format>,

@@ -116,6 +116,9 @@ fn command_line(command: &str, a: &PredictArgs) -> String {
     if let Some(f) = a.run.weights {
         opt("--weights", f.to_string());
     }
+    if let Some(f) = a.run.expert_weights {
+        opt("--expert-weights", f.to_string());
+    }
     if let Some(f) = a.run.kv {
         opt("--kv", f.to_string());
     }

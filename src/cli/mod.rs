@@ -359,6 +359,7 @@ impl PredictArgs {
             prompt: self.prompt,
             gen_tokens: self.gen_tokens,
             weights: self.run.weights,
+            expert_weights: self.run.expert_weights,
             kv: self.run.kv,
             gpus: self.gpus,
             parallel: self.parallel,

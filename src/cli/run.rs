@@ -21,15 +21,15 @@ pub fn flag_of(field: &str) -> Option<String> {
         "slo_tpot_s" => "--slo-tpot-ms",
         "request_overhead_s" => "--request-overhead-ms",
         "methods" => "--method",
-        "model" | "gpu" | "gpus" | "batch" | "prompt" | "weights" | "kv" | "engine"
-        | "parallel" | "tp" | "pp" | "cp" | "zero" | "micro_batch" | "global_batch" | "seq"
-        | "lora_rank" | "virtual_stages" | "offload" | "method" | "recompute" | "precision"
-        | "optimizer" | "measurements" | "ep" | "spec_k" | "spec_accept" | "draft" | "tokens"
-        | "max_hours" | "budget_usd" | "instance" | "rate" | "concurrency" | "trace"
-        | "requests" | "seed" | "max_num_seqs" | "max_batched_tokens" | "prefix_hit" | "disagg"
-        | "host" | "port" | "own_life_years" | "own_utilisation" | "pue" | "usd_per_kwh"
-        | "price_basis" | "provider" | "emit" | "out" | "kernels" | "mtp" | "overlap_ep"
-        | "expert_imbalance" => {
+        "model" | "gpu" | "gpus" | "batch" | "prompt" | "weights" | "expert_weights" | "kv"
+        | "engine" | "parallel" | "tp" | "pp" | "cp" | "zero" | "micro_batch" | "global_batch"
+        | "seq" | "lora_rank" | "virtual_stages" | "offload" | "method" | "recompute"
+        | "precision" | "optimizer" | "measurements" | "ep" | "spec_k" | "spec_accept"
+        | "draft" | "tokens" | "max_hours" | "budget_usd" | "instance" | "rate" | "concurrency"
+        | "trace" | "requests" | "seed" | "max_num_seqs" | "max_batched_tokens" | "prefix_hit"
+        | "disagg" | "host" | "port" | "own_life_years" | "own_utilisation" | "pue"
+        | "usd_per_kwh" | "price_basis" | "provider" | "emit" | "out" | "kernels" | "mtp"
+        | "overlap_ep" | "expert_imbalance" => {
             return Some(format!("--{}", field.replace('_', "-")));
         }
         _ => return None,

@@ -143,6 +143,7 @@ impl SimulateArgs {
     pub fn scenario(&self) -> Scenario {
         Scenario {
             weights: self.run.weights,
+            expert_weights: self.run.expert_weights,
             kv: self.run.kv,
             gpus: self.gpus.unwrap_or(1),
             parallel: self.parallel,

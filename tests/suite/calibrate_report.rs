@@ -85,7 +85,7 @@ fn on_the_bundled_file_the_rows_are_the_readme_s() {
     assert!(words.contains(
         "the four worst held-out rows are optimum's transformers + AutoGPTQ runs of \
          Llama-2-13B on an A100 and dstack's DeepSeek-R1 served tensor parallel over eight \
-         MI300X and H200, predicted 2.7-4.0x as fast as measured"
+         MI300X and H200, predicted 2.8-4.0x as fast as measured"
     ));
     let named = [
         ("hf", "a100-80gb-sxm"),
@@ -95,9 +95,9 @@ fn on_the_bundled_file_the_rows_are_the_readme_s() {
     for w in &r.worst {
         let at = (w.row.engine.as_str(), w.row.hardware.as_str());
         assert!(named.contains(&at), "{}: {at:?}", w.row.id);
-        // "2.7-4.0x" to one decimal
+        // "2.8-4.0x" to one decimal
         let times = w.predicted / w.row.measured;
-        assert!((2.65..4.05).contains(&times), "{}: {times}", w.row.id);
+        assert!((2.75..4.05).contains(&times), "{}: {times}", w.row.id);
     }
     // in sample: the engines fitted to the file here, data/engines.toml (the same
     // fit, rounded) in the README

@@ -169,6 +169,25 @@ fn every_row_is_mapped_or_skipped_with_a_reason() {
             .any(|a| a.contains("expert parallel over 8"))
     );
     assert_eq!(case("m042").scenario.ep, 1);
+    // a row that names gpt-oss's mxfp4 ran the checkpoint: under SGLang and Ollama as it
+    // ships (None: the experts in mxfp4, the rest in bf16), under llama.cpp as its GGUF
+    // (the experts in mxfp4, the rest in q8_0)
+    use ridgeline::dtype::Format;
+    for id in ["m373", "m284"] {
+        let s = &case(id).scenario;
+        assert_eq!((s.weights, s.expert_weights), (None, None), "{id}");
+    }
+    let s = &case("m156").scenario;
+    assert_eq!(
+        (s.weights, s.expert_weights),
+        (Some(Format::Q8_0), Some(Format::Mxfp4))
+    );
+    assert!(
+        case("m156")
+            .assumptions
+            .iter()
+            .any(|a| a.contains("llama.cpp's GGUF"))
+    );
     // every single-stream row is mapped but the P40's, AutoAWQ's (m358, m360, m364,
     // m366, m370), TinyChat's (m380), the Unsloth dynamic GGUF quants (UD-Q4_K_XL, no
     // format of ridgeline's: m411, m413, m417) and the Medusa rows whose batch is not

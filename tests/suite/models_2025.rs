@@ -200,6 +200,106 @@ fn gpt_oss_fits_the_devices_its_publisher_names() {
 }
 
 #[test]
+fn llama_cpp_s_gpt_oss_gguf_is_mxfp4_experts_and_q8_0() {
+    // ggml-org's gpt-oss GGUFs keep the routed experts in mxfp4 and write every other
+    // tensor in q8_0; llama-bench prints their sizes, 59.02 GiB (120b) and 11.27 GiB
+    // (20b): https://community.frame.work/t/will-the-ai-max-395-128gb-be-able-to-run-gpt-oss-120b/73280/26
+    // (120b, against 60.87 GiB for the same experts with the rest in f16) and the
+    // llama-bench rows of data/measurements/measurements.csv (m149, m154). The weights
+    // `--weights q8_0 --expert-weights mxfp4` give are within 0.5% of each file (which
+    // also holds the tokenizer and metadata).
+    let db = HardwareDb::builtin().unwrap();
+    let e = EngineDb::builtin().unwrap().get("typical").unwrap();
+    let h100 = db.get("h100").unwrap();
+    let gguf = Scenario {
+        weights: Some(Format::Q8_0),
+        expert_weights: Some(Format::Mxfp4),
+        ..Scenario::default()
+    };
+    for (id, gib) in [("gpt-oss-120b", 59.02), ("gpt-oss-20b", 11.27)] {
+        let m = model(id);
+        let p = predict(&m, h100, e, &gguf).unwrap();
+        near(id, p.memory.inner.weights_bytes, gib * 1024f64.powi(3), 0.5);
+        // against the checkpoint as it ships, only the tensors outside the routed
+        // experts (with their biases) and the router (kept in 16 bits) change: each of
+        // them 2 bytes in bf16, 34 bytes a block of 32 in q8_0
+        let native = predict(&m, h100, e, &Scenario::default()).unwrap();
+        let (h, i) = (m.hidden, m.expert_intermediate);
+        // gate, up and down of each expert (2880 x 2880 each in both sizes), with gpt-oss's
+        // biases (2i + h), and the router (h per expert)
+        let per_layer = (m.experts * (3 * h * i + 2 * i + h) + h * m.experts) as f64;
+        let other = m.params().total as f64 - m.layers as f64 * per_layer;
+        let saved = native.memory.inner.weights_bytes - p.memory.inner.weights_bytes;
+        near(
+            &format!("{id} q8_0 saving"),
+            saved,
+            other * (2.0 - 34.0 / 32.0),
+            1.0,
+        );
+        assert_eq!(p.config.experts, Some(Format::Mxfp4));
+        assert_eq!(p.config.weights, Format::Q8_0);
+    }
+    // the same post measures the two 120b files on one Strix Halo (llama-bench tg128,
+    // ROCm): 41.52 tok/s with the rest in q8_0, 29.72 with it in f16, 1.397x; a decode
+    // step reads 1.40x the bytes with the rest in 16 bits
+    let m = model("gpt-oss-120b");
+    let halo = db.get("ryzen-ai-max-395").unwrap();
+    let f16 = Scenario {
+        weights: Some(Format::Fp16),
+        expert_weights: Some(Format::Mxfp4),
+        ..gguf
+    };
+    let bytes = |s: &Scenario| predict(&m, halo, e, s).unwrap().decode.bytes_per_step;
+    near(
+        "f16 / q8_0 bytes",
+        bytes(&f16) / bytes(&gguf),
+        41.52 / 29.72,
+        1.0,
+    );
+    // a dense model has no routed experts: the option changes nothing
+    let l = model("llama-3-8b");
+    let q8 = Scenario {
+        weights: Some(Format::Q8_0),
+        ..Scenario::default()
+    };
+    let with = predict(
+        &l,
+        h100,
+        e,
+        &Scenario {
+            expert_weights: Some(Format::Mxfp4),
+            ..q8
+        },
+    )
+    .unwrap();
+    let without = predict(&l, h100, e, &q8).unwrap();
+    assert_eq!(
+        with.memory.inner.weights_bytes,
+        without.memory.inner.weights_bytes
+    );
+    assert_eq!(with.config.experts, None);
+    // on the command line: the header names both formats
+    let text = crate::support::cli::ok(&[
+        "predict",
+        "--model",
+        "gpt-oss-120b",
+        "--gpu",
+        "h100",
+        "--weights",
+        "q8_0",
+        "--expert-weights",
+        "mxfp4",
+    ]);
+    assert!(
+        text.lines()
+            .next()
+            .unwrap()
+            .contains("weights mxfp4 experts + q8_0"),
+        "{text}"
+    );
+}
+
+#[test]
 fn what_ifs_keep_a_checkpoint_s_own_expert_format() {
     // gpt-oss ships its routed experts in mxfp4 and the rest in bf16. Twice the devices
     // keeps that mix: the per-device memory of the what-if is predict's with --gpus 2

@@ -28,7 +28,7 @@ mod report;
 mod spec;
 mod whatif;
 
-pub use crate::model::graph::{activation_dtype, resolve_formats};
+pub use crate::model::graph::{activation_dtype, resolve_formats, resolve_formats_with};
 pub use arch::{Architecture, ExpertFacts, WindowLayers};
 pub use fast::{Evaluator, IterationCost};
 pub(crate) use kernel::KernelUse;
@@ -52,6 +52,10 @@ pub struct Scenario {
     pub gen_tokens: u64,
     /// Weight format (`None`: the model's native dtype).
     pub weights: Option<Format>,
+    /// Format of the routed experts of a mixture-of-experts model (`None`: `weights`
+    /// where it is given, else the checkpoint's expert format): llama.cpp's gpt-oss
+    /// GGUF, for one, keeps the experts in mxfp4 and the rest in q8_0.
+    pub expert_weights: Option<Format>,
     /// KV-cache format (`None`: the activation dtype).
     pub kv: Option<Format>,
     /// Devices.
@@ -178,6 +182,7 @@ impl Default for Scenario {
             prompt: 512,
             gen_tokens: 128,
             weights: None,
+            expert_weights: None,
             kv: None,
             gpus: 1,
             parallel: Parallel::Tp,
@@ -485,7 +490,7 @@ impl<'a> Predictor<'a> {
         kernels.int8_mma &= has(ComputeDtype::Int8);
         let precision = Precision {
             kernels,
-            ..resolve_formats(model, s.weights, s.kv)
+            ..resolve_formats_with(model, s.weights, s.expert_weights, s.kv)
         };
         let Precision {
             weights,

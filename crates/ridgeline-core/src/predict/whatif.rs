@@ -51,10 +51,7 @@ impl Predictor<'_> {
     /// memory limit is `max_batch` (see [`Predictor::max_batch`]).
     pub fn what_ifs(&self, batch: u64, prompt: u64, gen_tokens: u64, max_batch: u64) -> WhatIfs {
         let weights = self.precision.weights;
-        // a checkpoint's native mix (its experts in their own format) is asked for as
-        // the native formats, not as `weights` for every tensor
         let mixed = self.precision.experts != weights;
-        let requested = (!mixed).then_some(weights);
         let at = |b: u64| WhatIf {
             batch: b,
             gpus: self.gpus,
@@ -67,7 +64,10 @@ impl Predictor<'_> {
             batch,
             prompt,
             gen_tokens,
-            weights: requested,
+            // the formats as they run, the routed experts' stated apart (a checkpoint's
+            // native mix, or one asked for)
+            weights: Some(weights),
+            expert_weights: Some(self.precision.experts),
             kv: Some(self.precision.kv),
             gpus: self.gpus,
             parallel: self.parallel,
@@ -84,6 +84,7 @@ impl Predictor<'_> {
             .then(|| {
                 self.alternative(&Scenario {
                     weights: Some(QUANTIZED_WHAT_IF),
+                    expert_weights: None,
                     ..base
                 })
             })

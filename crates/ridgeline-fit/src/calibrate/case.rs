@@ -182,16 +182,8 @@ pub(super) fn case(r: &Measurement, names: &mut Names) -> std::result::Result<Ca
     })?;
     c.engine = on_vendor(engine, &c.hardware.vendor).to_string();
     let model = names.model(&r.model)?;
-    // a checkpoint that ships block-scaled fp8 (DeepSeek-V3 and its kin) runs as it
-    // ships: its engine's kernels are the block-scaled ones
-    let weights = match weights {
-        Some(Format::Fp8) if model.native_format == Format::Fp8Block => {
-            c.assumptions
-                .push("fp8 read as the checkpoint's block-scaled fp8 (fp8-block)".into());
-            Some(Format::Fp8Block)
-        }
-        w => w,
-    };
+    let (weights, expert_weights) =
+        checkpoint_formats(r, &c.engine, &model, weights, &mut c.assumptions);
     c.model = Some(model);
     c.batch = batch_spec(r, &mut c.assumptions)?;
     let (prompt, gen_tokens) = lengths(r, &mut c.assumptions)?;
@@ -211,6 +203,7 @@ pub(super) fn case(r: &Measurement, names: &mut Names) -> std::result::Result<Ca
         prompt,
         gen_tokens,
         weights,
+        expert_weights,
         kv,
         gpus: r.num_gpus,
         parallel,
@@ -223,6 +216,51 @@ pub(super) fn case(r: &Measurement, names: &mut Names) -> std::result::Result<Ca
         expert_imbalance: 1.0,
     };
     Ok(c)
+}
+
+/// The formats a row's stated weight format runs as: (the weights', the routed
+/// experts' where they differ; `None`: the checkpoint's own).
+///
+/// - A checkpoint that ships block-scaled fp8 (DeepSeek-V3 and its kin) runs as it
+///   ships when a row says fp8: its engine's kernels are the block-scaled ones.
+/// - A row that names the format a checkpoint ships its routed experts in (gpt-oss's
+///   mxfp4) ran the checkpoint: the experts in that format, the rest in the
+///   checkpoint's (bf16) under the serving engines and Ollama; under llama.cpp, the
+///   GGUF its converter writes, the rest in q8_0 (ggml-org's gpt-oss-120b GGUF, the
+///   file every such row names: 59.02 GiB against 60.87 GiB with the rest in f16,
+///   <https://community.frame.work/t/will-the-ai-max-395-128gb-be-able-to-run-gpt-oss-120b/73280/26>).
+fn checkpoint_formats(
+    r: &Measurement,
+    engine: &str,
+    model: &ModelConfig,
+    weights: Option<Format>,
+    assumptions: &mut Vec<String>,
+) -> (Option<Format>, Option<Format>) {
+    match weights {
+        Some(Format::Fp8) if model.native_format == Format::Fp8Block => {
+            assumptions.push("fp8 read as the checkpoint's block-scaled fp8 (fp8-block)".into());
+            (Some(Format::Fp8Block), None)
+        }
+        Some(w) if model.mixed_expert_format() == Some(w) => {
+            let ollama = r.framework.to_ascii_lowercase().contains("ollama");
+            if engine == "llama.cpp" && !ollama {
+                assumptions.push(format!(
+                    "{} read as llama.cpp's GGUF of the checkpoint: routed experts {}, the rest q8_0",
+                    w.name(),
+                    w.name()
+                ));
+                (Some(Format::Q8_0), Some(w))
+            } else {
+                assumptions.push(format!(
+                    "{} read as the checkpoint's native formats ({})",
+                    w.name(),
+                    model.native_label()
+                ));
+                (None, None)
+            }
+        }
+        w => (w, None),
+    }
 }
 
 /// The ceiling a kind F row measured: a matmul rate in the weights' compute dtype, or

@@ -434,6 +434,7 @@ impl<'a> Sweep<'a> {
             prompt: 0,
             gen_tokens: 0,
             weights: self.weights[weights],
+            expert_weights: None,
             kv: self.kv[kv],
             gpus: self.gpus[gpus],
             parallel: self.parallel,

@@ -128,7 +128,22 @@ pub fn resolve_formats(
     weights: Option<Format>,
     kv: Option<Format>,
 ) -> Precision {
-    let experts = weights.unwrap_or(model.native_expert_format.unwrap_or(model.native_format));
+    resolve_formats_with(model, weights, None, kv)
+}
+
+/// [`resolve_formats`] with the routed experts' format stated apart (`experts`; `None`:
+/// `weights` where it is given, else the checkpoint's expert format). A model without
+/// routed experts ignores it.
+pub fn resolve_formats_with(
+    model: &ModelConfig,
+    weights: Option<Format>,
+    experts: Option<Format>,
+    kv: Option<Format>,
+) -> Precision {
+    let experts = experts
+        .filter(|_| model.experts > 1)
+        .or(weights)
+        .unwrap_or(model.native_expert_format.unwrap_or(model.native_format));
     let weights = weights.unwrap_or(model.native_format);
     let activations = activation_dtype(model, weights);
     Precision {
