@@ -15,7 +15,9 @@ Usage (outside the repository's build; a scratch venv):
     /tmp/kvenv/bin/python tools/import_kernels.py --check    # exits 1 if out of date
 
 Options: --package DIR (the `aiconfigurator_core` directory; default: the installed
-package), --hardware DIR (default data/hardware), --out DIR (default data/kernels).
+package), --hardware DIR (default data/hardware), --out DIR (default data/kernels),
+--window-check (instead of writing, print how windowed decode attention compares with
+the full kernel over as many keys as the window: docs/kernels.md).
 
 What it writes: one CSV per ridgeline device and engine, `data/kernels/<device>/<engine>.csv`
 (engines `trt-llm`, `vllm`, `sglang`), columns `op,version,dtype,key,x,y,z,efficiency`:
@@ -413,18 +415,73 @@ def build(package, hardware, out_dir):
     return tables
 
 
+def window_check(package):
+    """Windowed decode attention against the full kernel at a cache as long as the
+    window: for every windowed point (window w, cache y > w) of a system's current
+    version, the measured time over the same key's full-attention time at the shortest
+    measured cache of at least w (at most 2w) and the same batch. ridgeline reads a
+    decode step's windowed attention as the full kernel over the keys the window lets
+    the new token see (`Predictor::kernel_shape`); this prints how far that holds, as
+    a Markdown table: the median ratio and median |ratio - 1| per device, engine and
+    window."""
+    data = os.path.join(package, "systems", "data")
+    current = query_versions(os.path.join(package, "systems", "query_versions.yaml"))
+    print("| device | engine | window | points | windowed / full, median | median \\|ratio - 1\\| |")
+    print("|---|---|---:|---:|---:|---:|")
+    every = []
+    for system, device in SYSTEMS.items():
+        for backend, engine in BACKENDS.items():
+            path = os.path.join(data, system, "attention", backend, current(system, backend),
+                                "generation_attention_perf.parquet")
+            if not os.path.exists(path):
+                continue
+            d = pd.read_parquet(path)
+            if "window_size" not in d.columns:
+                continue
+            d = d[d.attn_dtype == "bfloat16"].copy()
+            if "beam_width" in d.columns:
+                d = d[d.beam_width == 1]
+            d["y"] = d.isl + d.step
+            keys = ["num_heads", "num_key_value_heads", "head_dim", "kv_cache_dtype"]
+            full = d[d.window_size == 0].groupby(keys + ["batch_size", "y"]).latency.min()
+            for w in sorted(set(d.window_size) - {0}):
+                got = d[(d.window_size == w) & (d.y > w)]
+                got = got.groupby(keys + ["batch_size", "y"]).latency.min()
+                ratios = []
+                for idx, lat in got.items():
+                    *key, b, _ = idx
+                    try:
+                        ref = full.loc[tuple(key) + (b,)]
+                    except KeyError:
+                        continue
+                    ref = ref[(ref.index >= w) & (ref.index <= 2 * w)]
+                    if len(ref):
+                        ratios.append(lat / ref.iloc[0])
+                if ratios:
+                    r = pd.Series(ratios)
+                    every += ratios
+                    print(f"| {device} | {engine} | {w} | {len(r)} | {r.median():.2f} | "
+                          f"{(r - 1).abs().median() * 100:.0f}% |")
+    r = pd.Series(every)
+    print(f"| all | all | all | {len(r)} | {r.median():.2f} | {(r - 1).abs().median() * 100:.0f}% |")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--package", default=None)
     ap.add_argument("--hardware", default="data/hardware")
     ap.add_argument("--out", default="data/kernels")
     ap.add_argument("--check", action="store_true")
+    ap.add_argument("--window-check", action="store_true")
     args = ap.parse_args()
     package = args.package
     if package is None:
         import aiconfigurator_core
 
         package = os.path.dirname(aiconfigurator_core.__file__)
+    if args.window_check:
+        window_check(package)
+        return
     tables = build(package, args.hardware, args.out)
     stale = []
     for path, text in sorted(tables.items()):

@@ -17,18 +17,25 @@
 //! - softmax attention (`attention`, no window) of a plain decode step (one new token
 //!   per sequence) or a whole prompt (no cached prefix), at the heads, KV heads and
 //!   batch of one device, with a 16-bit or fp8 KV cache;
+//! - a decode step's windowed attention (`window_attention`, where the model's windowed
+//!   layers share one window) as the decode attention over the keys its window lets
+//!   the new token see (`min(context, w)` for a sliding window, the current chunk's for
+//!   a chunked one): a kernel that reads `w` keys of a longer cache takes what one over
+//!   a cache of `w` takes (AIConfigurator's windowed points against its full ones:
+//!   `tools/import_kernels.py --window-check`, docs/kernels.md);
+//! - one decode step's absorbed latent attention (`mla_attention`, [`crate::kernels::OpClass::MlaDecode`]);
 //! - a routed-expert block (`gate_up_proj`, `act_mul`, `down_proj` of a MoE model's
 //!   experts, each op at the block's measured efficiency, so the three cost the
-//!   measured block time) at the pass's tokens over the expert-parallel group, with
-//!   experts whole on each device (no tensor-parallel split of them), gated, in bf16,
-//!   fp8, fp8-block, nvfp4 or mxfp4;
+//!   measured block time) at the pass's tokens over the expert-parallel group, each
+//!   expert whole or split by tensor parallelism (the block of experts `1/tp` as wide),
+//!   gated, in bf16, fp8, fp8-block, nvfp4 or mxfp4;
 //! - the tensor-parallel all-reduces (`allreduce_attn`, `allreduce_mlp`) at their
 //!   message size and the tensor-parallel group's size, on devices joined by a
 //!   scale-up link (over PCIe alone the measured all-reduce is the measured host's
 //!   topology, not the device's).
 //!
-//! Everything else (latent attention, experts split by tensor parallelism, windows, speculative verify
-//! passes, draft models, the pass overheads) keeps the engine's fitted costs. The fast
+//! Everything else (a prompt's latent or windowed attention, speculative verify passes,
+//! draft models, the pass overheads) keeps the engine's fitted costs. The fast
 //! paths do not read the tables: [`super::Evaluator`] hands a predictor on tables to
 //! the plain [`Predictor::summary`] (so sweeps and plans on tables cost what that does).
 //! The serving simulation's [`super::IterationCost`] places each iteration's ops on the
@@ -321,6 +328,51 @@ impl<'a> Predictor<'a> {
                 };
                 return Some((class, kv, peak(ComputeDtype::Bf16), shape));
             }
+            K::WindowAttention => {
+                // a decode step's windowed attention reads the keys its window lets
+                // the new token see: the decode kernel over a cache that long
+                if !(step.decode && step.new_tokens == 1) {
+                    return None;
+                }
+                let kv = self.attention_kv_dtype()?;
+                let mut windowed = m
+                    .kinds
+                    .iter()
+                    .filter(|k| k.mixer == crate::model::Mixer::Attention)
+                    .filter_map(|k| k.window.map(|w| (w, k.chunked)));
+                let (w, chunked) = windowed.next()?;
+                if windowed.any(|other| other != (w, chunked)) {
+                    return None;
+                }
+                let keys = crate::ops::AttentionShape {
+                    window: Some(w),
+                    chunked,
+                    ..crate::ops::AttentionShape::gqa(
+                        1,
+                        1,
+                        step.context.max(1),
+                        m.heads,
+                        m.kv_heads,
+                        m.head_dim,
+                        16.0,
+                        16.0,
+                    )
+                }
+                .keys_read();
+                let shape = Shape::Attention {
+                    batch: step.batch.div_ceil(self.ep.max(1)),
+                    len: keys,
+                    heads: m.heads.div_ceil(self.tp),
+                    kv_heads: m.kv_heads.div_ceil(self.tp),
+                    head_dim: m.head_dim,
+                };
+                return Some((
+                    OpClass::AttentionDecode,
+                    kv,
+                    peak(ComputeDtype::Bf16),
+                    shape,
+                ));
+            }
             K::MlaAttention => {
                 // a decode step's absorbed latent attention over 16-bit or fp8 latents
                 let (Some(a), true) = (m.mla, step.decode && step.new_tokens == 1) else {
@@ -559,6 +611,53 @@ mod tests {
             p.kernel_shape(&op(&p, &chunk, OpKind::Attention), &chunk),
             None
         );
+    }
+
+    /// A decode step's windowed attention is read as the decode attention over the keys
+    /// its window lets the new token see. gpt-oss-120b (64 heads, 8 KV heads, head dim
+    /// 64; every other layer a sliding window of 128) on 8 devices: 8 heads and 1 KV
+    /// head each, 128 keys at a context of 4096, the whole cache at 100. Llama 4 Scout
+    /// (chunks of 8192 on three layers of four) at a context of 10,000 sees its own
+    /// chunk's 10,000 - 8,192 = 1,808 keys. A prompt's windowed attention keeps the
+    /// engine's cost.
+    #[test]
+    fn windowed_decode_attention_is_read_at_the_keys_its_window_sees() {
+        let db = ModelDb::builtin().unwrap();
+        let m = &db.resolve("gpt-oss-120b").unwrap();
+        let p = with(m, "h100-sxm", 8);
+        let shape = |p: &Predictor<'_>, step: &Step| {
+            p.kernel_shape(&op(p, step, OpKind::WindowAttention), step)
+                .map(|s| (s.0, s.3))
+        };
+        let at = |batch, len, heads, kv_heads, head_dim| {
+            Some((
+                OpClass::AttentionDecode,
+                Shape::Attention {
+                    batch,
+                    len,
+                    heads,
+                    kv_heads,
+                    head_dim,
+                },
+            ))
+        };
+        assert_eq!(shape(&p, &Step::decode(4, 4096)), at(4, 128, 8, 1, 64));
+        assert_eq!(shape(&p, &Step::decode(4, 100)), at(4, 100, 8, 1, 64));
+        assert_eq!(shape(&p, &Step::prefill(2, 1000)), None);
+        // measured: it costs the table's decode attention at that shape
+        let step = Step::decode(4, 4096);
+        let w = op(&p, &step, OpKind::WindowAttention);
+        let (placed, source) = p.place_op_in(&w, Part::Plain, &step);
+        assert_eq!(source, Some(CostSource::Measured));
+        let k = p.kernels.as_ref().unwrap();
+        let (class, dtype, peak, at128) = p.kernel_shape(&w, &step).unwrap();
+        let eff =
+            k.db.efficiency(&k.device, &p.engine.id, class, dtype, &at128);
+        assert_eq!(placed, p.measured_place(&w, class, peak, eff.unwrap()));
+        let scout = &db.resolve("llama-4-scout").unwrap();
+        let q = with(scout, "h100-sxm", 8);
+        // 40 heads, 8 KV heads, head dim 128 over 8 devices: 5 and 1
+        assert_eq!(shape(&q, &Step::decode(1, 10_000)), at(1, 1808, 5, 1, 128));
     }
 
     /// Qwen3-30B-A3B at batch 1 on an H100 SXM under vLLM: its routed-expert block (8
