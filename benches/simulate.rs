@@ -137,6 +137,7 @@ fn plan(c: &mut Criterion) {
         inter_node_bytes_per_s: 50e9,
         overlap_ep: false,
         expert_imbalance: 1.0,
+        expert_weights: None,
     };
     let target = RateTarget {
         rate_per_s: 50.0,

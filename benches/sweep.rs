@@ -29,6 +29,7 @@ const MILLION: SweepLists<'static> = SweepLists {
     inter_node_bytes_per_s: 50e9,
     overlap_ep: false,
     expert_imbalance: 1.0,
+    expert_weights: None,
 };
 
 /// The same size with one gen and 25 prompts: every configuration needs its own prefill.

@@ -450,6 +450,7 @@ pub fn plan(
         inter_node_bytes_per_s: a.inter_node_bw,
         overlap_ep: t.overlap_ep,
         expert_imbalance: t.expert_imbalance,
+        expert_weights: a.expert_weights,
     };
     let report = match a.rate.target() {
         Some(t) => crate::plan::plan_rate(&req, &t)?,

@@ -563,6 +563,11 @@ pub struct SweepArgs {
     /// KV-cache formats, comma-separated; `native` is the activation dtype.
     #[arg(long, default_value = "native")]
     pub kv: String,
+    /// Format of a mixture-of-experts model's routed experts in every configuration,
+    /// as `predict --expert-weights` (default: each configuration's --weights where it
+    /// names one, else the checkpoint's expert format).
+    #[arg(long, value_parser = Format::parse)]
+    pub expert_weights: Option<Format>,
     /// Engines, comma-separated.
     #[arg(long, default_value = "typical")]
     pub engine: String,
@@ -623,6 +628,7 @@ impl SweepArgs {
             inter_node_bytes_per_s: self.decoding.inter_node_bw,
             overlap_ep: self.decoding.overlap_ep,
             expert_imbalance: self.decoding.expert_imbalance,
+            expert_weights: self.expert_weights,
         }
     }
 }
@@ -677,6 +683,11 @@ pub struct PlanArgs {
     /// KV formats to consider, comma-separated (default: native,fp8).
     #[arg(long, conflicts_with = "train")]
     pub kv: Option<String>,
+    /// Format of a mixture-of-experts model's routed experts in every configuration, as
+    /// `predict --expert-weights` (default: each configuration's weight format where it
+    /// names one, else the checkpoint's expert format).
+    #[arg(long, value_parser = Format::parse, conflicts_with = "train")]
+    pub expert_weights: Option<Format>,
     /// Engines to consider, comma-separated.
     #[arg(long, default_value = "typical", conflicts_with = "train")]
     pub engine: String,

@@ -300,6 +300,68 @@ fn llama_cpp_s_gpt_oss_gguf_is_mxfp4_experts_and_q8_0() {
 }
 
 #[test]
+fn sweep_and_plan_take_the_experts_format_as_predict_does() {
+    use crate::support::cli::{json, ok};
+    let gguf = ["--weights", "q8_0", "--expert-weights", "mxfp4"];
+    let base = ["--model", "gpt-oss-120b", "--gpu", "h100"];
+    let with = |cmd: &str, extra: &[&str]| -> Vec<String> {
+        [cmd]
+            .iter()
+            .chain(&base)
+            .chain(&gguf)
+            .chain(extra)
+            .map(|s| s.to_string())
+            .collect()
+    };
+    fn args(v: &[String]) -> Vec<&str> {
+        v.iter().map(String::as_str).collect()
+    }
+    let p = json(&args(&with("predict", &["--json"])));
+    // a sweep row is predict's configuration: the same memory and time per token
+    let csv = ok(&args(&with("sweep", &["--csv"])));
+    let (head, row) = (csv.lines().next().unwrap(), csv.lines().nth(1).unwrap());
+    let cell = |name: &str| {
+        let i = head.split(',').position(|h| h == name).unwrap();
+        row.split(',').nth(i).unwrap().to_string()
+    };
+    assert_eq!(cell("weights"), "q8_0");
+    assert_eq!(
+        cell("total_bytes").parse::<f64>().unwrap(),
+        p["memory"]["total_bytes"].as_f64().unwrap()
+    );
+    assert_eq!(
+        cell("tpot_s").parse::<f64>().unwrap(),
+        p["generation"]["tpot_s"].as_f64().unwrap()
+    );
+    // a plan states the experts' format; its best entry is predict's at that layout
+    let plan = json(&args(&with("plan", &["--kv", "native", "--json"])));
+    assert_eq!(plan["expert_weights"], "mxfp4");
+    let best = &plan["best"];
+    let (gpus, batch, ep) = (
+        best["gpus"].to_string(),
+        best["batch"].to_string(),
+        best["ep"].to_string(),
+    );
+    let again = json(&args(&with(
+        "predict",
+        &["--gpus", &gpus, "--batch", &batch, "--ep", &ep, "--json"],
+    )));
+    assert_eq!(best["total_bytes"], again["memory"]["total_bytes"]);
+    // without the option the plan says nothing of it
+    let plain = json(&[
+        "plan",
+        "--model",
+        "gpt-oss-120b",
+        "--gpu",
+        "h100",
+        "--weights",
+        "q8_0",
+        "--json",
+    ]);
+    assert!(plain.get("expert_weights").is_none());
+}
+
+#[test]
 fn what_ifs_keep_a_checkpoint_s_own_expert_format() {
     // gpt-oss ships its routed experts in mxfp4 and the rest in bf16. Twice the devices
     // keeps that mix: the per-device memory of the what-if is predict's with --gpus 2

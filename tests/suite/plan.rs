@@ -457,6 +457,7 @@ fn library_plan_counts_and_layouts() {
         inter_node_bytes_per_s: 50e9,
         overlap_ep: false,
         expert_imbalance: 1.0,
+        expert_weights: None,
     };
     let p = plan(&req).unwrap();
     // 1: tp; 3: tp (32 heads: skipped) and pp; 16: beyond a node of 8, pp only

@@ -488,9 +488,10 @@ fn plan_keys_are_documented_both_ways() {
         json(
             "plan --model llama-3-8b --gpu rtx-4080 --gpus 1 --weights bf16 --kv fp8 --rate 10 --p99-ttft-ms 2000 --p99-tpot-ms 100 --requests 30 --json",
         ),
-        // expert-parallel layouts with their all-to-all overlapped, their routing uneven
+        // expert-parallel layouts with their all-to-all overlapped, their routing uneven,
+        // the routed experts in a format of their own
         json(
-            "plan --model qwen3-30b-a3b --gpu h100 --gpus 8 --max-tpot-ms 50 --overlap-ep --expert-imbalance 1.5 --json",
+            "plan --model qwen3-30b-a3b --gpu h100 --gpus 8 --max-tpot-ms 50 --overlap-ep --expert-imbalance 1.5 --expert-weights fp8 --json",
         ),
     ];
     assert!(plans[0]["best"].is_object() && plans[1]["best"].is_null());

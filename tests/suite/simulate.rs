@@ -554,6 +554,7 @@ fn rate_plans_size_fleets_that_meet_the_targets() {
         inter_node_bytes_per_s: 50e9,
         overlap_ep: false,
         expert_imbalance: 1.0,
+        expert_weights: None,
     };
     let t = RateTarget {
         rate_per_s: 30.0,

@@ -113,6 +113,10 @@ pub struct PlanRequest<'a> {
     /// a layout of fewer groups than this cannot hold it and is not built (counted
     /// with the impossible layouts), one without expert parallelism is unchanged.
     pub expert_imbalance: f64,
+    /// The routed experts' format in every configuration of a mixture-of-experts model
+    /// ([`Scenario::expert_weights`]; `None`: each configuration's weight format where
+    /// it names one, else the checkpoint's expert format).
+    pub expert_weights: Option<Format>,
 }
 
 crate::named_enum! {
@@ -409,6 +413,10 @@ pub struct Plan {
     /// routing).
     #[serde(skip_serializing_if = "is_one")]
     pub expert_imbalance: f64,
+    /// The routed experts' format in every configuration (`--expert-weights`; absent:
+    /// each configuration's `weights`, else the checkpoint's expert format).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expert_weights: Option<Format>,
 }
 
 fn is_one(f: &f64) -> bool {
@@ -548,6 +556,7 @@ pub(crate) fn check_choices(
 ///     inter_node_bytes_per_s: 50e9,
 ///     overlap_ep: false,
 ///     expert_imbalance: 1.0,
+///     expert_weights: None,
 /// };
 /// let p = plan(&req)?;
 /// let best = p.best.expect("an 8B model meets 50 ms per token somewhere");
@@ -600,5 +609,6 @@ pub fn plan(req: &PlanRequest<'_>) -> Result<Plan> {
         speculative: PlanSpeculation::of(req),
         overlap_ep: req.overlap_ep,
         expert_imbalance: req.expert_imbalance,
+        expert_weights: req.expert_weights,
     })
 }

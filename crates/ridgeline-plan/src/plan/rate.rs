@@ -316,5 +316,6 @@ pub fn plan_rate(req: &PlanRequest<'_>, target: &RateTarget) -> Result<Plan> {
         speculative: super::PlanSpeculation::of(req),
         overlap_ep: req.overlap_ep,
         expert_imbalance: req.expert_imbalance,
+        expert_weights: req.expert_weights,
     })
 }

@@ -9,7 +9,7 @@ use crate::error::Result;
 use crate::hardware::Hardware;
 use crate::memory::Parallel;
 use crate::model::ModelConfig;
-use crate::predict::{Evaluator, Predictor, Scenario, check_layout, resolve_formats};
+use crate::predict::{Evaluator, Predictor, Scenario, check_layout, resolve_formats_with};
 use crate::sweep::Point;
 use rayon::prelude::*;
 use ridgeline_core::work;
@@ -79,6 +79,8 @@ pub(super) struct Layout<'a> {
     /// Expert-parallel groups (1: none).
     pub ep: u64,
     pub weights: Option<Format>,
+    /// The routed experts' format (`None`: `weights`, else the checkpoint's).
+    pub expert_weights: Option<Format>,
     pub kv: Option<Format>,
     pub engine: &'a Engine,
 }
@@ -89,6 +91,7 @@ impl<'a> Layout<'a> {
     pub(crate) fn scenario(&self, req: &PlanRequest<'_>) -> Scenario {
         Scenario {
             weights: self.weights,
+            expert_weights: self.expert_weights,
             kv: self.kv,
             gpus: self.gpus,
             parallel: self.parallel,
@@ -125,7 +128,7 @@ impl<'a> Layout<'a> {
 
     /// The configuration of `c` in this layout, formats resolved for `model`.
     pub(crate) fn config(&self, c: &Cand, model: &ModelConfig) -> Config {
-        let prec = resolve_formats(model, self.weights, self.kv);
+        let prec = resolve_formats_with(model, self.weights, self.expert_weights, self.kv);
         Config {
             gpus: self.gpus,
             gpu: self.hw.id.clone(),
@@ -139,7 +142,7 @@ impl<'a> Layout<'a> {
 
     /// This layout, serving no rate for `reason`.
     pub(crate) fn unserved(&self, model: &ModelConfig, reason: String) -> super::Unserved {
-        let prec = resolve_formats(model, self.weights, self.kv);
+        let prec = resolve_formats_with(model, self.weights, self.expert_weights, self.kv);
         super::Unserved {
             gpu: self.hw.id.clone(),
             gpus: self.gpus,
@@ -262,6 +265,7 @@ pub(super) fn layouts<'a>(req: &PlanRequest<'a>) -> (Vec<Layout<'a>>, u64) {
                             parallel,
                             ep,
                             weights: w,
+                            expert_weights: req.expert_weights,
                             kv: k,
                             engine,
                         });
@@ -537,6 +541,7 @@ mod tests {
             parallel: Parallel::Tp,
             ep: 1,
             weights: None,
+            expert_weights: None,
             kv: None,
             engine,
         };

@@ -3,7 +3,7 @@
 
 use super::{COLUMNS, Outcome, Sweep};
 use crate::error::Result;
-use crate::predict::resolve_formats;
+use crate::predict::resolve_formats_with;
 use crate::roofline::Bound;
 use std::collections::HashMap;
 
@@ -96,7 +96,7 @@ impl Labels {
         for m in &s.models {
             for &w in &s.weights {
                 for &k in &s.kv {
-                    let p = resolve_formats(m, w, k);
+                    let p = resolve_formats_with(m, w, s.expert_weights, k);
                     formats.push((
                         code_of(&mut weights, some(&p.weights.name())),
                         code_of(&mut kv, some(&p.kv.name())),

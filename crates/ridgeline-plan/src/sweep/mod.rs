@@ -135,6 +135,10 @@ pub struct Sweep<'a> {
     /// The busiest expert-parallel rank's routed rows over the mean's, at least
     /// ([`Scenario::expert_imbalance`]; 1: uniform routing).
     pub expert_imbalance: f64,
+    /// The routed experts' format in every configuration of a mixture-of-experts model
+    /// ([`Scenario::expert_weights`]; `None`: each configuration's weight format where
+    /// it names one, else the checkpoint's expert format).
+    pub expert_weights: Option<Format>,
     /// Measured kernel tables read where they cover an op (`None`: the engines' fitted
     /// costs); the evaluation then takes the plain path, about as costly per
     /// configuration as one [`Predictor::summary`].
@@ -178,6 +182,8 @@ pub struct SweepLists<'t> {
     pub overlap_ep: bool,
     /// `--expert-imbalance`.
     pub expert_imbalance: f64,
+    /// `--expert-weights`.
+    pub expert_weights: Option<Format>,
 }
 
 impl Default for SweepLists<'_> {
@@ -201,6 +207,7 @@ impl Default for SweepLists<'_> {
             inter_node_bytes_per_s: crate::hardware::DEFAULT_INTER_NODE_BYTES_PER_S,
             overlap_ep: false,
             expert_imbalance: 1.0,
+            expert_weights: None,
         }
     }
 }
@@ -419,6 +426,7 @@ impl<'a> Sweep<'a> {
             inter_node_bytes_per_s: l.inter_node_bytes_per_s,
             overlap_ep: l.overlap_ep,
             expert_imbalance: l.expert_imbalance,
+            expert_weights: l.expert_weights,
             kernels: None,
         };
         sweep.validate()?;
@@ -434,7 +442,7 @@ impl<'a> Sweep<'a> {
             prompt: 0,
             gen_tokens: 0,
             weights: self.weights[weights],
-            expert_weights: None,
+            expert_weights: self.expert_weights,
             kv: self.kv[kv],
             gpus: self.gpus[gpus],
             parallel: self.parallel,

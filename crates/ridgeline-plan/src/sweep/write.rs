@@ -3,7 +3,7 @@
 
 use super::{COLUMNS, Outcome, Stats, Sweep};
 use crate::error::{Error, Result};
-use crate::predict::resolve_formats;
+use crate::predict::resolve_formats_with;
 use std::io::Write;
 
 /// How to write a sweep.
@@ -193,7 +193,7 @@ impl Labels {
             }
             for &w in &s.weights {
                 for &k in &s.kv {
-                    let p = resolve_formats(m, w, k);
+                    let p = resolve_formats_with(m, w, s.expert_weights, k);
                     for e in &s.engines {
                         let (w, k, e) = (q(&p.weights.name()), q(&p.kv.name()), q(&e.id));
                         let par = q(s.parallel.name());
