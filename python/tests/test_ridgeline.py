@@ -72,6 +72,19 @@ def test_a_stated_expert_imbalance_loads_the_busiest_group(cli):
         ridgeline.predict(model="llama-3-8b", gpu="h100", expert_imbalance=2)
 
 
+def test_the_routed_experts_take_a_format_of_their_own(cli):
+    # llama.cpp's gpt-oss GGUF: the routed experts in mxfp4, every other tensor in q8_0
+    p = ridgeline.predict(model="gpt-oss-120b", gpu="h100", weights="q8_0",
+                          expert_weights="mxfp4")
+    assert p == cli.json("predict", "--model", "gpt-oss-120b", "--gpu", "h100",
+                         "--weights", "q8_0", "--expert-weights", "mxfp4")
+    assert (p["config"]["weights"], p["config"]["experts"]) == ("q8_0", "mxfp4")
+    native = ridgeline.predict(model="gpt-oss-120b", gpu="h100")
+    assert p["memory"]["weights_bytes"] < native["memory"]["weights_bytes"]
+    with pytest.raises(ridgeline.RidgelineError, match="--expert-weights"):
+        ridgeline.predict(model="gpt-oss-120b", gpu="h100", expert_weights="mxfp")
+
+
 def test_predict_carries_the_kernels_per_layer_and_the_fixed_costs(cli):
     # DeepSeek-V3: 3 layers of 12 + 5 kernels and 58 of 12 + 11, 1385 over 61 layers;
     # Llama 3 8B: 11, a dense layer's

@@ -251,6 +251,41 @@ fn roofline_labels_axes_ridges_and_key() {
 }
 
 #[test]
+fn roofline_subtitle_names_the_experts_format() {
+    // gpt-oss ships its routed experts in mxfp4 and the rest in bf16; llama.cpp's GGUF
+    // keeps the rest in q8_0: the subtitle names both formats, inside the canvas
+    let model = ModelDb::builtin().unwrap().resolve("gpt-oss-120b").unwrap();
+    let engine = EngineDb::builtin().unwrap().get("typical").unwrap();
+    let hw = HardwareDb::builtin().unwrap().get("h100").unwrap();
+    for (s, words) in [
+        (
+            Scenario::default(),
+            "weights mxfp4 experts + bf16 · KV bf16",
+        ),
+        (
+            Scenario {
+                weights: Some(ridgeline::dtype::Format::Q8_0),
+                expert_weights: Some(ridgeline::dtype::Format::Mxfp4),
+                ..Scenario::default()
+            },
+            "weights mxfp4 experts + q8_0 · KV bf16",
+        ),
+    ] {
+        let p = predict(&model, hw, engine, &s).unwrap();
+        let device = RooflineDevice {
+            hardware: hw,
+            prediction: &p,
+        };
+        let svg = roofline(&[device], &RooflineOptions::default()).unwrap();
+        let boxes = check_text_layout(&svg);
+        assert!(
+            texts(&boxes).iter().any(|t| t.starts_with(words)),
+            "{words}"
+        );
+    }
+}
+
+#[test]
 fn roofline_link_ceilings_are_optional() {
     let plain = render_roofline(&["h100"], &RooflineOptions::default()).0;
     let (links, _) = render_roofline(

@@ -255,7 +255,9 @@ fn inputs(s: &mut String, p: &Prediction) {
             "formats",
             format!(
                 "weights {}, KV cache {}, activations {}",
-                c.weights, c.kv, c.activations
+                crate::dtype::formats_label(c.weights, c.experts),
+                c.kv,
+                c.activations
             ),
         ),
         (

@@ -117,7 +117,7 @@ pub(crate) fn subtitle(p: &Prediction) -> String {
     let c = &p.config;
     format!(
         "weights {} · KV {} · batch {} · context {} prompt + {} generated (decode step at {}) · engine {} · {}× device{}",
-        c.weights,
+        crate::dtype::formats_label(c.weights, c.experts),
         c.kv,
         c.batch,
         c.prompt,
