@@ -199,6 +199,12 @@ fn gpt_oss_fits_the_devices_its_publisher_names() {
     assert!(!p.memory.inner.fits);
 }
 
+/// gpt-oss-120b on an H100, on the command line.
+const GPT_OSS_H100: [&str; 4] = ["--model", "gpt-oss-120b", "--gpu", "h100"];
+
+/// llama.cpp's gpt-oss GGUF: the routed experts in mxfp4, the rest in q8_0.
+const GGUF: [&str; 4] = ["--weights", "q8_0", "--expert-weights", "mxfp4"];
+
 #[test]
 fn llama_cpp_s_gpt_oss_gguf_is_mxfp4_experts_and_q8_0() {
     // ggml-org's gpt-oss GGUFs keep the routed experts in mxfp4 and write every other
@@ -279,17 +285,7 @@ fn llama_cpp_s_gpt_oss_gguf_is_mxfp4_experts_and_q8_0() {
     );
     assert_eq!(with.config.experts, None);
     // on the command line: the header names both formats
-    let text = crate::support::cli::ok(&[
-        "predict",
-        "--model",
-        "gpt-oss-120b",
-        "--gpu",
-        "h100",
-        "--weights",
-        "q8_0",
-        "--expert-weights",
-        "mxfp4",
-    ]);
+    let text = crate::support::cli::ok(&[&["predict"][..], &GPT_OSS_H100, &GGUF].concat());
     assert!(
         text.lines()
             .next()
@@ -302,8 +298,7 @@ fn llama_cpp_s_gpt_oss_gguf_is_mxfp4_experts_and_q8_0() {
 #[test]
 fn sweep_and_plan_take_the_experts_format_as_predict_does() {
     use crate::support::cli::{json, ok};
-    let gguf = ["--weights", "q8_0", "--expert-weights", "mxfp4"];
-    let base = ["--model", "gpt-oss-120b", "--gpu", "h100"];
+    let (gguf, base) = (GGUF, GPT_OSS_H100);
     let with = |cmd: &str, extra: &[&str]| -> Vec<String> {
         [cmd]
             .iter()
@@ -348,16 +343,7 @@ fn sweep_and_plan_take_the_experts_format_as_predict_does() {
     )));
     assert_eq!(best["total_bytes"], again["memory"]["total_bytes"]);
     // without the option the plan says nothing of it
-    let plain = json(&[
-        "plan",
-        "--model",
-        "gpt-oss-120b",
-        "--gpu",
-        "h100",
-        "--weights",
-        "q8_0",
-        "--json",
-    ]);
+    let plain = json(&[&["plan"][..], &GPT_OSS_H100, &GGUF[..2], &["--json"]].concat());
     assert!(plain.get("expert_weights").is_none());
 }
 
