@@ -8,7 +8,8 @@ const CHARTS = ['roofline', 'throughput', 'memory'];
 // form fields that are flags of predict: id = flag name = URL key; value = default
 const FIELDS = {
   model: 'llama-3-8b', gpus: '1', parallel: 'tp', ep: '1', batch: '1', prompt: '512',
-  gen: '128', weights: '', kv: '', engine: 'typical', offload: 'none', 'spec-k': '',
+  gen: '128', weights: '', kv: '', 'expert-weights': '', engine: 'typical', offload: 'none',
+  'spec-k': '',
   'spec-accept': '', draft: '',
 };
 const DEFAULT_DEVICES = ['h100-sxm'];
@@ -181,7 +182,7 @@ function fillMenus() {
   for (const m of state.models) {
     models.append(el('option', { value: m.id, label: `${m.name} · ${fmtParams(m.params)}` }));
   }
-  for (const id of ['weights', 'kv']) {
+  for (const id of ['weights', 'kv', 'expert-weights']) {
     for (const f of state.meta.formats) $(id).append(el('option', { value: f, text: f }));
   }
   $('engine').replaceChildren(...state.meta.engines.map((e) => el('option', { value: e, text: e })));

@@ -455,6 +455,37 @@ fn the_page_works_in_a_real_browser() {
     }
     assert_eq!(b.console_errors(), Vec::<String>::new(), "console errors");
 
+    // the routed experts in a format of their own (llama.cpp's gpt-oss GGUF: mxfp4
+    // experts, the rest q8_0), from the URL: the menu shows it, the page asks for it and
+    // shows predict's memory (63.21 GB of weights + KV, activations and overhead)
+    b.go(&format!(
+        "{site}/?model=gpt-oss-120b&gpu=h100-sxm&weights=q8_0&expert-weights=mxfp4"
+    ));
+    let n = b.rendered(0, "ready");
+    assert_eq!(
+        b.js("return document.getElementById('expert-weights').value"),
+        "mxfp4"
+    );
+    let total = crate::support::cli::json(&[
+        "predict",
+        "--model",
+        "gpt-oss-120b",
+        "--gpu",
+        "h100-sxm",
+        "--weights",
+        "q8_0",
+        "--expert-weights",
+        "mxfp4",
+        "--json",
+    ])["memory"]["total_bytes"]
+        .as_f64()
+        .unwrap();
+    let rows = view(&b).0;
+    assert!(
+        rows.contains(&format!("{:.1} GB", total / 1e9)),
+        "{rows} lacks {total}"
+    );
+
     // a bad value: the server's message, on the field it names (the 400 is logged)
     b.replace_text("#batch", "0");
     b.rendered(n, "error");
