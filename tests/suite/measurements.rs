@@ -190,8 +190,9 @@ fn every_row_is_mapped_or_skipped_with_a_reason() {
     );
     // every single-stream row is mapped but the P40's, AutoAWQ's (m358, m360, m364,
     // m366, m370), TinyChat's (m380), the Unsloth dynamic GGUF quants (UD-Q4_K_XL, no
-    // format of ridgeline's: m411, m413, m417) and the Medusa rows whose batch is not
-    // stated (m494, m495)
+    // format of ridgeline's: m411, m413, m417), the Medusa rows whose batch is not
+    // stated (m494, m495) and SGLang's Kimi K2 with data-parallel attention over
+    // tensor-parallel experts (m733: `--dp 4 --enable-dp-attention`, no `--ep`)
     let skipped_a: Vec<&str> = m
         .skipped
         .iter()
@@ -202,8 +203,13 @@ fn every_row_is_mapped_or_skipped_with_a_reason() {
         skipped_a,
         [
             "m029", "m358", "m360", "m364", "m366", "m370", "m380", "m411", "m413", "m417", "m494",
-            "m495"
+            "m495", "m733"
         ]
+    );
+    assert!(
+        reason("m733").contains("--enable-dp-attention"),
+        "{}",
+        reason("m733")
     );
     assert!(reason("m411").contains("ud-q4_k_xl"), "{}", reason("m411"));
     // a time per output token and an end-to-end latency are single-stream rows too

@@ -195,6 +195,13 @@ pub(super) fn case(r: &Measurement, names: &mut Names) -> std::result::Result<Ca
     if matches!(r.kind, Kind::A | Kind::B) && gen_tokens == 0 {
         return Err("decode row with generation length 0".into());
     }
+    let ep = expert_parallel(r, parallel, &mut c.assumptions);
+    if ep == 1 && format!("{} {}", r.framework, r.notes).contains("--enable-dp-attention") {
+        return Err(
+            "attention data parallel without expert parallelism (SGLang's --enable-dp-attention with the experts tensor parallel): a layout ridgeline does not express (its data-parallel attention comes with --ep)"
+                .into(),
+        );
+    }
     c.scenario = Scenario {
         batch: match c.batch {
             BatchSpec::Fixed(n) => n,
@@ -207,7 +214,7 @@ pub(super) fn case(r: &Measurement, names: &mut Names) -> std::result::Result<Ca
         kv,
         gpus: r.num_gpus,
         parallel,
-        ep: expert_parallel(r, parallel, &mut c.assumptions),
+        ep,
         flash: flash_attention(r, &mut c.assumptions),
         offload: false,
         spec: None,
