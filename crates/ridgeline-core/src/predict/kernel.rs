@@ -244,6 +244,41 @@ impl<'a> Predictor<'a> {
         (self.place_op(op), None)
     }
 
+    /// The keys a decode step's windowed attention reads at `context`, as the layer
+    /// graph counts them ([`crate::ops::AttentionShape`]'s keys read: `min(context, w)`
+    /// for a sliding window, the current chunk's for a chunked one); `None` where the
+    /// model's windowed layers do not share one window.
+    fn window_keys(&self, context: u64) -> Option<u64> {
+        let m = self.model;
+        let mut windowed = m
+            .kinds
+            .iter()
+            .filter(|k| k.mixer == crate::model::Mixer::Attention)
+            .filter_map(|k| k.window.map(|w| (w, k.chunked)));
+        let (w, chunked) = windowed.next()?;
+        if windowed.any(|other| other != (w, chunked)) {
+            return None;
+        }
+        let one = crate::ops::AttentionShape::gqa(
+            1,
+            1,
+            context.max(1),
+            m.heads,
+            m.kv_heads,
+            m.head_dim,
+            16.0,
+            16.0,
+        );
+        Some(
+            crate::ops::AttentionShape {
+                window: Some(w),
+                chunked,
+                ..one
+            }
+            .keys_read(),
+        )
+    }
+
     /// The attention tables' dtype for this predictor's KV cache (`bf16` for a 16-bit
     /// cache, `fp8`), where its activations are 16-bit as the measured kernels' are;
     /// `None` otherwise.
@@ -310,14 +345,20 @@ impl<'a> Predictor<'a> {
                 };
                 return Some((OpClass::Moe, dtype, peak(d), shape));
             }
-            K::Attention => {
+            K::Attention | K::WindowAttention => {
                 let kv = self.attention_kv_dtype()?;
-                let (class, len) = if step.decode && step.new_tokens == 1 {
-                    (OpClass::AttentionDecode, step.context)
-                } else if !step.decode && step.context == step.new_tokens {
-                    (OpClass::AttentionPrefill, step.new_tokens)
-                } else {
-                    return None;
+                let decode = step.decode && step.new_tokens == 1;
+                let (class, len) = match op.kind {
+                    K::Attention if decode => (OpClass::AttentionDecode, step.context),
+                    K::Attention if !step.decode && step.context == step.new_tokens => {
+                        (OpClass::AttentionPrefill, step.new_tokens)
+                    }
+                    // a decode step's windowed attention reads the keys its window lets
+                    // the new token see: the decode kernel over a cache that long
+                    K::WindowAttention if decode => {
+                        (OpClass::AttentionDecode, self.window_keys(step.context)?)
+                    }
+                    _ => return None,
                 };
                 let shape = Shape::Attention {
                     batch: step.batch.div_ceil(self.ep.max(1)),
@@ -327,51 +368,6 @@ impl<'a> Predictor<'a> {
                     head_dim: m.head_dim,
                 };
                 return Some((class, kv, peak(ComputeDtype::Bf16), shape));
-            }
-            K::WindowAttention => {
-                // a decode step's windowed attention reads the keys its window lets
-                // the new token see: the decode kernel over a cache that long
-                if !(step.decode && step.new_tokens == 1) {
-                    return None;
-                }
-                let kv = self.attention_kv_dtype()?;
-                let mut windowed = m
-                    .kinds
-                    .iter()
-                    .filter(|k| k.mixer == crate::model::Mixer::Attention)
-                    .filter_map(|k| k.window.map(|w| (w, k.chunked)));
-                let (w, chunked) = windowed.next()?;
-                if windowed.any(|other| other != (w, chunked)) {
-                    return None;
-                }
-                let keys = crate::ops::AttentionShape {
-                    window: Some(w),
-                    chunked,
-                    ..crate::ops::AttentionShape::gqa(
-                        1,
-                        1,
-                        step.context.max(1),
-                        m.heads,
-                        m.kv_heads,
-                        m.head_dim,
-                        16.0,
-                        16.0,
-                    )
-                }
-                .keys_read();
-                let shape = Shape::Attention {
-                    batch: step.batch.div_ceil(self.ep.max(1)),
-                    len: keys,
-                    heads: m.heads.div_ceil(self.tp),
-                    kv_heads: m.kv_heads.div_ceil(self.tp),
-                    head_dim: m.head_dim,
-                };
-                return Some((
-                    OpClass::AttentionDecode,
-                    kv,
-                    peak(ComputeDtype::Bf16),
-                    shape,
-                ));
             }
             K::MlaAttention => {
                 // a decode step's absorbed latent attention over 16-bit or fp8 latents
