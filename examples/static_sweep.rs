@@ -2,8 +2,8 @@
 //! static batches under vLLM on A100 and H100
 //! (`data/reference/llm-inference-bench-vllm.csv`, `ridgeline::static_sweep`): every row
 //! of a bundled model predicted with the `vllm` profile as fitted and on the measured
-//! kernel tables, and (A100 and H100) with the profile of their vLLM version
-//! (examples/data/vllm-0.5.toml), and the median error per batch size.
+//! kernel tables, and (A100 and H100) with the bundled profile of their vLLM release
+//! (`vllm-0.5`, fitted on other publications' rows), and the median error per batch size.
 //!
 //! Run: `cargo run --release -q --example static_sweep` prints the table of
 //! docs/calibration.md; `-- --rows` adds one line per row (`-- --by tp|length|model|device`
@@ -16,7 +16,6 @@ use ridgeline::kernels::KernelDb;
 use ridgeline::model::ModelDb;
 use ridgeline::static_sweep::{
     BUILTIN_STATIC_SWEEP_CSV, Predicted, compare, coverage_markdown, markdown, parse, summarize,
-    with_version_engine,
 };
 use std::collections::BTreeMap;
 
@@ -38,7 +37,7 @@ fn main() -> ridgeline::Result<()> {
         &rows,
         ModelDb::builtin()?,
         HardwareDb::builtin()?,
-        &with_version_engine(EngineDb::builtin()?)?,
+        EngineDb::builtin()?,
         KernelDb::builtin()?,
     )?;
     if args.iter().any(|a| a == "--intervals") {

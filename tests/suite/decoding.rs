@@ -799,3 +799,38 @@ fn a_large_moe_layer_pays_its_launches_and_explain_says_so() {
     assert_eq!(code, Some(0), "{err}");
     assert!(!out.contains("Fixed costs take"), "{out}");
 }
+
+#[test]
+fn explain_names_vllm_0_5_s_host_work_per_sequence_among_the_fixed_costs() {
+    // Llama 3 8B on one H100 at 128 sequences under vLLM before 0.6: the host time per
+    // running sequence, times the 128 sequences, is part of each step's fixed cost
+    let per_sequence = EngineDb::builtin()
+        .unwrap()
+        .get("vllm-0.5")
+        .unwrap()
+        .overheads
+        .sequence_overhead_s;
+    assert!(per_sequence > 0.0);
+    let args = [
+        "explain",
+        "--model",
+        "llama-3-8b",
+        "--gpu",
+        "h100",
+        "--batch",
+        "128",
+        "--engine",
+    ];
+    let (code, out, err) = cli(&[&args[..], &["vllm-0.5"]].concat());
+    assert_eq!(code, Some(0), "{err}");
+    let t = ridgeline::units::fmt_seconds;
+    let stated = format!(
+        "its host work per sequence ({} for each of the 128 sequences: {})",
+        t(per_sequence),
+        t(128.0 * per_sequence)
+    );
+    assert!(out.contains(&stated), "{stated}\n{out}");
+    // the same configuration under today's vllm has no such time
+    let (_, plain, _) = cli(&[&args[..], &["vllm"]].concat());
+    assert!(!plain.contains("host work per sequence"), "{plain}");
+}

@@ -333,6 +333,7 @@ fn the_written_database_holds_the_fit_as_rounded() {
                 Attention => e.speed.attention_efficiency,
                 StepOverhead => e.overheads.step_overhead_s,
                 LayerOverhead => e.overheads.layer_overhead_s,
+                SequenceOverhead => e.overheads.sequence_overhead_s,
                 RdnaExpertOverhead => rdna_expert(e).unwrap(),
             };
             assert!(

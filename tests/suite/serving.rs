@@ -70,12 +70,12 @@ fn the_front_end_is_fitted_on_the_published_times_to_first_token() {
         (fit.fitted_on.len(), fit.devices, fit.publications),
         (14, 3, 3)
     );
-    // each publication held out: 21.2 ms without NIM's or DataCrunch's rows, 22.0 ms
+    // each publication held out: 23.2 ms without NIM's or DataCrunch's rows, 23.4 ms
     // without Lambda's (serving_fit prints them); its rows simulated with that time
     let folds: Vec<f64> = fit.folds.iter().map(|f| f.1).collect();
     assert_eq!(folds.len(), 3);
     assert!(
-        folds.iter().all(|d| (0.021..0.023).contains(d)),
+        folds.iter().all(|d| (0.022..0.025).contains(d)),
         "{folds:?}"
     );
     let held = front_end_held_out(&rows, root, None, &fit).unwrap();

@@ -60,8 +60,8 @@ pub use intervals::{
     held_out_tail, interval_bands, interval_bands_from, interval_db, intervals_toml, speed_ratio,
 };
 pub use mapping::{
-    ENGINE_IDS, GpuMatch, TYPICAL_POOL, map_framework, map_gpu, map_model, map_precision,
-    name_words, on_vendor, partial_device,
+    ENGINE_IDS, GpuMatch, TYPICAL_POOL, VERSION_PROFILES, map_framework, map_gpu, map_model,
+    map_precision, name_words, on_vendor, partial_device, version_base,
 };
 pub use report::{
     CalibrationReport, DEFAULT_WORST, EngineErrors, KindErrors, REPORT_MIN_ENGINE_ROWS, ReportRow,

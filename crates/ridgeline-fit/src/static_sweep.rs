@@ -54,13 +54,11 @@ pub const DEVICES: [(&str, &str, &str); 3] = [
     ("AMD MI300X GPU", "mi300x", "vllm-rocm"),
 ];
 
-/// The engine file of the vLLM version the A100 and H100 rows ran (mid-2024: 0.4-0.5),
-/// `examples/data/vllm-0.5.toml`: the `vllm` profile plus the host time per sequence
-/// of vLLM before 0.6, taken from one bundled row (m371), not from these.
-pub const VERSION_ENGINE_TOML: &str = include_str!("../../../examples/data/vllm-0.5.toml");
-
-/// The engine id [`VERSION_ENGINE_TOML`] defines, and the devices whose rows ran that
-/// version (the MI300X rows ran vLLM 0.6.1).
+/// The bundled profile of the vLLM release the A100 and H100 rows ran (mid-2024:
+/// 0.4-0.5), `vllm-0.5` ([`crate::calibrate::VERSION_PROFILES`]: the `vllm` profile
+/// plus the host time per sequence of vLLM before 0.6, fitted on the bundled rows that
+/// state such a release, not on these), and the devices whose rows ran it (the MI300X
+/// rows ran vLLM 0.6.1).
 pub const VERSION_ENGINE: (&str, [&str; 2]) = ("vllm-0.5", ["a100-40gb-sxm", "h100-sxm"]);
 
 /// The publication's model names (Hugging Face repositories) and the bundled models
@@ -146,15 +144,6 @@ pub fn parse(text: &str, src: &str) -> Result<Vec<StaticRow>> {
     Ok(rows)
 }
 
-/// `engines` (the bundled database) with the profile of the A100 and H100 rows' vLLM
-/// version ([`VERSION_ENGINE_TOML`]) added: what [`compare`] predicts those rows with
-/// a third time.
-pub fn with_version_engine(engines: &EngineDb) -> Result<EngineDb> {
-    let mut db = engines.clone();
-    db.load_toml(VERSION_ENGINE_TOML, "examples/data/vllm-0.5.toml")?;
-    Ok(db)
-}
-
 /// Why a row has no prediction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Skipped {
@@ -219,7 +208,7 @@ pub fn compare(
     kernels: &KernelDb,
 ) -> Result<Comparison> {
     let mut out = Comparison::default();
-    // the version's profile, looked up once (absent unless the caller added it)
+    // the release's profile, looked up once (absent from a database without it)
     let (version_id, version_devices) = VERSION_ENGINE;
     let version_engine = engines.get(version_id).ok();
     for row in rows {
@@ -304,7 +293,7 @@ pub fn summarize(ratios: &[f64]) -> (f64, f64) {
 /// The table of docs/calibration.md: per device and batch size, and in all, the rows
 /// and the median ratio of predicted to measured output tokens/s with its median
 /// |error|, the vLLM profile as fitted, on the kernel tables, and with the profile of
-/// the rows' vLLM version ([`VERSION_ENGINE`], where `compare` was given it); then the
+/// the rows' vLLM release ([`VERSION_ENGINE`], where the engines hold it); then the
 /// rows skipped.
 pub fn markdown(c: &Comparison) -> String {
     let v = VERSION_ENGINE.0;

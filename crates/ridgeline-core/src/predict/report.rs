@@ -871,7 +871,7 @@ pub(crate) fn factor_reports(engine: &Engine, hw: &Hardware) -> Vec<FactorReport
             oh.prefill_layer_overhead_s,
         ),
     ];
-    // the host time per sequence, where a profile has one (0 in every bundled engine)
+    // the host time per sequence, where a profile has one (`vllm-0.5` among the bundled)
     if oh.sequence_overhead_s > 0.0 {
         named.push(("sequence_overhead_s".to_string(), oh.sequence_overhead_s));
     }

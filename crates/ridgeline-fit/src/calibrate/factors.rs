@@ -123,6 +123,12 @@ pub static FACTORS: &[Factor] = &[
     plain!(Attention, speed.attention_efficiency, Unit, false),
     plain!(StepOverhead, overheads.step_overhead_s, Overhead, true),
     plain!(LayerOverhead, overheads.layer_overhead_s, Overhead, true),
+    plain!(
+        SequenceOverhead,
+        overheads.sequence_overhead_s,
+        Overhead,
+        false
+    ),
     family!(
         RdnaExpertOverhead,
         "rdna_expert_overhead_s",

@@ -34,6 +34,10 @@ pub enum OverheadKind {
     Step,
     /// Fit `layer_overhead_s` (per layer per forward pass).
     Layer,
+    /// Fit `sequence_overhead_s` (host work per running sequence per forward pass): an
+    /// engine release's own term, over the efficiencies of the profile it derives from
+    /// ([`super::VERSION_PROFILES`]).
+    Sequence,
 }
 
 /// Options of [`fit`].
@@ -115,6 +119,8 @@ pub enum ParamKind {
     StepOverhead,
     /// `layer_overhead_s`.
     LayerOverhead,
+    /// `sequence_overhead_s`: host work per running sequence per forward pass.
+    SequenceOverhead,
     /// `rdna_expert_overhead_s`: per routed expert matrix of a GEMM-path pass on AMD
     /// RDNA GPUs (fitted where rows run there; `expert_overhead_s` elsewhere is set by
     /// hand, 0 in every bundled engine).
@@ -388,6 +394,7 @@ fn choose_params(
     let overhead = match opts.overhead {
         OverheadKind::Step => Some(ParamKind::StepOverhead),
         OverheadKind::Layer => Some(ParamKind::LayerOverhead),
+        OverheadKind::Sequence => Some(ParamKind::SequenceOverhead),
         OverheadKind::None => None,
     };
     if let Some(o) = overhead {

@@ -306,9 +306,59 @@ pub const TYPICAL_POOL: [&str; 9] = [
     "exllamav2",
 ];
 
+/// Profiles of an engine's earlier releases: `(id, base, description)`. Each is its
+/// base's profile as fitted (the same kernels) plus what the release did differently,
+/// fitted on the rows that state that release ([`map_framework`]); it stays out of
+/// [`TYPICAL_POOL`] (a well-tuned engine is the current release).
+///
+/// `vllm-0.5`: up to 0.5.x vLLM prepared each step's inputs, ran its scheduler and
+/// processed each sequence's sampled token in Python on the host between one GPU step
+/// and the next; v0.6.0 overlapped that work with the GPU's (the asynchronous output
+/// processor, multi-step scheduling: "vLLM v0.6.0: 2.7x Throughput Improvement and 5x
+/// Latency Reduction", <https://blog.vllm.ai/2024/09/05/perf-update.html>, which profiles
+/// v0.5.3 on Llama 3 8B on one H100). The host time per running sequence per forward
+/// pass, `sequence_overhead_s`, is the release's own factor.
+pub const VERSION_PROFILES: [(&str, &str, &str); 1] = [(
+    "vllm-0.5",
+    "vllm",
+    "vLLM before 0.6 (0.2-0.5.x, to August 2024): the vllm profile plus the host's Python \
+     work per running sequence between steps (sequence_overhead_s), which 0.6 overlapped \
+     with the GPU's.",
+)];
+
+/// The profile `id` derives from, when it is a release's profile ([`VERSION_PROFILES`]).
+pub fn version_base(id: &str) -> Option<&'static str> {
+    VERSION_PROFILES
+        .iter()
+        .find(|(v, _, _)| *v == id)
+        .map(|(_, base, _)| *base)
+}
+
+/// Whether a vLLM framework column states a release before 0.6: a version `0.N` (`v0.5.2`,
+/// `~v0.5.4`) with `N <= 5`, or, without a version, a date before September 2024 (a year
+/// 2023, or a month January to August of 2024).
+fn vllm_before_0_6(l: &str) -> bool {
+    let b = l.as_bytes();
+    for (i, _) in l.match_indices("0.") {
+        // `0.N` not inside a longer number (`10.5`, `2.0.5`)
+        if i > 0 && (b[i - 1].is_ascii_digit() || b[i - 1] == b'.') {
+            continue;
+        }
+        let digits: String = l[i + 2..]
+            .chars()
+            .take_while(|c| c.is_ascii_digit())
+            .collect();
+        if let Ok(minor) = digits.parse::<u32>() {
+            return minor <= 5;
+        }
+    }
+    const MONTHS: [&str; 8] = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug"];
+    l.contains("2023") || (l.contains("2024") && MONTHS.iter().any(|m| l.contains(m)))
+}
+
 /// The engine ids ridgeline knows: `ideal`, `typical`, `llama.cpp`, the
-/// [`TYPICAL_POOL`] and `hf`.
-pub const ENGINE_IDS: [&str; 13] = {
+/// [`TYPICAL_POOL`], `hf` and the releases' profiles ([`VERSION_PROFILES`]).
+pub const ENGINE_IDS: [&str; 14] = {
     let mut ids = [
         "ideal",
         "typical",
@@ -323,11 +373,17 @@ pub const ENGINE_IDS: [&str; 13] = {
         "",
         "",
         "hf",
+        "",
     ];
     let mut i = 0;
     while i < TYPICAL_POOL.len() {
         ids[3 + i] = TYPICAL_POOL[i];
         i += 1;
+    }
+    let mut v = 0;
+    while v < VERSION_PROFILES.len() {
+        ids[13 + v] = VERSION_PROFILES[v].0;
+        v += 1;
     }
     ids
 };
@@ -350,7 +406,8 @@ const FRAMEWORK_WORDS: [(&str, &[&str]); 9] = [
 /// Maps a framework column (`TensorRT-LLM v0.6.1`, `LMDeploy (TurboMind)`, `LitGPT
 /// generate (eager PyTorch)`) to an engine id; `None` when no engine matches. A column
 /// that names ROCm maps vLLM and SGLang to their ROCm profiles (see
-/// [`on_vendor`]).
+/// [`on_vendor`]); one that states a vLLM release before 0.6 maps to `vllm-0.5`
+/// ([`VERSION_PROFILES`]).
 ///
 /// ```
 /// use ridgeline_fit::calibrate::map_framework;
@@ -361,6 +418,8 @@ const FRAMEWORK_WORDS: [(&str, &[&str]); 9] = [
 /// assert_eq!(map_framework("SGLang (ROCm; version not stated)"), Some("sglang-rocm"));
 /// assert_eq!(map_framework("transformers + AutoGPTQ (exllama kernel)"), Some("hf"));
 /// assert_eq!(map_framework("ExLlamaV2 0.0.11"), Some("exllamav2"));
+/// assert_eq!(map_framework("vLLM 0.5.2"), Some("vllm-0.5"));
+/// assert_eq!(map_framework("vLLM v0.14.1"), Some("vllm"));
 /// ```
 pub fn map_framework(s: &str) -> Option<&'static str> {
     let l = s.to_ascii_lowercase();
@@ -371,6 +430,8 @@ pub fn map_framework(s: &str) -> Option<&'static str> {
         .or_else(|| ENGINE_IDS.into_iter().find(|id| l.trim() == *id))?;
     Some(if l.contains("rocm") {
         on_vendor(id, "AMD")
+    } else if id == "vllm" && vllm_before_0_6(&l) {
+        "vllm-0.5"
     } else {
         id
     })
@@ -523,5 +584,29 @@ mod tests {
         assert_eq!(map_framework("gpu-stream (CUDA/HIP)"), None);
         assert_eq!(map_framework(" HF "), Some("hf"));
         assert_eq!(ENGINE_IDS[3..12], TYPICAL_POOL);
+    }
+
+    #[test]
+    fn vllm_releases_before_0_6_map_to_their_profile() {
+        // the rows' own cells (m371, m418) and the versions around 0.6
+        assert_eq!(
+            map_framework("vLLM (main, Aug 2024, ~v0.5.4)"),
+            Some("vllm-0.5")
+        );
+        assert_eq!(
+            map_framework("vLLM (version not stated, Jan-2024)"),
+            Some("vllm-0.5")
+        );
+        assert_eq!(map_framework("vLLM 0.2.7"), Some("vllm-0.5"));
+        assert_eq!(map_framework("vLLM v0.6.0"), Some("vllm"));
+        assert_eq!(map_framework("vLLM v0.10.2"), Some("vllm"));
+        assert_eq!(map_framework("vLLM (version not stated)"), Some("vllm"));
+        assert_eq!(map_framework("vLLM (Sep 2024)"), Some("vllm"));
+        // a release's profile is for CUDA: ROCm rows keep theirs
+        assert_eq!(map_framework("vLLM 0.5.0 (ROCm)"), Some("vllm-rocm"));
+        assert_eq!(version_base("vllm-0.5"), Some("vllm"));
+        assert_eq!(version_base("vllm"), None);
+        assert!(ENGINE_IDS.contains(&"vllm-0.5"));
+        assert!(!TYPICAL_POOL.contains(&"vllm-0.5"));
     }
 }

@@ -5,8 +5,8 @@
 use super::many::Distinct;
 use super::{
     BUILTIN_MEASUREMENTS_CSV, Bounds, Case, Compared, ENGINE_IDS, EngineFit, FitOptions, Kind,
-    Mapped, OverheadKind, ParamKind, Skipped, TYPICAL_POOL, bounds_from_ceilings, cases,
-    check_measurements, fit, median_abs, parse_measurements,
+    Mapped, OverheadKind, ParamKind, Skipped, TYPICAL_POOL, VERSION_PROFILES, bounds_from_ceilings,
+    cases, check_measurements, fit, median_abs, parse_measurements, version_base,
 };
 use crate::engine::{DeviceFactor, Engine, EngineDb};
 use crate::error::{Error, Result};
@@ -275,6 +275,9 @@ pub(super) fn fit_engine(
     bounds: &Bounds,
     typical: &Engine,
 ) -> Result<EngineFit> {
+    if let Some(base_id) = version_base(id) {
+        return fit_release(id, base_id, cases, engines, bounds, typical);
+    }
     let mut base = start_from_typical(&base_for(engines, id)?, typical);
     let mut rows: Vec<&Case> = cases
         .iter()
@@ -300,6 +303,74 @@ pub(super) fn fit_engine(
     let mut f = fit(&base, &rows, &o)?;
     carry_over_memory(&mut f, typical, bounds);
     tag_carried(&mut f.engine, typical);
+    Ok(f)
+}
+
+/// A release's profile ([`VERSION_PROFILES`]) fitted on its rows among `cases`: its
+/// base engine as [`fit_engine`] fits it on the same rows (those that read no kernel
+/// table: a release's rows run its own kernels, which no table measures), with the
+/// release's own factor, the host time per running sequence (`sequence_overhead_s`),
+/// fitted on the release's rows alone (even one), every other factor kept and tagged as
+/// carried over from the base. The release's rows thus set only what sets it apart,
+/// and the base's rows the kernels they share.
+fn fit_release(
+    id: &str,
+    base_id: &str,
+    cases: &[&Case],
+    engines: &EngineDb,
+    bounds: &Bounds,
+    typical: &Engine,
+) -> Result<EngineFit> {
+    let plain: Vec<&Case> = cases
+        .iter()
+        .copied()
+        .filter(|c| !c.reads_tables())
+        .collect();
+    let mut base = if plain
+        .iter()
+        .any(|c| c.engine == base_id && c.kind != Kind::F)
+    {
+        fit_engine(base_id, &plain, engines, bounds, typical)?.engine
+    } else {
+        let mut e = start_from_typical(&base_for(engines, base_id)?, typical);
+        tag_carried(&mut e, typical);
+        e
+    };
+    let carried: Vec<String> = base.provenance.factors.keys().cloned().collect();
+    base.id = id.to_string();
+    if let Some((_, _, description)) = VERSION_PROFILES.iter().find(|(v, ..)| *v == id) {
+        base.description = description.to_string();
+    }
+    base.provenance.kernels_of = Some(
+        base.provenance
+            .kernels_of
+            .clone()
+            .unwrap_or_else(|| base_id.to_string()),
+    );
+    base.provenance.base = Some(base_id.to_string());
+    // a start inside the bounds, away from 0, whatever an earlier fit wrote
+    base.overheads.sequence_overhead_s = 1e-5;
+    let rows: Vec<&Case> = plain
+        .iter()
+        .copied()
+        .filter(|c| c.engine == id && c.kind != Kind::F)
+        .collect();
+    let o = FitOptions {
+        overhead: OverheadKind::Sequence,
+        min_rows_for_overhead: 1,
+        fit_efficiencies: false,
+        bounds: bounds.clone(),
+        prior: None,
+        ..FitOptions::default()
+    };
+    let mut f = fit(&base, &rows, &o)?;
+    for key in carried {
+        f.engine.provenance.factors.entry(key).or_insert_with(|| {
+            crate::engine::FactorTag::Carried {
+                from: base_id.to_string(),
+            }
+        });
+    }
     Ok(f)
 }
 

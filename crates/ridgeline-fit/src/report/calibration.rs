@@ -8,7 +8,7 @@ use crate::report::table::render;
 fn value(kind: &ParamKind, v: f64) -> String {
     match kind {
         ParamKind::StepOverhead | ParamKind::LayerOverhead => format!("{:.3} ms", v * 1e3),
-        ParamKind::RdnaExpertOverhead => format!("{:.1} µs", v * 1e6),
+        ParamKind::RdnaExpertOverhead | ParamKind::SequenceOverhead => format!("{:.1} µs", v * 1e6),
         _ => format!("{v:.3}"),
     }
 }

@@ -287,8 +287,22 @@ fn fixed_costs(p: &Prediction) -> Option<String> {
         ),
         None => format!("time per step and per layer, for {launches}"),
     };
+    // a release's host work per running sequence (`vllm-0.5`), where the profile has it
+    let per_sequence = p
+        .factors
+        .iter()
+        .find(|f| f.name == "sequence_overhead_s")
+        .map(|f| {
+            format!(
+                ", its host work per sequence ({} for each of the {} sequences: {})",
+                fmt_seconds(f.value),
+                p.config.batch,
+                fmt_seconds(f.value * p.config.batch as f64)
+            )
+        })
+        .unwrap_or_default();
     Some(format!(
-        "Fixed costs take {} of it ({:.0}%): the {} engine's {per_layer}, and the collectives a fixed latency bounds.",
+        "Fixed costs take {} of it ({:.0}%): the {} engine's {per_layer}{per_sequence}, and the collectives a fixed latency bounds.",
         fmt_seconds(d.overhead_per_step_s),
         100.0 * d.overhead_per_step_s / d.time_per_step_s,
         p.config.engine
