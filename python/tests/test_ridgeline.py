@@ -109,10 +109,14 @@ def test_predict_reads_kernel_tables_like_the_cli(cli):
 
 
 def test_sweep_on_kernel_tables_is_predict_on_them(cli):
-    # a sweep row on the tables is the predict --kernels bundled of its configuration
+    # a sweep row on the tables (the default) is the predict --kernels bundled of its
+    # configuration; kernels="none" prices every op at the engine's fitted costs
     cols = ridgeline.sweep(model="llama-3-8b", gpu="h100", batch="1,8", engine="vllm",
                            kernels="bundled")
-    plain = ridgeline.sweep(model="llama-3-8b", gpu="h100", batch="1,8", engine="vllm")
+    default = ridgeline.sweep(model="llama-3-8b", gpu="h100", batch="1,8", engine="vllm")
+    assert list(cols["tpot_s"]) == list(default["tpot_s"])
+    plain = ridgeline.sweep(model="llama-3-8b", gpu="h100", batch="1,8", engine="vllm",
+                            kernels="none")
     for i, b in enumerate([1, 8]):
         p = ridgeline.predict(model="llama-3-8b", gpu="h100", batch=b, engine="vllm",
                               kernels="bundled")
@@ -126,7 +130,8 @@ def test_simulate_on_kernel_tables_is_the_cli_on_them(cli):
     on = ridgeline.simulate(kernels="bundled", **kw)
     assert on == cli.json("simulate", "--model", "llama-3-8b", "--gpu", "h100", "--engine",
                           "vllm", "--rate", "4", "--requests", "40", "--kernels", "bundled")
-    assert on["tpot_s"]["p50"] != ridgeline.simulate(**kw)["tpot_s"]["p50"]
+    assert on == ridgeline.simulate(**kw)
+    assert on["tpot_s"]["p50"] != ridgeline.simulate(kernels="none", **kw)["tpot_s"]["p50"]
 
 
 def test_predict_max_equals_the_cli(cli):

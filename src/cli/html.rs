@@ -132,8 +132,9 @@ fn command_line(command: &str, a: &PredictArgs) -> String {
         opt("--offload", "cpu".into());
     }
     match &a.kernels {
-        super::KernelsArg::None => {}
-        super::KernelsArg::Bundled => opt("--kernels", "bundled".into()),
+        // the default, bundled, needs no flag
+        super::KernelsArg::Bundled => {}
+        super::KernelsArg::None => opt("--kernels", "none".into()),
         super::KernelsArg::Dir(d) => opt("--kernels", d.display().to_string()),
     }
     if let (Some(k), Some(acc)) = (d.spec.spec_k, d.spec.spec_accept) {

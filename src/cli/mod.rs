@@ -304,10 +304,12 @@ pub struct PredictArgs {
     pub decoding: DecodingArgs,
     /// Measured kernel tables for the ops they cover (dense matmuls, softmax attention,
     /// routed-expert blocks, a decode step's latent attention, tensor-parallel
-    /// all-reduces; `source` in the op table, docs/kernels.md): `none`
-    /// (the engine's fitted costs), `bundled` (data/kernels), or a directory in the
-    /// importer's schema, whose tables add to or replace the bundled ones.
-    #[arg(long = "kernels", default_value = "none", value_name = "none|bundled|DIR", value_parser = KernelsArg::parse)]
+    /// all-reduces; `source` in the op table, docs/kernels.md), read where a table
+    /// covers the device and the engine's backend (TensorRT-LLM, vLLM, SGLang):
+    /// `bundled` (data/kernels, the default), `none` (every op at the engine's fitted
+    /// costs), or a directory in the importer's schema, whose tables add to or replace
+    /// the bundled ones.
+    #[arg(long = "kernels", default_value = "bundled", value_name = "none|bundled|DIR", value_parser = KernelsArg::parse)]
     pub kernels: KernelsArg,
 }
 
@@ -600,10 +602,11 @@ pub struct SweepArgs {
     #[arg(long = "request-overhead-ms", requires = "rate", value_parser = simulate::front_end_ms, allow_negative_numbers = true)]
     pub request_overhead_ms: Option<f64>,
     /// Measured kernel tables for the ops they cover, as for `predict --kernels`:
-    /// `none`, `bundled` or a directory. On tables each configuration is evaluated
-    /// the plain way (a few to tens of microseconds each, not a fraction of one); with
-    /// --rate the simulated iterations are costed on them, as for `simulate --kernels`.
-    #[arg(long = "kernels", default_value = "none", value_name = "none|bundled|DIR", value_parser = KernelsArg::parse)]
+    /// `bundled` (the default), `none` or a directory. A configuration a table covers
+    /// is evaluated the plain way (a few to tens of microseconds each, not a fraction of
+    /// one; `--kernels none` keeps every configuration on the fast path); with --rate
+    /// the simulated iterations are costed on them, as for `simulate --kernels`.
+    #[arg(long = "kernels", default_value = "bundled", value_name = "none|bundled|DIR", value_parser = KernelsArg::parse)]
     pub kernels: KernelsArg,
 }
 
@@ -742,10 +745,10 @@ pub struct PlanArgs {
     )]
     pub usd_per_kwh: f64,
     /// Measured kernel tables for the ops they cover, as for `predict --kernels`:
-    /// `none`, `bundled` or a directory; with --rate the simulated iterations are costed
-    /// on them, as for `simulate --kernels`; not with --train (training does not read
-    /// the tables).
-    #[arg(long = "kernels", default_value = "none", value_name = "none|bundled|DIR", value_parser = KernelsArg::parse, conflicts_with = "train")]
+    /// `bundled` (the default), `none` or a directory; with --rate the simulated
+    /// iterations are costed on them, as for `simulate --kernels`; not read by --train
+    /// (training does not read the tables).
+    #[arg(long = "kernels", default_value = "bundled", value_name = "none|bundled|DIR", value_parser = KernelsArg::parse, conflicts_with = "train")]
     pub kernels: KernelsArg,
 }
 

@@ -132,9 +132,9 @@ pub struct SimulateArgs {
     #[arg(long = "request-overhead-ms", value_parser = front_end_ms, allow_negative_numbers = true)]
     pub request_overhead_ms: Option<f64>,
     /// Measured kernel tables each iteration's ops are costed on where they cover them,
-    /// as for `predict --kernels`: `none`, `bundled` or a directory. Where a table
-    /// covers the device, the engine's profile refitted on the tables serves.
-    #[arg(long = "kernels", default_value = "none", value_name = "none|bundled|DIR", value_parser = super::KernelsArg::parse)]
+    /// as for `predict --kernels`: `bundled` (the default), `none` or a directory. Where
+    /// a table covers the device, the engine's profile refitted on the tables serves.
+    #[arg(long = "kernels", default_value = "bundled", value_name = "none|bundled|DIR", value_parser = super::KernelsArg::parse)]
     pub kernels: super::KernelsArg,
 }
 

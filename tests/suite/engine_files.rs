@@ -312,8 +312,16 @@ fn factor_tags_travel_from_the_file_to_predict_and_explain() {
     let text = include_str!("../../data/engines.toml");
     assert!(text.contains(&format!("\"memory_efficiency.hbm\" = \"{tag}\"")));
     let words = llama_3_8b;
+    // the plain profiles' tags (`--kernels none`; by default a device a kernel table
+    // covers takes the profile refitted on the tables, whose tags are its own)
     let factors = |gpu, engine| {
-        let v = json(&[&words("predict", gpu, engine)[..], &["--json"]].concat());
+        let v = json(
+            &[
+                &words("predict", gpu, engine)[..],
+                &["--json", "--kernels", "none"],
+            ]
+            .concat(),
+        );
         v["factors"].as_array().unwrap().clone()
     };
     let explain = |gpu, engine| ok(&words("explain", gpu, engine));
@@ -329,6 +337,24 @@ fn factor_tags_travel_from_the_file_to_predict_and_explain() {
     assert_eq!(
         hbm["value"].as_f64(),
         Some(trt.memory_efficiency(hw("h100-sxm")))
+    );
+    // by default the H100's table is read, and so are the tags of trt-llm refitted on it
+    let on_tables = EngineDb::builtin().unwrap().on_tables("trt-llm").unwrap();
+    let v = json(&[&words("predict", "h100", "trt-llm")[..], &["--json"]].concat());
+    let step = v["factors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["name"] == "step_overhead_s")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        step["value"].as_f64(),
+        Some(on_tables.overheads.step_overhead_s)
+    );
+    assert_eq!(
+        step["rows"].as_u64().map(|r| r as usize),
+        Some(on_tables.provenance.fitted_on.len())
     );
     // on an Apple GPU llama.cpp's matmuls are priced by its Apple override
     assert!(

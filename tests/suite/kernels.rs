@@ -131,7 +131,9 @@ fn predict_reads_the_kernel_tables_it_is_given_and_says_so_per_op() {
         op(&with("bundled"), "decode", "attention")["source"],
         "measured"
     );
-    let plain = json(&base);
+    // the bundled tables are the default
+    assert_eq!(json(&base), with("bundled"));
+    let plain = json(&[&base[..], &["--kernels", "none"]].concat());
     assert!(
         plain["ops"]
             .as_array()
@@ -656,7 +658,8 @@ fn the_measured_fp8_and_fp4_factors_are_the_tables_and_predictions_name_them() {
     // Llama-3-8B on one H100 at batch 1, decode's qkv_proj (32 layers, 4096 x 6144 fp8
     // weights): 32 x 25,165,824 B = 805.3 MB (and its few activations) at 3.35 TB/s x
     // memory_efficiency.hbm x 0.858
-    let p = predict_json("--model llama-3-8b --gpu h100 --weights fp8 --engine vllm");
+    let p =
+        predict_json("--model llama-3-8b --gpu h100 --weights fp8 --engine vllm --kernels none");
     let hbm = p["factors"]
         .as_array()
         .unwrap()

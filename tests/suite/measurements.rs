@@ -429,6 +429,27 @@ fn readme_accuracy_table_is_this_code_s_output() {
     );
 }
 
+/// The README's second accuracy table: the same rows priced as predictions are by
+/// default, on the kernel tables where one covers the row's device and engine (with
+/// the profiles refitted on them), held out the same way.
+#[test]
+fn readme_accuracy_table_on_the_tables_is_this_code_s_output() {
+    let m = mapped()
+        .clone()
+        .with_kernels(ridgeline::calibrate::CaseKernels {
+            db: ridgeline::kernels::KernelDb::builtin().unwrap().clone(),
+            hardware: ridgeline::hardware::HardwareDb::builtin().unwrap().clone(),
+        });
+    let a = ridgeline::calibrate::accuracy(&m, EngineDb::builtin().unwrap()).unwrap();
+    let table = ridgeline::report::calibration::accuracy_markdown(&a);
+    let readme = include_str!("../../README.md");
+    assert!(
+        readme.contains(&table),
+        "README.md's accuracy table on the tables is not current; replace it with the output of \
+         `ridgeline calibrate --measurements data/measurements/measurements.csv --kernels bundled --markdown`:\n{table}"
+    );
+}
+
 /// The prefill pass and decode step of `model` on `gpu` under `engine` (batch 1, the
 /// given prompt, 128 generated tokens, weights `weights`).
 fn passes(

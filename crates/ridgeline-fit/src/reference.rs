@@ -272,8 +272,8 @@ pub fn markdown(compared: &[Compared]) -> String {
     }
     for ((variant, formats), ratios) in &groups {
         let name = match variant {
-            0 => "engines as fitted",
-            _ => "on the kernel tables (`--kernels bundled`)",
+            0 => "without the tables (`--kernels none`)",
+            _ => "on the kernel tables (the default)",
         };
         let cells = summarize(ratios).map(|(r, e)| format!("{r:.2}x ({e:.0}%)"));
         let _ = writeln!(
