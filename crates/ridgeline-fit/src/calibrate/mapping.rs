@@ -352,8 +352,21 @@ fn vllm_before_0_6(l: &str) -> bool {
             return minor <= 5;
         }
     }
-    const MONTHS: [&str; 8] = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug"];
-    l.contains("2023") || (l.contains("2024") && MONTHS.iter().any(|m| l.contains(m)))
+    // a month is a word of its own (`aug`, `august`), not part of one (`primary`)
+    const MONTHS: [(&str, &str); 8] = [
+        ("jan", "january"),
+        ("feb", "february"),
+        ("mar", "march"),
+        ("apr", "april"),
+        ("may", "may"),
+        ("jun", "june"),
+        ("jul", "july"),
+        ("aug", "august"),
+    ];
+    let month = l
+        .split(|c: char| !c.is_ascii_alphabetic())
+        .any(|w| MONTHS.iter().any(|(short, long)| w == *short || w == *long));
+    l.contains("2023") || (l.contains("2024") && month)
 }
 
 /// The engine ids ridgeline knows: `ideal`, `typical`, `llama.cpp`, the
@@ -602,6 +615,10 @@ mod tests {
         assert_eq!(map_framework("vLLM v0.10.2"), Some("vllm"));
         assert_eq!(map_framework("vLLM (version not stated)"), Some("vllm"));
         assert_eq!(map_framework("vLLM (Sep 2024)"), Some("vllm"));
+        assert_eq!(map_framework("vLLM (August 2024 build)"), Some("vllm-0.5"));
+        // a month's letters inside another word are no month
+        assert_eq!(map_framework("vLLM (primary build, 2024)"), Some("vllm"));
+        assert_eq!(map_framework("vLLM (2024 market release)"), Some("vllm"));
         // a release's profile is for CUDA: ROCm rows keep theirs
         assert_eq!(map_framework("vLLM 0.5.0 (ROCm)"), Some("vllm-rocm"));
         assert_eq!(version_base("vllm-0.5"), Some("vllm"));
