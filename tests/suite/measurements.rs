@@ -434,14 +434,7 @@ fn readme_accuracy_table_is_this_code_s_output() {
 /// the profiles refitted on them), held out the same way.
 #[test]
 fn readme_accuracy_table_on_the_tables_is_this_code_s_output() {
-    let m = mapped()
-        .clone()
-        .with_kernels(ridgeline::calibrate::CaseKernels {
-            db: ridgeline::kernels::KernelDb::builtin().unwrap().clone(),
-            hardware: ridgeline::hardware::HardwareDb::builtin().unwrap().clone(),
-        });
-    let a = ridgeline::calibrate::accuracy(&m, EngineDb::builtin().unwrap()).unwrap();
-    let table = ridgeline::report::calibration::accuracy_markdown(&a);
+    let table = ridgeline::report::calibration::accuracy_markdown(crate::shared::tables_accuracy());
     let readme = include_str!("../../README.md");
     assert!(
         readme.contains(&table),

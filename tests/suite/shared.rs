@@ -31,3 +31,23 @@ pub fn bundled_accuracy() -> &'static Accuracy {
     static ACCURACY: OnceLock<Accuracy> = OnceLock::new();
     ACCURACY.get_or_init(|| accuracy(mapped(), EngineDb::builtin().unwrap()).unwrap())
 }
+
+/// The bundled rows mapped to cases that read the bundled kernel tables where a table
+/// covers the row's device and engine (how the CLI predicts by default).
+pub fn tables_mapped() -> &'static Mapped {
+    static MAPPED: OnceLock<Mapped> = OnceLock::new();
+    MAPPED.get_or_init(|| {
+        mapped()
+            .clone()
+            .with_kernels(ridgeline::calibrate::CaseKernels {
+                db: ridgeline::kernels::KernelDb::builtin().unwrap().clone(),
+                hardware: ridgeline::hardware::HardwareDb::builtin().unwrap().clone(),
+            })
+    })
+}
+
+/// The bundled engines' accuracy on [`tables_mapped`], in sample and held out.
+pub fn tables_accuracy() -> &'static Accuracy {
+    static ACCURACY: OnceLock<Accuracy> = OnceLock::new();
+    ACCURACY.get_or_init(|| accuracy(tables_mapped(), EngineDb::builtin().unwrap()).unwrap())
+}
