@@ -286,6 +286,49 @@ fn roofline_subtitle_names_the_experts_format() {
 }
 
 #[test]
+fn roofline_subtitle_says_when_ops_come_from_kernel_tables() {
+    // Llama 3.1 70B over 4 H100s under vLLM: on the bundled tables (the CLI's default)
+    // the subtitle says so, inside the canvas; with the fitted factors alone it does not
+    let model = ModelDb::builtin()
+        .unwrap()
+        .resolve("llama-3.1-70b")
+        .unwrap();
+    let engines = EngineDb::builtin().unwrap();
+    let hardware = HardwareDb::builtin().unwrap();
+    let hw = hardware.get("h100").unwrap();
+    let kernels = ridgeline::kernels::KernelDb::builtin().unwrap();
+    let s = Scenario {
+        gpus: 4,
+        batch: 16,
+        ..Scenario::default()
+    };
+    let vllm = engines.get("vllm").unwrap();
+    let on = Predictor::new(
+        &model,
+        hw,
+        kernels.engine_for(vllm, engines, hw, hardware),
+        &s,
+    )
+    .unwrap()
+    .with_kernels(kernels, hardware)
+    .predict(16, s.prompt, s.gen_tokens)
+    .unwrap();
+    let off = predict(&model, hw, vllm, &s).unwrap();
+    for (p, tables) in [(&on, true), (&off, false)] {
+        let device = RooflineDevice {
+            hardware: hw,
+            prediction: p,
+        };
+        let svg = roofline(&[device], &RooflineOptions::default()).unwrap();
+        let boxes = check_text_layout(&svg);
+        let says = texts(&boxes)
+            .iter()
+            .any(|t| t.contains("engine vllm on kernel tables · 4× device"));
+        assert_eq!(says, tables);
+    }
+}
+
+#[test]
 fn roofline_link_ceilings_are_optional() {
     let plain = render_roofline(&["h100"], &RooflineOptions::default()).0;
     let (links, _) = render_roofline(

@@ -112,11 +112,18 @@ pub(crate) fn default_title(devices: &[RooflineDevice]) -> String {
     format!("Roofline: {} on {}", p.model.name, names.join(" vs "))
 }
 
-/// The subtitle: format, batch, context, engine, layout.
+/// The subtitle: format, batch, context, engine (and whether some ops were read from
+/// measured kernel tables), layout.
 pub(crate) fn subtitle(p: &Prediction) -> String {
     let c = &p.config;
+    let tables = p.ops.iter().any(|o| {
+        matches!(
+            o.source,
+            crate::predict::CostSource::Measured | crate::predict::CostSource::Transferred
+        )
+    });
     format!(
-        "weights {} · KV {} · batch {} · context {} prompt + {} generated (decode step at {}) · engine {} · {}× device{}",
+        "weights {} · KV {} · batch {} · context {} prompt + {} generated (decode step at {}) · engine {}{} · {}× device{}",
         crate::dtype::formats_label(c.weights, c.experts),
         c.kv,
         c.batch,
@@ -124,6 +131,7 @@ pub(crate) fn subtitle(p: &Prediction) -> String {
         c.r#gen,
         p.decode.context,
         c.engine,
+        if tables { " on kernel tables" } else { "" },
         p.hardware.count,
         match (p.hardware.count > 1, c.ep > 1) {
             (false, _) => String::new(),
