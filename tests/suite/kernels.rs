@@ -41,6 +41,11 @@ fn kernels_lists_every_bundled_table() {
     let text = ok(&["kernels"]);
     assert!(text.contains("h100-sxm  "), "{text}");
     assert!(text.contains("aiconfigurator-core 0.12.0"), "{text}");
+    // the listing says the tables are read by default, and how not to
+    assert!(
+        text.contains("reads them by default") && text.contains("`--kernels none` reads none"),
+        "{text}"
+    );
 }
 
 #[test]

@@ -136,7 +136,7 @@ pub fn kernel_list(coverage: &[crate::kernels::Coverage]) -> String {
         ]);
     }
     let mut s = render(&rows);
-    s.push_str("\nMeasured kernel times as a fraction of the roofline (aiconfigurator-core 0.12.0, Apache-2.0, NVIDIA): docs/kernels.md. Not used by predictions yet; `--kernels DIR` adds or replaces tables.\n");
+    s.push_str("\nMeasured kernel times as a fraction of the roofline (aiconfigurator-core 0.12.0, Apache-2.0, NVIDIA): docs/kernels.md. Every command that predicts reads them by default under TensorRT-LLM, vLLM and SGLang on a device a table (or a sibling's) covers; `--kernels none` reads none, `--kernels DIR` adds or replaces tables.\n");
     s
 }
 
