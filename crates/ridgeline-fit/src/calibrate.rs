@@ -61,7 +61,7 @@ pub use intervals::{
 };
 pub use mapping::{
     ENGINE_IDS, GpuMatch, TYPICAL_POOL, VERSION_PROFILES, map_framework, map_gpu, map_model,
-    map_precision, name_words, on_vendor, partial_device, version_base,
+    map_precision, name_words, on_vendor, partial_device, version_profile,
 };
 pub use report::{
     CalibrationReport, DEFAULT_WORST, EngineErrors, KindErrors, REPORT_MIN_ENGINE_ROWS, ReportRow,

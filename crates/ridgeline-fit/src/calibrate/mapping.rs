@@ -326,12 +326,13 @@ pub const VERSION_PROFILES: [(&str, &str, &str); 1] = [(
      with the GPU's.",
 )];
 
-/// The profile `id` derives from, when it is a release's profile ([`VERSION_PROFILES`]).
-pub fn version_base(id: &str) -> Option<&'static str> {
+/// The profile `id` derives from and its description, when it is a release's profile
+/// ([`VERSION_PROFILES`]).
+pub fn version_profile(id: &str) -> Option<(&'static str, &'static str)> {
     VERSION_PROFILES
         .iter()
         .find(|(v, _, _)| *v == id)
-        .map(|(_, base, _)| *base)
+        .map(|&(_, base, description)| (base, description))
 }
 
 /// Whether a vLLM framework column states a release before 0.6: a version `0.N` (`v0.5.2`,
@@ -621,8 +622,11 @@ mod tests {
         assert_eq!(map_framework("vLLM (2024 market release)"), Some("vllm"));
         // a release's profile is for CUDA: ROCm rows keep theirs
         assert_eq!(map_framework("vLLM 0.5.0 (ROCm)"), Some("vllm-rocm"));
-        assert_eq!(version_base("vllm-0.5"), Some("vllm"));
-        assert_eq!(version_base("vllm"), None);
+        assert_eq!(
+            version_profile("vllm-0.5").map(|(base, _)| base),
+            Some("vllm")
+        );
+        assert_eq!(version_profile("vllm"), None);
         assert!(ENGINE_IDS.contains(&"vllm-0.5"));
         assert!(!TYPICAL_POOL.contains(&"vllm-0.5"));
     }

@@ -5,8 +5,8 @@
 use super::many::Distinct;
 use super::{
     BUILTIN_MEASUREMENTS_CSV, Bounds, Case, Compared, ENGINE_IDS, EngineFit, FitOptions, Kind,
-    Mapped, OverheadKind, ParamKind, Skipped, TYPICAL_POOL, VERSION_PROFILES, bounds_from_ceilings,
-    cases, check_measurements, fit, median_abs, parse_measurements, version_base,
+    Mapped, OverheadKind, ParamKind, Skipped, TYPICAL_POOL, bounds_from_ceilings, cases,
+    check_measurements, fit, median_abs, parse_measurements, version_profile,
 };
 use crate::engine::{DeviceFactor, Engine, EngineDb};
 use crate::error::{Error, Result};
@@ -275,8 +275,8 @@ pub(super) fn fit_engine(
     bounds: &Bounds,
     typical: &Engine,
 ) -> Result<EngineFit> {
-    if let Some(base_id) = version_base(id) {
-        return fit_release(id, base_id, cases, engines, bounds, typical);
+    if let Some((base_id, description)) = version_profile(id) {
+        return fit_release((id, base_id, description), cases, engines, bounds, typical);
     }
     let mut base = start_from_typical(&base_for(engines, id)?, typical);
     let mut rows: Vec<&Case> = cases
@@ -306,7 +306,7 @@ pub(super) fn fit_engine(
     Ok(f)
 }
 
-/// A release's profile ([`VERSION_PROFILES`]) fitted on its rows among `cases`: its
+/// A release's profile ([`super::VERSION_PROFILES`]) fitted on its rows among `cases`: its
 /// base engine as [`fit_engine`] fits it on the same rows (those that read no kernel
 /// table: a release's rows run its own kernels, which no table measures), with the
 /// release's own factor, the host time per running sequence (`sequence_overhead_s`),
@@ -314,8 +314,7 @@ pub(super) fn fit_engine(
 /// carried over from the base. The release's rows thus set only what sets it apart,
 /// and the base's rows the kernels they share.
 fn fit_release(
-    id: &str,
-    base_id: &str,
+    (id, base_id, description): (&str, &str, &str),
     cases: &[&Case],
     engines: &EngineDb,
     bounds: &Bounds,
@@ -338,9 +337,7 @@ fn fit_release(
     };
     let carried: Vec<String> = base.provenance.factors.keys().cloned().collect();
     base.id = id.to_string();
-    if let Some((_, _, description)) = VERSION_PROFILES.iter().find(|(v, ..)| *v == id) {
-        base.description = description.to_string();
-    }
+    base.description = description.to_string();
     base.provenance.kernels_of = Some(
         base.provenance
             .kernels_of
