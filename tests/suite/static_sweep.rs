@@ -208,3 +208,88 @@ fn the_version_profile_brings_the_unseen_batches_within_the_batched_target() {
             .all(|p| p.version.is_some() == p.row.hardware.starts_with("Nvidia"))
     );
 }
+
+/// Least-squares slope of `y` against `x`.
+fn slope(points: &[(f64, f64)]) -> f64 {
+    let n = points.len() as f64;
+    let (mx, my) = points
+        .iter()
+        .fold((0.0, 0.0), |(a, b), (x, y)| (a + x / n, b + y / n));
+    let sxy: f64 = points.iter().map(|(x, y)| (x - mx) * (y - my)).sum();
+    let sxx: f64 = points.iter().map(|(x, _)| (x - mx) * (x - mx)).sum();
+    sxy / sxx
+}
+
+#[test]
+fn the_mi300x_build_s_time_per_added_sequence_is_matmul_work_at_a_few_percent_of_peak() {
+    // docs/calibration.md: on the MI300X, each sequence added to a batch adds to every
+    // step a time that grows with the model's size and shrinks with the devices, the
+    // decode matmuls' work, at a few percent of the device's 16-bit peak; OCI's build of
+    // the same months ran Llama 3.1 405B's at several times that rate (m348-m350).
+    // Measured rows only: a batch's time over its generated tokens (the prompt's pass
+    // included), against the batch, 16 to 256 sequences, 128 tokens in and out.
+    let rows = rows();
+    let per_sequence = |model: &str, tp: u64| {
+        let points: Vec<(f64, f64)> = (rows.iter())
+            .filter(|r| r.hardware == "AMD MI300X GPU" && r.model == model)
+            .filter(|r| r.tp == tp && r.length == 128 && r.batch >= 16)
+            .map(|r| (r.batch as f64, r.latency_s / r.length as f64))
+            .collect();
+        assert!(points.len() >= 4, "{model} x{tp}: {} rows", points.len());
+        slope(&points)
+    };
+    let models = ModelDb::builtin().unwrap();
+    let params = |id: &str| models.resolve(id).unwrap().params().total as f64;
+    let (small, large) = (
+        ("meta-llama/Meta-Llama-3-8B", params("llama-3-8b")),
+        ("meta-llama/Meta-Llama-3-70B", params("llama-3-70b")),
+    );
+    // with the model's size: the 70B's time per sequence over the 8B's, near their
+    // parameters' ratio (8.8), far from 1 (a host time per sequence)
+    let ratio = per_sequence(large.0, 1) / per_sequence(small.0, 1);
+    let sizes = large.1 / small.1;
+    assert!(
+        (0.7 * sizes..1.3 * sizes).contains(&ratio),
+        "{ratio} vs {sizes}"
+    );
+    // with the devices: eight share it, more than four times less per sequence
+    let spread = per_sequence(large.0, 1) / per_sequence(large.0, 8);
+    assert!(spread > 4.0, "{spread}");
+    // the rate: 2 FLOP per parameter per generated token, over the devices
+    let peak = HardwareDb::builtin().unwrap().get("mi300x").unwrap();
+    let peak = peak.peak(ridgeline::dtype::ComputeDtype::Fp16).0;
+    let rate = |(model, n): (&str, f64), tp: u64| 2.0 * n / (per_sequence(model, tp) * tp as f64);
+    for (m, tp) in [(small, 1), (large, 1), (large, 8)] {
+        let share = rate(m, tp) / peak;
+        assert!(share < 0.05, "{} x{tp}: {:.1}% of peak", m.0, 100.0 * share);
+    }
+    // OCI, October 2024 (data/measurements m348-m350): Llama 3.1 405B in fp8 over 8
+    // MI300X, 128 tokens in and out, at 8, 64 and 256 sequences: tokens/s 258, 1184,
+    // 1846, a batch's time over its generated tokens b / (tokens/s)
+    let oci: Vec<(f64, f64)> = [(8.0, 258.0), (64.0, 1184.0), (256.0, 1846.0)]
+        .iter()
+        .map(|&(b, tps)| (b, b / tps))
+        .collect();
+    let oci_rate = 2.0 * params("llama-3.1-405b") / (slope(&oci) * 8.0);
+    assert!(
+        oci_rate > 5.0 * rate(large, 8),
+        "{oci_rate} vs {}",
+        rate(large, 8)
+    );
+    let csv = include_str!("../../data/measurements/measurements.csv");
+    for (id, b, tps) in [
+        ("m348", 8, "258"),
+        ("m349", 64, "1184"),
+        ("m350", 256, "1846"),
+    ] {
+        let row = csv
+            .lines()
+            .find(|l| l.starts_with(&format!("{id},")))
+            .unwrap();
+        let cells: Vec<&str> = row.split(',').collect();
+        assert_eq!(
+            (cells[6], cells[7], cells[8], cells[11]),
+            (&*b.to_string(), "128", "128", tps)
+        );
+    }
+}
