@@ -625,3 +625,29 @@ fn engines_kernels_toml_is_the_fit_on_the_kernel_tables() {
     // engines without tables are not refitted
     assert!(db.on_tables("llama.cpp").is_none() && db.on_tables("typical").is_none());
 }
+
+/// llama.cpp's batched decode on an Apple GPU is kept out of the fit with its reason
+/// (docs/calibration.md, "Rows kept out"): the 29 kind B rows of the M2 Ultra file
+/// (m744-m802: 5 models x batches 2, 4, 8, 16, 32, and the two gpt-oss models at 8 and
+/// 32 after 4096-token prompts), while the same file's single-stream and prompt rows
+/// (10 and 20) are fitted, and no Apple row of another kind is skipped.
+#[test]
+fn llama_cpp_batched_decode_on_apple_is_kept_out_with_its_reason() {
+    let m = mapped();
+    let ours = |id: &str| (744..=802).contains(&id[1..].parse::<u32>().unwrap_or(0));
+    let skipped: Vec<_> = (m.skipped.iter())
+        .filter(|s| s.reason == ridgeline::calibrate::APPLE_BATCHED_DECODE)
+        .collect();
+    assert_eq!(skipped.len(), 5 * 5 + 2 * 2);
+    assert!(skipped.iter().all(|s| s.kind == Kind::B && ours(&s.id)));
+    let kept: Vec<&Case> = m.cases.iter().filter(|c| ours(&c.id)).collect();
+    let count = |k: Kind| kept.iter().filter(|c| c.kind == k).count();
+    assert_eq!(
+        (count(Kind::A), count(Kind::B), count(Kind::C)),
+        (10, 0, 20)
+    );
+    assert!(
+        kept.iter()
+            .all(|c| c.engine == "llama.cpp" && c.hardware.id == "m2-ultra")
+    );
+}

@@ -202,6 +202,12 @@ pub(super) fn case(r: &Measurement, names: &mut Names) -> std::result::Result<Ca
                 .into(),
         );
     }
+    if c.engine == "llama.cpp"
+        && c.hardware.class == crate::hardware::DeviceClass::Apple
+        && r.kind == Kind::B
+    {
+        return Err(APPLE_BATCHED_DECODE.into());
+    }
     c.scenario = Scenario {
         batch: match c.batch {
             BatchSpec::Fixed(n) => n,
@@ -224,6 +230,15 @@ pub(super) fn case(r: &Measurement, names: &mut Names) -> std::result::Result<Ca
     };
     Ok(c)
 }
+
+/// Why rows of llama.cpp's batched decode on an Apple GPU are kept out of the fit: at 2
+/// to 8 sequences its Metal matrix-vector kernels run their multiply-adds at a rate far
+/// below the matrix kernels' (the decode step grows by about a single sequence's
+/// arithmetic at that rate per added sequence), and above 8 its matrix kernel computes
+/// 32-token tiles (16 sequences cost what 32 do). ridgeline models neither; fitted on
+/// these rows, the profile lowered its Apple memory efficiency instead, which made every
+/// single-stream prediction on Apple GPUs slow (docs/calibration-log.md).
+pub const APPLE_BATCHED_DECODE: &str = "batched decode under llama.cpp on an Apple GPU: its Metal matrix-vector kernels (2 to 8 sequences) and 32-token matrix tiles set a rate ridgeline does not model yet (docs/calibration.md, 'Rows kept out'); kept out of the fit";
 
 /// The formats a row's stated weight format runs as: (the weights', the routed
 /// experts' where they differ; `None`: the checkpoint's own).
