@@ -834,3 +834,52 @@ fn explain_names_vllm_0_5_s_host_work_per_sequence_among_the_fixed_costs() {
     let (_, plain, _) = cli(&[&args[..], &["vllm"]].concat());
     assert!(!plain.contains("host work per sequence"), "{plain}");
 }
+
+#[test]
+fn apple_matrix_vector_rows_past_the_first_add_their_arithmetic_to_the_weights_loads() {
+    // llama.cpp's Metal matrix-vector kernels (docs/calibration.md, "llama.cpp's batched decode on an Apple GPU"):
+    // with a time per GFLOP s, each weight matmul of a decode step of b <= 8 sequences
+    // (all memory-bound here) takes its weights' load plus (b - 1)/b of its 2·N·b FLOP
+    // at s, so the step grows by 2·N·(b - 1)·s, N the matmuls' weight elements; one
+    // sequence's step is unchanged
+    let m = model("qwen2.5-7b");
+    let hw = HardwareDb::builtin().unwrap().get("m2-ultra").unwrap();
+    let base = EngineDb::builtin()
+        .unwrap()
+        .get("llama.cpp")
+        .unwrap()
+        .clone();
+    let apple = ridgeline::engine::Selector::class(ridgeline::hardware::DeviceClass::Apple);
+    let gemv = ridgeline::engine::DeviceFactor::GemvTime;
+    let s_per_gflop = 2e-4;
+    let step = |b: u64, on: bool| {
+        let mut e = base.clone();
+        e.take_device_factor(gemv);
+        e.overheads.gemv_s_per_gflop = 0.0;
+        if on {
+            e.set_override(&apple, gemv, Some(s_per_gflop));
+        }
+        let s = Scenario {
+            batch: b,
+            prompt: 512,
+            gen_tokens: 32,
+            weights: Some(Format::Q8_0),
+            ..Scenario::default()
+        };
+        let p = Predictor::new(&m, hw, &e, &s).unwrap();
+        p.predict(b, 512, 32).unwrap().decode.time_per_step_s
+    };
+    let params = m.params();
+    let n = (params.total - params.embedding - params.norms) as f64;
+    assert_eq!(step(1, true), step(1, false));
+    for b in [2u64, 4, 8] {
+        let grown = step(b, true) - step(b, false);
+        let expected = 2.0 * n * (b - 1) as f64 * s_per_gflop * 1e-9;
+        assert!(
+            (grown / expected - 1.0).abs() < 0.01,
+            "batch {b}: {grown} s against {expected} s"
+        );
+    }
+    // past 8 sequences the matrix kernels run, and the time is not paid
+    assert_eq!(step(16, true), step(16, false));
+}

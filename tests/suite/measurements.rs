@@ -335,6 +335,7 @@ fn the_written_database_holds_the_fit_as_rounded() {
                 LayerOverhead => e.overheads.layer_overhead_s,
                 SequenceOverhead => e.overheads.sequence_overhead_s,
                 RdnaExpertOverhead => rdna_expert(e).unwrap(),
+                AppleGemv => apple_gemv(e).unwrap(),
             };
             assert!(
                 close(v, p.value),
@@ -588,6 +589,16 @@ fn rdna_expert(e: &ridgeline::engine::Engine) -> Option<f64> {
     rdna(e, ridgeline::engine::DeviceFactor::ExpertOverhead)
 }
 
+/// The Apple GPUs' matrix-vector time per GFLOP: the `class = "apple"` entry's, or the
+/// M2 Ultra's own where the fit keyed it to that device (every row informing it runs
+/// there).
+fn apple_gemv(e: &ridgeline::engine::Engine) -> Option<f64> {
+    use ridgeline::engine::{DeviceFactor, Selector};
+    let f = DeviceFactor::GemvTime;
+    e.override_value(&Selector::class(ridgeline::hardware::DeviceClass::Apple), f)
+        .or_else(|| e.override_value(&Selector::device("m2-ultra"), f))
+}
+
 #[test]
 fn engines_kernels_toml_is_the_fit_on_the_kernel_tables() {
     // data/engines-kernels.toml is exactly what `ridgeline calibrate --measurements
@@ -626,28 +637,43 @@ fn engines_kernels_toml_is_the_fit_on_the_kernel_tables() {
     assert!(db.on_tables("llama.cpp").is_none() && db.on_tables("typical").is_none());
 }
 
-/// llama.cpp's batched decode on an Apple GPU is kept out of the fit with its reason
-/// (docs/calibration.md, "Rows kept out"): the 29 kind B rows of the M2 Ultra file
-/// (m744-m802: 5 models x batches 2, 4, 8, 16, 32, and the two gpt-oss models at 8 and
-/// 32 after 4096-token prompts), while the same file's single-stream and prompt rows
-/// (10 and 20) are fitted, and no Apple row of another kind is skipped.
+/// llama.cpp's batched decode on an Apple GPU (docs/calibration.md, "llama.cpp's batched decode on an Apple GPU"):
+/// of the M2 Ultra file's 29 kind B rows (m744-m802: 5 models at 2, 4, 8, 16 and 32
+/// sequences, and the two gpt-oss models at 8 and 32 after 4096-token prompts), the
+/// MoE models' 19 are kept out for their expert kernels and the dense models' 4 of more
+/// than 8 sequences for the 32-token tiles, each with its reason; the dense models' 6
+/// of 2 to 8 sequences are fitted, with the same file's single-stream and prompt rows
+/// (10 and 20).
 #[test]
-fn llama_cpp_batched_decode_on_apple_is_kept_out_with_its_reason() {
+fn llama_cpp_batched_decode_on_apple_is_fitted_where_modelled_and_kept_out_with_reasons() {
     let m = mapped();
     let ours = |id: &str| (744..=802).contains(&id[1..].parse::<u32>().unwrap_or(0));
-    let skipped: Vec<_> = (m.skipped.iter())
-        .filter(|s| s.reason == ridgeline::calibrate::APPLE_BATCHED_DECODE)
-        .collect();
-    assert_eq!(skipped.len(), 5 * 5 + 2 * 2);
-    assert!(skipped.iter().all(|s| s.kind == Kind::B && ours(&s.id)));
+    let reason = |r: &str| {
+        m.skipped
+            .iter()
+            .filter(|s| s.reason == r)
+            .collect::<Vec<_>>()
+    };
+    let experts = reason(ridgeline::calibrate::APPLE_BATCHED_EXPERTS);
+    let tiles = reason(ridgeline::calibrate::APPLE_BATCHED_TILES);
+    assert_eq!((experts.len(), tiles.len()), (3 * 5 + 2 * 2, 2 * 2));
+    assert!(
+        experts
+            .iter()
+            .chain(&tiles)
+            .all(|s| s.kind == Kind::B && ours(&s.id))
+    );
     let kept: Vec<&Case> = m.cases.iter().filter(|c| ours(&c.id)).collect();
     let count = |k: Kind| kept.iter().filter(|c| c.kind == k).count();
     assert_eq!(
         (count(Kind::A), count(Kind::B), count(Kind::C)),
-        (10, 0, 20)
+        (10, 6, 20)
     );
     assert!(
         kept.iter()
             .all(|c| c.engine == "llama.cpp" && c.hardware.id == "m2-ultra")
     );
+    let batched = kept.iter().filter(|c| c.kind == Kind::B);
+    assert!(batched.clone().all(|c| (2..=8).contains(&c.scenario.batch)));
+    assert!(batched.clone().all(|c| !c.model.as_ref().unwrap().is_moe()));
 }

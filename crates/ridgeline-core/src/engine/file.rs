@@ -87,6 +87,8 @@ struct EngineFile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     rdna_expert_overhead_s: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    gemv_s_per_gflop: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     collective_latency_s: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     overhead_bytes: Option<f64>,
@@ -126,6 +128,8 @@ struct DeviceFile {
     expert_overhead_s: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     memory_efficiency: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    gemv_s_per_gflop: Option<f64>,
 }
 
 impl DeviceFile {
@@ -140,6 +144,7 @@ impl DeviceFile {
             compute_efficiency: self.compute_efficiency,
             expert_overhead_s: self.expert_overhead_s,
             memory_efficiency: self.memory_efficiency,
+            gemv_s_per_gflop: self.gemv_s_per_gflop,
         }
     }
 
@@ -152,6 +157,7 @@ impl DeviceFile {
             compute_efficiency: o.compute_efficiency,
             expert_overhead_s: o.expert_overhead_s,
             memory_efficiency: o.memory_efficiency,
+            gemv_s_per_gflop: o.gemv_s_per_gflop,
         }
     }
 }
@@ -210,6 +216,7 @@ impl EngineFile {
                 Selector::architecture("rdna"),
                 DeviceFactor::ExpertOverhead,
             ),
+            gemv_s_per_gflop: unless(oh.gemv_s_per_gflop, 0.0),
             collective_latency_s: Some(oh.collective_latency_s),
             overhead_bytes: Some(fp.overhead_bytes),
             reserve_fraction: Some(fp.reserve_fraction),
@@ -279,6 +286,7 @@ impl EngineFile {
                 compute_efficiency: compute,
                 expert_overhead_s: expert,
                 memory_efficiency: None,
+                gemv_s_per_gflop: None,
             }));
         }
         Ok(())
@@ -323,6 +331,7 @@ impl EngineFile {
             layer_overhead_s,
             prefill_layer_overhead_s,
             expert_overhead_s,
+            gemv_s_per_gflop,
             collective_latency_s,
             overhead_bytes,
             reserve_fraction,
@@ -366,6 +375,7 @@ impl EngineFile {
                 self.prefill_layer_overhead_s.is_some(),
             ),
             ("expert_overhead_s", self.expert_overhead_s.is_some()),
+            ("gemv_s_per_gflop", self.gemv_s_per_gflop.is_some()),
         ] {
             if given {
                 keys.push(key.to_string());
@@ -413,6 +423,7 @@ impl EngineFile {
                 layer_overhead_s: self.layer_overhead_s.unwrap_or(0.0),
                 prefill_layer_overhead_s: self.prefill_layer_overhead_s.unwrap_or(0.0),
                 expert_overhead_s: self.expert_overhead_s.unwrap_or(0.0),
+                gemv_s_per_gflop: self.gemv_s_per_gflop.unwrap_or(0.0),
                 collective_latency_s: self.collective_latency_s.unwrap_or(0.0),
             },
             features: Features {

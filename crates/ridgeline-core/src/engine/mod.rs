@@ -119,6 +119,13 @@ pub struct Overheads {
     pub expert_overhead_s: f64,
     /// Latency of one collective or point-to-point send, s.
     pub collective_latency_s: f64,
+    /// Time the matrix-vector kernels (weight matmuls of at most [`GEMV_MAX_TOKENS`]
+    /// rows) spend per GFLOP of their multiply-adds on top of their weights' loads, s:
+    /// where such a kernel does not overlap its arithmetic with its loads, each row (a
+    /// decode step's sequence) adds its arithmetic at the rate this is the inverse of.
+    /// llama.cpp's Metal kernels on an Apple GPU do (a device override, fitted on the
+    /// published batched rows). Default 0: overlapped, the roofline's larger of the two.
+    pub gemv_s_per_gflop: f64,
 }
 
 /// What an engine's kernels do with low-precision weights, the KV cache and scores.
@@ -405,6 +412,7 @@ impl Engine {
                 layer_overhead_s: 0.0,
                 prefill_layer_overhead_s: 0.0,
                 expert_overhead_s: 0.0,
+                gemv_s_per_gflop: 0.0,
                 collective_latency_s: 0.0,
             },
             features: Features {
@@ -514,6 +522,13 @@ impl Engine {
             .unwrap_or(self.overheads.expert_overhead_s)
     }
 
+    /// Time per GFLOP the matrix-vector kernels add on `hw`: a device override's
+    /// `gemv_s_per_gflop` where one selects `hw`, else [`Overheads::gemv_s_per_gflop`].
+    pub fn gemv_s_per_gflop_on(&self, hw: &Hardware) -> f64 {
+        self.device_value(DeviceFactor::GemvTime, hw)
+            .unwrap_or(self.overheads.gemv_s_per_gflop)
+    }
+
     /// The override with exactly `select`'s criteria, if any.
     pub fn device_override(&self, select: &Selector) -> Option<&DeviceOverride> {
         self.devices.iter().find(|o| &o.select == select)
@@ -607,6 +622,7 @@ impl Engine {
                 0.1,
             ),
             ("expert_overhead_s".into(), oh.expert_overhead_s, 0.01),
+            ("gemv_s_per_gflop".into(), oh.gemv_s_per_gflop, 0.01),
             ("collective_latency_s".into(), oh.collective_latency_s, 1.0),
             ("gemm_half_rows".into(), sp.gemm_half_rows, 65536.0),
             ("overhead_bytes".into(), self.footprint.overhead_bytes, 1e13),
@@ -625,7 +641,7 @@ impl Engine {
             if o.is_empty() {
                 return Err(bad(
                     at,
-                    "sets no factor: give compute_efficiency, expert_overhead_s or memory_efficiency"
+                    "sets no factor: give compute_efficiency, expert_overhead_s, gemv_s_per_gflop or memory_efficiency"
                         .into(),
                 ));
             }
@@ -637,6 +653,9 @@ impl Engine {
             }
             if let Some(s) = o.expert_overhead_s {
                 ranges.push((format!("{at}.expert_overhead_s"), s, 0.01));
+            }
+            if let Some(s) = o.gemv_s_per_gflop {
+                ranges.push((format!("{at}.gemv_s_per_gflop"), s, 0.01));
             }
         }
         for (field, v, max) in ranges {

@@ -177,6 +177,9 @@ pub struct DeviceOverride {
     /// technology's efficiency here, keyed to the device, when its rows all ran on one
     /// device).
     pub memory_efficiency: Option<f64>,
+    /// Time per GFLOP the matrix-vector kernels add on the selected devices, s
+    /// ([`crate::engine::Overheads::gemv_s_per_gflop`]).
+    pub gemv_s_per_gflop: Option<f64>,
 }
 
 impl DeviceOverride {
@@ -185,6 +188,7 @@ impl DeviceOverride {
         self.compute_efficiency.is_none()
             && self.expert_overhead_s.is_none()
             && self.memory_efficiency.is_none()
+            && self.gemv_s_per_gflop.is_none()
     }
 }
 
@@ -197,6 +201,8 @@ pub enum DeviceFactor {
     ExpertOverhead,
     /// [`DeviceOverride::memory_efficiency`].
     MemoryEfficiency,
+    /// [`DeviceOverride::gemv_s_per_gflop`].
+    GemvTime,
 }
 
 impl DeviceFactor {
@@ -206,6 +212,7 @@ impl DeviceFactor {
             DeviceFactor::ComputeEfficiency => "compute_efficiency",
             DeviceFactor::ExpertOverhead => "expert_overhead_s",
             DeviceFactor::MemoryEfficiency => "memory_efficiency",
+            DeviceFactor::GemvTime => "gemv_s_per_gflop",
         }
     }
 
@@ -215,6 +222,7 @@ impl DeviceFactor {
             DeviceFactor::ComputeEfficiency => o.compute_efficiency,
             DeviceFactor::ExpertOverhead => o.expert_overhead_s,
             DeviceFactor::MemoryEfficiency => o.memory_efficiency,
+            DeviceFactor::GemvTime => o.gemv_s_per_gflop,
         }
     }
 
@@ -224,6 +232,7 @@ impl DeviceFactor {
             DeviceFactor::ComputeEfficiency => &mut o.compute_efficiency,
             DeviceFactor::ExpertOverhead => &mut o.expert_overhead_s,
             DeviceFactor::MemoryEfficiency => &mut o.memory_efficiency,
+            DeviceFactor::GemvTime => &mut o.gemv_s_per_gflop,
         }
     }
 

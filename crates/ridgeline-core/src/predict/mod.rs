@@ -352,6 +352,9 @@ pub struct Predictor<'a> {
     /// one expert over the MoE layers (0 for a dense model or an engine without the
     /// cost), s: a GEMM-path pass pays it for each expert with tokens.
     expert_matrix_s: f64,
+    /// The engine's time per FLOP of a matrix-vector kernel's multiply-adds on this
+    /// device, on top of its loads ([`crate::engine::Overheads::gemv_s_per_gflop`]), s.
+    gemv_s_per_flop: f64,
     /// Kernel tables read where they cover an op ([`Predictor::with_kernels`]).
     kernels: Option<KernelUse<'a>>,
     /// What fp8 and fp4 weight matmuls reach against 16-bit ones on this device,
@@ -642,6 +645,7 @@ impl<'a> Predictor<'a> {
             spec: s.spec,
             draft: Draft::Head,
             expert_matrix_s: engine.expert_overhead_on(hardware) * expert_matrices(model) as f64,
+            gemv_s_per_flop: engine.gemv_s_per_gflop_on(hardware) * 1e-9,
             kernels: None,
         })
     }
@@ -755,10 +759,22 @@ impl<'a> Predictor<'a> {
                 _ => {}
             }
         }
-        if let Some(m) = self.matmul_rows(op)
-            && m > crate::engine::GEMV_MAX_TOKENS as f64
-        {
-            e.compute *= m / (m + self.engine.speed.gemm_half_rows);
+        match self.matmul_rows(op) {
+            Some(m) if m > crate::engine::GEMV_MAX_TOKENS as f64 => {
+                e.compute *= m / (m + self.engine.speed.gemm_half_rows);
+            }
+            // a matrix-vector kernel that does not overlap its multiply-adds with its
+            // loads past the first row (one row's hides under them): each further row's
+            // arithmetic adds to the time its weights stream in, a lower effective
+            // bandwidth
+            Some(m) if self.gemv_s_per_flop > 0.0 && m > 1.0 => {
+                let load = op.cost.bytes() / (self.ceilings(op).memory_bytes_per_s * e.memory);
+                let extra = op.cost.flops * (m - 1.0) / m * self.gemv_s_per_flop;
+                if load.is_finite() && load > 0.0 {
+                    e.memory *= load / (load + extra);
+                }
+            }
+            _ => {}
         }
         if op.kind.is_attention_core() {
             e.compute *= self.engine.speed.attention_efficiency;

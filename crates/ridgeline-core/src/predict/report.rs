@@ -875,6 +875,16 @@ pub(crate) fn factor_reports(engine: &Engine, hw: &Hardware) -> Vec<FactorReport
     if oh.sequence_overhead_s > 0.0 {
         named.push(("sequence_overhead_s".to_string(), oh.sequence_overhead_s));
     }
+    // the matrix-vector kernels' time per GFLOP, where the device has one (llama.cpp
+    // on the M2 Ultra among the bundled)
+    if let Some(o) = (engine.devices.iter())
+        .find(|o| o.select.matches(hw) && DeviceFactor::GemvTime.of(o).is_some())
+    {
+        let name = DeviceFactor::GemvTime.name_under(&o.select);
+        named.push((name, engine.gemv_s_per_gflop_on(hw)));
+    } else if oh.gemv_s_per_gflop > 0.0 {
+        named.push(("gemv_s_per_gflop".to_string(), oh.gemv_s_per_gflop));
+    }
     named
         .into_iter()
         .map(|(name, value)| {

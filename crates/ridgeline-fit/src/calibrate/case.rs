@@ -206,7 +206,12 @@ pub(super) fn case(r: &Measurement, names: &mut Names) -> std::result::Result<Ca
         && c.hardware.class == crate::hardware::DeviceClass::Apple
         && r.kind == Kind::B
     {
-        return Err(APPLE_BATCHED_DECODE.into());
+        if c.model.as_ref().is_some_and(|m| m.is_moe()) {
+            return Err(APPLE_BATCHED_EXPERTS.into());
+        }
+        if !matches!(c.batch, BatchSpec::Fixed(n) if n <= crate::engine::GEMV_MAX_TOKENS) {
+            return Err(APPLE_BATCHED_TILES.into());
+        }
     }
     c.scenario = Scenario {
         batch: match c.batch {
@@ -231,14 +236,18 @@ pub(super) fn case(r: &Measurement, names: &mut Names) -> std::result::Result<Ca
     Ok(c)
 }
 
-/// Why rows of llama.cpp's batched decode on an Apple GPU are kept out of the fit: at 2
-/// to 8 sequences its Metal matrix-vector kernels run their multiply-adds at a rate far
-/// below the matrix kernels' (the decode step grows by about a single sequence's
-/// arithmetic at that rate per added sequence), and above 8 its matrix kernel computes
-/// 32-token tiles (16 sequences cost what 32 do). ridgeline models neither; fitted on
-/// these rows, the profile lowered its Apple memory efficiency instead, which made every
-/// single-stream prediction on Apple GPUs slow (docs/calibration-log.md).
-pub const APPLE_BATCHED_DECODE: &str = "batched decode under llama.cpp on an Apple GPU: its Metal matrix-vector kernels (2 to 8 sequences) and 32-token matrix tiles set a rate ridgeline does not model yet (docs/calibration.md, 'Rows kept out'); kept out of the fit";
+/// Why rows of llama.cpp's batched decode of a MoE model on an Apple GPU are kept out of
+/// the fit: its Metal expert kernels multiply each token by each expert it picks
+/// (`kernel_mul_mv_id`), reading an expert's weights once per token that picks it where
+/// ridgeline reads each distinct expert once; fitted with these rows, the dense rows'
+/// matrix-vector time came out a third too long (docs/calibration-log.md).
+pub const APPLE_BATCHED_EXPERTS: &str = "batched decode of a MoE model under llama.cpp on an Apple GPU: its Metal expert kernels read an expert's weights once per token that picks it, where ridgeline reads each distinct expert once (docs/calibration.md: llama.cpp's batched decode on an Apple GPU); kept out of the fit";
+
+/// Why rows of llama.cpp's batched decode of more than
+/// [`crate::engine::GEMV_MAX_TOKENS`] sequences on an Apple GPU are kept out of the fit:
+/// its Metal matrix kernel computes tiles of 32 tokens (16 sequences take nearly what
+/// 32 do), a step ridgeline's affine roll-off (`gemm_half_rows`) does not have.
+pub const APPLE_BATCHED_TILES: &str = "batched decode of more than 8 sequences under llama.cpp on an Apple GPU: its Metal matrix kernel computes tiles of 32 tokens, a step ridgeline's roll-off does not have (docs/calibration.md: llama.cpp's batched decode on an Apple GPU); kept out of the fit";
 
 /// The formats a row's stated weight format runs as: (the weights', the routed
 /// experts' where they differ; `None`: the checkpoint's own).

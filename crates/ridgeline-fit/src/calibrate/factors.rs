@@ -130,6 +130,14 @@ pub static FACTORS: &[Factor] = &[
         false
     ),
     family!(
+        AppleGemv,
+        "apple_gemv_s_per_gflop",
+        Selector::class(DeviceClass::Apple),
+        GemvTime,
+        overheads.gemv_s_per_gflop,
+        Overhead
+    ),
+    family!(
         RdnaExpertOverhead,
         "rdna_expert_overhead_s",
         Selector::architecture("rdna"),

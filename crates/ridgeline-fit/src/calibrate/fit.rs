@@ -125,6 +125,9 @@ pub enum ParamKind {
     /// RDNA GPUs (fitted where rows run there; `expert_overhead_s` elsewhere is set by
     /// hand, 0 in every bundled engine).
     RdnaExpertOverhead,
+    /// `apple_gemv_s_per_gflop`: time per GFLOP the matrix-vector kernels add on Apple
+    /// GPUs (llama.cpp's Metal kernels do not overlap their arithmetic with their loads).
+    AppleGemv,
 }
 
 impl ParamKind {
@@ -306,10 +309,24 @@ fn internal(params: &[ParamKind], e: &Engine) -> Vec<f64> {
     params.iter().map(|p| p.to_internal(p.get(e))).collect()
 }
 
+/// Whether `c` is a decode row of several sequences on an Apple GPU: the rows that
+/// inform `apple_gemv_s_per_gflop` (a single sequence's arithmetic hides under the
+/// weights' loads).
+fn apple_batched(c: &Case) -> bool {
+    c.hardware.class == crate::hardware::DeviceClass::Apple
+        && matches!(c.kind, Kind::A | Kind::B)
+        && c.scenario.batch > 1
+}
+
 /// `base` with its compute efficiency and the memory efficiency of every group the
 /// cases run on moved inside the bounds, and those groups.
 fn start_in_bounds(base: &Engine, cases: &[&Case], b: &Bounds) -> (Engine, Vec<String>) {
     let mut start = base.clone();
+    // a start away from 0, the bound, where rows inform the matrix-vector time
+    let gemv = factor(&ParamKind::AppleGemv).expect("a registered factor");
+    if cases.iter().any(|c| apple_batched(c)) && (gemv.get)(&start) == 0.0 {
+        (gemv.set)(&mut start, 1e-5);
+    }
     // the bounds are checked (Bounds::check): low <= high
     start.speed.compute_efficiency = start
         .speed
@@ -350,6 +367,10 @@ fn choose_params(
         cand.push(ParamKind::Compute);
         if groups.iter().any(|g| g == "apple") {
             cand.push(ParamKind::AppleCompute);
+        }
+        // informed only by decode steps of several sequences on an Apple GPU
+        if cases.iter().any(|c| apple_batched(c)) {
+            cand.push(ParamKind::AppleGemv);
         }
         if cases.iter().any(|c| crate::engine::is_rdna(&c.hardware)) {
             cand.push(ParamKind::RdnaCompute);

@@ -125,8 +125,8 @@ impl<'c> Distinct<'c> {
 
 /// The speed factors one case's prediction depends on, as bits: its device's memory
 /// efficiency, the compute, dequantizing-matmul, fp4-matmul and attention efficiencies,
-/// the step, layer and expert overheads.
-type Factors = [u64; 8];
+/// the step, layer and expert overheads and the matrix-vector kernels' time per FLOP.
+type Factors = [u64; 9];
 
 fn factors(engine: &Engine, c: &Case) -> Factors {
     [
@@ -138,6 +138,7 @@ fn factors(engine: &Engine, c: &Case) -> Factors {
         engine.overheads.step_overhead_s.to_bits(),
         engine.overheads.layer_overhead_s.to_bits(),
         engine.expert_overhead_on(&c.hardware).to_bits(),
+        engine.gemv_s_per_gflop_on(&c.hardware).to_bits(),
     ]
 }
 
@@ -173,10 +174,12 @@ fn same_rest(a: &Engine, b: &Engine) -> bool {
         layer_overhead_s: _,
         prefill_layer_overhead_s,
         expert_overhead_s: _,
+        gemv_s_per_gflop: _,
         collective_latency_s,
     } = overheads;
     let same = |x: &f64, y: &f64| x.to_bits() == y.to_bits();
-    // the device overrides' compute and memory efficiencies and expert overheads are read through
+    // the device overrides' compute and memory efficiencies, expert overheads and
+    // matrix-vector times are read through
     // `factors`; which devices they select is not
     let selects = |d: &[DeviceOverride]| d.iter().map(|o| o.select.clone()).collect::<Vec<_>>();
     *id == b.id

@@ -49,6 +49,7 @@ fn rounded(engine: &Engine) -> Engine {
             &mut o.compute_efficiency,
             &mut o.expert_overhead_s,
             &mut o.memory_efficiency,
+            &mut o.gemv_s_per_gflop,
         ]
         .into_iter()
         .flatten()
@@ -59,6 +60,7 @@ fn rounded(engine: &Engine) -> Engine {
     // ... and the overheads set by hand beside them
     e.overheads.expert_overhead_s = round_sig(e.overheads.expert_overhead_s, 3);
     e.overheads.sequence_overhead_s = round_sig(e.overheads.sequence_overhead_s, 3);
+    e.overheads.gemv_s_per_gflop = round_sig(e.overheads.gemv_s_per_gflop, 3);
     for v in e.speed.memory_efficiency.values_mut() {
         *v = round_sig(*v, 3);
     }
@@ -178,7 +180,11 @@ fn fit_comment(out: &mut String, f: &EngineFit, written: &Engine, mapped: &Mappe
             _ if p.at_bound => format!("at its bound {}", num(p.bounds.1)),
             _ => "no interval".to_string(),
         };
-        let unit = if !p.kind.is_overhead() { "" } else { " s" };
+        let unit = match p.kind {
+            super::ParamKind::AppleGemv => " s per GFLOP",
+            _ if p.kind.is_overhead() => " s",
+            _ => "",
+        };
         let text = format!(
             "{} = {}{unit} ({ci}; {} rows)",
             p.key,

@@ -125,8 +125,13 @@ fn factors_finding(p: &Prediction) -> Option<Finding> {
         return None;
     }
     let one = |f: &crate::predict::FactorReport| {
-        let value = if f.name.ends_with("_s") {
+        // the key, without a device override's criteria (`expert_overhead_s (device =
+        // "...")`)
+        let key = f.name.split(" (").next().unwrap_or(&f.name);
+        let value = if key.ends_with("_s") {
             fmt_seconds(f.value)
+        } else if key.ends_with("_s_per_gflop") {
+            format!("{} per GFLOP", fmt_seconds(f.value))
         } else {
             format!("{:.3}", f.value)
         };
