@@ -121,10 +121,12 @@ pub struct Overheads {
     pub collective_latency_s: f64,
     /// Time the matrix-vector kernels (weight matmuls of at most [`GEMV_MAX_TOKENS`]
     /// rows) spend per GFLOP of their multiply-adds on top of their weights' loads, s:
-    /// where such a kernel does not overlap its arithmetic with its loads, each row (a
-    /// decode step's sequence) adds its arithmetic at the rate this is the inverse of.
-    /// llama.cpp's Metal kernels on an Apple GPU do (a device override, fitted on the
-    /// published batched rows). Default 0: overlapped, the roofline's larger of the two.
+    /// where such a kernel does not overlap its arithmetic with its loads, each row past
+    /// the first (a decode step's further sequences; one row's arithmetic hides under
+    /// the loads) adds its arithmetic at the rate this is the inverse of, a lower
+    /// effective bandwidth. llama.cpp's Metal kernels on an Apple GPU do (a device
+    /// override, fitted on the published batched rows). Default 0: overlapped, the
+    /// roofline's larger of the two.
     pub gemv_s_per_gflop: f64,
 }
 

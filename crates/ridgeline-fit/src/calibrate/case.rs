@@ -239,8 +239,9 @@ pub(super) fn case(r: &Measurement, names: &mut Names) -> std::result::Result<Ca
 /// Why rows of llama.cpp's batched decode of a MoE model on an Apple GPU are kept out of
 /// the fit: its Metal expert kernels multiply each token by each expert it picks
 /// (`kernel_mul_mv_id`), reading an expert's weights once per token that picks it where
-/// ridgeline reads each distinct expert once; fitted with these rows, the dense rows'
-/// matrix-vector time came out a third too long (docs/calibration-log.md).
+/// ridgeline reads each distinct expert once; fitted with these rows, the matrix-vector
+/// time came out 29% longer and every Apple GPU's single streams slow
+/// (docs/calibration-log.md).
 pub const APPLE_BATCHED_EXPERTS: &str = "batched decode of a MoE model under llama.cpp on an Apple GPU: its Metal expert kernels read an expert's weights once per token that picks it, where ridgeline reads each distinct expert once (docs/calibration.md: llama.cpp's batched decode on an Apple GPU); kept out of the fit";
 
 /// Why rows of llama.cpp's batched decode of more than
