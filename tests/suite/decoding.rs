@@ -883,3 +883,53 @@ fn apple_matrix_vector_rows_past_the_first_add_their_arithmetic_to_the_weights_l
     // past 8 sequences the matrix kernels run, and the time is not paid
     assert_eq!(step(16, true), step(16, false));
 }
+
+#[test]
+fn an_apple_gpu_s_matrix_kernel_computes_whole_tiles_of_32_tokens() {
+    // llama.cpp's Metal `kernel_mul_mm` multiplies a tile of weights against 32 tokens
+    // (docs/calibration.md): on an Apple GPU a weight matmul of 9 to 32 rows computes
+    // 32, so at batch 16 and 32 a compute-bound projection of a decode step takes the
+    // same time (its compute that of 32 + gemm_half_rows rows)
+    let m = model("qwen2.5-7b");
+    let gate_up = |gpu: &str, b: u64| {
+        let s = Scenario {
+            batch: b,
+            prompt: 512,
+            gen_tokens: 32,
+            ..Scenario::default()
+        };
+        let p = predictor(&m, gpu, "llama.cpp", &s)
+            .predict(b, 512, 32)
+            .unwrap();
+        let op = (p.ops.iter())
+            .find(|o| o.phase == Phase::Decode && o.kind == OpKind::GateUpProj)
+            .unwrap()
+            .clone();
+        (op.time_s, op.bound)
+    };
+    let (t16, b16) = gate_up("m2-ultra", 16);
+    let (t32, b32) = gate_up("m2-ultra", 32);
+    assert_eq!((b16, b32), (Bound::Compute, Bound::Compute));
+    assert!((t16 / t32 - 1.0).abs() < 1e-9, "{t16} vs {t32}");
+    // a third tile at 33 rows: (64 + H) / (32 + H) the time, H = 36
+    let (t33, _) = gate_up("m2-ultra", 33);
+    let h = EngineDb::builtin()
+        .unwrap()
+        .get("llama.cpp")
+        .unwrap()
+        .speed
+        .gemm_half_rows;
+    assert!(
+        (t33 / t32 - (64.0 + h) / (32.0 + h)).abs() < 1e-9,
+        "{t33} vs {t32}"
+    );
+    // on an H100 the roll-off is affine in the rows: at 512 and 520 sequences (both
+    // compute-bound) the times are in the ratio (520 + H) / (512 + H), not a tile's
+    let (n512, c512) = gate_up("h100", 512);
+    let (n520, c520) = gate_up("h100", 520);
+    assert_eq!((c512, c520), (Bound::Compute, Bound::Compute));
+    assert!(
+        (n520 / n512 - (520.0 + h) / (512.0 + h)).abs() < 1e-9,
+        "{n520} vs {n512}"
+    );
+}

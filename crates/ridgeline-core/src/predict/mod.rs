@@ -373,6 +373,11 @@ fn link_bw(hardware: &Hardware) -> f64 {
 /// Most devices one layout may have.
 pub const MAX_GPUS: u64 = 1_000_000;
 
+/// Tokens per tile of the Metal matrix kernel (llama.cpp's `kernel_mul_mm`: a 64 x 32
+/// output tile per threadgroup, 32 along the tokens; ggml/src/ggml-metal/ggml-metal.metal
+/// at ggml-org/llama.cpp@000a1174aa8f42a18ed08ec8e833f9c415397423).
+pub const METAL_TOKEN_TILE: u64 = 32;
+
 /// Whether `model` can be split over `gpus` devices of `hardware` by `parallel` with
 /// `ep` expert-parallel groups: tensor parallel must divide the attention heads,
 /// pipeline parallel needs a layer per stage, expert parallelism needs a
@@ -761,7 +766,11 @@ impl<'a> Predictor<'a> {
         }
         match self.matmul_rows(op) {
             Some(m) if m > crate::engine::GEMV_MAX_TOKENS as f64 => {
-                e.compute *= m / (m + self.engine.speed.gemm_half_rows);
+                let rows = match self.token_tile(op) {
+                    Some(t) => (m / t).ceil() * t,
+                    None => m,
+                };
+                e.compute *= m / (rows + self.engine.speed.gemm_half_rows);
             }
             // a matrix-vector kernel that does not overlap its multiply-adds with its
             // loads past the first row (one row's hides under them): each further row's
@@ -782,6 +791,23 @@ impl<'a> Predictor<'a> {
         }
         e.overhead_s *= op.count;
         e
+    }
+
+    /// The tokens a weight matmul's kernel computes at a time, where it computes whole
+    /// tiles of them: on an Apple GPU, [`METAL_TOKEN_TILE`] for a matmul of more than
+    /// [`crate::engine::GEMV_MAX_TOKENS`] rows (`kernel_mul_mm`'s threadgroups multiply
+    /// a tile of weights against 32 tokens, masking those past the last: 16 sequences'
+    /// decode step takes nearly what 32 do, docs/calibration.md). Not a routed expert's
+    /// matmul: the expert kernels' measured steps do not show it (the M2 Ultra's MoE
+    /// rows, kept out of the fit for another reason).
+    fn token_tile(&self, op: &OpInstance) -> Option<f64> {
+        (self.tiles_tokens() && !op.routed).then_some(METAL_TOKEN_TILE as f64)
+    }
+
+    /// Whether weight matmuls compute whole tiles of tokens ([`METAL_TOKEN_TILE`]): on
+    /// an Apple GPU.
+    pub(crate) fn tiles_tokens(&self) -> bool {
+        self.hardware.class == crate::hardware::DeviceClass::Apple
     }
 
     /// Whether a weight-only quantized matmul runs at the 16-bit rate, its

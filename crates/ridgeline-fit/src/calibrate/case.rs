@@ -205,13 +205,9 @@ pub(super) fn case(r: &Measurement, names: &mut Names) -> std::result::Result<Ca
     if c.engine == "llama.cpp"
         && c.hardware.class == crate::hardware::DeviceClass::Apple
         && r.kind == Kind::B
+        && c.model.as_ref().is_some_and(|m| m.is_moe())
     {
-        if c.model.as_ref().is_some_and(|m| m.is_moe()) {
-            return Err(APPLE_BATCHED_EXPERTS.into());
-        }
-        if !matches!(c.batch, BatchSpec::Fixed(n) if n <= crate::engine::GEMV_MAX_TOKENS) {
-            return Err(APPLE_BATCHED_TILES.into());
-        }
+        return Err(APPLE_BATCHED_EXPERTS.into());
     }
     c.scenario = Scenario {
         batch: match c.batch {
@@ -243,12 +239,6 @@ pub(super) fn case(r: &Measurement, names: &mut Names) -> std::result::Result<Ca
 /// time came out 29% longer and every Apple GPU's single streams slow
 /// (docs/calibration-log.md).
 pub const APPLE_BATCHED_EXPERTS: &str = "batched decode of a MoE model under llama.cpp on an Apple GPU: its Metal expert kernels read an expert's weights once per token that picks it, where ridgeline reads each distinct expert once (docs/calibration.md: llama.cpp's batched decode on an Apple GPU); kept out of the fit";
-
-/// Why rows of llama.cpp's batched decode of more than
-/// [`crate::engine::GEMV_MAX_TOKENS`] sequences on an Apple GPU are kept out of the fit:
-/// its Metal matrix kernel computes tiles of 32 tokens (16 sequences take nearly what
-/// 32 do), a step ridgeline's affine roll-off (`gemm_half_rows`) does not have.
-pub const APPLE_BATCHED_TILES: &str = "batched decode of more than 8 sequences under llama.cpp on an Apple GPU: its Metal matrix kernel computes tiles of 32 tokens, a step ridgeline's roll-off does not have (docs/calibration.md: llama.cpp's batched decode on an Apple GPU); kept out of the fit";
 
 /// The formats a row's stated weight format runs as: (the weights', the routed
 /// experts' where they differ; `None`: the checkpoint's own).

@@ -77,6 +77,11 @@ impl PrefillLines {
         hi: u64,
         checks: &[u64],
     ) -> Option<PrefillLines> {
+        // whole tiles of tokens (an Apple GPU's matrix kernel) step the compute time
+        // in the batch: not affine between any two batches, so the plain path serves
+        if p.tiles_tokens() {
+            return None;
+        }
         let ga = p.graph(&Step::prefill(lo, prompt));
         let gb = p.graph(&Step::prefill(hi, prompt));
         let n = ga.ops().len();
