@@ -83,8 +83,9 @@ pub struct Speed {
     /// the rate at `M = gemm_half_rows`, within 2% of it beyond 50 times that. Passes of
     /// at most [`GEMV_MAX_TOKENS`] tokens run matrix-vector kernels (memory-bound, no
     /// tiles) and are not derated. On an Apple GPU `M` is first rounded up to whole
-    /// tiles of 32 tokens (`crate::predict::METAL_TOKEN_TILE`; routed experts apart). Default 0 (no roll-off); 36 in every bundled engine,
-    /// chosen from 8 ... 128 by the leave-one-source-out error of the bundled rows.
+    /// tiles of 32 tokens (`crate::predict::METAL_TOKEN_TILE`; routed experts apart).
+    /// Default 0 (no roll-off); 36 in every bundled engine, chosen from 8 ... 128 by the
+    /// leave-one-source-out error of the bundled rows.
     pub gemm_half_rows: f64,
 }
 

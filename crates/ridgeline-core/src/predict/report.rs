@@ -843,22 +843,16 @@ pub(crate) fn factor_reports(engine: &Engine, hw: &Hardware) -> Vec<FactorReport
         .flatten()
         .find(|k| engine.speed.memory_efficiency.contains_key(*k))
         .unwrap_or("default");
-    let memory_name = engine
-        .devices
-        .iter()
-        .find(|o| o.select.matches(hw) && DeviceFactor::MemoryEfficiency.of(o).is_some())
-        .map_or_else(
-            || format!("memory_efficiency.{memory_key}"),
-            |o| DeviceFactor::MemoryEfficiency.name_under(&o.select),
-        );
-    let compute_name = engine
-        .devices
-        .iter()
-        .find(|o| o.select.matches(hw) && DeviceFactor::ComputeEfficiency.of(o).is_some())
-        .map_or_else(
-            || "compute_efficiency".to_string(),
-            |o| DeviceFactor::ComputeEfficiency.name_under(&o.select),
-        );
+    // the name of the device override that sets `f` on `hw`, if one does
+    let keyed = |f: DeviceFactor| {
+        (engine.devices.iter())
+            .find(|o| o.select.matches(hw) && f.of(o).is_some())
+            .map(|o| f.name_under(&o.select))
+    };
+    let memory_name = keyed(DeviceFactor::MemoryEfficiency)
+        .unwrap_or_else(|| format!("memory_efficiency.{memory_key}"));
+    let compute_name =
+        keyed(DeviceFactor::ComputeEfficiency).unwrap_or_else(|| "compute_efficiency".into());
     let (sp, oh) = (&engine.speed, &engine.overheads);
     let mut named = vec![
         (compute_name, engine.compute_efficiency_on(hw)),
@@ -877,10 +871,7 @@ pub(crate) fn factor_reports(engine: &Engine, hw: &Hardware) -> Vec<FactorReport
     }
     // the matrix-vector kernels' time per GFLOP, where the device has one (llama.cpp
     // on the M2 Ultra among the bundled)
-    if let Some(o) = (engine.devices.iter())
-        .find(|o| o.select.matches(hw) && DeviceFactor::GemvTime.of(o).is_some())
-    {
-        let name = DeviceFactor::GemvTime.name_under(&o.select);
+    if let Some(name) = keyed(DeviceFactor::GemvTime) {
         named.push((name, engine.gemv_s_per_gflop_on(hw)));
     } else if oh.gemv_s_per_gflop > 0.0 {
         named.push(("gemv_s_per_gflop".to_string(), oh.gemv_s_per_gflop));
