@@ -933,3 +933,51 @@ fn an_apple_gpu_s_matrix_kernel_computes_whole_tiles_of_32_tokens() {
         "{n520} vs {n512}"
     );
 }
+
+#[test]
+fn an_apple_gpu_s_expert_kernels_read_an_expert_once_per_token_that_picks_it_below_32_tokens() {
+    // llama.cpp's Metal expert matmul below 32 tokens (`kernel_mul_mv_id`) multiplies each
+    // token by each expert it picks on its own, reading the expert's weights once per
+    // pick; from 32 tokens (`kernel_mul_mm_id`) once per touched expert, as on a CUDA GPU
+    // (docs/calibration.md: llama.cpp's batched decode on an Apple GPU)
+    let m = model("qwen3-30b-a3b");
+    assert_eq!(
+        (
+            m.hidden,
+            m.expert_intermediate,
+            m.experts,
+            m.experts_per_token
+        ),
+        (2048, 768, 128, 8)
+    );
+    // one expert's down projection in bf16: 768 x 2048 x 2 = 3,145,728 bytes
+    let expert = 3_145_728.0;
+    let down = |gpu: &str, b: u64| {
+        let s = Scenario {
+            batch: b,
+            prompt: 512,
+            gen_tokens: 32,
+            ..Scenario::default()
+        };
+        let p = predictor(&m, gpu, "llama.cpp", &s)
+            .predict(b, 512, 32)
+            .unwrap();
+        (p.ops.iter())
+            .find(|o| o.phase == Phase::Decode && o.kind == OpKind::DownProj)
+            .unwrap()
+            .bytes
+    };
+    // 16 sequences: 16 x 8 = 128 reads per MoE layer on the M2 Ultra, against the
+    // 128·(1 - (1 - 8/128)^16) = 82.42 distinct experts they touch on an H100; 48 layers
+    let touched = 128.0 * (1.0 - (15.0f64 / 16.0).powi(16));
+    assert!((touched - 82.42).abs() < 0.005, "{touched}");
+    let diff = down("m2-ultra", 16) - down("h100", 16);
+    let want = 48.0 * (128.0 - touched) * expert;
+    assert!((diff / want - 1.0).abs() < 1e-9, "{diff} vs {want}");
+    // one sequence's 8 experts are distinct, and 32 run the matrix kernel: the same
+    // bytes on both
+    for b in [1, 32] {
+        let (apple, h100) = (down("m2-ultra", b), down("h100", b));
+        assert!((apple / h100 - 1.0).abs() < 1e-12, "{b}: {apple} vs {h100}");
+    }
+}

@@ -794,6 +794,7 @@ fn deepseek_ops_on(
         layers: m.layers,
         busiest,
         imbalance: 1.0,
+        pair_reads_below: 0,
     };
     forward(&m, step, &p, &shard, true).ops().to_vec()
 }

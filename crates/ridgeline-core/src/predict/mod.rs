@@ -378,6 +378,16 @@ pub const MAX_GPUS: u64 = 1_000_000;
 /// at ggml-org/llama.cpp@000a1174aa8f42a18ed08ec8e833f9c415397423).
 pub const METAL_TOKEN_TILE: u64 = 32;
 
+/// Tokens per pass from which an Apple GPU's routed-expert matmuls run the matrix kernel
+/// (`kernel_mul_mm_id`: each touched expert's tokens in tiles of [`METAL_TOKEN_TILE`],
+/// its weights read once); below, the matrix-vector kernel (`kernel_mul_mv_id`) runs
+/// each (token, expert) pair on its own, reading the expert's weights once per pair.
+/// llama.cpp's `ne21_mm_id_min` in `ggml_metal_op_mul_mat_id`,
+/// ggml/src/ggml-metal/ggml-metal-ops.cpp at
+/// lzptouch/llama.cpp@0b3d966f1855a273784983bae178fd22e4ead562 (a copy of upstream
+/// build b828e18c7, the build of the M2 Ultra rows m744-m802).
+pub const METAL_EXPERT_MM_MIN: u64 = 32;
+
 /// Whether `model` can be split over `gpus` devices of `hardware` by `parallel` with
 /// `ep` expert-parallel groups: tensor parallel must divide the attention heads,
 /// pipeline parallel needs a layer per stage, expert parallelism needs a
@@ -703,6 +713,7 @@ impl<'a> Predictor<'a> {
             layers: self.layers,
             busiest: true,
             imbalance: self.expert_imbalance,
+            pair_reads_below: self.expert_pair_reads_below(),
         };
         graph::forward(self.model, step, &self.precision, &shard, self.flash)
     }
@@ -802,6 +813,16 @@ impl<'a> Predictor<'a> {
     /// rows, kept out of the fit for another reason).
     fn token_tile(&self, op: &OpInstance) -> Option<f64> {
         (self.tiles_tokens() && !op.routed).then_some(METAL_TOKEN_TILE as f64)
+    }
+
+    /// [`crate::model::graph::Shard::pair_reads_below`] for this device:
+    /// [`METAL_EXPERT_MM_MIN`] on an Apple GPU, 0 elsewhere.
+    pub(crate) fn expert_pair_reads_below(&self) -> u64 {
+        if self.tiles_tokens() {
+            METAL_EXPERT_MM_MIN
+        } else {
+            0
+        }
     }
 
     /// Whether weight matmuls compute whole tiles of tokens ([`METAL_TOKEN_TILE`]): on

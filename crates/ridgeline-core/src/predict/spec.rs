@@ -216,6 +216,7 @@ impl<'a> Predictor<'a> {
                         layers: 1,
                         busiest: true,
                         imbalance: self.expert_imbalance,
+                        pair_reads_below: self.expert_pair_reads_below(),
                     };
                     graph::draft_head(self.model, step, &self.precision, &shard, self.flash)
                 }

@@ -524,6 +524,7 @@ impl Trainer<'_> {
                 layers: l.layers_per_stage,
                 busiest: false,
                 imbalance: 1.0,
+                pair_reads_below: 0,
             },
             self.cfg.flash,
             self.stage_range(l.pp == 1, true),
@@ -541,6 +542,7 @@ impl Trainer<'_> {
             layers: 1,
             busiest: false,
             imbalance: 1.0,
+            pair_reads_below: 0,
         };
         for _ in 0..self.cfg.mtp_modules(self.model) {
             let head =

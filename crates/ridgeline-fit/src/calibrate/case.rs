@@ -233,12 +233,13 @@ pub(super) fn case(r: &Measurement, names: &mut Names) -> std::result::Result<Ca
 }
 
 /// Why rows of llama.cpp's batched decode of a MoE model on an Apple GPU are kept out of
-/// the fit: its Metal expert kernels multiply each token by each expert it picks
-/// (`kernel_mul_mv_id`), reading an expert's weights once per token that picks it where
-/// ridgeline reads each distinct expert once; fitted with these rows, the matrix-vector
-/// time came out 29% longer and every Apple GPU's single streams slow
-/// (docs/calibration-log.md).
-pub const APPLE_BATCHED_EXPERTS: &str = "batched decode of a MoE model under llama.cpp on an Apple GPU: its Metal expert kernels read an expert's weights once per token that picks it, where ridgeline reads each distinct expert once (docs/calibration.md: llama.cpp's batched decode on an Apple GPU); kept out of the fit";
+/// the fit: below 32 tokens its Metal expert kernel (`kernel_mul_mv_id`) reads an
+/// expert's weights once per token that picks it, which the cost model holds
+/// ([`crate::predict::METAL_EXPERT_MM_MIN`]), but streams them at a lower rate than the
+/// dense kernels, which it does not; from 32 tokens the expert matrix kernel's tiles
+/// are not modelled. Fitted with these rows, the Apple memory efficiency falls until
+/// the dense models' single streams come out slow (docs/calibration-log.md).
+pub const APPLE_BATCHED_EXPERTS: &str = "batched decode of a MoE model under llama.cpp on an Apple GPU: its Metal expert kernels stream their weights at a rate ridgeline does not model (below 32 sequences, once per token that picks an expert, at less than the dense kernels' bandwidth; from 32, in tiles of 32 tokens; docs/calibration.md: llama.cpp's batched decode on an Apple GPU); kept out of the fit";
 
 /// The formats a row's stated weight format runs as: (the weights', the routed
 /// experts' where they differ; `None`: the checkpoint's own).

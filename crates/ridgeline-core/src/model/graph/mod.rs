@@ -105,6 +105,11 @@ pub struct Shard {
     /// On the busiest rank, its routed rows over the mean's at least this (1: the
     /// uniform-routing expectation alone; `Scenario::expert_imbalance`).
     pub imbalance: f64,
+    /// Tokens per pass below which a routed expert's matmuls read the expert's weights
+    /// once for each token that picks it, not once for the pass (0: never). An Apple
+    /// GPU's expert kernels do so below 32 tokens (`crate::predict::METAL_EXPERT_MM_MIN`:
+    /// llama.cpp's Metal `mul_mv_id` multiplies each (token, expert) pair on its own).
+    pub pair_reads_below: u64,
 }
 
 impl Shard {
@@ -116,6 +121,7 @@ impl Shard {
             layers,
             busiest: false,
             imbalance: 1.0,
+            pair_reads_below: 0,
         }
     }
 }

@@ -33,6 +33,8 @@ struct Pass<'c> {
     busiest: bool,
     /// [`Shard::imbalance`].
     imbalance: f64,
+    /// [`Shard::pair_reads_below`].
+    pair_reads_below: u64,
     /// Tokens processed in this pass on this device: batch x new tokens (the group's
     /// share of the batch under expert parallelism).
     tokens: u64,
@@ -369,11 +371,18 @@ impl Pass<'_> {
             }
             (false, _) => (1.0, 0.0, 1.0),
         };
+        // below `pair_reads_below` tokens the kernels read an expert once per row
+        // (token-expert pair) it serves: the device's share of the routed rows
+        let reads = if self.all_tokens < self.pair_reads_below {
+            routed as f64 * share
+        } else {
+            touched
+        };
         if moe {
             for c in [&mut up, &mut down] {
                 let weights = c.read.weights;
                 *c = c.times(share);
-                c.read.weights = weights * touched;
+                c.read.weights = weights * reads;
             }
         }
         let (up_kind, act_kind, act_op) = if cfg.gated_mlp {
@@ -596,6 +605,7 @@ fn build(
         ep,
         busiest: shard.busiest,
         imbalance: shard.imbalance,
+        pair_reads_below: shard.pair_reads_below,
         tokens,
         all_tokens,
         act_bits,
