@@ -336,6 +336,7 @@ fn the_written_database_holds_the_fit_as_rounded() {
                 SequenceOverhead => e.overheads.sequence_overhead_s,
                 RdnaExpertOverhead => rdna_expert(e).unwrap(),
                 AppleGemv => apple_gemv(e).unwrap(),
+                AppleExpertMemory => apple_expert_memory(e).unwrap(),
             };
             assert!(
                 close(v, p.value),
@@ -384,10 +385,15 @@ fn held_out_errors_per_kind() {
     // to 8.2 / 9.5% with each engine's all-reduce latency measured on the kernel tables
     // (data/kernels/all-reduce-latency.toml): issue 33's 8% target is not met on them
     // (docs/calibration-log.md)
+    // B rose from 14.3% to 19.0% held out by source when a fit stopped starting from
+    // the factors an earlier fit keyed to one device (the M2 Ultra's matrix-vector time
+    // and expert kernels' efficiency, informed by one publication's rows alone, had
+    // reached those rows held out; docs/calibration-log.md) and the M2 Ultra file's 19
+    // MoE batched rows came in: 15.5% on the rows before them
     let limits = [
         (Kind::A, 9.2, 10.5),
         // B: above issue 13's 15% since the absorbed-projection fix (kind_b above)
-        (Kind::B, 17.0, 17.0),
+        (Kind::B, 17.0, 20.0),
         (Kind::C, 15.0, 15.0),
     ];
     let a = bundled_accuracy();
@@ -599,6 +605,15 @@ fn apple_gemv(e: &ridgeline::engine::Engine) -> Option<f64> {
         .or_else(|| e.override_value(&Selector::device("m2-ultra"), f))
 }
 
+/// The fraction of the memory efficiency Apple GPUs' expert kernels reach, as the family
+/// override or (fitted on the M2 Ultra's rows alone) keyed to that device.
+fn apple_expert_memory(e: &ridgeline::engine::Engine) -> Option<f64> {
+    use ridgeline::engine::{DeviceFactor, Selector};
+    let f = DeviceFactor::ExpertMemoryEfficiency;
+    e.override_value(&Selector::class(ridgeline::hardware::DeviceClass::Apple), f)
+        .or_else(|| e.override_value(&Selector::device("m2-ultra"), f))
+}
+
 #[test]
 fn engines_kernels_toml_is_the_fit_on_the_kernel_tables() {
     // data/engines-kernels.toml is exactly what `ridgeline calibrate --measurements
@@ -637,36 +652,58 @@ fn engines_kernels_toml_is_the_fit_on_the_kernel_tables() {
     assert!(db.on_tables("llama.cpp").is_none() && db.on_tables("typical").is_none());
 }
 
-/// llama.cpp's batched decode on an Apple GPU (docs/calibration.md, "llama.cpp's batched
-/// decode on an Apple GPU"): of the M2 Ultra file's 29 kind B rows (m744-m802: 5 models
-/// at 2, 4, 8, 16 and 32 sequences, and the two gpt-oss models at 8 and 32 after
-/// 4096-token prompts), the MoE models' 19 are kept out with the reason of their expert
-/// kernels, and the dense models' 10 are fitted, with the same file's single-stream and
-/// prompt rows (10 and 20).
+/// llama.cpp's decode on an Apple GPU (docs/calibration.md, "llama.cpp's batched decode on
+/// an Apple GPU"): the M2 Ultra file's rows (m744-m802: 10 single streams; 29 batched,
+/// 5 models at 2, 4, 8, 16 and 32 sequences and the two gpt-oss models at 8 and 32
+/// after 4096-token prompts; 20 prompt rows) are all fitted. The expert kernels' share
+/// of the memory efficiency, informed by that device's MoE rows alone, is keyed to it,
+/// and it brings those rows closer than without it.
 #[test]
-fn llama_cpp_batched_decode_on_apple_is_fitted_where_modelled_and_kept_out_with_reasons() {
+fn llama_cpp_decode_of_moe_models_on_apple_is_fitted_with_the_expert_kernels_efficiency() {
+    use ridgeline::engine::{DeviceFactor, Selector};
+    use ridgeline::hardware::DeviceClass;
     let m = mapped();
     let ours = |id: &str| (744..=802).contains(&id[1..].parse::<u32>().unwrap_or(0));
-    let experts: Vec<_> = (m.skipped.iter())
-        .filter(|s| s.reason == ridgeline::calibrate::APPLE_BATCHED_EXPERTS)
-        .collect();
-    assert_eq!(experts.len(), 3 * 5 + 2 * 2);
-    assert!(experts.iter().all(|s| s.kind == Kind::B && ours(&s.id)));
+    assert!(m.skipped.iter().all(|s| !ours(&s.id)));
     let kept: Vec<&Case> = m.cases.iter().filter(|c| ours(&c.id)).collect();
     let count = |k: Kind| kept.iter().filter(|c| c.kind == k).count();
     assert_eq!(
         (count(Kind::A), count(Kind::B), count(Kind::C)),
-        (10, 10, 20)
+        (10, 29, 20)
     );
     assert!(
         kept.iter()
             .all(|c| c.engine == "llama.cpp" && c.hardware.id == "m2-ultra")
     );
-    let batched = kept.iter().filter(|c| c.kind == Kind::B);
+    let db = EngineDb::builtin().unwrap();
+    let e = db.get("llama.cpp").unwrap();
+    let f = DeviceFactor::ExpertMemoryEfficiency;
+    let x = e.override_value(&Selector::device("m2-ultra"), f).unwrap();
+    assert!(x > 0.0 && x < 1.0, "{x}");
     assert!(
-        batched
-            .clone()
-            .all(|c| [2, 4, 8, 16, 32].contains(&c.scenario.batch))
+        e.override_value(&Selector::class(DeviceClass::Apple), f)
+            .is_none()
     );
-    assert!(batched.clone().all(|c| !c.model.as_ref().unwrap().is_moe()));
+    let m3 = ridgeline::hardware::HardwareDb::builtin()
+        .unwrap()
+        .get("m3-max")
+        .unwrap()
+        .clone();
+    assert_eq!(e.expert_memory_efficiency_on(&m3), 1.0);
+    // the MoE decode rows (6 single streams, 19 batched), median |ln(predicted /
+    // measured)| with the factor and with it set to 1
+    let mut without = e.clone();
+    without.set_override(&Selector::device("m2-ultra"), f, None);
+    let moe: Vec<&&Case> = (kept.iter())
+        .filter(|c| c.kind != Kind::C && c.model.as_ref().unwrap().is_moe())
+        .collect();
+    assert_eq!(moe.len(), 25);
+    let err = |eng: &Engine| {
+        let logs: Vec<f64> = (moe.iter())
+            .map(|c| (predict_case(c, eng).unwrap() / c.measured).ln())
+            .collect();
+        median_abs(logs)
+    };
+    let (with, plain) = (err(e), err(&without));
+    assert!(with < 0.12 && plain > 0.15, "{with} vs {plain}");
 }

@@ -47,7 +47,7 @@ pub use crate::measurements::{
     COLUMNS, Count, Kind, Measurement, parse_measurements, read_measurements,
 };
 pub use bounds::{Bounds, bounds_from_ceilings};
-pub use case::{APPLE_BATCHED_EXPERTS, predict_case, predict_case_with};
+pub use case::{predict_case, predict_case_with};
 pub use checks::{MAX_OFF_ROOFLINE, check_measurements};
 pub use factors::{FACTORS, Factor, Limit, factor};
 pub use fit::{EngineFit, FitOptions, FittedParam, OverheadKind, ParamKind, fit};

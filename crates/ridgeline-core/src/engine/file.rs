@@ -61,6 +61,8 @@ struct EngineFile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     attention_efficiency: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    expert_memory_efficiency: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     fp4_tensor_cores: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     int8_mma: Option<bool>,
@@ -130,6 +132,8 @@ struct DeviceFile {
     memory_efficiency: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     gemv_s_per_gflop: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    expert_memory_efficiency: Option<f64>,
 }
 
 impl DeviceFile {
@@ -145,6 +149,7 @@ impl DeviceFile {
             expert_overhead_s: self.expert_overhead_s,
             memory_efficiency: self.memory_efficiency,
             gemv_s_per_gflop: self.gemv_s_per_gflop,
+            expert_memory_efficiency: self.expert_memory_efficiency,
         }
     }
 
@@ -158,6 +163,7 @@ impl DeviceFile {
             expert_overhead_s: o.expert_overhead_s,
             memory_efficiency: o.memory_efficiency,
             gemv_s_per_gflop: o.gemv_s_per_gflop,
+            expert_memory_efficiency: o.expert_memory_efficiency,
         }
     }
 }
@@ -200,6 +206,7 @@ impl EngineFile {
             dequant_efficiency: unless(sp.dequant_efficiency, 1.0),
             fp4_efficiency: unless(sp.fp4_efficiency, 1.0),
             attention_efficiency: unless(sp.attention_efficiency, 1.0),
+            expert_memory_efficiency: unless(sp.expert_memory_efficiency, 1.0),
             fp4_tensor_cores: unless(f.fp4_tensor_cores, true),
             int8_mma: unless(f.int8_mma, false),
             fp16_accumulate: unless(f.fp16_accumulate, false),
@@ -287,6 +294,7 @@ impl EngineFile {
                 expert_overhead_s: expert,
                 memory_efficiency: None,
                 gemv_s_per_gflop: None,
+                expert_memory_efficiency: None,
             }));
         }
         Ok(())
@@ -319,6 +327,7 @@ impl EngineFile {
             dequant_efficiency,
             fp4_efficiency,
             attention_efficiency,
+            expert_memory_efficiency,
             fp4_tensor_cores,
             int8_mma,
             fp16_accumulate,
@@ -367,6 +376,10 @@ impl EngineFile {
             ("dequant_efficiency", self.dequant_efficiency.is_some()),
             ("fp4_efficiency", self.fp4_efficiency.is_some()),
             ("attention_efficiency", self.attention_efficiency.is_some()),
+            (
+                "expert_memory_efficiency",
+                self.expert_memory_efficiency.is_some(),
+            ),
             ("step_overhead_s", self.step_overhead_s.is_some()),
             ("sequence_overhead_s", self.sequence_overhead_s.is_some()),
             ("layer_overhead_s", self.layer_overhead_s.is_some()),
@@ -415,6 +428,7 @@ impl EngineFile {
                 dequant_efficiency: self.dequant_efficiency.unwrap_or(1.0),
                 fp4_efficiency: self.fp4_efficiency.unwrap_or(1.0),
                 attention_efficiency: self.attention_efficiency.unwrap_or(1.0),
+                expert_memory_efficiency: self.expert_memory_efficiency.unwrap_or(1.0),
                 gemm_half_rows: self.gemm_half_rows.unwrap_or(0.0),
             },
             overheads: Overheads {

@@ -75,6 +75,12 @@ pub struct Speed {
     /// Fraction of the compute and memory efficiencies the attention kernels reach
     /// (paged KV reads in decode, flash attention in prefill), default 1.
     pub attention_efficiency: f64,
+    /// Fraction of the memory efficiency a routed expert's weight matmuls reach (the
+    /// expert kernels: one launch over the experts the router picks, each a small
+    /// matrix at an offset the kernel reads from the routing), default 1. llama.cpp's
+    /// Metal expert kernels on an Apple GPU stream their weights slower than its dense
+    /// ones (a device override, fitted on the published MoE rows).
+    pub expert_memory_efficiency: f64,
     /// Rows (tokens) at which a weight matmul on the tensor cores reaches half its
     /// large-batch compute rate: a matmul of `M` rows runs at `M / (M + gemm_half_rows)`
     /// of [`Speed::compute_efficiency`]. Each weight tile a thread block loads, and the
@@ -408,6 +414,7 @@ impl Engine {
                 dequant_efficiency: 1.0,
                 fp4_efficiency: 1.0,
                 attention_efficiency: 1.0,
+                expert_memory_efficiency: 1.0,
                 gemm_half_rows: 0.0,
             },
             overheads: Overheads {
@@ -533,6 +540,14 @@ impl Engine {
             .unwrap_or(self.overheads.gemv_s_per_gflop)
     }
 
+    /// Fraction of the memory efficiency a routed expert's weight matmuls reach on `hw`:
+    /// a device override's `expert_memory_efficiency` where one selects `hw`, else
+    /// [`Speed::expert_memory_efficiency`].
+    pub fn expert_memory_efficiency_on(&self, hw: &Hardware) -> f64 {
+        self.device_value(DeviceFactor::ExpertMemoryEfficiency, hw)
+            .unwrap_or(self.speed.expert_memory_efficiency)
+    }
+
     /// The override with exactly `select`'s criteria, if any.
     pub fn device_override(&self, select: &Selector) -> Option<&DeviceOverride> {
         self.devices.iter().find(|o| &o.select == select)
@@ -598,6 +613,7 @@ impl Engine {
         frac("dequant_efficiency", sp.dequant_efficiency)?;
         frac("fp4_efficiency", sp.fp4_efficiency)?;
         frac("attention_efficiency", sp.attention_efficiency)?;
+        frac("expert_memory_efficiency", sp.expert_memory_efficiency)?;
         if sp.memory_efficiency.is_empty() {
             return Err(bad(
                 "memory_efficiency".into(),
@@ -645,7 +661,7 @@ impl Engine {
             if o.is_empty() {
                 return Err(bad(
                     at,
-                    "sets no factor: give compute_efficiency, expert_overhead_s, gemv_s_per_gflop or memory_efficiency"
+                    "sets no factor: give compute_efficiency, expert_memory_efficiency, expert_overhead_s, gemv_s_per_gflop or memory_efficiency"
                         .into(),
                 ));
             }
@@ -654,6 +670,9 @@ impl Engine {
             }
             if let Some(e) = o.memory_efficiency {
                 frac(&format!("{at}.memory_efficiency"), e)?;
+            }
+            if let Some(e) = o.expert_memory_efficiency {
+                frac(&format!("{at}.expert_memory_efficiency"), e)?;
             }
             if let Some(s) = o.expert_overhead_s {
                 ranges.push((format!("{at}.expert_overhead_s"), s, 0.01));

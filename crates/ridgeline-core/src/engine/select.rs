@@ -180,6 +180,9 @@ pub struct DeviceOverride {
     /// Time per GFLOP the matrix-vector kernels add on the selected devices, s
     /// ([`crate::engine::Overheads::gemv_s_per_gflop`]).
     pub gemv_s_per_gflop: Option<f64>,
+    /// Fraction of the memory efficiency a routed expert's weight matmuls reach on the
+    /// selected devices ([`crate::engine::Speed::expert_memory_efficiency`]).
+    pub expert_memory_efficiency: Option<f64>,
 }
 
 impl DeviceOverride {
@@ -189,6 +192,7 @@ impl DeviceOverride {
             && self.expert_overhead_s.is_none()
             && self.memory_efficiency.is_none()
             && self.gemv_s_per_gflop.is_none()
+            && self.expert_memory_efficiency.is_none()
     }
 }
 
@@ -203,6 +207,8 @@ pub enum DeviceFactor {
     MemoryEfficiency,
     /// [`DeviceOverride::gemv_s_per_gflop`].
     GemvTime,
+    /// [`DeviceOverride::expert_memory_efficiency`].
+    ExpertMemoryEfficiency,
 }
 
 impl DeviceFactor {
@@ -213,6 +219,7 @@ impl DeviceFactor {
             DeviceFactor::ExpertOverhead => "expert_overhead_s",
             DeviceFactor::MemoryEfficiency => "memory_efficiency",
             DeviceFactor::GemvTime => "gemv_s_per_gflop",
+            DeviceFactor::ExpertMemoryEfficiency => "expert_memory_efficiency",
         }
     }
 
@@ -223,6 +230,7 @@ impl DeviceFactor {
             DeviceFactor::ExpertOverhead => o.expert_overhead_s,
             DeviceFactor::MemoryEfficiency => o.memory_efficiency,
             DeviceFactor::GemvTime => o.gemv_s_per_gflop,
+            DeviceFactor::ExpertMemoryEfficiency => o.expert_memory_efficiency,
         }
     }
 
@@ -233,6 +241,7 @@ impl DeviceFactor {
             DeviceFactor::ExpertOverhead => &mut o.expert_overhead_s,
             DeviceFactor::MemoryEfficiency => &mut o.memory_efficiency,
             DeviceFactor::GemvTime => &mut o.gemv_s_per_gflop,
+            DeviceFactor::ExpertMemoryEfficiency => &mut o.expert_memory_efficiency,
         }
     }
 

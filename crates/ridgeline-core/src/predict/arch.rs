@@ -109,6 +109,10 @@ pub struct ExpertFacts {
     /// Expected distinct experts the batch's tokens touch per MoE layer in one decode
     /// step (the experts whose weights the step reads).
     pub touched_per_decode_step: f64,
+    /// Expert weight reads per MoE layer in one decode step: the touched experts once
+    /// each, or where the expert kernels read an expert once per token that picks it (an
+    /// Apple GPU below 32 tokens, `crate::predict::METAL_EXPERT_MM_MIN`) `batch · per_token`.
+    pub reads_per_decode_step: f64,
     /// With expert parallelism, the routed rows and touched experts per MoE layer of a
     /// decode step on the busiest rank against the mean one, which the step's time
     /// waits for ([`crate::model::graph::expert_load`]); `None` without.
@@ -173,6 +177,11 @@ impl Predictor<'_> {
             moe_layers,
             format: self.precision.experts,
             touched_per_decode_step: expected_experts(m.experts, m.experts_per_token, batch),
+            reads_per_decode_step: if batch < self.expert_pair_reads_below() {
+                (batch * m.experts_per_token) as f64
+            } else {
+                expected_experts(m.experts, m.experts_per_token, batch)
+            },
             busiest_rank: (self.ep > 1).then(|| self.busiest_load(batch)),
         });
         let act = self.precision.activations.bytes();

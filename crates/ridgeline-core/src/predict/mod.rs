@@ -355,6 +355,9 @@ pub struct Predictor<'a> {
     /// The engine's time per FLOP of a matrix-vector kernel's multiply-adds on this
     /// device, on top of its loads ([`crate::engine::Overheads::gemv_s_per_gflop`]), s.
     gemv_s_per_flop: f64,
+    /// The fraction of the memory efficiency a routed expert's weight matmuls reach on
+    /// this device ([`crate::engine::Engine::expert_memory_efficiency_on`]).
+    expert_memory: f64,
     /// Kernel tables read where they cover an op ([`Predictor::with_kernels`]).
     kernels: Option<KernelUse<'a>>,
     /// What fp8 and fp4 weight matmuls reach against 16-bit ones on this device,
@@ -661,6 +664,7 @@ impl<'a> Predictor<'a> {
             draft: Draft::Head,
             expert_matrix_s: engine.expert_overhead_on(hardware) * expert_matrices(model) as f64,
             gemv_s_per_flop: engine.gemv_s_per_gflop_on(hardware) * 1e-9,
+            expert_memory: engine.expert_memory_efficiency_on(hardware),
             kernels: None,
         })
     }
@@ -753,6 +757,10 @@ impl<'a> Predictor<'a> {
             | crate::model::graph::OpKind::AllreduceMlp => self.all_reduce_eff,
             _ => self.comm_eff,
         };
+        // the expert kernels' weight reads
+        if op.routed && self.expert_memory != 1.0 && self.weight_elements(op).is_some() {
+            e.memory *= self.expert_memory;
+        }
         if matches!(op.unit, Unit::Dequant(_)) && !self.dequantizes_in_tile(op) {
             e.compute *= self.engine.speed.dequant_efficiency;
         }
@@ -786,7 +794,10 @@ impl<'a> Predictor<'a> {
             // a matrix-vector kernel that does not overlap its multiply-adds with its
             // loads past the first row (one row's hides under them): each further row's
             // arithmetic adds to the time its weights stream in, a lower effective
-            // bandwidth
+            // bandwidth. On an Apple GPU (where alone the time is set) a routed expert's
+            // matmul is one row per token-expert pair below 32 tokens; from 32 the
+            // expert matrix kernel's few rows per expert pay it as well, as the M2
+            // Ultra's MoE rows of 32 sequences show ([`METAL_EXPERT_MM_MIN`])
             Some(m) if self.gemv_s_per_flop > 0.0 && m > 1.0 => {
                 let load = op.cost.bytes() / (self.ceilings(op).memory_bytes_per_s * e.memory);
                 let extra = op.cost.flops * (m - 1.0) / m * self.gemv_s_per_flop;

@@ -96,7 +96,7 @@ impl Predictor<'_> {
                 ratio(b * prompt as f64, s.prefill.roofline_time_s),
             ],
         );
-        let mut factors = factor_reports(self.engine, self.hardware);
+        let mut factors = factor_reports(self.engine, self.hardware, self.model.is_moe());
         factors.extend(self.gemm_dtype_reports());
         factors.extend(self.all_reduce_latency_report());
         factors.extend(self.shortest_kernel_report());
@@ -835,7 +835,7 @@ pub struct FactorReport {
 /// efficiencies as they apply to the device (a device override's compute efficiency
 /// where one selects it), the attention efficiency and the three overheads, each with
 /// its tag ([`crate::engine::Provenance::factors`]).
-pub(crate) fn factor_reports(engine: &Engine, hw: &Hardware) -> Vec<FactorReport> {
+pub(crate) fn factor_reports(engine: &Engine, hw: &Hardware, moe: bool) -> Vec<FactorReport> {
     use crate::engine::{DeviceFactor, FactorTag, memory_keys};
     let physics = engine.is_physics();
     let memory_key = memory_keys(hw)
@@ -875,6 +875,16 @@ pub(crate) fn factor_reports(engine: &Engine, hw: &Hardware) -> Vec<FactorReport
         named.push((name, engine.gemv_s_per_gflop_on(hw)));
     } else if oh.gemv_s_per_gflop > 0.0 {
         named.push(("gemv_s_per_gflop".to_string(), oh.gemv_s_per_gflop));
+    }
+    // a MoE model's expert kernels' share of the memory efficiency, where the device
+    // has one (llama.cpp on the M2 Ultra among the bundled)
+    if moe {
+        if let Some(name) = keyed(DeviceFactor::ExpertMemoryEfficiency) {
+            named.push((name, engine.expert_memory_efficiency_on(hw)));
+        } else if sp.expert_memory_efficiency != 1.0 {
+            let name = "expert_memory_efficiency".to_string();
+            named.push((name, sp.expert_memory_efficiency));
+        }
     }
     named
         .into_iter()

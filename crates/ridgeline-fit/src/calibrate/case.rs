@@ -202,13 +202,6 @@ pub(super) fn case(r: &Measurement, names: &mut Names) -> std::result::Result<Ca
                 .into(),
         );
     }
-    if c.engine == "llama.cpp"
-        && c.hardware.class == crate::hardware::DeviceClass::Apple
-        && r.kind == Kind::B
-        && c.model.as_ref().is_some_and(|m| m.is_moe())
-    {
-        return Err(APPLE_BATCHED_EXPERTS.into());
-    }
     c.scenario = Scenario {
         batch: match c.batch {
             BatchSpec::Fixed(n) => n,
@@ -231,15 +224,6 @@ pub(super) fn case(r: &Measurement, names: &mut Names) -> std::result::Result<Ca
     };
     Ok(c)
 }
-
-/// Why rows of llama.cpp's batched decode of a MoE model on an Apple GPU are kept out of
-/// the fit: below 32 tokens its Metal expert kernel (`kernel_mul_mv_id`) reads an
-/// expert's weights once per token that picks it, which the cost model holds
-/// ([`crate::predict::METAL_EXPERT_MM_MIN`]), but streams them at a lower rate than the
-/// dense kernels, which it does not; from 32 tokens the expert matrix kernel's tiles
-/// are not modelled. Fitted with these rows, the Apple memory efficiency falls until
-/// the dense models' single streams come out slow (docs/calibration-log.md).
-pub const APPLE_BATCHED_EXPERTS: &str = "batched decode of a MoE model under llama.cpp on an Apple GPU: its Metal expert kernels stream their weights at a rate ridgeline does not model (below 32 sequences, once per token that picks an expert, at less than the dense kernels' bandwidth; from 32, in tiles of 32 tokens; docs/calibration.md: llama.cpp's batched decode on an Apple GPU); kept out of the fit";
 
 /// The formats a row's stated weight format runs as: (the weights', the routed
 /// experts' where they differ; `None`: the checkpoint's own).

@@ -138,6 +138,14 @@ pub static FACTORS: &[Factor] = &[
         Overhead
     ),
     family!(
+        AppleExpertMemory,
+        "apple_expert_memory_efficiency",
+        Selector::class(DeviceClass::Apple),
+        ExpertMemoryEfficiency,
+        speed.expert_memory_efficiency,
+        Unit
+    ),
+    family!(
         RdnaExpertOverhead,
         "rdna_expert_overhead_s",
         Selector::architecture("rdna"),
@@ -150,8 +158,11 @@ pub static FACTORS: &[Factor] = &[
 /// Moves back into their families the family overrides an earlier fit keyed to one
 /// device ([`key_to_device`]) where that device is among `hardware` and of the family,
 /// so that a refit starts from them and can move them (the device's override would
-/// otherwise shadow the family's).
+/// otherwise shadow the family's); drops those keyed to a device not among
+/// `hardware`: they are a fit's outputs from rows this fit does not have (a
+/// publication held out, say), and must not reach a prediction through it.
 pub(crate) fn fold_into_families(e: &mut Engine, hardware: &[&Hardware]) {
+    drop_keyed(e, |id| !hardware.iter().any(|hw| hw.id == id));
     for (factor, family) in FACTORS.iter().filter_map(|f| f.family) {
         let family = family();
         for hw in hardware.iter().filter(|hw| family.matches(hw)) {
@@ -206,6 +217,30 @@ pub(crate) fn key_to_device(e: &mut Engine, f: &Factor, id: &str) -> Option<Stri
     e.set_override(&family(), factor, None);
     e.set_override(&own, factor, v);
     Some(factor.name_under(&own))
+}
+
+/// Drops the family factors an earlier fit keyed to a device ([`key_to_device`]) whose
+/// id `stale` holds.
+pub(crate) fn drop_keyed(e: &mut Engine, stale: impl Fn(&str) -> bool) {
+    for (factor, _) in FACTORS.iter().filter_map(|f| f.family) {
+        let keyed: Vec<Selector> = (e.devices.iter())
+            .filter_map(|o| o.select.device.as_deref())
+            .filter(|id| stale(id))
+            .map(Selector::device)
+            .filter(|own| e.override_value(own, factor).is_some())
+            .collect();
+        for own in keyed {
+            e.set_override(&own, factor, None);
+        }
+    }
+}
+
+/// Clears the family override `f` (and keeps none of the general factor's value it
+/// shadowed): for a factor no row of a fit informs, whose value an earlier fit set.
+pub(crate) fn clear_family(e: &mut Engine, f: &Factor) {
+    if let Some((factor, family)) = f.family {
+        e.set_override(&family(), factor, None);
+    }
 }
 
 /// The registry's entry of a scalar kind (`None` for [`ParamKind::Memory`]).

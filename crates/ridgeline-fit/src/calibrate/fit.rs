@@ -14,8 +14,8 @@
 //! mapped back to the factor; none when there are no more rows than free parameters.
 
 use super::factors::{
-    Factor, Limit, factor, fold_into_families, fold_memory_into_groups, key_memory_to_device,
-    key_to_device,
+    Factor, Limit, clear_family, factor, fold_into_families, fold_memory_into_groups,
+    key_memory_to_device, key_to_device,
 };
 use super::many::Memo;
 use super::{Bounds, Case, Kind, lm};
@@ -128,6 +128,9 @@ pub enum ParamKind {
     /// `apple_gemv_s_per_gflop`: time per GFLOP the matrix-vector kernels add on Apple
     /// GPUs (llama.cpp's Metal kernels do not overlap their arithmetic with their loads).
     AppleGemv,
+    /// `apple_expert_memory_efficiency`: the fraction of the memory efficiency a routed
+    /// expert's weight matmuls reach on Apple GPUs (llama.cpp's Metal expert kernels).
+    AppleExpertMemory,
 }
 
 impl ParamKind {
@@ -318,16 +321,35 @@ fn apple_batched(c: &Case) -> bool {
         && c.scenario.batch > 1
 }
 
+/// Whether `c` is a decode row of a MoE model on an Apple GPU: the rows that inform
+/// `apple_expert_memory_efficiency` (a decode step streams the experts' weights).
+fn apple_experts(c: &Case) -> bool {
+    c.hardware.class == crate::hardware::DeviceClass::Apple
+        && matches!(c.kind, Kind::A | Kind::B)
+        && c.model.as_ref().is_some_and(|m| m.is_moe())
+}
+
 /// `base` with its compute efficiency and the memory efficiency of every group the
 /// cases run on moved inside the bounds, and those groups.
 fn start_in_bounds(base: &Engine, cases: &[&Case], b: &Bounds) -> (Engine, Vec<String>) {
     let mut start = base.clone();
-    // a start away from 0, the bound, where rows inform the matrix-vector time
-    if let Some(gemv) = factor(&ParamKind::AppleGemv)
-        && cases.iter().any(|c| apple_batched(c))
-        && (gemv.get)(&start) == 0.0
-    {
-        (gemv.set)(&mut start, 1e-5);
+    // the Apple GPUs' matrix-vector time and expert kernels' efficiency: a start away
+    // from the bound (0, 1) where rows inform them; where none does, none (an earlier
+    // fit's value came from rows this fit does not have: a publication held out)
+    for (kind, informs, away) in [
+        (
+            ParamKind::AppleGemv,
+            apple_batched as fn(&Case) -> bool,
+            1e-5,
+        ),
+        (ParamKind::AppleExpertMemory, apple_experts, 0.9),
+    ] {
+        let Some(f) = factor(&kind) else { continue };
+        if !cases.iter().any(|c| informs(c)) {
+            clear_family(&mut start, f);
+        } else if (f.get)(&start) == (f.get)(&Engine::ideal()) {
+            (f.set)(&mut start, away);
+        }
     }
     // the bounds are checked (Bounds::check): low <= high
     start.speed.compute_efficiency = start
@@ -373,6 +395,10 @@ fn choose_params(
         // informed only by decode steps of several sequences on an Apple GPU
         if cases.iter().any(|c| apple_batched(c)) {
             cand.push(ParamKind::AppleGemv);
+        }
+        // informed only by decode steps of MoE models on an Apple GPU
+        if cases.iter().any(|c| apple_experts(c)) {
+            cand.push(ParamKind::AppleExpertMemory);
         }
         if cases.iter().any(|c| crate::engine::is_rdna(&c.hardware)) {
             cand.push(ParamKind::RdnaCompute);

@@ -237,11 +237,14 @@ impl Fold<'_> {
             };
             return Ok(fit_engine(id, rest, self.engines, self.bounds, &t)?.engine);
         }
-        // the engine's rows were all held out: its profile is typical's
-        match typical {
-            Some(t) => Ok(start_from_typical(&base_for(self.engines, id)?, t)),
-            None => base_for(self.engines, id),
-        }
+        // the engine's rows were all held out: its profile is typical's, without the
+        // factors an earlier fit keyed to one device (that device's rows, held out here)
+        let mut e = match typical {
+            Some(t) => start_from_typical(&base_for(self.engines, id)?, t),
+            None => base_for(self.engines, id)?,
+        };
+        super::factors::drop_keyed(&mut e, |_| true);
+        Ok(e)
     }
 }
 

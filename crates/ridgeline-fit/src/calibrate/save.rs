@@ -50,6 +50,7 @@ fn rounded(engine: &Engine) -> Engine {
             &mut o.expert_overhead_s,
             &mut o.memory_efficiency,
             &mut o.gemv_s_per_gflop,
+            &mut o.expert_memory_efficiency,
         ]
         .into_iter()
         .flatten()
@@ -61,6 +62,7 @@ fn rounded(engine: &Engine) -> Engine {
     e.overheads.expert_overhead_s = round_sig(e.overheads.expert_overhead_s, 3);
     e.overheads.sequence_overhead_s = round_sig(e.overheads.sequence_overhead_s, 3);
     e.overheads.gemv_s_per_gflop = round_sig(e.overheads.gemv_s_per_gflop, 3);
+    e.speed.expert_memory_efficiency = round_sig(e.speed.expert_memory_efficiency, 3);
     for v in e.speed.memory_efficiency.values_mut() {
         *v = round_sig(*v, 3);
     }

@@ -183,10 +183,20 @@ fn experts(p: &Prediction, a: &Architecture) -> Option<Finding> {
     } else {
         String::new()
     };
+    // what the step reads of them: each touched expert once, or (an Apple GPU's expert
+    // kernels below 32 tokens) once per token that picks it
+    let reads = if e.reads_per_decode_step > e.touched_per_decode_step + 1e-9 {
+        format!(
+            "; its expert kernels read an expert's weights once per token that picks it here, {:.0} reads per layer",
+            e.reads_per_decode_step
+        )
+    } else {
+        ", and reads only those experts' weights".to_string()
+    };
     Some(finding(
         "architecture",
         format!(
-            "Mixture of experts: each token runs {} of {} routed experts{shared} in {} of {} layers ({} of {} parameters active, experts stored as {}); a decode step of batch {} touches {:.1} experts per layer on average, and reads only those experts' weights.",
+            "Mixture of experts: each token runs {} of {} routed experts{shared} in {} of {} layers ({} of {} parameters active, experts stored as {}); a decode step of batch {} touches {:.1} experts per layer on average{reads}.",
             e.per_token,
             e.routed,
             e.moe_layers,

@@ -321,7 +321,13 @@ fn batching_findings(p: &Prediction, larger: Option<&WhatIf>) -> Vec<Finding> {
         Some(b) => finding(
             "batching",
             format!(
-                "Weights are read once per step whatever the batch, so batching raises intensity: decode turns compute-bound at batch {b} (at context {}).{}",
+                "{}, so batching raises intensity: decode turns compute-bound at batch {b} (at context {}).{}",
+                match p.architecture.experts {
+                    Some(e) if e.reads_per_decode_step > e.touched_per_decode_step + 1e-9 => {
+                        "The dense weights are read once per step whatever the batch (the routed experts here once per token that picks them, below 32 sequences)"
+                    }
+                    _ => "Weights are read once per step whatever the batch",
+                },
                 d.context,
                 if b > p.memory.max_batch {
                     format!(
