@@ -820,8 +820,9 @@ impl<'a> Predictor<'a> {
     /// [`crate::engine::GEMV_MAX_TOKENS`] rows (`kernel_mul_mm`'s threadgroups multiply
     /// a tile of weights against 32 tokens, masking those past the last: 16 sequences'
     /// decode step takes nearly what 32 do, docs/calibration.md). Not a routed expert's
-    /// matmul: the expert kernels' measured steps do not show it (the M2 Ultra's MoE
-    /// rows, kept out of the fit for another reason).
+    /// matmul: the expert matrix kernel's tiles (from [`METAL_EXPERT_MM_MIN`] tokens)
+    /// costed so, with or without the roll-off, do not match the M2 Ultra's MoE rows
+    /// (docs/calibration-log.md).
     fn token_tile(&self, op: &OpInstance) -> Option<f64> {
         (self.tiles_tokens() && !op.routed).then_some(METAL_TOKEN_TILE as f64)
     }
