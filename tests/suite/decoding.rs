@@ -884,6 +884,28 @@ fn apple_matrix_vector_rows_past_the_first_add_their_arithmetic_to_the_weights_l
     assert_eq!(step(16, true), step(16, false));
 }
 
+/// The decode step's op `kind` of `m` on `gpu` under llama.cpp at `batch` sequences
+/// after a 512-token prompt, generating 32 (llama-batched-bench's shape).
+fn llama_cpp_decode_op(
+    m: &ModelConfig,
+    gpu: &str,
+    batch: u64,
+    kind: OpKind,
+) -> ridgeline::predict::OpReport {
+    let s = Scenario {
+        batch,
+        prompt: 512,
+        gen_tokens: 32,
+        ..Scenario::default()
+    };
+    let p = predictor(m, gpu, "llama.cpp", &s)
+        .predict(batch, 512, 32)
+        .unwrap();
+    (p.ops.into_iter())
+        .find(|o| o.phase == Phase::Decode && o.kind == kind)
+        .unwrap()
+}
+
 #[test]
 fn an_apple_gpu_s_matrix_kernel_computes_whole_tiles_of_32_tokens() {
     // llama.cpp's Metal `kernel_mul_mm` multiplies a tile of weights against 32 tokens
@@ -892,19 +914,7 @@ fn an_apple_gpu_s_matrix_kernel_computes_whole_tiles_of_32_tokens() {
     // same time (its compute that of 32 + gemm_half_rows rows)
     let m = model("qwen2.5-7b");
     let gate_up = |gpu: &str, b: u64| {
-        let s = Scenario {
-            batch: b,
-            prompt: 512,
-            gen_tokens: 32,
-            ..Scenario::default()
-        };
-        let p = predictor(&m, gpu, "llama.cpp", &s)
-            .predict(b, 512, 32)
-            .unwrap();
-        let op = (p.ops.iter())
-            .find(|o| o.phase == Phase::Decode && o.kind == OpKind::GateUpProj)
-            .unwrap()
-            .clone();
+        let op = llama_cpp_decode_op(&m, gpu, b, OpKind::GateUpProj);
         (op.time_s, op.bound)
     };
     let (t16, b16) = gate_up("m2-ultra", 16);
@@ -952,21 +962,7 @@ fn an_apple_gpu_s_expert_kernels_read_an_expert_once_per_token_that_picks_it_bel
     );
     // one expert's down projection in bf16: 768 x 2048 x 2 = 3,145,728 bytes
     let expert = 3_145_728.0;
-    let down = |gpu: &str, b: u64| {
-        let s = Scenario {
-            batch: b,
-            prompt: 512,
-            gen_tokens: 32,
-            ..Scenario::default()
-        };
-        let p = predictor(&m, gpu, "llama.cpp", &s)
-            .predict(b, 512, 32)
-            .unwrap();
-        (p.ops.iter())
-            .find(|o| o.phase == Phase::Decode && o.kind == OpKind::DownProj)
-            .unwrap()
-            .bytes
-    };
+    let down = |gpu: &str, b: u64| llama_cpp_decode_op(&m, gpu, b, OpKind::DownProj).bytes;
     // 16 sequences: 16 x 8 = 128 reads per MoE layer on the M2 Ultra, against the
     // 128·(1 - (1 - 8/128)^16) = 82.42 distinct experts they touch on an H100; 48 layers
     let touched = 128.0 * (1.0 - (15.0f64 / 16.0).powi(16));
