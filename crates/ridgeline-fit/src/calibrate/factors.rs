@@ -279,4 +279,39 @@ mod tests {
         assert_eq!((apple.stored)(&ideal), None);
         assert_eq!((apple.get)(&ideal), ideal.speed.compute_efficiency);
     }
+
+    #[test]
+    fn a_refit_folds_back_the_factors_keyed_to_its_devices_and_drops_the_others() {
+        // an earlier fit keyed the Apple matrix-vector time to the m2-ultra and the
+        // expert efficiency to the m3-max; a fit with rows of the m2-ultra alone (the
+        // m3-max's publication held out, say) starts from the first in the family and
+        // from nothing of the second, which came from rows it does not have
+        let db = crate::hardware::HardwareDb::builtin().unwrap();
+        let (m2, m3) = (db.get("m2-ultra").unwrap(), db.get("m3-max").unwrap());
+        let (gemv, experts) = (
+            factor(&ParamKind::AppleGemv).unwrap(),
+            factor(&ParamKind::AppleExpertMemory).unwrap(),
+        );
+        let mut e = Engine::ideal();
+        e.set_override(
+            &Selector::device("m2-ultra"),
+            DeviceFactor::GemvTime,
+            Some(2e-4),
+        );
+        let m3_expert = Selector::device("m3-max");
+        e.set_override(&m3_expert, DeviceFactor::ExpertMemoryEfficiency, Some(0.8));
+        fold_into_families(&mut e, &[m2]);
+        assert_eq!((gemv.stored)(&e), Some(2e-4));
+        assert_eq!(
+            e.override_value(&Selector::device("m2-ultra"), DeviceFactor::GemvTime),
+            None
+        );
+        assert_eq!((experts.stored)(&e), None);
+        assert_eq!(
+            e.override_value(&m3_expert, DeviceFactor::ExpertMemoryEfficiency),
+            None
+        );
+        assert_eq!(e.expert_memory_efficiency_on(m3), 1.0);
+        assert!(e.devices.iter().all(|o| o.select.device.is_none()));
+    }
 }

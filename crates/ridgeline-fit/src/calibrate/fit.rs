@@ -706,6 +706,7 @@ fn engine_rows(cases: &[&Case]) -> Vec<String> {
 mod tests {
     use super::*;
     use crate::calibrate::{BatchSpec, Target, predict_case};
+    use crate::engine::{DeviceFactor, Selector};
     use crate::hardware::HardwareDb;
     use crate::model::ModelDb;
     use crate::predict::Scenario;
@@ -800,6 +801,41 @@ mod tests {
             prior: None,
             ..FitOptions::default()
         }
+    }
+
+    #[test]
+    fn apple_factors_no_row_informs_are_not_carried_from_an_earlier_fit() {
+        // an earlier fit set the Apple matrix-vector time and the expert kernels'
+        // efficiency (keyed to the m2-ultra); a fit on one dense single stream there
+        // (none of the rows that inform either: a publication held out) starts from
+        // neither, so its prediction of the held-out rows takes neither
+        let mut base = engine(1.0, 1.0, 1.0, 0.0);
+        base.speed.memory_efficiency.insert("apple".into(), 1.0);
+        let own = Selector::device("m2-ultra");
+        base.set_override(&own, DeviceFactor::GemvTime, Some(2e-4));
+        base.set_override(&own, DeviceFactor::ExpertMemoryEfficiency, Some(0.8));
+        let c = decode_at("m2-ultra", 0.5);
+        let f = fit(&base, &[&c], &plain()).unwrap();
+        let m2 = HardwareDb::builtin().unwrap().get("m2-ultra").unwrap();
+        assert_eq!(f.engine.gemv_s_per_gflop_on(m2), 0.0);
+        assert_eq!(f.engine.expert_memory_efficiency_on(m2), 1.0);
+        // with a batched row there the matrix-vector time is fitted from its start
+        let mut b = case(
+            "b4",
+            "m2-ultra",
+            "llama-2-7b",
+            4,
+            16,
+            16,
+            Target::DecodeTokensPerS,
+        );
+        b.measured = 0.5 * predict_case(&b, &Engine::ideal()).unwrap();
+        let f = fit(&base, &[&c, &b], &plain()).unwrap();
+        assert!(
+            f.params.iter().any(|p| p.kind == ParamKind::AppleGemv),
+            "{:?}",
+            f.params
+        );
     }
 
     #[test]
