@@ -312,21 +312,34 @@ fn internal(params: &[ParamKind], e: &Engine) -> Vec<f64> {
     params.iter().map(|p| p.to_internal(p.get(e))).collect()
 }
 
-/// Whether `c` is a decode row of several sequences on an Apple GPU: the rows that
-/// inform `apple_gemv_s_per_gflop` (a single sequence's arithmetic hides under the
-/// weights' loads).
-fn apple_batched(c: &Case) -> bool {
-    c.hardware.class == crate::hardware::DeviceClass::Apple
-        && matches!(c.kind, Kind::A | Kind::B)
-        && c.scenario.batch > 1
-}
+/// Whether a row informs a factor.
+type Informs = fn(&Case) -> bool;
 
-/// Whether `c` is a decode row of a MoE model on an Apple GPU: the rows that inform
-/// `apple_expert_memory_efficiency` (a decode step streams the experts' weights).
-fn apple_experts(c: &Case) -> bool {
-    c.hardware.class == crate::hardware::DeviceClass::Apple
-        && matches!(c.kind, Kind::A | Kind::B)
-        && c.model.as_ref().is_some_and(|m| m.is_moe())
+/// The Apple GPUs' row-informed factors: each with the rows that inform it, its bound
+/// (the value that means "none") and the start a fit takes away from that bound.
+/// - `apple_gemv_s_per_gflop`: decode rows of several sequences (a single sequence's
+///   arithmetic hides under the weights' loads); bound 0, start 1e-5 s per GFLOP.
+/// - `apple_expert_memory_efficiency`: decode rows of MoE models (a decode step streams
+///   the experts' weights); bound 1, start 0.9.
+fn apple_row_factors() -> [(ParamKind, Informs, f64, f64); 2] {
+    fn decode_on_apple(c: &Case) -> bool {
+        c.hardware.class == crate::hardware::DeviceClass::Apple
+            && matches!(c.kind, Kind::A | Kind::B)
+    }
+    [
+        (
+            ParamKind::AppleGemv,
+            |c| decode_on_apple(c) && c.scenario.batch > 1,
+            0.0,
+            1e-5,
+        ),
+        (
+            ParamKind::AppleExpertMemory,
+            |c| decode_on_apple(c) && c.model.as_ref().is_some_and(|m| m.is_moe()),
+            1.0,
+            0.9,
+        ),
+    ]
 }
 
 /// `base` with its compute efficiency and the memory efficiency of every group the
@@ -334,20 +347,13 @@ fn apple_experts(c: &Case) -> bool {
 fn start_in_bounds(base: &Engine, cases: &[&Case], b: &Bounds) -> (Engine, Vec<String>) {
     let mut start = base.clone();
     // the Apple GPUs' matrix-vector time and expert kernels' efficiency: a start away
-    // from the bound (0, 1) where rows inform them; where none does, none (an earlier
-    // fit's value came from rows this fit does not have: a publication held out)
-    for (kind, informs, away) in [
-        (
-            ParamKind::AppleGemv,
-            apple_batched as fn(&Case) -> bool,
-            1e-5,
-        ),
-        (ParamKind::AppleExpertMemory, apple_experts, 0.9),
-    ] {
+    // from the bound where rows inform them; where none does, none (an earlier fit's
+    // value came from rows this fit does not have: a publication held out)
+    for (kind, informs, bound, away) in apple_row_factors() {
         let Some(f) = factor(&kind) else { continue };
         if !cases.iter().any(|c| informs(c)) {
             clear_family(&mut start, f);
-        } else if (f.get)(&start) == (f.get)(&Engine::ideal()) {
+        } else if (f.get)(&start) == bound {
             (f.set)(&mut start, away);
         }
     }
@@ -392,13 +398,11 @@ fn choose_params(
         if groups.iter().any(|g| g == "apple") {
             cand.push(ParamKind::AppleCompute);
         }
-        // informed only by decode steps of several sequences on an Apple GPU
-        if cases.iter().any(|c| apple_batched(c)) {
-            cand.push(ParamKind::AppleGemv);
-        }
-        // informed only by decode steps of MoE models on an Apple GPU
-        if cases.iter().any(|c| apple_experts(c)) {
-            cand.push(ParamKind::AppleExpertMemory);
+        // each informed only by its rows on an Apple GPU
+        for (kind, informs, ..) in apple_row_factors() {
+            if cases.iter().any(|c| informs(c)) {
+                cand.push(kind);
+            }
         }
         if cases.iter().any(|c| crate::engine::is_rdna(&c.hardware)) {
             cand.push(ParamKind::RdnaCompute);
