@@ -43,7 +43,7 @@ fn fails_with(args: &[&str], needles: &[&str]) {
 fn hardware_json_lists_all_devices_with_sources() {
     let v = json(&["hardware", "--json"]);
     let list = v.as_array().unwrap();
-    assert_eq!(list.len(), 49);
+    assert_eq!(list.len(), 50);
     for d in list {
         assert!(d["id"].is_string());
         assert!(!d["sources"].as_array().unwrap().is_empty(), "{}", d["id"]);

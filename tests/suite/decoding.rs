@@ -855,7 +855,9 @@ fn apple_matrix_vector_rows_past_the_first_add_their_arithmetic_to_the_weights_l
     let step = |b: u64, on: bool| {
         let mut e = base.clone();
         e.take_device_factor(gemv);
+        e.take_device_factor(ridgeline::engine::DeviceFactor::GemvEfficiency);
         e.overheads.gemv_s_per_gflop = 0.0;
+        e.speed.gemv_compute_efficiency = 0.0;
         if on {
             e.set_override(&apple, gemv, Some(s_per_gflop));
         }
@@ -882,6 +884,65 @@ fn apple_matrix_vector_rows_past_the_first_add_their_arithmetic_to_the_weights_l
     }
     // past 8 sequences the matrix kernels run, and the time is not paid
     assert_eq!(step(16, true), step(16, false));
+}
+
+#[test]
+fn apple_matrix_vector_arithmetic_as_a_fraction_of_the_peak_carries_across_chips() {
+    // the same cost as a fraction f of the device's 16-bit peak P (docs/reference.md,
+    // `gemv_compute_efficiency`): a prompt of t <= 8 tokens (llama-bench's ppN) grows by
+    // 2·N·(t - 1)/(f·P) over what the loads take, N the matmuls' weight elements; with f
+    // = 0.2 that is 2·N·(t - 1)/(0.2 · 27.2e12) s on the M2 Ultra and 2·N·(t - 1)/(0.2 ·
+    // 5.2e12) s on the M1 Pro (their fp32 peaks, which their files read for 16 bits),
+    // 27.2 / 5.2 = 5.23 times as long; where a time per GFLOP is set as well it wins
+    let m = model("llama-7b");
+    let db = HardwareDb::builtin().unwrap();
+    let base = EngineDb::builtin()
+        .unwrap()
+        .get("llama.cpp")
+        .unwrap()
+        .clone();
+    let apple = ridgeline::engine::Selector::class(ridgeline::hardware::DeviceClass::Apple);
+    let efficiency = ridgeline::engine::DeviceFactor::GemvEfficiency;
+    let time = ridgeline::engine::DeviceFactor::GemvTime;
+    let prompt = |gpu: &str, t: u64, f: f64, per_gflop: f64| {
+        let mut e = base.clone();
+        e.take_device_factor(efficiency);
+        e.take_device_factor(time);
+        e.speed.gemv_compute_efficiency = 0.0;
+        e.overheads.gemv_s_per_gflop = 0.0;
+        e.set_override(&apple, efficiency, (f > 0.0).then_some(f));
+        e.set_override(&apple, time, (per_gflop > 0.0).then_some(per_gflop));
+        let s = Scenario {
+            prompt: t,
+            gen_tokens: 1,
+            weights: Some(Format::Q8_0),
+            ..Scenario::default()
+        };
+        let hw = db.get(gpu).unwrap();
+        let p = Predictor::new(&m, hw, &e, &s).unwrap();
+        p.predict(1, t, 1).unwrap().prefill.time_s
+    };
+    let params = m.params();
+    // the lm_head runs on the prompt's last token only
+    let n = (params.total - params.embedding - params.norms - params.lm_head) as f64;
+    for (gpu, peak) in [("m2-ultra", 27.2e12), ("m1-pro", 5.2e12)] {
+        assert_eq!(prompt(gpu, 1, 0.2, 0.0), prompt(gpu, 1, 0.0, 0.0));
+        for t in [2u64, 4, 8] {
+            let grown = prompt(gpu, t, 0.2, 0.0) - prompt(gpu, t, 0.0, 0.0);
+            let expected = 2.0 * n * (t - 1) as f64 / (0.2 * peak);
+            assert!(
+                (grown / expected - 1.0).abs() < 0.01,
+                "{gpu}, {t} tokens: {grown} s against {expected} s"
+            );
+            // a time per GFLOP set beside it wins: 2·N·(t - 1)·2e-4·1e-9 s
+            let timed = prompt(gpu, t, 0.2, 2e-4) - prompt(gpu, t, 0.0, 0.0);
+            let expected = 2.0 * n * (t - 1) as f64 * 2e-4 * 1e-9;
+            assert!(
+                (timed / expected - 1.0).abs() < 0.01,
+                "{timed} against {expected}"
+            );
+        }
+    }
 }
 
 /// The decode step's op `kind` of `m` on `gpu` under llama.cpp at `batch` sequences

@@ -575,8 +575,9 @@ fn a_memory_group_fitted_on_one_device_is_keyed_to_it() {
 #[test]
 fn taking_a_device_factor_clears_it_and_drops_emptied_entries() {
     // llama.cpp's Strix Halo entry sets compute_efficiency and expert_overhead_s, its
-    // Apple entry compute_efficiency alone: taking compute_efficiency returns both,
-    // keeps the Strix Halo entry for its expert overhead and drops the Apple one
+    // Apple entry compute_efficiency and gemv_compute_efficiency: taking
+    // compute_efficiency returns both and keeps both entries for their other factor;
+    // taking gemv_compute_efficiency then drops the emptied Apple entry
     let mut e = builtin("llama.cpp");
     let rdna = Selector::device("ryzen-ai-max-395");
     let apple = Selector::class(DeviceClass::Apple);
@@ -589,6 +590,12 @@ fn taking_a_device_factor_clears_it_and_drops_emptied_entries() {
     let mut want = vec![(rdna.clone(), r.unwrap()), (apple.clone(), a.unwrap())];
     want.sort_by(|x, y| x.1.total_cmp(&y.1));
     assert_eq!(taken, want);
+    let gemv = e.override_value(&apple, DeviceFactor::GemvEfficiency);
+    assert!(gemv.is_some());
+    assert_eq!(
+        e.take_device_factor(DeviceFactor::GemvEfficiency),
+        vec![(apple.clone(), gemv.unwrap())]
+    );
     assert!(e.device_override(&apple).is_none());
     let kept = e.device_override(&rdna).unwrap();
     assert_eq!(kept.compute_efficiency, None);

@@ -4,7 +4,7 @@
 use ridgeline::dtype::ComputeDtype;
 use ridgeline::hardware::HardwareDb;
 
-const CONTRACT_IDS: [&str; 49] = [
+const CONTRACT_IDS: [&str; 50] = [
     "a100-40gb-sxm",
     "a100-80gb-sxm",
     "a100-80gb-pcie",
@@ -55,6 +55,9 @@ const CONTRACT_IDS: [&str; 49] = [
     "tpu-v6e",
     "h20",
     "rtx-5080",
+    // added beyond the contract's list (an extension): the M1 Pro of
+    // ggml-org/llama.cpp#10581's small-batch rows
+    "m1-pro",
 ];
 
 #[test]

@@ -595,12 +595,12 @@ fn rdna_expert(e: &ridgeline::engine::Engine) -> Option<f64> {
     rdna(e, ridgeline::engine::DeviceFactor::ExpertOverhead)
 }
 
-/// The Apple GPUs' matrix-vector time per GFLOP: the `class = "apple"` entry's, or the
-/// M2 Ultra's own where the fit keyed it to that device (every row informing it runs
-/// there).
+/// The fraction of the peak Apple GPUs' matrix-vector kernels do their further rows'
+/// arithmetic at: the `class = "apple"` entry's, or the M2 Ultra's own where a fit
+/// keyed it to that device (every row informing it running there).
 fn apple_gemv(e: &ridgeline::engine::Engine) -> Option<f64> {
     use ridgeline::engine::{DeviceFactor, Selector};
-    let f = DeviceFactor::GemvTime;
+    let f = DeviceFactor::GemvEfficiency;
     e.override_value(&Selector::class(ridgeline::hardware::DeviceClass::Apple), f)
         .or_else(|| e.override_value(&Selector::device("m2-ultra"), f))
 }
@@ -706,4 +706,58 @@ fn llama_cpp_decode_of_moe_models_on_apple_is_fitted_with_the_expert_kernels_eff
     };
     let (with, plain) = (err(e), err(&without));
     assert!(with < 0.12 && plain > 0.15, "{with} vs {plain}");
+}
+
+/// llama.cpp's matrix-vector kernels on an Apple GPU (docs/calibration.md): the fraction
+/// of the peak at which they do the arithmetic of the rows past the first is fitted on
+/// the M2 Ultra file's decode rows of 2 to 8 sequences and on the prompts of 2 to 8
+/// tokens of ggml-org/llama.cpp#10581 (m803-m826, on the M2 Ultra and the M1 Pro): two
+/// devices, so it is the `class = "apple"` family's, and every Apple GPU takes it. Those
+/// prompts come closer with it than without it.
+#[test]
+fn llama_cpp_matrix_vector_efficiency_on_apple_is_the_family_s_fitted_on_two_chips() {
+    use ridgeline::engine::{DeviceFactor, FactorTag, Selector};
+    use ridgeline::hardware::DeviceClass;
+    let m = mapped();
+    let ours = |id: &str| (803..=826).contains(&id[1..].parse::<u32>().unwrap_or(0));
+    assert!(m.skipped.iter().all(|s| !ours(&s.id)));
+    let prompts: Vec<&Case> = m.cases.iter().filter(|c| ours(&c.id)).collect();
+    assert_eq!(prompts.len(), 24);
+    assert!(
+        prompts
+            .iter()
+            .all(|c| c.kind == Kind::C && c.scenario.prompt <= 8)
+    );
+    let on = |gpu: &str| prompts.iter().filter(|c| c.hardware.id == gpu).count();
+    assert_eq!((on("m2-ultra"), on("m1-pro")), (16, 8));
+    let db = EngineDb::builtin().unwrap();
+    let e = db.get("llama.cpp").unwrap();
+    let f = DeviceFactor::GemvEfficiency;
+    let apple = Selector::class(DeviceClass::Apple);
+    let x = e.override_value(&apple, f).unwrap();
+    assert!(x > 0.0 && x < 1.0, "{x}");
+    assert!(e.override_value(&Selector::device("m2-ultra"), f).is_none());
+    match e.provenance.factors.get(&f.name_under(&apple)) {
+        Some(FactorTag::Fitted {
+            devices,
+            publications,
+            ..
+        }) => assert!(*devices >= 2 && *publications >= 2),
+        other => panic!("{other:?}"),
+    }
+    let hw = ridgeline::hardware::HardwareDb::builtin().unwrap();
+    assert_eq!(e.gemv_compute_efficiency_on(hw.get("m3-max").unwrap()), x);
+    // the prompts of 2 to 8 tokens, median |ln(predicted / measured)| with the factor
+    // and with none
+    let mut without = e.clone();
+    without.set_override(&apple, f, None);
+    let short: Vec<&&Case> = prompts.iter().filter(|c| c.scenario.prompt > 1).collect();
+    let err = |eng: &Engine| {
+        let logs: Vec<f64> = (short.iter())
+            .map(|c| (predict_case(c, eng).unwrap() / c.measured).ln())
+            .collect();
+        median_abs(logs)
+    };
+    let (with, plain) = (err(e), err(&without));
+    assert!(with < 0.2 && plain > 0.3, "{with} vs {plain}");
 }

@@ -63,6 +63,8 @@ struct EngineFile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     expert_memory_efficiency: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    gemv_compute_efficiency: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     fp4_tensor_cores: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     int8_mma: Option<bool>,
@@ -134,6 +136,8 @@ struct DeviceFile {
     gemv_s_per_gflop: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     expert_memory_efficiency: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    gemv_compute_efficiency: Option<f64>,
 }
 
 impl DeviceFile {
@@ -150,6 +154,7 @@ impl DeviceFile {
             memory_efficiency: self.memory_efficiency,
             gemv_s_per_gflop: self.gemv_s_per_gflop,
             expert_memory_efficiency: self.expert_memory_efficiency,
+            gemv_compute_efficiency: self.gemv_compute_efficiency,
         }
     }
 
@@ -164,6 +169,7 @@ impl DeviceFile {
             memory_efficiency: o.memory_efficiency,
             gemv_s_per_gflop: o.gemv_s_per_gflop,
             expert_memory_efficiency: o.expert_memory_efficiency,
+            gemv_compute_efficiency: o.gemv_compute_efficiency,
         }
     }
 }
@@ -207,6 +213,7 @@ impl EngineFile {
             fp4_efficiency: unless(sp.fp4_efficiency, 1.0),
             attention_efficiency: unless(sp.attention_efficiency, 1.0),
             expert_memory_efficiency: unless(sp.expert_memory_efficiency, 1.0),
+            gemv_compute_efficiency: unless(sp.gemv_compute_efficiency, 0.0),
             fp4_tensor_cores: unless(f.fp4_tensor_cores, true),
             int8_mma: unless(f.int8_mma, false),
             fp16_accumulate: unless(f.fp16_accumulate, false),
@@ -295,6 +302,7 @@ impl EngineFile {
                 memory_efficiency: None,
                 gemv_s_per_gflop: None,
                 expert_memory_efficiency: None,
+                gemv_compute_efficiency: None,
             }));
         }
         Ok(())
@@ -328,6 +336,7 @@ impl EngineFile {
             fp4_efficiency,
             attention_efficiency,
             expert_memory_efficiency,
+            gemv_compute_efficiency,
             fp4_tensor_cores,
             int8_mma,
             fp16_accumulate,
@@ -389,6 +398,10 @@ impl EngineFile {
             ),
             ("expert_overhead_s", self.expert_overhead_s.is_some()),
             ("gemv_s_per_gflop", self.gemv_s_per_gflop.is_some()),
+            (
+                "gemv_compute_efficiency",
+                self.gemv_compute_efficiency.is_some(),
+            ),
         ] {
             if given {
                 keys.push(key.to_string());
@@ -429,6 +442,7 @@ impl EngineFile {
                 fp4_efficiency: self.fp4_efficiency.unwrap_or(1.0),
                 attention_efficiency: self.attention_efficiency.unwrap_or(1.0),
                 expert_memory_efficiency: self.expert_memory_efficiency.unwrap_or(1.0),
+                gemv_compute_efficiency: self.gemv_compute_efficiency.unwrap_or(0.0),
                 gemm_half_rows: self.gemm_half_rows.unwrap_or(0.0),
             },
             overheads: Overheads {

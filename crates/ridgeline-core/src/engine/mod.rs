@@ -81,6 +81,17 @@ pub struct Speed {
     /// Metal expert kernels on an Apple GPU stream their weights slower than its dense
     /// ones (a device override, fitted on the published MoE rows).
     pub expert_memory_efficiency: f64,
+    /// Fraction of the device's peak (the op's dtype) at which a matrix-vector kernel
+    /// (a weight matmul of at most [`GEMV_MAX_TOKENS`] rows) does the multiply-adds of
+    /// its rows past the first, on top of its weights' loads; 0 (the default): none,
+    /// overlapped with the loads. The same cost as
+    /// [`Overheads::gemv_s_per_gflop`] in a form that carries across devices: the time
+    /// per GFLOP is `1 / (gemv_compute_efficiency * peak GFLOP/s)`, so a device of a
+    /// quarter of the peak takes four times as long. llama.cpp's Metal kernels on an
+    /// Apple GPU do not overlap them (a device override, fitted on the published rows
+    /// of 2 to 8 tokens a pass); where `gemv_s_per_gflop` selects a device as well, it
+    /// wins.
+    pub gemv_compute_efficiency: f64,
     /// Rows (tokens) at which a weight matmul on the tensor cores reaches half its
     /// large-batch compute rate: a matmul of `M` rows runs at `M / (M + gemm_half_rows)`
     /// of [`Speed::compute_efficiency`]. Each weight tile a thread block loads, and the
@@ -415,6 +426,7 @@ impl Engine {
                 fp4_efficiency: 1.0,
                 attention_efficiency: 1.0,
                 expert_memory_efficiency: 1.0,
+                gemv_compute_efficiency: 0.0,
                 gemm_half_rows: 0.0,
             },
             overheads: Overheads {
@@ -540,6 +552,15 @@ impl Engine {
             .unwrap_or(self.overheads.gemv_s_per_gflop)
     }
 
+    /// Fraction of the peak at which the matrix-vector kernels' rows past the first do
+    /// their multiply-adds on `hw` (0: none): a device override's
+    /// `gemv_compute_efficiency` where one selects `hw`, else
+    /// [`Speed::gemv_compute_efficiency`].
+    pub fn gemv_compute_efficiency_on(&self, hw: &Hardware) -> f64 {
+        self.device_value(DeviceFactor::GemvEfficiency, hw)
+            .unwrap_or(self.speed.gemv_compute_efficiency)
+    }
+
     /// Fraction of the memory efficiency a routed expert's weight matmuls reach on `hw`:
     /// a device override's `expert_memory_efficiency` where one selects `hw`, else
     /// [`Speed::expert_memory_efficiency`].
@@ -614,6 +635,9 @@ impl Engine {
         frac("fp4_efficiency", sp.fp4_efficiency)?;
         frac("attention_efficiency", sp.attention_efficiency)?;
         frac("expert_memory_efficiency", sp.expert_memory_efficiency)?;
+        // 0: none (the kernels overlap the arithmetic with the loads)
+        let gemv_frac = |field: &str, v: f64| if v == 0.0 { Ok(()) } else { frac(field, v) };
+        gemv_frac("gemv_compute_efficiency", sp.gemv_compute_efficiency)?;
         if sp.memory_efficiency.is_empty() {
             return Err(bad(
                 "memory_efficiency".into(),
@@ -661,7 +685,7 @@ impl Engine {
             if o.is_empty() {
                 return Err(bad(
                     at,
-                    "sets no factor: give compute_efficiency, expert_memory_efficiency, expert_overhead_s, gemv_s_per_gflop or memory_efficiency"
+                    "sets no factor: give compute_efficiency, expert_memory_efficiency, expert_overhead_s, gemv_compute_efficiency, gemv_s_per_gflop or memory_efficiency"
                         .into(),
                 ));
             }
@@ -673,6 +697,9 @@ impl Engine {
             }
             if let Some(e) = o.expert_memory_efficiency {
                 frac(&format!("{at}.expert_memory_efficiency"), e)?;
+            }
+            if let Some(e) = o.gemv_compute_efficiency {
+                gemv_frac(&format!("{at}.gemv_compute_efficiency"), e)?;
             }
             if let Some(s) = o.expert_overhead_s {
                 ranges.push((format!("{at}.expert_overhead_s"), s, 0.01));

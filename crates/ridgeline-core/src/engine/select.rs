@@ -183,6 +183,10 @@ pub struct DeviceOverride {
     /// Fraction of the memory efficiency a routed expert's weight matmuls reach on the
     /// selected devices ([`crate::engine::Speed::expert_memory_efficiency`]).
     pub expert_memory_efficiency: Option<f64>,
+    /// Fraction of the peak at which the matrix-vector kernels' rows past the first do
+    /// their multiply-adds on the selected devices
+    /// ([`crate::engine::Speed::gemv_compute_efficiency`]).
+    pub gemv_compute_efficiency: Option<f64>,
 }
 
 impl DeviceOverride {
@@ -193,6 +197,7 @@ impl DeviceOverride {
             && self.memory_efficiency.is_none()
             && self.gemv_s_per_gflop.is_none()
             && self.expert_memory_efficiency.is_none()
+            && self.gemv_compute_efficiency.is_none()
     }
 }
 
@@ -209,6 +214,8 @@ pub enum DeviceFactor {
     GemvTime,
     /// [`DeviceOverride::expert_memory_efficiency`].
     ExpertMemoryEfficiency,
+    /// [`DeviceOverride::gemv_compute_efficiency`].
+    GemvEfficiency,
 }
 
 impl DeviceFactor {
@@ -220,6 +227,7 @@ impl DeviceFactor {
             DeviceFactor::MemoryEfficiency => "memory_efficiency",
             DeviceFactor::GemvTime => "gemv_s_per_gflop",
             DeviceFactor::ExpertMemoryEfficiency => "expert_memory_efficiency",
+            DeviceFactor::GemvEfficiency => "gemv_compute_efficiency",
         }
     }
 
@@ -231,6 +239,7 @@ impl DeviceFactor {
             DeviceFactor::MemoryEfficiency => o.memory_efficiency,
             DeviceFactor::GemvTime => o.gemv_s_per_gflop,
             DeviceFactor::ExpertMemoryEfficiency => o.expert_memory_efficiency,
+            DeviceFactor::GemvEfficiency => o.gemv_compute_efficiency,
         }
     }
 
@@ -242,6 +251,7 @@ impl DeviceFactor {
             DeviceFactor::MemoryEfficiency => &mut o.memory_efficiency,
             DeviceFactor::GemvTime => &mut o.gemv_s_per_gflop,
             DeviceFactor::ExpertMemoryEfficiency => &mut o.expert_memory_efficiency,
+            DeviceFactor::GemvEfficiency => &mut o.gemv_compute_efficiency,
         }
     }
 
@@ -249,8 +259,10 @@ impl DeviceFactor {
     /// reports, factor tags and `predict`'s factors list: the keys of older files for
     /// the two families they had (`apple_compute_efficiency` for `class = "apple"`,
     /// `rdna_compute_efficiency` and `rdna_expert_overhead_s` for `architecture =
-    /// "rdna"`), else the key and the criteria (`compute_efficiency (device =
-    /// "ryzen-ai-max-395")`).
+    /// "rdna"`) and the family's name the fit gives the Apple GPUs' matrix-vector and
+    /// expert-kernel efficiencies (`apple_gemv_compute_efficiency`,
+    /// `apple_expert_memory_efficiency`), else the key and the criteria
+    /// (`compute_efficiency (device = "ryzen-ai-max-395")`).
     pub fn name_under(self, select: &Selector) -> String {
         let family = if *select == Selector::class(crate::hardware::DeviceClass::Apple) {
             "apple"
@@ -260,7 +272,12 @@ impl DeviceFactor {
             ""
         };
         match (family, self) {
-            ("apple", DeviceFactor::ComputeEfficiency)
+            (
+                "apple",
+                DeviceFactor::ComputeEfficiency
+                | DeviceFactor::GemvEfficiency
+                | DeviceFactor::ExpertMemoryEfficiency,
+            )
             | ("rdna", DeviceFactor::ComputeEfficiency | DeviceFactor::ExpertOverhead) => {
                 format!("{family}_{}", self.key())
             }

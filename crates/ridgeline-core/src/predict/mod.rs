@@ -353,7 +353,7 @@ pub struct Predictor<'a> {
     /// cost), s: a GEMM-path pass pays it for each expert with tokens.
     expert_matrix_s: f64,
     /// The engine's time per FLOP of a matrix-vector kernel's multiply-adds on this
-    /// device, on top of its loads ([`crate::engine::Overheads::gemv_s_per_gflop`]), s.
+    /// device, on top of its loads ([`gemv_s_per_flop`]), s.
     gemv_s_per_flop: f64,
     /// The fraction of the memory efficiency a routed expert's weight matmuls reach on
     /// this device ([`crate::engine::Engine::expert_memory_efficiency_on`]).
@@ -371,6 +371,22 @@ fn link_bw(hardware: &Hardware) -> f64 {
     hardware
         .device_link()
         .map_or(0.0, |l| l.bytes_per_s_per_direction)
+}
+
+/// The time per FLOP a matrix-vector kernel's rows past the first add on `hardware`
+/// under `engine`, s (0: none): its `gemv_s_per_gflop` where set, else the inverse of
+/// its `gemv_compute_efficiency` of the device's 16-bit peak (the kernels widen the
+/// weights in the shader and multiply-add there, whatever the weights' format).
+fn gemv_s_per_flop(engine: &Engine, hardware: &Hardware) -> f64 {
+    let per_gflop = engine.gemv_s_per_gflop_on(hardware);
+    let efficiency = engine.gemv_compute_efficiency_on(hardware);
+    if per_gflop > 0.0 {
+        per_gflop * 1e-9
+    } else if efficiency > 0.0 {
+        1.0 / (efficiency * hardware.peak(ComputeDtype::Fp16).0)
+    } else {
+        0.0
+    }
 }
 
 /// Most devices one layout may have.
@@ -663,7 +679,7 @@ impl<'a> Predictor<'a> {
             spec: s.spec,
             draft: Draft::Head,
             expert_matrix_s: engine.expert_overhead_on(hardware) * expert_matrices(model) as f64,
-            gemv_s_per_flop: engine.gemv_s_per_gflop_on(hardware) * 1e-9,
+            gemv_s_per_flop: gemv_s_per_flop(engine, hardware),
             expert_memory: engine.expert_memory_efficiency_on(hardware),
             kernels: None,
         })

@@ -131,11 +131,11 @@ pub static FACTORS: &[Factor] = &[
     ),
     family!(
         AppleGemv,
-        "apple_gemv_s_per_gflop",
+        "apple_gemv_compute_efficiency",
         Selector::class(DeviceClass::Apple),
-        GemvTime,
-        overheads.gemv_s_per_gflop,
-        Overhead
+        GemvEfficiency,
+        speed.gemv_compute_efficiency,
+        Unit
     ),
     family!(
         AppleExpertMemory,
@@ -295,15 +295,15 @@ mod tests {
         let mut e = Engine::ideal();
         e.set_override(
             &Selector::device("m2-ultra"),
-            DeviceFactor::GemvTime,
-            Some(2e-4),
+            DeviceFactor::GemvEfficiency,
+            Some(0.2),
         );
         let m3_expert = Selector::device("m3-max");
         e.set_override(&m3_expert, DeviceFactor::ExpertMemoryEfficiency, Some(0.8));
         fold_into_families(&mut e, &[m2]);
-        assert_eq!((gemv.stored)(&e), Some(2e-4));
+        assert_eq!((gemv.stored)(&e), Some(0.2));
         assert_eq!(
-            e.override_value(&Selector::device("m2-ultra"), DeviceFactor::GemvTime),
+            e.override_value(&Selector::device("m2-ultra"), DeviceFactor::GemvEfficiency),
             None
         );
         assert_eq!((experts.stored)(&e), None);

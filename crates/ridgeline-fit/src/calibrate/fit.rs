@@ -125,8 +125,9 @@ pub enum ParamKind {
     /// RDNA GPUs (fitted where rows run there; `expert_overhead_s` elsewhere is set by
     /// hand, 0 in every bundled engine).
     RdnaExpertOverhead,
-    /// `apple_gemv_s_per_gflop`: time per GFLOP the matrix-vector kernels add on Apple
-    /// GPUs (llama.cpp's Metal kernels do not overlap their arithmetic with their loads).
+    /// `apple_gemv_compute_efficiency`: the fraction of the peak at which the
+    /// matrix-vector kernels' rows past the first do their multiply-adds on Apple GPUs
+    /// (llama.cpp's Metal kernels do not overlap their arithmetic with their loads).
     AppleGemv,
     /// `apple_expert_memory_efficiency`: the fraction of the memory efficiency a routed
     /// expert's weight matmuls reach on Apple GPUs (llama.cpp's Metal expert kernels).
@@ -317,8 +318,10 @@ type Informs = fn(&Case) -> bool;
 
 /// The Apple GPUs' row-informed factors: each with the rows that inform it, its bound
 /// (the value that means "none") and the start a fit takes away from that bound.
-/// - `apple_gemv_s_per_gflop`: decode rows of several sequences (a single sequence's
-///   arithmetic hides under the weights' loads); bound 0, start 1e-5 s per GFLOP.
+/// - `apple_gemv_compute_efficiency`: decode rows of several sequences and prompts of 2
+///   to 8 tokens (passes whose weight matmuls run the matrix-vector kernels on more
+///   than one row: a single row's arithmetic hides under the weights' loads); bound 0
+///   (none), start 0.2 of the peak.
 /// - `apple_expert_memory_efficiency`: decode rows of MoE models (a decode step streams
 ///   the experts' weights); bound 1, start 0.9.
 fn apple_row_factors() -> [(ParamKind, Informs, f64, f64); 2] {
@@ -329,9 +332,15 @@ fn apple_row_factors() -> [(ParamKind, Informs, f64, f64); 2] {
     [
         (
             ParamKind::AppleGemv,
-            |c| decode_on_apple(c) && c.scenario.batch > 1,
+            |c| {
+                let short_prompt = c.kind == Kind::C
+                    && c.scenario.batch == 1
+                    && (2..=crate::engine::GEMV_MAX_TOKENS).contains(&c.scenario.prompt);
+                (decode_on_apple(c) && c.scenario.batch > 1)
+                    || (c.hardware.class == crate::hardware::DeviceClass::Apple && short_prompt)
+            },
             0.0,
-            1e-5,
+            0.2,
         ),
         (
             ParamKind::AppleExpertMemory,
@@ -588,8 +597,13 @@ pub fn fit(base: &Engine, cases: &[&Case], opts: &FitOptions) -> Result<EngineFi
         .map(|p| {
             let e = opts.prior.as_ref()?;
             let (l, h) = limits(p, b);
-            let v = p.to_internal(p.get(e).clamp(l, h));
-            if !p.is_overhead() {
+            let raw = p.get(e);
+            let v = p.to_internal(raw.clamp(l, h));
+            if raw <= 0.0 && !p.is_overhead() {
+                // an efficiency the prior does not have (the matrix-vector kernels'
+                // arithmetic, 0 where it overlaps the loads): nothing to pull toward
+                None
+            } else if !p.is_overhead() {
                 Some((v, 1.0))
             } else if v > 0.0 {
                 Some((v, v))
@@ -816,12 +830,12 @@ mod tests {
         let mut base = engine(1.0, 1.0, 1.0, 0.0);
         base.speed.memory_efficiency.insert("apple".into(), 1.0);
         let own = Selector::device("m2-ultra");
-        base.set_override(&own, DeviceFactor::GemvTime, Some(2e-4));
+        base.set_override(&own, DeviceFactor::GemvEfficiency, Some(0.2));
         base.set_override(&own, DeviceFactor::ExpertMemoryEfficiency, Some(0.8));
         let c = decode_at("m2-ultra", 0.5);
         let f = fit(&base, &[&c], &plain()).unwrap();
         let m2 = HardwareDb::builtin().unwrap().get("m2-ultra").unwrap();
-        assert_eq!(f.engine.gemv_s_per_gflop_on(m2), 0.0);
+        assert_eq!(f.engine.gemv_compute_efficiency_on(m2), 0.0);
         assert_eq!(f.engine.expert_memory_efficiency_on(m2), 1.0);
         // with a batched row there the matrix-vector time is fitted from its start
         let mut b = case(

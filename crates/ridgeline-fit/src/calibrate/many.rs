@@ -126,8 +126,8 @@ impl<'c> Distinct<'c> {
 /// The speed factors one case's prediction depends on, as bits: its device's memory
 /// efficiency, the compute, dequantizing-matmul, fp4-matmul and attention efficiencies,
 /// the step, layer and expert overheads, the matrix-vector kernels' time per FLOP and
-/// the expert kernels' memory efficiency.
-type Factors = [u64; 10];
+/// fraction of the peak, and the expert kernels' memory efficiency.
+type Factors = [u64; 11];
 
 fn factors(engine: &Engine, c: &Case) -> Factors {
     [
@@ -140,6 +140,7 @@ fn factors(engine: &Engine, c: &Case) -> Factors {
         engine.overheads.layer_overhead_s.to_bits(),
         engine.expert_overhead_on(&c.hardware).to_bits(),
         engine.gemv_s_per_gflop_on(&c.hardware).to_bits(),
+        engine.gemv_compute_efficiency_on(&c.hardware).to_bits(),
         engine.expert_memory_efficiency_on(&c.hardware).to_bits(),
     ]
 }
@@ -169,6 +170,7 @@ fn same_rest(a: &Engine, b: &Engine) -> bool {
         fp4_efficiency: _,
         attention_efficiency: _,
         expert_memory_efficiency: _,
+        gemv_compute_efficiency: _,
         gemm_half_rows,
     } = speed;
     let Overheads {
@@ -182,7 +184,8 @@ fn same_rest(a: &Engine, b: &Engine) -> bool {
     } = overheads;
     let same = |x: &f64, y: &f64| x.to_bits() == y.to_bits();
     // the device overrides' compute and memory efficiencies, expert overheads,
-    // matrix-vector times and expert memory efficiencies are read through `factors`;
+    // matrix-vector times and efficiencies and expert memory efficiencies are read
+    // through `factors`;
     // which devices they select is not
     let selects = |d: &[DeviceOverride]| d.iter().map(|o| o.select.clone()).collect::<Vec<_>>();
     *id == b.id

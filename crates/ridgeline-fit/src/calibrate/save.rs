@@ -51,6 +51,7 @@ fn rounded(engine: &Engine) -> Engine {
             &mut o.memory_efficiency,
             &mut o.gemv_s_per_gflop,
             &mut o.expert_memory_efficiency,
+            &mut o.gemv_compute_efficiency,
         ]
         .into_iter()
         .flatten()
@@ -63,6 +64,7 @@ fn rounded(engine: &Engine) -> Engine {
     e.overheads.sequence_overhead_s = round_sig(e.overheads.sequence_overhead_s, 3);
     e.overheads.gemv_s_per_gflop = round_sig(e.overheads.gemv_s_per_gflop, 3);
     e.speed.expert_memory_efficiency = round_sig(e.speed.expert_memory_efficiency, 3);
+    e.speed.gemv_compute_efficiency = round_sig(e.speed.gemv_compute_efficiency, 3);
     for v in e.speed.memory_efficiency.values_mut() {
         *v = round_sig(*v, 3);
     }
@@ -183,7 +185,6 @@ fn fit_comment(out: &mut String, f: &EngineFit, written: &Engine, mapped: &Mappe
             _ => "no interval".to_string(),
         };
         let unit = match p.kind {
-            super::ParamKind::AppleGemv => " s per GFLOP",
             _ if p.kind.is_overhead() => " s",
             _ => "",
         };

@@ -9,7 +9,6 @@ fn value(kind: &ParamKind, v: f64) -> String {
     match kind {
         ParamKind::StepOverhead | ParamKind::LayerOverhead => format!("{:.3} ms", v * 1e3),
         ParamKind::RdnaExpertOverhead | ParamKind::SequenceOverhead => format!("{:.1} µs", v * 1e6),
-        ParamKind::AppleGemv => format!("{:.3} ms/GFLOP", v * 1e3),
         _ => format!("{v:.3}"),
     }
 }
