@@ -844,20 +844,11 @@ fn apple_matrix_vector_rows_past_the_first_add_their_arithmetic_to_the_weights_l
     // sequence's step is unchanged
     let m = model("qwen2.5-7b");
     let hw = HardwareDb::builtin().unwrap().get("m2-ultra").unwrap();
-    let base = EngineDb::builtin()
-        .unwrap()
-        .get("llama.cpp")
-        .unwrap()
-        .clone();
     let apple = ridgeline::engine::Selector::class(ridgeline::hardware::DeviceClass::Apple);
     let gemv = ridgeline::engine::DeviceFactor::GemvTime;
     let s_per_gflop = 2e-4;
     let step = |b: u64, on: bool| {
-        let mut e = base.clone();
-        e.take_device_factor(gemv);
-        e.take_device_factor(ridgeline::engine::DeviceFactor::GemvEfficiency);
-        e.overheads.gemv_s_per_gflop = 0.0;
-        e.speed.gemv_compute_efficiency = 0.0;
+        let mut e = llama_cpp_without_gemv();
         if on {
             e.set_override(&apple, gemv, Some(s_per_gflop));
         }
@@ -896,20 +887,11 @@ fn apple_matrix_vector_arithmetic_as_a_fraction_of_the_peak_carries_across_chips
     // 27.2 / 5.2 = 5.23 times as long; where a time per GFLOP is set as well it wins
     let m = model("llama-7b");
     let db = HardwareDb::builtin().unwrap();
-    let base = EngineDb::builtin()
-        .unwrap()
-        .get("llama.cpp")
-        .unwrap()
-        .clone();
     let apple = ridgeline::engine::Selector::class(ridgeline::hardware::DeviceClass::Apple);
     let efficiency = ridgeline::engine::DeviceFactor::GemvEfficiency;
     let time = ridgeline::engine::DeviceFactor::GemvTime;
     let prompt = |gpu: &str, t: u64, f: f64, per_gflop: f64| {
-        let mut e = base.clone();
-        e.take_device_factor(efficiency);
-        e.take_device_factor(time);
-        e.speed.gemv_compute_efficiency = 0.0;
-        e.overheads.gemv_s_per_gflop = 0.0;
+        let mut e = llama_cpp_without_gemv();
         e.set_override(&apple, efficiency, (f > 0.0).then_some(f));
         e.set_override(&apple, time, (per_gflop > 0.0).then_some(per_gflop));
         let s = Scenario {
@@ -943,6 +925,22 @@ fn apple_matrix_vector_arithmetic_as_a_fraction_of_the_peak_carries_across_chips
             );
         }
     }
+}
+
+/// The bundled llama.cpp profile without a matrix-vector cost: its time per GFLOP and
+/// fraction of the peak unset, as engine values and device entries.
+fn llama_cpp_without_gemv() -> ridgeline::engine::Engine {
+    use ridgeline::engine::DeviceFactor;
+    let mut e = EngineDb::builtin()
+        .unwrap()
+        .get("llama.cpp")
+        .unwrap()
+        .clone();
+    e.take_device_factor(DeviceFactor::GemvTime);
+    e.take_device_factor(DeviceFactor::GemvEfficiency);
+    e.overheads.gemv_s_per_gflop = 0.0;
+    e.speed.gemv_compute_efficiency = 0.0;
+    e
 }
 
 /// The decode step's op `kind` of `m` on `gpu` under llama.cpp at `batch` sequences

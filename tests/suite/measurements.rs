@@ -662,10 +662,7 @@ fn engines_kernels_toml_is_the_fit_on_the_kernel_tables() {
 fn llama_cpp_decode_of_moe_models_on_apple_is_fitted_with_the_expert_kernels_efficiency() {
     use ridgeline::engine::{DeviceFactor, Selector};
     use ridgeline::hardware::DeviceClass;
-    let m = mapped();
-    let ours = |id: &str| (744..=802).contains(&id[1..].parse::<u32>().unwrap_or(0));
-    assert!(m.skipped.iter().all(|s| !ours(&s.id)));
-    let kept: Vec<&Case> = m.cases.iter().filter(|c| ours(&c.id)).collect();
+    let kept = fitted_rows(744..=802);
     let count = |k: Kind| kept.iter().filter(|c| c.kind == k).count();
     assert_eq!(
         (count(Kind::A), count(Kind::B), count(Kind::C)),
@@ -694,17 +691,11 @@ fn llama_cpp_decode_of_moe_models_on_apple_is_fitted_with_the_expert_kernels_eff
     // measured)| with the factor and with it set to 1
     let mut without = e.clone();
     without.set_override(&Selector::device("m2-ultra"), f, None);
-    let moe: Vec<&&Case> = (kept.iter())
+    let moe: Vec<&Case> = (kept.iter().copied())
         .filter(|c| c.kind != Kind::C && c.model.as_ref().unwrap().is_moe())
         .collect();
     assert_eq!(moe.len(), 25);
-    let err = |eng: &Engine| {
-        let logs: Vec<f64> = (moe.iter())
-            .map(|c| (predict_case(c, eng).unwrap() / c.measured).ln())
-            .collect();
-        median_abs(logs)
-    };
-    let (with, plain) = (err(e), err(&without));
+    let (with, plain) = (median_log_error(&moe, e), median_log_error(&moe, &without));
     assert!(with < 0.12 && plain > 0.15, "{with} vs {plain}");
 }
 
@@ -718,10 +709,7 @@ fn llama_cpp_decode_of_moe_models_on_apple_is_fitted_with_the_expert_kernels_eff
 fn llama_cpp_matrix_vector_efficiency_on_apple_is_the_family_s_fitted_on_two_chips() {
     use ridgeline::engine::{DeviceFactor, FactorTag, Selector};
     use ridgeline::hardware::DeviceClass;
-    let m = mapped();
-    let ours = |id: &str| (803..=826).contains(&id[1..].parse::<u32>().unwrap_or(0));
-    assert!(m.skipped.iter().all(|s| !ours(&s.id)));
-    let prompts: Vec<&Case> = m.cases.iter().filter(|c| ours(&c.id)).collect();
+    let prompts = fitted_rows(803..=826);
     assert_eq!(prompts.len(), 24);
     assert!(
         prompts
@@ -751,13 +739,28 @@ fn llama_cpp_matrix_vector_efficiency_on_apple_is_the_family_s_fitted_on_two_chi
     // and with none
     let mut without = e.clone();
     without.set_override(&apple, f, None);
-    let short: Vec<&&Case> = prompts.iter().filter(|c| c.scenario.prompt > 1).collect();
-    let err = |eng: &Engine| {
-        let logs: Vec<f64> = (short.iter())
-            .map(|c| (predict_case(c, eng).unwrap() / c.measured).ln())
-            .collect();
-        median_abs(logs)
-    };
-    let (with, plain) = (err(e), err(&without));
+    let short: Vec<&Case> = (prompts.iter().copied())
+        .filter(|c| c.scenario.prompt > 1)
+        .collect();
+    let (with, plain) = (
+        median_log_error(&short, e),
+        median_log_error(&short, &without),
+    );
     assert!(with < 0.2 && plain > 0.3, "{with} vs {plain}");
+}
+
+/// The bundled rows with ids `m<range>`, every one of them fitted (none skipped).
+fn fitted_rows(range: std::ops::RangeInclusive<u32>) -> Vec<&'static Case> {
+    let m = mapped();
+    let ours = |id: &str| range.contains(&id[1..].parse::<u32>().unwrap_or(0));
+    assert!(m.skipped.iter().all(|s| !ours(&s.id)));
+    m.cases.iter().filter(|c| ours(&c.id)).collect()
+}
+
+/// The median |ln(predicted / measured)| of `cases` under `engine`.
+fn median_log_error(cases: &[&Case], engine: &Engine) -> f64 {
+    let logs: Vec<f64> = (cases.iter())
+        .map(|c| (predict_case(c, engine).unwrap() / c.measured).ln())
+        .collect();
+    median_abs(logs)
 }
