@@ -81,7 +81,7 @@ pub struct Speed {
     /// Metal expert kernels on an Apple GPU stream their weights slower than its dense
     /// ones (a device override, fitted on the published MoE rows).
     pub expert_memory_efficiency: f64,
-    /// Fraction of the device's peak (the op's dtype) at which a matrix-vector kernel
+    /// Fraction of the device's 16-bit peak at which a matrix-vector kernel
     /// (a weight matmul of at most [`GEMV_MAX_TOKENS`] rows) does the multiply-adds of
     /// its rows past the first, on top of its weights' loads; 0 (the default): none,
     /// overlapped with the loads. The same cost as
