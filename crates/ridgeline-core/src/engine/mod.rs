@@ -561,6 +561,19 @@ impl Engine {
             .unwrap_or(self.speed.gemv_compute_efficiency)
     }
 
+    /// Which factor prices the matrix-vector kernels' rows past the first on `hw`, and
+    /// its value: the time per GFLOP where one is set for `hw` (it wins), else the
+    /// fraction of the peak where one is set, else none (their arithmetic overlaps
+    /// their loads).
+    pub fn gemv_factor_on(&self, hw: &Hardware) -> Option<(DeviceFactor, f64)> {
+        let per_gflop = self.gemv_s_per_gflop_on(hw);
+        if per_gflop > 0.0 {
+            return Some((DeviceFactor::GemvTime, per_gflop));
+        }
+        let efficiency = self.gemv_compute_efficiency_on(hw);
+        (efficiency > 0.0).then_some((DeviceFactor::GemvEfficiency, efficiency))
+    }
+
     /// Fraction of the memory efficiency a routed expert's weight matmuls reach on `hw`:
     /// a device override's `expert_memory_efficiency` where one selects `hw`, else
     /// [`Speed::expert_memory_efficiency`].

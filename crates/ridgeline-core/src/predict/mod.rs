@@ -374,18 +374,15 @@ fn link_bw(hardware: &Hardware) -> f64 {
 }
 
 /// The time per FLOP a matrix-vector kernel's rows past the first add on `hardware`
-/// under `engine`, s (0: none): its `gemv_s_per_gflop` where set, else the inverse of
-/// its `gemv_compute_efficiency` of the device's 16-bit peak (the kernels widen the
-/// weights in the shader and multiply-add there, whatever the weights' format).
+/// under `engine`, s (0: none), from the factor that prices them
+/// ([`Engine::gemv_factor_on`]): a time per GFLOP, or a fraction of the device's 16-bit
+/// peak (the kernels widen the weights in the shader and multiply-add there, whatever
+/// the weights' format).
 fn gemv_s_per_flop(engine: &Engine, hardware: &Hardware) -> f64 {
-    let per_gflop = engine.gemv_s_per_gflop_on(hardware);
-    let efficiency = engine.gemv_compute_efficiency_on(hardware);
-    if per_gflop > 0.0 {
-        per_gflop * 1e-9
-    } else if efficiency > 0.0 {
-        1.0 / (efficiency * hardware.peak(ComputeDtype::Fp16).0)
-    } else {
-        0.0
+    match engine.gemv_factor_on(hardware) {
+        Some((crate::engine::DeviceFactor::GemvTime, per_gflop)) => per_gflop * 1e-9,
+        Some((_, efficiency)) => 1.0 / (efficiency * hardware.peak(ComputeDtype::Fp16).0),
+        None => 0.0,
     }
 }
 

@@ -869,18 +869,11 @@ pub(crate) fn factor_reports(engine: &Engine, hw: &Hardware, moe: bool) -> Vec<F
     if oh.sequence_overhead_s > 0.0 {
         named.push(("sequence_overhead_s".to_string(), oh.sequence_overhead_s));
     }
-    // the matrix-vector kernels' time per GFLOP, where the device has one (llama.cpp
-    // on the M2 Ultra among the bundled)
-    if let Some(name) = keyed(DeviceFactor::GemvTime) {
-        named.push((name, engine.gemv_s_per_gflop_on(hw)));
-    } else if oh.gemv_s_per_gflop > 0.0 {
-        named.push(("gemv_s_per_gflop".to_string(), oh.gemv_s_per_gflop));
-    } else if let Some(name) = keyed(DeviceFactor::GemvEfficiency) {
-        // or the fraction of the peak they do it at (llama.cpp on Apple GPUs)
-        named.push((name, engine.gemv_compute_efficiency_on(hw)));
-    } else if sp.gemv_compute_efficiency > 0.0 {
-        let name = "gemv_compute_efficiency".to_string();
-        named.push((name, sp.gemv_compute_efficiency));
+    // the factor that prices the matrix-vector kernels' further rows, where the device
+    // has one (llama.cpp on Apple GPUs among the bundled)
+    if let Some((factor, value)) = engine.gemv_factor_on(hw) {
+        let name = keyed(factor).unwrap_or_else(|| factor.key().to_string());
+        named.push((name, value));
     }
     // a MoE model's expert kernels' share of the memory efficiency, where the device
     // has one (llama.cpp on the M2 Ultra among the bundled)

@@ -325,19 +325,21 @@ type Informs = fn(&Case) -> bool;
 /// - `apple_expert_memory_efficiency`: decode rows of MoE models (a decode step streams
 ///   the experts' weights); bound 1, start 0.9.
 fn apple_row_factors() -> [(ParamKind, Informs, f64, f64); 2] {
-    fn decode_on_apple(c: &Case) -> bool {
+    fn on_apple(c: &Case) -> bool {
         c.hardware.class == crate::hardware::DeviceClass::Apple
-            && matches!(c.kind, Kind::A | Kind::B)
+    }
+    fn decode_on_apple(c: &Case) -> bool {
+        on_apple(c) && matches!(c.kind, Kind::A | Kind::B)
     }
     [
         (
             ParamKind::AppleGemv,
             |c| {
+                let s = &c.scenario;
                 let short_prompt = c.kind == Kind::C
-                    && c.scenario.batch == 1
-                    && (2..=crate::engine::GEMV_MAX_TOKENS).contains(&c.scenario.prompt);
-                (decode_on_apple(c) && c.scenario.batch > 1)
-                    || (c.hardware.class == crate::hardware::DeviceClass::Apple && short_prompt)
+                    && s.batch == 1
+                    && (2..=crate::engine::GEMV_MAX_TOKENS).contains(&s.prompt);
+                (decode_on_apple(c) && s.batch > 1) || (on_apple(c) && short_prompt)
             },
             0.0,
             0.2,
